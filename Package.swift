@@ -1,0 +1,95 @@
+// swift-tools-version: 6.1
+// The root package: every library, test and tool target of the repository, declared by path and with no package
+// dependencies, so `swift test` here runs every test. Each Packages/<X>/Package.swift declares the same targets for
+// that package alone; Scripts/check-manifests.sh fails when the two drift apart.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+/// One package under Packages/: its library module, the sibling modules it depends on (the DAG in DESIGN.md),
+/// and any extra targets the package declares beside its library and its test target.
+struct Module {
+    var name: String
+    var dependencies: [String]
+    var testDependencies: [String] = []
+    var extraTargets: [Target] = []
+}
+
+let modules: [Module] = [
+    Module(
+        name: "FileRange",
+        dependencies: [],
+        extraTargets: [
+            .executableTarget(
+                name: "SparseCacheCrashWriter",
+                dependencies: ["FileRange"],
+                path: "Packages/FileRange/Sources/SparseCacheCrashWriter",
+                swiftSettings: swiftSettings
+            )
+        ]
+    ),
+    Module(name: "HLSPlaylist", dependencies: []),
+    Module(name: "MPEGTS", dependencies: ["FileRange"]),
+    Module(name: "LoopbackHTTP", dependencies: ["FileRange"]),
+    Module(name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"]),
+    Module(name: "HLSDownload", dependencies: ["HLSPlaylist", "FileRange"]),
+    Module(
+        name: "TSPlayerKit",
+        dependencies: ["FileRange", "MPEGTS", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload"]
+    ),
+]
+
+/// Command-line tools under Tools/<name>, with the modules each one uses.
+let tools: [(name: String, dependencies: [String])] = [
+]
+
+var targets: [Target] = []
+for module in modules {
+    targets.append(
+        .target(
+            name: module.name,
+            dependencies: module.dependencies.map { .target(name: $0) },
+            path: "Packages/\(module.name)/Sources/\(module.name)",
+            swiftSettings: swiftSettings
+        )
+    )
+    targets.append(
+        .testTarget(
+            name: "\(module.name)Tests",
+            dependencies: ([module.name] + module.testDependencies).map { .target(name: $0) },
+            path: "Packages/\(module.name)/Tests/\(module.name)Tests",
+            swiftSettings: swiftSettings
+        )
+    )
+    targets += module.extraTargets
+}
+for tool in tools {
+    targets.append(
+        .executableTarget(
+            name: tool.name,
+            dependencies: tool.dependencies.map { .target(name: $0) },
+            path: "Tools/\(tool.name)",
+            swiftSettings: swiftSettings
+        )
+    )
+}
+targets.append(
+    .testTarget(
+        name: "EndToEndTests",
+        dependencies: [],
+        path: "Tests/EndToEndTests",
+        swiftSettings: swiftSettings
+    )
+)
+
+let package = Package(
+    name: "TSPlayerKit",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
+    products: modules.map { .library(name: $0.name, targets: [$0.name]) }
+        + tools.map { .executable(name: $0.name, targets: [$0.name]) },
+    targets: targets
+)

@@ -1,0 +1,37 @@
+// swift-tools-version: 6.1
+// This manifest is mirrored by the root Package.swift; Scripts/check-manifests.sh keeps the two in step.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "FileRange",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
+    products: [
+        .library(name: "FileRange", targets: ["FileRange"])
+    ],
+    dependencies: [
+    ],
+    targets: [
+        .target(
+            name: "FileRange",
+            dependencies: [
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "SparseCacheCrashWriter",
+            dependencies: ["FileRange"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FileRangeTests",
+            dependencies: ["FileRange"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

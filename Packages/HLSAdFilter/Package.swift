@@ -1,0 +1,36 @@
+// swift-tools-version: 6.1
+// This manifest is mirrored by the root Package.swift; Scripts/check-manifests.sh keeps the two in step.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "HLSAdFilter",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
+    products: [
+        .library(name: "HLSAdFilter", targets: ["HLSAdFilter"])
+    ],
+    dependencies: [
+        .package(path: "../HLSPlaylist"),
+        .package(path: "../MPEGTS"),
+    ],
+    targets: [
+        .target(
+            name: "HLSAdFilter",
+            dependencies: [
+                .product(name: "HLSPlaylist", package: "HLSPlaylist"),
+                .product(name: "MPEGTS", package: "MPEGTS"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HLSAdFilterTests",
+            dependencies: ["HLSAdFilter"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+// Tests for the HLSAdFilter module arrive with its first code.

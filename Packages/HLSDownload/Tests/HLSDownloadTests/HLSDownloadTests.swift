@@ -1,0 +1,1 @@
+// Tests for the HLSDownload module arrive with its first code.

@@ -1,0 +1,32 @@
+// swift-tools-version: 6.1
+// This manifest is mirrored by the root Package.swift; Scripts/check-manifests.sh keeps the two in step.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "HLSPlaylist",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
+    products: [
+        .library(name: "HLSPlaylist", targets: ["HLSPlaylist"])
+    ],
+    dependencies: [
+    ],
+    targets: [
+        .target(
+            name: "HLSPlaylist",
+            dependencies: [
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HLSPlaylistTests",
+            dependencies: ["HLSPlaylist"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

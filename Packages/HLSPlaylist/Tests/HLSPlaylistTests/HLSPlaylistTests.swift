@@ -1,0 +1,1 @@
+// Tests for the HLSPlaylist module arrive with its first code.

@@ -1,0 +1,1 @@
+// The LoopbackHTTP module. Its sources arrive with the issue that builds it; see Documentation/Architecture.md.

@@ -1,0 +1,1 @@
+// Tests for the LoopbackHTTP module arrive with its first code.

@@ -1,0 +1,34 @@
+// swift-tools-version: 6.1
+// This manifest is mirrored by the root Package.swift; Scripts/check-manifests.sh keeps the two in step.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "MPEGTS",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
+    products: [
+        .library(name: "MPEGTS", targets: ["MPEGTS"])
+    ],
+    dependencies: [
+        .package(path: "../FileRange"),
+    ],
+    targets: [
+        .target(
+            name: "MPEGTS",
+            dependencies: [
+                .product(name: "FileRange", package: "FileRange"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "MPEGTSTests",
+            dependencies: ["MPEGTS"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

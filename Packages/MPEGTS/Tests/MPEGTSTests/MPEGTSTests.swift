@@ -1,0 +1,1 @@
+// Tests for the MPEGTS module arrive with its first code.

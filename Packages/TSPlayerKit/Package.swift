@@ -1,0 +1,44 @@
+// swift-tools-version: 6.1
+// This manifest is mirrored by the root Package.swift; Scripts/check-manifests.sh keeps the two in step.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "TSPlayerKit",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
+    products: [
+        .library(name: "TSPlayerKit", targets: ["TSPlayerKit"])
+    ],
+    dependencies: [
+        .package(path: "../FileRange"),
+        .package(path: "../MPEGTS"),
+        .package(path: "../HLSPlaylist"),
+        .package(path: "../LoopbackHTTP"),
+        .package(path: "../HLSAdFilter"),
+        .package(path: "../HLSDownload"),
+    ],
+    targets: [
+        .target(
+            name: "TSPlayerKit",
+            dependencies: [
+                .product(name: "FileRange", package: "FileRange"),
+                .product(name: "MPEGTS", package: "MPEGTS"),
+                .product(name: "HLSPlaylist", package: "HLSPlaylist"),
+                .product(name: "LoopbackHTTP", package: "LoopbackHTTP"),
+                .product(name: "HLSAdFilter", package: "HLSAdFilter"),
+                .product(name: "HLSDownload", package: "HLSDownload"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TSPlayerKitTests",
+            dependencies: ["TSPlayerKit"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

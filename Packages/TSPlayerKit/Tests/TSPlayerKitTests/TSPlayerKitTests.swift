@@ -1,0 +1,1 @@
+// Tests for the TSPlayerKit module arrive with its first code.

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the outside tools the test suite and benchmarks use, when they are missing.
+# On Debian as root it installs them with apt-get and pip; elsewhere it names what is missing and fails.
+# Usage: Scripts/deps.sh [--bench]   (--bench adds the benchmark-only tools)
+set -euo pipefail
+
+apt_packages=(ffmpeg curl nginx-light python3-pip)
+bench_apt_packages=(wrk hyperfine)
+pip_packages=(m3u8 h11 threefive)
+
+want_bench=0
+[[ "${1:-}" == "--bench" ]] && want_bench=1
+[[ $want_bench == 1 ]] && apt_packages+=("${bench_apt_packages[@]}")
+
+# Each apt package and the command that proves it is there.
+declare -A probe=([ffmpeg]=ffprobe [curl]=curl [nginx-light]=nginx [python3-pip]=python3 [wrk]=wrk [hyperfine]=hyperfine)
+
+missing_apt=()
+for pkg in "${apt_packages[@]}"; do
+    command -v "${probe[$pkg]}" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin" command -v "${probe[$pkg]}" >/dev/null 2>&1 \
+        || missing_apt+=("$pkg")
+done
+missing_pip=()
+for pkg in "${pip_packages[@]}"; do
+    python3 -c "import ${pkg}" >/dev/null 2>&1 || missing_pip+=("$pkg")
+done
+
+if (( ${#missing_apt[@]} )); then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "deps: installing ${missing_apt[*]}" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null
+        apt-get install -y -qq --no-install-recommends "${missing_apt[@]}" >/dev/null
+    else
+        echo "deps: missing ${missing_apt[*]}; install them (Debian: apt-get install ${missing_apt[*]})" >&2
+        exit 1
+    fi
+fi
+if (( ${#missing_pip[@]} )); then
+    echo "deps: installing Python packages ${missing_pip[*]}" >&2
+    python3 -m pip install -q --disable-pip-version-check "${missing_pip[@]}" >/dev/null \
+        || { echo "deps: could not pip install ${missing_pip[*]}" >&2; exit 1; }
+fi
+exit 0
