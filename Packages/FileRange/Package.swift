@@ -14,13 +14,11 @@ let package = Package(
     products: [
         .library(name: "FileRange", targets: ["FileRange"])
     ],
-    dependencies: [
-    ],
+    dependencies: [],
     targets: [
         .target(
             name: "FileRange",
-            dependencies: [
-            ],
+            dependencies: [],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -1,1 +1,0 @@
-// The FileRange module.
