@@ -38,7 +38,7 @@ if (( ${#missing_apt[@]} )); then
 fi
 if (( ${#missing_pip[@]} )); then
     echo "deps: installing Python packages ${missing_pip[*]}" >&2
-    python3 -m pip install -q --disable-pip-version-check "${missing_pip[@]}" >/dev/null \
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "${missing_pip[@]}" >/dev/null \
         || { echo "deps: could not pip install ${missing_pip[*]}" >&2; exit 1; }
 fi
 exit 0

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Proves FileRange and MPEGTS link no Foundation library, and HLSPlaylist at most FoundationEssentials, by building
+# tiny executables (Tests/LinkageTest) and reading the libraries they link. A canary that imports Foundation must be
+# seen linking it, which proves the check can fail.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scratch="${LINKAGE_SCRATCH:-.build/linkage}"
+if ! log="$(swift build --package-path Tests/LinkageTest --scratch-path "$scratch" -Xswiftc -warnings-as-errors 2>&1)"; then
+    echo "$log" | grep -E 'error|warning' | head -20 >&2
+    echo "check-linkage: the linkage executables did not build" >&2
+    exit 1
+fi
+bin="$(swift build --package-path Tests/LinkageTest --scratch-path "$scratch" --show-bin-path)"
+
+linked() {  # the Foundation-family libraries an executable links
+    if [[ "$(uname)" == Darwin ]]; then
+        otool -L "$1" | awk '{print $1}' | grep -oE '(Foundation[A-Za-z]*|_Foundation[A-Za-z]*)' | sort -u || true
+    else
+        readelf -d "$1" | grep NEEDED | grep -oE 'lib_?Foundation[A-Za-z]*' | sed 's/^lib//' | sort -u || true
+    fi
+}
+
+fail=0
+canary="$(linked "$bin/LinkageCanary")"
+if ! grep -qx 'Foundation' <<<"$canary"; then
+    echo "check-linkage: the canary imports Foundation but the check did not see it linked; the check is broken" >&2
+    fail=1
+fi
+core="$(linked "$bin/LinkageCore")"
+if [[ -n "$core" ]]; then
+    echo "check-linkage: FileRange + MPEGTS link Foundation libraries: $(echo $core)" >&2
+    fail=1
+fi
+playlist="$(linked "$bin/LinkagePlaylist" | grep -vx 'FoundationEssentials' | grep -vx '_FoundationCShims' || true)"
+if [[ -n "$playlist" ]]; then
+    echo "check-linkage: HLSPlaylist links more than FoundationEssentials: $(echo $playlist)" >&2
+    fail=1
+fi
+[[ $fail == 0 ]] && echo "check-linkage: FileRange and MPEGTS link no Foundation; HLSPlaylist at most FoundationEssentials (canary seen)"
+exit $fail

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The one test command (README.md and .ci/run call it). It installs the outside programs the tests use when they
+# are missing, makes the media fixtures, checks formatting, the manifests and the linkage of the pure cores, builds
+# everything with warnings as errors, builds each package on its own, and runs every test. Any failure fails it.
+#
+# Usage: Scripts/test.sh [--no-standalone]   (--no-standalone skips building each package on its own)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+standalone=1
+for arg in "$@"; do
+    case "$arg" in
+        --no-standalone) standalone=0 ;;
+        *) echo "usage: Scripts/test.sh [--no-standalone]" >&2; exit 64 ;;
+    esac
+done
+export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=yes,interactive=no}"
+start=$SECONDS
+step() { printf '\n==> %s (%ss)\n' "$*" "$((SECONDS - start))"; }
+
+step "Outside programs the tests use"
+Scripts/deps.sh
+
+if [[ -x Scripts/make-fixtures.sh ]]; then
+    step "Media fixtures"
+    Scripts/make-fixtures.sh
+fi
+
+step "swift format lint --strict"
+mapfile -t swift_files < <(git ls-files --cached --others --exclude-standard '*.swift')
+swift format lint --strict --configuration .swift-format "${swift_files[@]}"
+
+step "Manifests agree (and the check can fail)"
+Scripts/check-manifests.sh --self-test
+
+step "Linkage of the pure cores (and the check can fail)"
+Scripts/check-linkage.sh
+
+step "Build everything with warnings as errors"
+swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
+swift build --build-tests -Xswiftc -warnings-as-errors >/dev/null  # fails here if the build above failed
+
+if [[ $standalone == 1 ]]; then
+    for package in Packages/*/; do
+        name="$(basename "$package")"
+        step "Package $name builds on its own"
+        swift build --build-tests --package-path "$package" --scratch-path ".build/standalone/$name" \
+            -Xswiftc -warnings-as-errors 2>&1 | grep -E 'error|warning' || true
+        swift build --build-tests --package-path "$package" --scratch-path ".build/standalone/$name" \
+            -Xswiftc -warnings-as-errors >/dev/null
+    done
+    step "FileRange's tests pass on their own"
+    swift test --package-path Packages/FileRange --scratch-path .build/standalone/FileRange \
+        -Xswiftc -warnings-as-errors 2>&1 | tail -n 1
+fi
+
+step "Every test (swift test at the root)"
+log="$(mktemp)"
+set +e
+swift test -Xswiftc -warnings-as-errors 2>&1 | tee "$log" | grep -vE '^\[[0-9]+/[0-9]+\]|^(􀟈|◇|↳)|Test .* started\.$'
+status=${PIPESTATUS[0]}
+set -e
+passed=$(grep -cE '^✔ Test .* passed' "$log" || true)
+failed=$(grep -cE '^✘ Test .* (failed|recorded)' "$log" || true)
+rm -f "$log"
+printf '\n==> done in %ss\n' "$((SECONDS - start))"
+echo "swift-testing: $passed passed, $failed failed"
+exit "$status"

@@ -1,0 +1,3 @@
+import HLSPlaylist
+
+print("HLSPlaylist linked")
