@@ -44,8 +44,7 @@ let modules: [Module] = [
 ]
 
 /// Command-line tools under Tools/<name>, with the modules each one uses.
-let tools: [(name: String, dependencies: [String])] = [
-]
+let tools: [(name: String, dependencies: [String])] = []
 
 var targets: [Target] = []
 for module in modules {

@@ -14,13 +14,11 @@ let package = Package(
     products: [
         .library(name: "HLSPlaylist", targets: ["HLSPlaylist"])
     ],
-    dependencies: [
-    ],
+    dependencies: [],
     targets: [
         .target(
             name: "HLSPlaylist",
-            dependencies: [
-            ],
+            dependencies: [],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -15,13 +15,13 @@ let package = Package(
         .library(name: "LoopbackHTTP", targets: ["LoopbackHTTP"])
     ],
     dependencies: [
-        .package(path: "../FileRange"),
+        .package(path: "../FileRange")
     ],
     targets: [
         .target(
             name: "LoopbackHTTP",
             dependencies: [
-                .product(name: "FileRange", package: "FileRange"),
+                .product(name: "FileRange", package: "FileRange")
             ],
             swiftSettings: swiftSettings
         ),

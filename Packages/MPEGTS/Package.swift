@@ -15,13 +15,13 @@ let package = Package(
         .library(name: "MPEGTS", targets: ["MPEGTS"])
     ],
     dependencies: [
-        .package(path: "../FileRange"),
+        .package(path: "../FileRange")
     ],
     targets: [
         .target(
             name: "MPEGTS",
             dependencies: [
-                .product(name: "FileRange", package: "FileRange"),
+                .product(name: "FileRange", package: "FileRange")
             ],
             swiftSettings: swiftSettings
         ),
