@@ -34,7 +34,18 @@ let modules: [Module] = [
     ),
     Module(name: "HLSPlaylist", dependencies: []),
     Module(name: "MPEGTS", dependencies: ["FileRange"]),
-    Module(name: "LoopbackHTTP", dependencies: ["FileRange"]),
+    Module(
+        name: "LoopbackHTTP",
+        dependencies: ["FileRange"],
+        extraTargets: [
+            .executableTarget(
+                name: "loopback-http-testserver",
+                dependencies: ["LoopbackHTTP", "FileRange"],
+                path: "Packages/LoopbackHTTP/Sources/loopback-http-testserver",
+                swiftSettings: swiftSettings
+            )
+        ]
+    ),
     Module(name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"]),
     Module(name: "HLSDownload", dependencies: ["HLSPlaylist", "FileRange"]),
     Module(

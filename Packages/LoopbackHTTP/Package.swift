@@ -25,6 +25,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "loopback-http-testserver",
+            dependencies: ["LoopbackHTTP", .product(name: "FileRange", package: "FileRange")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "LoopbackHTTPTests",
             dependencies: ["LoopbackHTTP"],

@@ -1,0 +1,443 @@
+import FileRange
+
+/// Routing plus the server's HTTP semantics, without any I/O: what ``HTTPServer`` runs for every request, and
+/// what tests call in process with ``respond(to:)``.
+public struct HTTPApplication: Sendable {
+    public var router: Router
+    public var configuration: HTTPServerConfiguration
+
+    public init(router: Router, configuration: HTTPServerConfiguration = HTTPServerConfiguration()) {
+        self.router = router
+        self.configuration = configuration
+    }
+
+    /// Handles a request in process, as the server would on a socket (keep-alive assumed): the returned
+    /// response has the final status, every header field the server would send (`Date`, `Content-Length`,
+    /// `Content-Range`, ...) in order, and the body bytes (file regions and multipart parts read into memory;
+    /// a stream collected; nothing for HEAD).
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        var request = request
+        let response: HTTPResponse
+        switch decide(&request) {
+        case .respond(let immediate): response = immediate
+        case .handle(let handler, _): response = await handler(request)
+        }
+        let prepared = prepare(
+            response, for: request, keepAlive: request.wantsKeepAlive, date: HTTPDate.now().imfFixdate)
+        var headers = prepared.headers
+        var body: [UInt8] = []
+        switch prepared.body {
+        case .none: break
+        case .parts(let parts):
+            for part in parts {
+                switch part {
+                case .bytes(let bytes): body += bytes
+                case .file(let file, let offset, let length):
+                    guard let count = Int(exactly: length), let bytes = try? file.read(at: offset, length: count),
+                        bytes.count == count
+                    else {
+                        headers.replaceOrAdd(name: "X-In-Process-Error", value: "short read")
+                        break
+                    }
+                    body += bytes
+                }
+            }
+        case .stream(let stream, let chunked):
+            let iterator = stream.makeIterator()
+            while let chunk = await iterator.next() {
+                if chunked {
+                    if chunk.isEmpty { continue }
+                    body += Array(String(chunk.count, radix: 16).utf8) + [0x0D, 0x0A] + chunk + [0x0D, 0x0A]
+                } else {
+                    body += chunk
+                }
+            }
+            if chunked { body += Array("0\r\n\r\n".utf8) }
+        }
+        return HTTPResponse(status: prepared.status, headers: headers, body: .bytes(body))
+    }
+
+    // MARK: - Decisions before the handler
+
+    enum Decision {
+        case respond(HTTPResponse)
+        case handle(HTTPHandler, logPath: String?)
+    }
+
+    private static let allowedMethodsValue = "GET, HEAD, OPTIONS"
+
+    /// Host allow-list, method checks and routing. Fills the request's parameters.
+    func decide(_ request: inout HTTPRequest) -> Decision {
+        // Host (RFC 9112 §3.2): an absolute-form target's authority wins over the Host field.
+        let host = Self.authority(of: request.target) ?? request.headers.first(name: "Host") ?? ""
+        guard hostIsAllowed(host) else { return .respond(.error(.misdirectedRequest)) }
+        let method = request.method
+        if method != .get && method != .head && method != .options {
+            if method.isKnownToServer {
+                var response = HTTPResponse.error(.methodNotAllowed)
+                response.headers.add(name: "Allow", value: Self.allowedMethodsValue)
+                return .respond(response)
+            }
+            return .respond(.error(.notImplemented))
+        }
+        if request.target == "*" {
+            guard method == .options else { return .respond(.error(.badRequest)) }
+            var response = HTTPResponse(status: .noContent)
+            response.headers.add(name: "Allow", value: Self.allowedMethodsValue)
+            return .respond(response)
+        }
+        let path = request.path
+        if let token = configuration.nonLoopbackToken {
+            let first = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), maxSplits: 1).first
+            guard let first, token.matches(String(decoding: first, as: UTF8.self)) else {
+                return .respond(.error(.notFound))
+            }
+        }
+        if method == .options {
+            guard let allowed = router.allowedMethods(path: path) else { return .respond(.error(.notFound)) }
+            var methods = allowed.map(\.rawValue)
+            if methods.contains("GET") && !methods.contains("HEAD") { methods.append("HEAD") }
+            if !methods.contains("OPTIONS") { methods.append("OPTIONS") }
+            var response = HTTPResponse(status: .noContent)
+            response.headers.add(name: "Allow", value: methods.joined(separator: ", "))
+            if let cors = configuration.cors {
+                response.headers.add(name: "Access-Control-Allow-Methods", value: "GET, HEAD, OPTIONS")
+                response.headers.add(name: "Access-Control-Allow-Headers", value: "Range")
+                response.headers.add(name: "Access-Control-Max-Age", value: String(cors.maxAgeSeconds))
+            }
+            return .respond(response)
+        }
+        switch router.match(method: method, path: path) {
+        case .handler(let handler, let parameters, let wildcard, let logPath):
+            request.parameters = parameters
+            request.wildcardSegments = wildcard
+            return .handle(handler, logPath: logPath)
+        case .methodNotAllowed(let allow):
+            var response = HTTPResponse.error(.methodNotAllowed)
+            response.headers.add(name: "Allow", value: (allow.map(\.rawValue) + ["OPTIONS"]).joined(separator: ", "))
+            return .respond(response)
+        case .notFound:
+            return .respond(.error(.notFound))
+        case .badPath:
+            return .respond(.error(.badRequest))
+        }
+    }
+
+    static func authority(of target: String) -> String? {
+        guard !target.hasPrefix("/"), let scheme = target.firstRange(of: "://") else { return nil }
+        let rest = target[scheme.upperBound...]
+        let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        return String(rest[..<end])
+    }
+
+    /// Whether a `Host` value names this server: a loopback name, with or without a port.
+    func hostIsAllowed(_ host: String) -> Bool {
+        var name = Substring(host)
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return false }
+            let after = name[name.index(after: close)...]
+            guard after.isEmpty || Self.isPort(after) else { return false }
+            name = name[...close]
+        } else if let colon = name.firstIndex(of: ":") {
+            guard Self.isPort(name[colon...]) else { return false }
+            name = name[..<colon]
+        }
+        if name == "127.0.0.1" || ASCII.equalsIgnoringCase(name.utf8, "localhost".utf8) || name == "[::1]" {
+            return true
+        }
+        return configuration.additionalAllowedHosts.contains {
+            ASCII.equalsIgnoringCase($0.utf8, name.utf8) || ASCII.equalsIgnoringCase($0.utf8, host.utf8)
+        }
+    }
+
+    private static func isPort(_ text: Substring) -> Bool {
+        // ":" 1*5DIGIT
+        guard text.first == ":", text.count >= 2, text.count <= 6 else { return false }
+        return text.dropFirst().utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    // MARK: - Completing a response
+
+    enum BodyPart {
+        case bytes([UInt8])
+        case file(FileStreamer, offset: UInt64, length: UInt64)
+    }
+
+    enum PreparedBody {
+        case none
+        case parts([BodyPart])
+        case stream(HTTPResponse.StreamBody, chunked: Bool)
+    }
+
+    struct Prepared {
+        var status: HTTPStatus
+        var headers: HTTPHeaders
+        var body: PreparedBody
+        var keepAlive: Bool
+        /// Body bytes that will be sent (nil for a stream of unknown length).
+        var contentLength: UInt64?
+    }
+
+    /// Applies conditional requests, Range, HEAD, CORS and framing to a handler's response.
+    func prepare(_ response: HTTPResponse, for request: HTTPRequest, keepAlive: Bool, date: String) -> Prepared {
+        var status = response.status
+        var headers = response.headers
+        var keepAlive = keepAlive
+        var parts: [BodyPart] = []
+        var stream: HTTPResponse.StreamBody?
+        var representationLength: UInt64 = 0
+        var rangeable = false
+        let isHead = request.method == .head
+
+        switch response.body {
+        case .empty:
+            break
+        case .bytes(let bytes):
+            if !bytes.isEmpty { parts = [.bytes(bytes)] }
+            representationLength = UInt64(bytes.count)
+            rangeable = true
+        case .file(let file):
+            // The file may have shrunk since the handler looked: never promise more than it holds now.
+            let size: UInt64
+            if let observed = file.observedFileSize {
+                size = observed
+            } else {
+                do { size = try file.file.size() } catch {
+                    return prepare(.error(.internalServerError), for: request, keepAlive: false, date: date)
+                }
+            }
+            let offset = min(file.offset, size)
+            let length = min(file.length, size - offset)
+            if length > 0 { parts = [.file(file.file, offset: offset, length: length)] }
+            representationLength = length
+            rangeable = true
+        case .stream(let body):
+            stream = body
+            representationLength = body.length ?? 0
+        }
+
+        let isGetLike = request.method == .get || request.method == .head
+        if status.code == 200 && isGetLike && rangeable {
+            headers.replaceOrAdd(name: "Accept-Ranges", value: "bytes")
+            if let conditional = Self.evaluateConditionals(request: request, headers: headers) {
+                status = conditional
+                parts = []
+                if conditional.code == 412 {
+                    headers = HTTPHeaders()
+                    headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+                    parts = [.bytes(Array("412 Precondition Failed\n".utf8))]
+                    representationLength = UInt64(parts.count > 0 ? 24 : 0)
+                } else {
+                    // 304 keeps the validators and cache fields, drops the representation's content fields.
+                    headers.remove(name: "Content-Type")
+                    headers.remove(name: "Accept-Ranges")
+                }
+            } else if let rangeValue = request.headers.first(name: "Range"),
+                Self.ifRangeAllows(request: request, headers: headers),
+                let rangeRequest = RangeRequest.parse(rangeValue)
+            {
+                switch rangeRequest.resolve(length: representationLength, maxRanges: configuration.maxRanges) {
+                case .full:
+                    break
+                case .unsatisfiable:
+                    status = .rangeNotSatisfiable
+                    headers.remove(name: "Content-Type")
+                    headers.add(
+                        name: "Content-Range",
+                        value: ContentRange.unsatisfiedValue(completeLength: representationLength))
+                    parts = []
+                    representationLength = 0
+                case .partial(let ranges):
+                    status = .partialContent
+                    if ranges.count == 1 {
+                        let range = ranges[0]
+                        headers.add(
+                            name: "Content-Range",
+                            value: ContentRange.value(for: range, completeLength: representationLength))
+                        parts = Self.slice(parts, range)
+                        representationLength = range.length
+                    } else {
+                        let contentType = headers.first(name: "Content-Type") ?? MediaType.octetStream
+                        let boundary = Self.makeBoundary()
+                        headers.replaceOrAdd(name: "Content-Type", value: "multipart/byteranges; boundary=\(boundary)")
+                        var multipart: [BodyPart] = []
+                        var total: UInt64 = 0
+                        for range in ranges {
+                            let partHead = Array(
+                                "\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\nContent-Range: \(ContentRange.value(for: range, completeLength: representationLength))\r\n\r\n"
+                                    .utf8)
+                            multipart.append(.bytes(partHead))
+                            total += UInt64(partHead.count) + range.length
+                            multipart += Self.slice(parts, range)
+                        }
+                        let tail = Array("\r\n--\(boundary)--\r\n".utf8)
+                        multipart.append(.bytes(tail))
+                        total += UInt64(tail.count)
+                        parts = Self.coalesce(multipart)
+                        representationLength = total
+                    }
+                }
+            }
+        }
+
+        if let cors = configuration.cors {
+            headers.replaceOrAdd(name: "Access-Control-Allow-Origin", value: cors.allowedOrigin)
+            headers.replaceOrAdd(
+                name: "Access-Control-Expose-Headers", value: "Content-Length, Content-Range, Accept-Ranges")
+            if cors.allowedOrigin != "*" { headers.add(name: "Vary", value: "Origin") }
+        }
+
+        // Framing (RFC 9112 §6): Content-Length unless forbidden or a stream of unknown length.
+        headers.remove(name: "Content-Length")
+        headers.remove(name: "Transfer-Encoding")
+        headers.remove(name: "Connection")
+        headers.remove(name: "Date")
+        var fields = HTTPHeaders()
+        fields.add(name: "Date", value: date)
+        for field in headers { fields.add(name: field.name, value: field.value) }
+        var contentLength: UInt64? = representationLength
+        var body: PreparedBody = .parts(parts)
+        var chunked = false
+        if status.forbidsContent {
+            contentLength = nil
+            body = .none
+            stream = nil
+        } else if let stream {
+            if let length = stream.length {
+                fields.add(name: "Content-Length", value: String(length))
+            } else if request.version == .http1_1 {
+                chunked = true
+                fields.add(name: "Transfer-Encoding", value: "chunked")
+                contentLength = nil
+            } else {
+                keepAlive = false  // HTTP/1.0: the body ends when the connection closes
+                contentLength = nil
+            }
+            body = .stream(stream, chunked: chunked)
+        } else {
+            fields.add(name: "Content-Length", value: String(representationLength))
+        }
+        if !keepAlive {
+            fields.add(name: "Connection", value: "close")
+        } else if request.version == .http1_0 {
+            fields.add(name: "Connection", value: "keep-alive")
+        }
+        if isHead {
+            body = .none
+            contentLength = 0
+        }
+        return Prepared(status: status, headers: fields, body: body, keepAlive: keepAlive, contentLength: contentLength)
+    }
+
+    /// The parts of `parts` (a representation in order) that fall in `range`.
+    static func slice(_ parts: [BodyPart], _ range: ByteRange) -> [BodyPart] {
+        var result: [BodyPart] = []
+        var position: UInt64 = 0
+        for part in parts {
+            let partLength: UInt64
+            switch part {
+            case .bytes(let bytes): partLength = UInt64(bytes.count)
+            case .file(_, _, let length): partLength = length
+            }
+            let start = max(position, range.offset)
+            let end = min(position + partLength, range.upperBound)
+            if start < end {
+                let from = start - position
+                let count = end - start
+                switch part {
+                case .bytes(let bytes):
+                    result.append(.bytes(Array(bytes[Int(from)..<Int(from + count)])))
+                case .file(let file, let offset, _):
+                    result.append(.file(file, offset: offset + from, length: count))
+                }
+            }
+            position += partLength
+        }
+        return result
+    }
+
+    /// Merges adjacent byte parts.
+    static func coalesce(_ parts: [BodyPart]) -> [BodyPart] {
+        var result: [BodyPart] = []
+        for part in parts {
+            if case .bytes(let bytes) = part, case .bytes(let previous)? = result.last {
+                result[result.count - 1] = .bytes(previous + bytes)
+            } else {
+                result.append(part)
+            }
+        }
+        return result
+    }
+
+    static func makeBoundary() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() as UInt64
+        let hex = String(value, radix: 16)
+        return "LoopbackHTTP" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// RFC 9110 §13.2.2 steps 1–4 for GET/HEAD: 412 or 304, or nil to go on.
+    static func evaluateConditionals(request: HTTPRequest, headers: HTTPHeaders) -> HTTPStatus? {
+        var hasConditional = false
+        for field in request.headers where field.name.utf8.count > 3 {
+            let first = field.name.utf8.first ?? 0
+            if first == UInt8(ascii: "I") || first == UInt8(ascii: "i") {
+                hasConditional = true
+                break
+            }
+        }
+        guard hasConditional else { return nil }
+        let entityTag = headers.first(name: "ETag")
+        let lastModified = headers.first(name: "Last-Modified").flatMap(HTTPDate.parse)
+        if let ifMatch = request.headers.first(name: "If-Match") {
+            if !entityTagListMatches(ifMatch, entityTag, weak: false) { return .preconditionFailed }
+        } else if let value = request.headers.first(name: "If-Unmodified-Since"), let date = HTTPDate.parse(value),
+            let lastModified, lastModified > date
+        {
+            return .preconditionFailed
+        }
+        if let ifNoneMatch = request.headers.first(name: "If-None-Match") {
+            if entityTagListMatches(ifNoneMatch, entityTag, weak: true) { return .notModified }
+        } else if let value = request.headers.first(name: "If-Modified-Since"), let date = HTTPDate.parse(value),
+            let lastModified, lastModified <= date
+        {
+            return .notModified
+        }
+        return nil
+    }
+
+    /// Whether a list of entity tags (or `*`) matches `entityTag` (weak or strong comparison, RFC 9110 §8.8.3.2).
+    static func entityTagListMatches(_ list: String, _ entityTag: String?, weak: Bool) -> Bool {
+        guard let entityTag else { return false }
+        let trimmedList = list.trimmingSpaces
+        if trimmedList == "*" { return true }
+        let isWeakTag = entityTag.hasPrefix("W/")
+        if !weak && isWeakTag { return false }
+        let opaque = isWeakTag ? String(entityTag.dropFirst(2)) : entityTag
+        for element in trimmedList.split(separator: ",") {
+            var candidate = Substring(element.trimmingSpaces)
+            if candidate.hasPrefix("W/") {
+                if !weak { continue }
+                candidate = candidate.dropFirst(2)
+            }
+            if candidate == opaque { return true }
+        }
+        return false
+    }
+
+    static func ifRangeAllows(request: HTTPRequest, headers: HTTPHeaders) -> Bool {
+        guard let value = request.headers.first(name: "If-Range") else { return true }
+        return IfRange.rangeApplies(
+            ifRange: value, entityTag: headers.first(name: "ETag"),
+            lastModified: headers.first(name: "Last-Modified").flatMap(HTTPDate.parse))
+    }
+}
+
+extension StringProtocol {
+    var trimmingSpaces: String {
+        var slice = Substring(self)
+        while slice.first == " " || slice.first == "\t" { slice.removeFirst() }
+        while slice.last == " " || slice.last == "\t" { slice.removeLast() }
+        return String(slice)
+    }
+}

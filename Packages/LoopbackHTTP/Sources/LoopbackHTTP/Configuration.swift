@@ -1,0 +1,52 @@
+/// Cross-origin resource sharing (off unless set).
+public struct CORSOptions: Sendable, Hashable {
+    /// The allowed origin, or `*`.
+    public var allowedOrigin: String
+    /// How long a browser may cache a preflight answer.
+    public var maxAgeSeconds: Int = 600
+    public init(allowedOrigin: String, maxAgeSeconds: Int = 600) {
+        self.allowedOrigin = allowedOrigin
+        self.maxAgeSeconds = maxAgeSeconds
+    }
+}
+
+/// One finished exchange, for the access-log hook. The path never contains a session token.
+public struct AccessLogEntry: Sendable {
+    public var method: String
+    /// The path (without the query), with any session token replaced by `{token}`.
+    public var path: String
+    public var status: Int
+    /// Body bytes written.
+    public var bytesSent: UInt64
+    public var duration: Duration
+    public var remoteAddress: String
+}
+
+/// How a ``HTTPServer`` binds, what it accepts and how it answers.
+public struct HTTPServerConfiguration: Sendable {
+    /// Numeric addresses to bind. By default the IPv4 and IPv6 loopback addresses; `::1` is skipped when the
+    /// host has no IPv6 loopback.
+    public var bindAddresses: [String] = ["127.0.0.1", "::1"]
+    /// The port; 0 picks a free ephemeral port (read it back from ``HTTPServer/start()``).
+    public var port: UInt16 = 0
+    /// Required to bind any non-loopback address: every request's first path segment must then be this token.
+    public var nonLoopbackToken: SessionToken?
+    /// `Host` values accepted in addition to `127.0.0.1`, `localhost` and `[::1]` (each with or without the
+    /// port). Anything else is answered 421, which stops DNS-rebinding attacks.
+    public var additionalAllowedHosts: [String] = []
+    public var limits = HTTPParserLimits()
+    public var timeouts = HTTPTimeouts()
+    /// Open connections beyond this are answered 503 with `Retry-After` and closed.
+    public var maxConnections = 4096
+    public var retryAfterSeconds = 1
+    /// More range specifiers than this in one `Range` header make the server send the whole representation.
+    public var maxRanges = 16
+    public var cors: CORSOptions?
+    /// Called after every response (on an event-loop thread: keep it quick).
+    public var accessLog: (@Sendable (AccessLogEntry) -> Void)?
+    /// Event-loop threads (each runs its own epoll/kqueue loop and accepts from the shared listeners).
+    public var eventLoopThreads = 2
+    public var listenBacklog: Int32 = 1024
+
+    public init() {}
+}

@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `stat` fields the server needs, in one call.
+enum FileStatus {
+    static func of(_ fd: Int32) -> (size: UInt64, seconds: Int64, nanoseconds: Int64)? {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        #if canImport(Darwin)
+            return (UInt64(max(0, info.st_size)), Int64(info.st_mtimespec.tv_sec), Int64(info.st_mtimespec.tv_nsec))
+        #else
+            return (UInt64(max(0, info.st_size)), Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec))
+        #endif
+    }
+}
+
+/// IMF-fixdate formatting into bytes (RFC 9110 §5.6.7), for the hot path; FileRange's `HTTPDate` parses.
+enum FastDate {
+    private static let days: StaticString = "ThuFriSatSunMonTueWed"
+    private static let months: StaticString = "JanFebMarAprMayJunJulAugSepOctNovDec"
+
+    static func imfFixdate(_ seconds: Int64) -> String {
+        let dayNumber = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - dayNumber * 86_400
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = dayNumber + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = Int(((dayNumber % 7) + 7) % 7)
+        var out = [UInt8](repeating: 0x20, count: 29)
+        out.withUnsafeMutableBufferPointer { b in
+            for i in 0..<3 { b[i] = days.utf8Start[weekday * 3 + i] }
+            b[3] = UInt8(ascii: ",")
+            b[5] = 0x30 + UInt8(day / 10)
+            b[6] = 0x30 + UInt8(day % 10)
+            for i in 0..<3 { b[8 + i] = months.utf8Start[Int(month - 1) * 3 + i] }
+            let y = Int(max(0, min(9999, year)))
+            b[12] = 0x30 + UInt8(y / 1000)
+            b[13] = 0x30 + UInt8(y / 100 % 10)
+            b[14] = 0x30 + UInt8(y / 10 % 10)
+            b[15] = 0x30 + UInt8(y % 10)
+            let h = Int(secondOfDay / 3600)
+            let m = Int(secondOfDay / 60 % 60)
+            let s = Int(secondOfDay % 60)
+            b[17] = 0x30 + UInt8(h / 10)
+            b[18] = 0x30 + UInt8(h % 10)
+            b[19] = UInt8(ascii: ":")
+            b[20] = 0x30 + UInt8(m / 10)
+            b[21] = 0x30 + UInt8(m % 10)
+            b[22] = UInt8(ascii: ":")
+            b[23] = 0x30 + UInt8(s / 10)
+            b[24] = 0x30 + UInt8(s % 10)
+            b[26] = UInt8(ascii: "G")
+            b[27] = UInt8(ascii: "M")
+            b[28] = UInt8(ascii: "T")
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,135 @@
+import FileRange
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An HTTP/1.1 server on POSIX sockets, bound to loopback by default.
+///
+/// ```swift
+/// var router = Router()
+/// router.getImmediate("/hello") { _ in .text("hello\n") }
+/// let server = HTTPServer(application: HTTPApplication(router: router))
+/// let port = try await server.start()
+/// // ...
+/// await server.stop(gracePeriod: .seconds(2))
+/// ```
+///
+/// The lifecycle lives in this actor; requests are served by a small fixed set of event-loop threads (epoll on
+/// Linux, kqueue on Darwin) that never block on the actor.
+public actor HTTPServer {
+    /// Where the server is in its lifecycle.
+    public enum State: Hashable, Sendable {
+        case idle
+        case running(port: UInt16)
+        case stopping
+        case stopped
+    }
+
+    public private(set) var state: State = .idle
+    public nonisolated let application: HTTPApplication
+    private let shared: ServerShared
+    private var listeners: [Int32] = []
+    private var loops: [LoopHandle] = []
+
+    public init(application: HTTPApplication) {
+        self.application = application
+        self.shared = ServerShared(application: application)
+    }
+
+    public init(router: Router, configuration: HTTPServerConfiguration = HTTPServerConfiguration()) {
+        self.init(application: HTTPApplication(router: router, configuration: configuration))
+    }
+
+    /// Open connections right now (across all event loops).
+    public nonisolated var openConnections: Int { shared.connectionCount.load(ordering: .relaxed) }
+
+    /// The bound port while running.
+    public var port: UInt16? {
+        if case .running(let port) = state { return port }
+        return nil
+    }
+
+    /// Binds, starts the event loops and returns the bound port.
+    @discardableResult
+    public func start() throws(HTTPServerError) -> UInt16 {
+        guard state == .idle else { throw HTTPServerError(.alreadyStarted) }
+        let configuration = application.configuration
+        guard !configuration.bindAddresses.isEmpty, configuration.eventLoopThreads >= 1 else {
+            throw HTTPServerError(.invalidConfiguration, message: "no bind address or no event loop")
+        }
+        for address in configuration.bindAddresses where !Self.isLoopback(address) {
+            guard configuration.nonLoopbackToken != nil else {
+                throw HTTPServerError(
+                    .invalidConfiguration, address: address,
+                    message: "binding a non-loopback address needs nonLoopbackToken")
+            }
+        }
+        var port = configuration.port
+        var bound: [Int32] = []
+        for (index, address) in configuration.bindAddresses.enumerated() {
+            do {
+                let result = try SocketOps.listen(host: address, port: port, backlog: configuration.listenBacklog)
+                bound.append(result.fd)
+                port = result.port
+            } catch {
+                // The IPv6 loopback may be missing (containers): skip it unless it is the only address.
+                let missing =
+                    error.errno == Errno(rawValue: EADDRNOTAVAIL) || error.errno == Errno(rawValue: EAFNOSUPPORT)
+                if address == "::1", missing, index > 0 || configuration.bindAddresses.count > 1 { continue }
+                for fd in bound { closeDescriptor(fd) }
+                throw error
+            }
+        }
+        guard !bound.isEmpty else { throw HTTPServerError(.bind, message: "no address could be bound") }
+        listeners = bound
+        var handles: [LoopHandle] = []
+        do {
+            for _ in 0..<configuration.eventLoopThreads {
+                handles.append(LoopHandle(descriptors: try Poller.makeDescriptors()))
+            }
+        } catch {
+            for fd in bound { closeDescriptor(fd) }
+            throw error
+        }
+        shared.loopsRunning.store(handles.count, ordering: .releasing)
+        let shared = self.shared
+        let listenerList = bound
+        for handle in handles {
+            try startThread {
+                EventLoopRunner(handle: handle, shared: shared, listeners: listenerList).run()
+            }
+        }
+        loops = handles
+        state = .running(port: port)
+        return port
+    }
+
+    /// Stops accepting, lets responses in flight finish for up to `gracePeriod`, then closes everything.
+    public func stop(gracePeriod: Duration = .seconds(5)) async {
+        guard case .running = state else { return }
+        state = .stopping
+        let deadline = monotonicNow() &+ gracePeriod.nanosecondsClamped
+        let shared = self.shared
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let already = shared.onAllLoopsStopped.withLock { value -> Bool in
+                if shared.stoppedFlag.load(ordering: .acquiring) { return true }
+                value = continuation
+                return false
+            }
+            if already { continuation.resume() }
+            for loop in loops { loop.post(.shutdown(deadline: deadline)) }
+        }
+        for fd in listeners { closeDescriptor(fd) }
+        listeners = []
+        loops = []
+        state = .stopped
+    }
+
+    static func isLoopback(_ address: String) -> Bool {
+        address == "::1" || address.hasPrefix("127.")
+    }
+}

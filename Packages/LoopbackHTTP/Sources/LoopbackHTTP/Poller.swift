@@ -1,0 +1,191 @@
+import FileRange
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The kernel objects of one poller, created before its thread starts so that other threads can wake it.
+struct PollerDescriptors: Sendable {
+    var poll: Int32
+    var wake: Int32
+}
+
+/// One readiness event.
+struct PollEvent {
+    var token: UInt64
+    var readable: Bool
+    var writable: Bool
+    var hangup: Bool
+}
+
+/// The kernel's readiness API: epoll on Linux, kqueue on Darwin. Connections are registered once,
+/// edge-triggered for both directions; listeners level-triggered for reading; a wake-up source lets other
+/// threads interrupt `wait`.
+final class Poller {
+    static let wakeToken = UInt64.max
+
+    #if os(Linux)
+        private let epoll: Int32
+        private let wakeFD: Int32
+        private let buffer: UnsafeMutableRawPointer
+        private let capacity = 256
+
+        static func makeDescriptors() throws(HTTPServerError) -> PollerDescriptors {
+            let epoll = sys_epoll_create1(EpollConstants.closeOnExec)
+            guard epoll >= 0 else { throw HTTPServerError(.eventLoop, errno: .current, message: "epoll_create1") }
+            let wakeFD = sys_eventfd(0, EpollConstants.eventfdNonBlocking | EpollConstants.eventfdCloseOnExec)
+            guard wakeFD >= 0 else {
+                let error = Errno.current
+                closeDescriptor(epoll)
+                throw HTTPServerError(.eventLoop, errno: error, message: "eventfd")
+            }
+            guard control(epoll, EpollConstants.controlAdd, wakeFD, EpollConstants.input, Poller.wakeToken) == 0 else {
+                let error = Errno.current
+                closeDescriptor(wakeFD)
+                closeDescriptor(epoll)
+                throw HTTPServerError(.eventLoop, errno: error, message: "epoll_ctl")
+            }
+            return PollerDescriptors(poll: epoll, wake: wakeFD)
+        }
+
+        private static func control(_ epoll: Int32, _ operation: Int32, _ fd: Int32, _ events: UInt32, _ token: UInt64)
+            -> Int32
+        {
+            var storage: (UInt64, UInt64) = (0, 0)
+            return withUnsafeMutableBytes(of: &storage) { raw in
+                guard let base = raw.baseAddress else { return -1 }
+                EpollEventLayout.store(events: events, data: token, into: base)
+                return sys_epoll_ctl(epoll, operation, fd, base)
+            }
+        }
+
+        init(descriptors: PollerDescriptors) {
+            epoll = descriptors.poll
+            wakeFD = descriptors.wake
+            buffer = .allocate(byteCount: capacity * EpollEventLayout.stride, alignment: 8)
+        }
+
+        deinit { buffer.deallocate() }
+
+        func closeDescriptors() {
+            closeDescriptor(wakeFD)
+            closeDescriptor(epoll)
+        }
+
+        func addConnection(_ fd: Int32, token: UInt64) throws(Errno) {
+            let events =
+                EpollConstants.input | EpollConstants.output | EpollConstants.readHangup | EpollConstants.edgeTriggered
+            guard Poller.control(epoll, EpollConstants.controlAdd, fd, events, token) == 0 else { throw Errno.current }
+        }
+
+        func addListener(_ fd: Int32, token: UInt64) throws(Errno) {
+            let events = EpollConstants.input | EpollConstants.exclusive
+            guard Poller.control(epoll, EpollConstants.controlAdd, fd, events, token) == 0 else { throw Errno.current }
+        }
+
+        func remove(_ fd: Int32) {
+            _ = Poller.control(epoll, EpollConstants.controlDelete, fd, 0, 0)
+        }
+
+        /// Wakes the thread blocked in `wait` on these descriptors (callable from any thread).
+        static func wake(_ descriptors: PollerDescriptors) {
+            var one: UInt64 = 1
+            _ = withUnsafeBytes(of: &one) { write(descriptors.wake, $0.baseAddress, 8) }
+        }
+
+        func drainWake() {
+            var value: UInt64 = 0
+            _ = withUnsafeMutableBytes(of: &value) { read(wakeFD, $0.baseAddress, 8) }
+        }
+
+        /// Waits up to `timeoutMilliseconds` and calls `body` for each event.
+        func wait(timeoutMilliseconds: Int32, _ body: (PollEvent) -> Void) {
+            let count = sys_epoll_wait(epoll, buffer, Int32(capacity), timeoutMilliseconds)
+            guard count > 0 else { return }
+            let readable =
+                EpollConstants.input | EpollConstants.readHangup | EpollConstants.hangup | EpollConstants.error
+            let writable = EpollConstants.output | EpollConstants.error
+            let hangup = EpollConstants.hangup | EpollConstants.error
+            for i in 0..<Int(count) {
+                let (flags, token) = EpollEventLayout.load(buffer + i * EpollEventLayout.stride)
+                body(
+                    PollEvent(
+                        token: token, readable: flags & readable != 0, writable: flags & writable != 0,
+                        hangup: flags & hangup != 0))
+            }
+        }
+    #else
+        private let queue: Int32
+        private var buffer: UnsafeMutablePointer<kevent>
+        private let capacity = 256
+
+        static func makeDescriptors() throws(HTTPServerError) -> PollerDescriptors {
+            let queue = kqueue()
+            guard queue >= 0 else { throw HTTPServerError(.eventLoop, errno: .current, message: "kqueue") }
+            var event = kevent(
+                ident: 0, filter: Int16(EVFILT_USER), flags: UInt16(EV_ADD | EV_CLEAR), fflags: 0, data: 0,
+                udata: UnsafeMutableRawPointer(bitPattern: UInt(Poller.wakeToken)))
+            _ = kevent(queue, &event, 1, nil, 0, nil)
+            return PollerDescriptors(poll: queue, wake: queue)
+        }
+
+        init(descriptors: PollerDescriptors) {
+            queue = descriptors.poll
+            buffer = .allocate(capacity: capacity)
+        }
+
+        deinit { buffer.deallocate() }
+
+        func closeDescriptors() { closeDescriptor(queue) }
+
+        private func change(_ fd: Int32, filter: Int32, flags: Int32, token: UInt64) -> Int32 {
+            var event = kevent(
+                ident: UInt(fd), filter: Int16(filter), flags: UInt16(flags), fflags: 0, data: 0,
+                udata: UnsafeMutableRawPointer(bitPattern: UInt(token)))
+            return kevent(queue, &event, 1, nil, 0, nil)
+        }
+
+        func addConnection(_ fd: Int32, token: UInt64) throws(Errno) {
+            guard change(fd, filter: EVFILT_READ, flags: EV_ADD | EV_CLEAR, token: token) == 0,
+                change(fd, filter: EVFILT_WRITE, flags: EV_ADD | EV_CLEAR, token: token) == 0
+            else { throw Errno.current }
+        }
+
+        func addListener(_ fd: Int32, token: UInt64) throws(Errno) {
+            guard change(fd, filter: EVFILT_READ, flags: EV_ADD, token: token) == 0 else { throw Errno.current }
+        }
+
+        func remove(_ fd: Int32) {
+            _ = change(fd, filter: EVFILT_READ, flags: EV_DELETE, token: 0)
+            _ = change(fd, filter: EVFILT_WRITE, flags: EV_DELETE, token: 0)
+        }
+
+        static func wake(_ descriptors: PollerDescriptors) {
+            var event = kevent(
+                ident: 0, filter: Int16(EVFILT_USER), flags: 0, fflags: UInt32(NOTE_TRIGGER), data: 0, udata: nil)
+            _ = kevent(descriptors.poll, &event, 1, nil, 0, nil)
+        }
+
+        func drainWake() {}
+
+        func wait(timeoutMilliseconds: Int32, _ body: (PollEvent) -> Void) {
+            var timeout = timespec(
+                tv_sec: Int(timeoutMilliseconds / 1000), tv_nsec: Int(timeoutMilliseconds % 1000) * 1_000_000)
+            let count = kevent(queue, nil, 0, buffer, Int32(capacity), &timeout)
+            guard count > 0 else { return }
+            for i in 0..<Int(count) {
+                let event = buffer[i]
+                let token = UInt64(UInt(bitPattern: event.udata))
+                let isUser = Int32(event.filter) == EVFILT_USER
+                body(
+                    PollEvent(
+                        token: isUser ? Poller.wakeToken : token,
+                        readable: Int32(event.filter) == EVFILT_READ,
+                        writable: Int32(event.filter) == EVFILT_WRITE,
+                        hangup: Int32(event.flags) & EV_EOF != 0 && Int32(event.filter) == EVFILT_READ))
+            }
+        }
+    #endif
+}

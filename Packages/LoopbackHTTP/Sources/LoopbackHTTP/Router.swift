@@ -1,0 +1,250 @@
+/// What answers a request.
+///
+/// An ``immediate(_:)`` handler runs on the event-loop thread that read the request, with no task hop: use it
+/// for work that never blocks for long (in-memory bodies, opening a local file). Any other handler is `async`
+/// and runs in a task of its own; its response is handed back to the event loop.
+public struct HTTPHandler: Sendable {
+    enum Kind: Sendable {
+        case immediate(@Sendable (HTTPRequest) -> HTTPResponse)
+        case async(@Sendable (HTTPRequest) async -> HTTPResponse)
+    }
+    let kind: Kind
+
+    /// An async handler.
+    public init(_ body: @escaping @Sendable (HTTPRequest) async -> HTTPResponse) { kind = .async(body) }
+
+    /// A handler that runs synchronously on the event loop (it must not block).
+    public static func immediate(_ body: @escaping @Sendable (HTTPRequest) -> HTTPResponse) -> HTTPHandler {
+        HTTPHandler(kind: .immediate(body))
+    }
+
+    private init(kind: Kind) { self.kind = kind }
+
+    /// Runs the handler (in process).
+    public func callAsFunction(_ request: HTTPRequest) async -> HTTPResponse {
+        switch kind {
+        case .immediate(let body): return body(request)
+        case .async(let body): return await body(request)
+        }
+    }
+}
+
+/// 128 random bits that gate a session's routes: `/<token>/...`. Compared in constant time; never logged
+/// (access-log paths show `{token}` instead).
+public struct SessionToken: Sendable, Hashable, CustomStringConvertible {
+    /// The token as 32 lowercase hex digits.
+    public let value: String
+
+    /// A fresh token from the system's random source (`getrandom` / `arc4random_buf`).
+    public static func random() -> SessionToken {
+        // SystemRandomNumberGenerator draws from the OS's cryptographic source (getrandom / arc4random).
+        var generator = SystemRandomNumberGenerator()
+        var bytes: [UInt8] = []
+        for _ in 0..<2 {
+            let word: UInt64 = generator.next()
+            for shift in stride(from: 56, through: 0, by: -8) {
+                bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
+            }
+        }
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(32)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return SessionToken(uncheckedValue: String(decoding: text, as: UTF8.self))
+    }
+
+    /// A token from its text (for example one read back from a saved session). Nil unless 32 hex digits.
+    public init?(_ value: String) {
+        guard value.utf8.count == 32,
+            value.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+        else { return nil }
+        self.value = value
+    }
+
+    private init(uncheckedValue: String) { value = uncheckedValue }
+
+    /// Compares with `candidate` in time that depends only on the lengths, not on where the bytes differ.
+    public func matches(_ candidate: some StringProtocol) -> Bool {
+        let expected = Array(value.utf8)
+        var difference: UInt8 = candidate.utf8.count == expected.count ? 0 : 1
+        var index = 0
+        for byte in candidate.utf8 {
+            difference |= byte ^ expected[index % expected.count]
+            index += 1
+        }
+        return difference == 0
+    }
+
+    /// Hidden, so that a token does not end up in logs by accident.
+    public var description: String { "SessionToken(…)" }
+}
+
+/// Routes requests by method and path pattern.
+///
+/// A pattern is a `/`-separated list of segments: a literal (`index.m3u8`), a parameter (`:name`, matching one
+/// segment, available as `request.parameters["name"]`), or a trailing `**` that matches the rest of the path
+/// (in `request.wildcardSegments`). A route may sit under a ``SessionToken``: its first segment must then equal
+/// the token (compared in constant time) and a wrong token is a plain 404. Segments are percent-decoded exactly
+/// once before matching; a segment that does not decode (bad `%` escape, invalid UTF-8) matches nothing.
+/// `HEAD` is answered by the `GET` route; `OPTIONS` by the server (with `Allow` and, when enabled, CORS).
+public struct Router: Sendable {
+    enum Segment: Sendable {
+        case literal(String)
+        case parameter(String)
+        case wildcard
+    }
+
+    struct Route: Sendable {
+        var method: HTTPMethod
+        var token: SessionToken?
+        var segments: [Segment]
+        var handler: HTTPHandler
+    }
+
+    private(set) var routes: [Route] = []
+
+    public init() {}
+
+    /// Adds a route. `pattern` starts with `/`.
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, session token: SessionToken? = nil, handler: HTTPHandler
+    ) {
+        var segments: [Segment] = []
+        for piece in pattern.split(separator: "/", omittingEmptySubsequences: true) {
+            if piece == "**" {
+                segments.append(.wildcard)
+            } else if piece.hasPrefix(":") {
+                segments.append(.parameter(String(piece.dropFirst())))
+            } else {
+                segments.append(.literal(String(piece)))
+            }
+        }
+        routes.append(Route(method: method, token: token, segments: segments, handler: handler))
+    }
+
+    /// Adds an async `GET` (and `HEAD`) route.
+    public mutating func get(
+        _ pattern: String, session token: SessionToken? = nil,
+        _ body: @escaping @Sendable (HTTPRequest) async -> HTTPResponse
+    ) {
+        add(.get, pattern, session: token, handler: HTTPHandler(body))
+    }
+
+    /// Adds a `GET` (and `HEAD`) route answered synchronously on the event loop.
+    public mutating func getImmediate(
+        _ pattern: String, session token: SessionToken? = nil,
+        _ body: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+    ) {
+        add(.get, pattern, session: token, handler: .immediate(body))
+    }
+
+    /// The outcome of matching a request.
+    enum Match {
+        case handler(HTTPHandler, parameters: [String: String], wildcard: [String], logPath: String?)
+        /// The path exists but not for this method; the methods it allows.
+        case methodNotAllowed(allow: [HTTPMethod])
+        case notFound
+        case badPath
+    }
+
+    /// Matches a request's method and path (`path` still percent-encoded).
+    func match(method: HTTPMethod, path: Substring) -> Match {
+        guard let decoded = Router.decodeSegments(path) else { return .badPath }
+        var allowed: [HTTPMethod] = []
+        let lookupMethod = method == .head ? HTTPMethod.get : method
+        for route in routes {
+            guard let (parameters, wildcard) = Router.match(route, decoded) else { continue }
+            if route.method == lookupMethod {
+                let logPath: String? =
+                    route.token == nil ? nil : "/{token}/" + decoded.dropFirst().joined(separator: "/")
+                return .handler(route.handler, parameters: parameters, wildcard: wildcard, logPath: logPath)
+            }
+            if !allowed.contains(route.method) { allowed.append(route.method) }
+        }
+        if !allowed.isEmpty {
+            if allowed.contains(.get) { allowed.append(.head) }
+            return .methodNotAllowed(allow: allowed)
+        }
+        return .notFound
+    }
+
+    /// Whether some route (of any method) matches the path, and the methods it allows.
+    func allowedMethods(path: Substring) -> [HTTPMethod]? {
+        guard let decoded = Router.decodeSegments(path) else { return nil }
+        var allowed: [HTTPMethod] = []
+        for route in routes where Router.match(route, decoded) != nil {
+            if !allowed.contains(route.method) { allowed.append(route.method) }
+        }
+        return allowed.isEmpty ? nil : allowed
+    }
+
+    private static func match(_ route: Route, _ decoded: [String]) -> ([String: String], [String])? {
+        var remaining = decoded[...]
+        if let token = route.token {
+            guard let first = remaining.first, token.matches(first) else { return nil }
+            remaining = remaining.dropFirst()
+        }
+        var parameters: [String: String] = [:]
+        for (index, segment) in route.segments.enumerated() {
+            switch segment {
+            case .wildcard:
+                guard index == route.segments.count - 1 else { return nil }
+                return (parameters, Array(remaining))
+            case .literal(let text):
+                guard let first = remaining.first, first == text else { return nil }
+                remaining = remaining.dropFirst()
+            case .parameter(let name):
+                guard let first = remaining.first else { return nil }
+                parameters[name] = first
+                remaining = remaining.dropFirst()
+            }
+        }
+        return remaining.isEmpty ? (parameters, []) : nil
+    }
+
+    /// Splits a path on `/` and percent-decodes each segment once. Nil when a `%` escape is malformed or a
+    /// segment is not valid UTF-8 (overlong forms included). Empty segments (`//`) are kept so that the static
+    /// handler can refuse them.
+    static func decodeSegments(_ path: Substring) -> [String]? {
+        var segments: [String] = []
+        var pieces = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        if pieces.first?.isEmpty == true { pieces.removeFirst() }
+        if pieces.count > 1, pieces.last?.isEmpty == true { pieces.removeLast() }
+        for piece in pieces {
+            guard let segment = percentDecode(piece) else { return nil }
+            segments.append(segment)
+        }
+        if segments.count == 1, segments[0].isEmpty { return [] }
+        return segments
+    }
+
+    /// Percent-decodes once; nil on a malformed escape or invalid UTF-8.
+    static func percentDecode(_ bytes: some Collection<UInt8>) -> String? {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var iterator = bytes.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                output.append(high << 4 | low)
+            } else {
+                output.append(byte)
+            }
+        }
+        return String(validating: output, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: return byte - 0x30
+        case 0x41...0x46: return byte - 0x41 + 10
+        case 0x61...0x66: return byte - 0x61 + 10
+        default: return nil
+        }
+    }
+}
