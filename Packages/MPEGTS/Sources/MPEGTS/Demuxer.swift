@@ -1,0 +1,697 @@
+/// The start of one PES packet, as the demuxer reports it.
+public struct PESInfo: Hashable, Sendable {
+    public var pid: UInt16
+    public var streamID: UInt8
+    public var pts: Timestamp?
+    public var dts: Timestamp?
+    /// H.264 IDR / HEVC IRAP found at the start of the payload for video; true for audio (every frame is a
+    /// sync point); the random-access indicator otherwise, or when keyframe scanning is off.
+    public var isKeyframe: Bool
+    /// The adaptation field's random_access_indicator on the packet that starts this PES (a hint only).
+    public var randomAccessIndicator: Bool
+    /// The stream offset of the TS packet that starts this PES (of its timecode, for M2TS).
+    public var offset: Int64
+    /// PES_packet_length (0 = unbounded).
+    public var packetLength: Int
+
+    public init(
+        pid: UInt16, streamID: UInt8, pts: Timestamp?, dts: Timestamp?, isKeyframe: Bool,
+        randomAccessIndicator: Bool, offset: Int64, packetLength: Int
+    ) {
+        self.pid = pid
+        self.streamID = streamID
+        self.pts = pts
+        self.dts = dts
+        self.isKeyframe = isKeyframe
+        self.randomAccessIndicator = randomAccessIndicator
+        self.offset = offset
+        self.packetLength = packetLength
+    }
+}
+
+/// A complete PES packet with its payload, reported when ``DemuxOptions/reassemblePES`` is on.
+public struct PESPacket: Hashable, Sendable {
+    public var info: PESInfo
+    public var header: PESHeader
+    /// The payload (elementary stream bytes) after the PES header.
+    public var payload: [UInt8]
+}
+
+/// What the demuxer reports, in stream order.
+public enum DemuxEvent: Hashable, Sendable {
+    /// Packets of this size start at this offset (at the start and after every resynchronisation).
+    case synchronized(PacketSize, offset: Int64)
+    /// A new or changed PAT.
+    case programAssociation(ProgramAssociationTable, offset: Int64)
+    /// A new or changed PMT, on its PID.
+    case programMap(ProgramMapTable, pid: UInt16, offset: Int64)
+    /// A PES packet started (reported once its keyframe flag is known).
+    case pes(PESInfo)
+    /// A complete PES packet (only with ``DemuxOptions/reassemblePES``).
+    case pesPacket(PESPacket)
+    /// Any other checked PSI section: SCTE-35 (table 0xFC), SDT (0x42) ...
+    case section(PSISection, pid: UInt16, offset: Int64)
+    /// A PCR on a program's PCR PID (only with ``DemuxOptions/reportPCR``).
+    case pcr(PCR, pid: UInt16, offset: Int64)
+    /// A problem in the stream; the demuxer carries on.
+    case error(MPEGTSError)
+}
+
+/// What the demuxer does beyond the basics.
+public struct DemuxOptions: Hashable, Sendable {
+    /// Scan H.264/HEVC payloads for IDR/IRAP NAL units to set ``PESInfo/isKeyframe``.
+    public var scanKeyframes: Bool = true
+    /// Report whole PES packets with their payloads (allocates per PES).
+    public var reassemblePES: Bool = false
+    /// Largest PES payload kept when reassembling; longer ones are cut (and reported as an error).
+    public var maximumPESSize: Int = 16 << 20
+    /// Report every PCR.
+    public var reportPCR: Bool = false
+
+    public init(scanKeyframes: Bool = true, reassemblePES: Bool = false, reportPCR: Bool = false) {
+        self.scanKeyframes = scanKeyframes
+        self.reassemblePES = reassemblePES
+        self.reportPCR = reportPCR
+    }
+}
+
+/// Counters kept by the demuxer.
+public struct DemuxStatistics: Hashable, Sendable {
+    /// Bytes fed so far.
+    public var bytes: Int64 = 0
+    /// Complete packets read.
+    public var packets: Int64 = 0
+    /// Times the sync byte was missing where a packet should start.
+    public var syncLosses: Int = 0
+    /// Bytes that were not part of any packet (garbage before or between packets).
+    public var skippedBytes: Int64 = 0
+    /// Bytes of an incomplete last packet.
+    public var truncatedBytes: Int = 0
+    public var continuityErrors: Int = 0
+    public var crcErrors: Int = 0
+    /// PES headers that could not be read.
+    public var pesErrors: Int = 0
+    /// Packets with the transport_error_indicator set.
+    public var transportErrors: Int = 0
+    /// Packets with an adaptation field whose length is impossible.
+    public var adaptationFieldErrors: Int = 0
+    /// Packets with scrambled payloads (not decoded).
+    public var scrambledPackets: Int64 = 0
+    /// Offsets of the first few continuity errors, with their PIDs.
+    public var firstContinuityErrors: [(pid: UInt16, offset: Int64)] {
+        get { continuityErrorSamples.map { ($0.pid, $0.offset) } }
+        set { continuityErrorSamples = newValue.map { Sample(pid: $0.pid, offset: $0.offset) } }
+    }
+    struct Sample: Hashable, Sendable {
+        var pid: UInt16
+        var offset: Int64
+    }
+    var continuityErrorSamples: [Sample] = []
+
+    /// Whether any stream error was seen (sync loss, continuity, CRC, PES header, truncation, TEI).
+    public var hasErrors: Bool {
+        syncLosses > 0 || continuityErrors > 0 || crcErrors > 0 || pesErrors > 0 || truncatedBytes > 0
+            || transportErrors > 0 || adaptationFieldErrors > 0 || skippedBytes > 0
+    }
+}
+
+/// Per-PID counters.
+public struct PIDStatistics: Hashable, Sendable {
+    public var pid: UInt16
+    public var packets: Int64
+    public var continuityErrors: Int
+}
+
+/// A streaming MPEG-TS demuxer: bytes in, in chunks of any size, events out.
+///
+/// The demuxer finds the packet size (188/192/204) and the first packet by itself, resynchronises after
+/// garbage, checks continuity counters per PID, assembles and checks PSI sections, follows PAT and PMT changes,
+/// and reports each PES start with its PTS/DTS and keyframe flag. Any chunking of the same bytes gives the same
+/// events. It allocates per PSI section and per PES (when reassembling), never per packet.
+public struct Demuxer: Sendable {
+    enum Role: UInt8, Sendable {
+        case none
+        case pat
+        case pmt
+        case section
+        case pes
+    }
+
+    struct PIDState: Sendable {
+        var packets: Int64 = 0
+        var continuityErrors: Int32 = 0
+        var lastCC: UInt8 = 0xFF
+        var duplicateSeen = false
+        var role: Role = .none
+        var slot: Int32 = -1
+    }
+
+    struct StreamState: Sendable {
+        var pid: UInt16
+        var codec: Codec
+        var scanner: KeyframeScanner?
+        var pending: PESInfo?
+        var headerBuffer: [UInt8] = []
+        var awaitingHeader = false
+        var headerOffset: Int64 = 0
+        var headerRandomAccess = false
+        var reassembling: PESHeader?
+        var reassemblyInfo: PESInfo?
+        var payload: [UInt8] = []
+        var payloadOverflow = false
+    }
+
+    public let options: DemuxOptions
+    /// The packet size in use (nil before the first sync and while resynchronising).
+    public private(set) var packetSize: PacketSize?
+    public private(set) var statistics = DemuxStatistics()
+    /// The latest PAT.
+    public private(set) var programAssociation: ProgramAssociationTable?
+    /// The latest PMT of each program, by program number.
+    public private(set) var programMaps: [UInt16: ProgramMapTable] = [:]
+
+    private var pids: [PIDState]
+    private var streams: [StreamState] = []
+    private var slotForPID: [UInt16: Int32] = [:]
+    private var assemblers: [UInt16: SectionAssembler] = [:]
+    private var lastTableCRC: [UInt32: UInt32] = [:]
+    private var pcrPIDs: Set<UInt16> = []
+    private var carry: [UInt8] = []
+    private var carryOffset: Int64 = 0
+    private var everSynced = false
+    private var finished = false
+
+    public init(options: DemuxOptions = DemuxOptions()) {
+        self.options = options
+        pids = Array(repeating: PIDState(), count: 8192)
+        pids[0].role = .pat
+        pids[0x11].role = .section  // SDT/BAT
+    }
+
+    /// The PIDs that carried at least one packet, with their counters, in PID order.
+    public var pidStatistics: [PIDStatistics] {
+        var result: [PIDStatistics] = []
+        for (pid, state) in pids.enumerated() where state.packets > 0 {
+            result.append(
+                PIDStatistics(pid: UInt16(pid), packets: state.packets, continuityErrors: Int(state.continuityErrors)))
+        }
+        return result
+    }
+
+    /// Counters for one PID.
+    public func statistics(pid: UInt16) -> PIDStatistics {
+        let state = pids[Int(pid & 0x1FFF)]
+        return PIDStatistics(pid: pid & 0x1FFF, packets: state.packets, continuityErrors: Int(state.continuityErrors))
+    }
+
+    // MARK: Feeding
+
+    /// Feeds the next bytes of the stream; events go to `handler` as they are found.
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ handler: (DemuxEvent) -> Void) {
+        guard !finished, !bytes.isEmpty else { return }
+        var rest = bytes
+        statistics.bytes += Int64(bytes.count)
+        while !rest.isEmpty {
+            if carry.isEmpty {
+                let restOffset = statistics.bytes - Int64(rest.count)
+                let used = process(rest, at: restOffset, isFinal: false, handler)
+                carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[used...]))
+                carryOffset = restOffset + Int64(used)
+                return
+            }
+            let take: Int
+            if let packetSize, carry.count < packetSize.length {
+                take = min(rest.count, packetSize.length - carry.count)
+            } else {
+                take = min(rest.count, 1 << 16)
+            }
+            carry.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[..<take]))
+            rest = UnsafeRawBufferPointer(rebasing: rest[take...])
+            processCarry(isFinal: false, handler)
+        }
+    }
+
+    /// Feeds bytes from any collection.
+    public mutating func feed(_ bytes: some Collection<UInt8>, _ handler: (DemuxEvent) -> Void) {
+        let array = Array(bytes)
+        array.withUnsafeBytes { feed($0, handler) }
+    }
+
+    /// Feeds bytes and returns the events they produced.
+    public mutating func feed(_ bytes: some Collection<UInt8>) -> [DemuxEvent] {
+        var events: [DemuxEvent] = []
+        feed(bytes) { events.append($0) }
+        return events
+    }
+
+    /// Ends the stream: an incomplete last packet is reported as truncated, PES packets still open are reported.
+    public mutating func finish(_ handler: (DemuxEvent) -> Void) {
+        guard !finished else { return }
+        if !carry.isEmpty { processCarry(isFinal: true, handler) }
+        if !carry.isEmpty {
+            if packetSize != nil {
+                statistics.truncatedBytes += carry.count
+                handler(
+                    .error(MPEGTSError(.truncated, offset: carryOffset, "last packet has only \(carry.count) bytes")))
+            } else {
+                statistics.skippedBytes += Int64(carry.count)
+            }
+            carry.removeAll()
+        }
+        for slot in streams.indices { endPES(slot: Int32(slot), handler) }
+        if !everSynced {
+            handler(.error(MPEGTSError(.noSync, offset: 0, "no MPEG-TS sync bytes found in \(statistics.bytes) bytes")))
+        }
+        finished = true
+    }
+
+    /// Ends the stream and returns the last events.
+    public mutating func finish() -> [DemuxEvent] {
+        var events: [DemuxEvent] = []
+        finish { events.append($0) }
+        return events
+    }
+
+    private mutating func processCarry(isFinal: Bool, _ handler: (DemuxEvent) -> Void) {
+        let buffer = carry
+        let used = buffer.withUnsafeBytes { process($0, at: carryOffset, isFinal: isFinal, handler) }
+        if used > 0 {
+            carry.removeFirst(used)
+            carryOffset += Int64(used)
+        }
+    }
+
+    /// Reads packets from `buffer` (stream offset `offset`); returns the bytes used. The rest is too short for a
+    /// packet or for a sync decision and must be offered again with more bytes after it.
+    private mutating func process(
+        _ buffer: UnsafeRawBufferPointer, at offset: Int64, isFinal: Bool, _ handler: (DemuxEvent) -> Void
+    ) -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
+        let count = buffer.count
+        var position = 0
+        var searchFrom = 0
+        while true {
+            if let size = packetSize {
+                let length = size.length
+                let syncOffset = size.syncOffset
+                while position + length <= count {
+                    if base.load(fromByteOffset: position + syncOffset, as: UInt8.self) != 0x47 {
+                        statistics.syncLosses += 1
+                        handler(.error(MPEGTSError(.syncLost, offset: offset + Int64(position), "sync byte missing")))
+                        packetSize = nil
+                        searchFrom = position + 1
+                        break
+                    }
+                    handlePacket(base + position + syncOffset, offset: offset + Int64(position), handler)
+                    position += length
+                }
+                if packetSize != nil { return position }
+            }
+            switch PacketSize.search(buffer, from: searchFrom, isFinal: isFinal) {
+            case .found(let size, let start):
+                statistics.skippedBytes += Int64(start - position)
+                position = start
+                packetSize = size
+                everSynced = true
+                handler(.synchronized(size, offset: offset + Int64(start)))
+            case .needMore(let keepFrom):
+                statistics.skippedBytes += Int64(keepFrom - position)
+                return keepFrom
+            case .notFound:
+                statistics.skippedBytes += Int64(count - position)
+                return count
+            }
+        }
+    }
+
+    // MARK: Packets
+
+    @inline(__always)
+    private mutating func handlePacket(_ packet: UnsafeRawPointer, offset: Int64, _ handler: (DemuxEvent) -> Void) {
+        let byte1 = packet.load(fromByteOffset: 1, as: UInt8.self)
+        let byte2 = packet.load(fromByteOffset: 2, as: UInt8.self)
+        let byte3 = packet.load(fromByteOffset: 3, as: UInt8.self)
+        let pid = Int(byte1 & 0x1F) << 8 | Int(byte2)
+        statistics.packets += 1
+        pids[pid].packets += 1
+        if byte1 & 0x80 != 0 { statistics.transportErrors += 1 }
+        let hasPayload = byte3 & 0x10 != 0
+        var payloadStart = 4
+        var discontinuity = false
+        var randomAccess = false
+        if byte3 & 0x20 != 0 {
+            let fieldLength = Int(packet.load(fromByteOffset: 4, as: UInt8.self))
+            if fieldLength > (hasPayload ? 182 : 183) {
+                statistics.adaptationFieldErrors += 1
+                handler(
+                    .error(
+                        MPEGTSError(
+                            .invalidLength, offset: offset, pid: UInt16(pid), "adaptation_field_length \(fieldLength)"))
+                )
+                return
+            }
+            if fieldLength > 0 {
+                let flags = packet.load(fromByteOffset: 5, as: UInt8.self)
+                discontinuity = flags & 0x80 != 0
+                randomAccess = flags & 0x40 != 0
+                if flags & 0x10 != 0, fieldLength >= 7, options.reportPCR, pcrPIDs.contains(UInt16(pid)) {
+                    var raw: UInt64 = 0
+                    for index in 6..<12 { raw = raw << 8 | UInt64(packet.load(fromByteOffset: index, as: UInt8.self)) }
+                    handler(
+                        .pcr(PCR(base: raw >> 15, extension: UInt16(raw & 0x1FF)), pid: UInt16(pid), offset: offset))
+                }
+            }
+            payloadStart = 5 + fieldLength
+        }
+        guard hasPayload, pid != 0x1FFF else { return }
+        // Continuity: +1 per packet with payload; one duplicate allowed; the discontinuity indicator resets.
+        let counter = byte3 & 0x0F
+        let last = pids[pid].lastCC
+        if last != 0xFF && !discontinuity {
+            if counter == last {
+                if !pids[pid].duplicateSeen {
+                    pids[pid].duplicateSeen = true
+                    return  // a duplicate packet: same payload again
+                }
+                continuityError(pid: pid, offset: offset, expected: (last &+ 1) & 0x0F, got: counter, handler)
+            } else if counter != (last &+ 1) & 0x0F {
+                continuityError(pid: pid, offset: offset, expected: (last &+ 1) & 0x0F, got: counter, handler)
+            } else {
+                pids[pid].duplicateSeen = false
+            }
+        } else {
+            pids[pid].duplicateSeen = false
+        }
+        pids[pid].lastCC = counter
+        let role = pids[pid].role
+        guard role != .none, payloadStart < 188 else { return }
+        if byte3 & 0xC0 != 0 {
+            statistics.scrambledPackets += 1
+            return
+        }
+        let payload = UnsafeRawBufferPointer(start: packet + payloadStart, count: 188 - payloadStart)
+        let unitStart = byte1 & 0x40 != 0
+        switch role {
+        case .pes:
+            handlePES(
+                slot: pids[pid].slot, payload: payload, unitStart: unitStart, randomAccess: randomAccess,
+                offset: offset, handler)
+        case .pat, .pmt, .section:
+            handleSectionPayload(
+                pid: UInt16(pid), payload: payload, unitStart: unitStart,
+                payloadOffset: offset + Int64(payloadStart), handler)
+        case .none:
+            break
+        }
+    }
+
+    private mutating func continuityError(
+        pid: Int, offset: Int64, expected: UInt8, got: UInt8, _ handler: (DemuxEvent) -> Void
+    ) {
+        statistics.continuityErrors += 1
+        pids[pid].continuityErrors += 1
+        pids[pid].duplicateSeen = false
+        if statistics.continuityErrorSamples.count < 16 {
+            statistics.continuityErrorSamples.append(.init(pid: UInt16(pid), offset: offset))
+        }
+        assemblers[UInt16(pid)]?.reset()
+        handler(
+            .error(
+                MPEGTSError(
+                    .continuity, offset: offset, pid: UInt16(pid), "continuity counter \(got), expected \(expected)")))
+    }
+
+    // MARK: PES
+
+    private mutating func handlePES(
+        slot: Int32, payload: UnsafeRawBufferPointer, unitStart: Bool, randomAccess: Bool, offset: Int64,
+        _ handler: (DemuxEvent) -> Void
+    ) {
+        guard slot >= 0, Int(slot) < streams.count else { return }
+        let index = Int(slot)
+        if unitStart {
+            endPES(slot: slot, handler)
+            if let required = PESHeader.requiredLength(payload), required <= payload.count {
+                startPES(index: index, bytes: payload, offset: offset, randomAccess: randomAccess, handler)
+            } else {
+                streams[index].awaitingHeader = true
+                streams[index].headerBuffer = Array(payload)
+                streams[index].headerOffset = offset
+                streams[index].headerRandomAccess = randomAccess
+            }
+            return
+        }
+        if streams[index].awaitingHeader {
+            streams[index].headerBuffer.append(contentsOf: payload)
+            let buffered = streams[index].headerBuffer
+            let ready = buffered.withUnsafeBytes { raw in
+                PESHeader.requiredLength(raw).map { $0 <= raw.count }
+            }
+            if ready == true {
+                streams[index].awaitingHeader = false
+                streams[index].headerBuffer = []
+                let headerOffset = streams[index].headerOffset
+                let headerRandomAccess = streams[index].headerRandomAccess
+                buffered.withUnsafeBytes { raw in
+                    startPES(index: index, bytes: raw, offset: headerOffset, randomAccess: headerRandomAccess, handler)
+                }
+            } else if buffered.count > 512 {
+                streams[index].awaitingHeader = false
+                streams[index].headerBuffer = []
+                statistics.pesErrors += 1
+                handler(
+                    .error(
+                        MPEGTSError(
+                            .invalidLength, offset: streams[index].headerOffset, pid: streams[index].pid,
+                            "PES header too long")))
+            }
+            return
+        }
+        if streams[index].pending != nil {
+            streams[index].scanner?.scan(payload)
+            decideKeyframe(index: index, handler)
+        }
+        if streams[index].reassembling != nil { appendPayload(index: index, payload, handler) }
+    }
+
+    private mutating func startPES(
+        index: Int, bytes: UnsafeRawBufferPointer, offset: Int64, randomAccess: Bool, _ handler: (DemuxEvent) -> Void
+    ) {
+        let pid = streams[index].pid
+        let header: PESHeader
+        do {
+            header = try PESHeader.parse(bytes, offset: offset)
+        } catch {
+            statistics.pesErrors += 1
+            var located = error
+            located.pid = pid
+            handler(.error(located))
+            return
+        }
+        let rest = UnsafeRawBufferPointer(rebasing: bytes[min(header.headerLength, bytes.count)...])
+        let codec = streams[index].codec
+        var info = PESInfo(
+            pid: pid, streamID: header.streamID, pts: header.pts, dts: header.dts, isKeyframe: false,
+            randomAccessIndicator: randomAccess, offset: offset, packetLength: header.packetLength)
+        if options.scanKeyframes, streams[index].scanner != nil {
+            streams[index].scanner?.reset()
+            streams[index].scanner?.scan(rest)
+            streams[index].pending = info
+            decideKeyframe(index: index, handler)
+        } else {
+            info.isKeyframe = codec.kind == .audio || randomAccess
+            handler(.pes(info))
+        }
+        if options.reassemblePES {
+            streams[index].reassembling = header
+            streams[index].reassemblyInfo = info
+            streams[index].payload.removeAll(keepingCapacity: true)
+            streams[index].payloadOverflow = false
+            appendPayload(index: index, rest, handler)
+        }
+    }
+
+    private mutating func appendPayload(index: Int, _ bytes: UnsafeRawBufferPointer, _ handler: (DemuxEvent) -> Void) {
+        guard !streams[index].payloadOverflow else { return }
+        if streams[index].payload.count + bytes.count > options.maximumPESSize {
+            streams[index].payloadOverflow = true
+            handler(
+                .error(
+                    MPEGTSError(
+                        .invalidLength, offset: streams[index].reassemblyInfo?.offset, pid: streams[index].pid,
+                        "PES longer than \(options.maximumPESSize) bytes")))
+            return
+        }
+        streams[index].payload.append(contentsOf: bytes)
+    }
+
+    private mutating func decideKeyframe(index: Int, _ handler: (DemuxEvent) -> Void) {
+        guard var info = streams[index].pending, let scanner = streams[index].scanner else { return }
+        switch scanner.result {
+        case .undecided: return
+        case .keyframe: info.isKeyframe = true
+        case .notKeyframe: info.isKeyframe = false
+        }
+        streams[index].pending = nil
+        if let reassembly = streams[index].reassemblyInfo, reassembly.offset == info.offset {
+            streams[index].reassemblyInfo = info
+        }
+        handler(.pes(info))
+    }
+
+    /// Reports the PES in progress on a stream (at the next unit start and at the end of the input).
+    private mutating func endPES(slot: Int32, _ handler: (DemuxEvent) -> Void) {
+        guard slot >= 0, Int(slot) < streams.count else { return }
+        let index = Int(slot)
+        if var info = streams[index].pending {
+            info.isKeyframe = false
+            streams[index].pending = nil
+            handler(.pes(info))
+            if streams[index].reassemblyInfo?.offset == info.offset { streams[index].reassemblyInfo = info }
+        }
+        if streams[index].awaitingHeader {
+            streams[index].awaitingHeader = false
+            streams[index].headerBuffer = []
+            statistics.pesErrors += 1
+            handler(
+                .error(
+                    MPEGTSError(.truncated, offset: streams[index].headerOffset, pid: streams[index].pid, "PES header"))
+            )
+        }
+        if let header = streams[index].reassembling, let info = streams[index].reassemblyInfo {
+            var payload = streams[index].payload
+            if header.packetLength > 0 {
+                let expected = header.packetLength + 6 - header.headerLength
+                if expected >= 0 && expected < payload.count { payload.removeLast(payload.count - expected) }
+            }
+            streams[index].reassembling = nil
+            streams[index].reassemblyInfo = nil
+            streams[index].payload.removeAll(keepingCapacity: true)
+            handler(.pesPacket(PESPacket(info: info, header: header, payload: payload)))
+        }
+    }
+
+    // MARK: Sections
+
+    private mutating func handleSectionPayload(
+        pid: UInt16, payload: UnsafeRawBufferPointer, unitStart: Bool, payloadOffset: Int64,
+        _ handler: (DemuxEvent) -> Void
+    ) {
+        var assembler = assemblers[pid] ?? SectionAssembler()
+        var complete: [([UInt8], Int64)] = []
+        var errors: [MPEGTSError] = []
+        assembler.push(
+            payload, payloadUnitStart: unitStart, offset: payloadOffset,
+            section: { complete.append(($0, $1)) }, error: { errors.append($0) })
+        assemblers[pid] = assembler
+        for var error in errors {
+            error.pid = pid
+            handler(.error(error))
+        }
+        for (bytes, offset) in complete { handleSection(pid: pid, bytes: bytes, offset: offset, handler) }
+    }
+
+    private mutating func handleSection(pid: UInt16, bytes: [UInt8], offset: Int64, _ handler: (DemuxEvent) -> Void) {
+        let section: PSISection
+        do {
+            section = try PSISection(bytes: bytes, offset: offset)
+        } catch {
+            if error.code == .crcMismatch { statistics.crcErrors += 1 }
+            var located = error
+            located.pid = pid
+            handler(.error(located))
+            return
+        }
+        let role = pids[Int(pid)].role
+        switch (section.tableID, role) {
+        case (0x00, .pat):
+            guard isNewTable(pid: pid, section: section) else { return }
+            do {
+                let table = try ProgramAssociationTable(section: section, offset: offset)
+                programAssociation = table
+                programMaps = programMaps.filter { entry in table.programs.contains { $0.programNumber == entry.key } }
+                rebuildRoles()
+                handler(.programAssociation(table, offset: offset))
+            } catch {
+                handler(.error(error.located(pid: pid)))
+            }
+        case (0x02, .pmt):
+            guard isNewTable(pid: pid, section: section) else { return }
+            do {
+                let table = try ProgramMapTable(section: section, offset: offset)
+                let listed = programAssociation?.programs.contains {
+                    $0.programNumber == table.programNumber && $0.pmtPID == pid
+                }
+                guard listed == true else { return }
+                programMaps[table.programNumber] = table
+                rebuildRoles()
+                handler(.programMap(table, pid: pid, offset: offset))
+            } catch {
+                handler(.error(error.located(pid: pid)))
+            }
+        default:
+            handler(.section(section, pid: pid, offset: offset))
+        }
+    }
+
+    /// Whether a PAT/PMT section differs from the last one seen for the same PID and table id extension.
+    private mutating func isNewTable(pid: UInt16, section: PSISection) -> Bool {
+        let key = UInt32(pid) << 16 | UInt32(section.tableIDExtension)
+        let count = section.bytes.count
+        let crc =
+            UInt32(section.bytes[count - 4]) << 24 | UInt32(section.bytes[count - 3]) << 16
+            | UInt32(section.bytes[count - 2]) << 8 | UInt32(section.bytes[count - 1])
+        if lastTableCRC[key] == crc { return false }
+        lastTableCRC[key] = crc
+        return true
+    }
+
+    /// Recomputes which PIDs carry PMTs, PES and sections from the current PAT and PMTs.
+    private mutating func rebuildRoles() {
+        for pid in 0..<8192 where pid != 0 && pid != 0x11 { pids[pid].role = .none }
+        pcrPIDs = []
+        guard let programAssociation else { return }
+        for entry in programAssociation.programs { pids[Int(entry.pmtPID & 0x1FFF)].role = .pmt }
+        for number in programMaps.keys.sorted() {
+            guard let table = programMaps[number] else { continue }
+            pcrPIDs.insert(table.pcrPID)
+            for stream in table.streams {
+                let pid = Int(stream.pid & 0x1FFF)
+                guard pids[pid].role == .none else { continue }
+                let codec = stream.codec
+                if codec.isSectionStream {
+                    pids[pid].role = .section
+                    continue
+                }
+                pids[pid].role = .pes
+                if let slot = slotForPID[stream.pid], Int(slot) < streams.count {
+                    if streams[Int(slot)].codec != codec {
+                        streams[Int(slot)].codec = codec
+                        streams[Int(slot)].scanner = Self.scanner(for: codec)
+                        streams[Int(slot)].pending = nil
+                    }
+                    pids[pid].slot = slot
+                } else {
+                    let slot = Int32(streams.count)
+                    streams.append(StreamState(pid: stream.pid, codec: codec, scanner: Self.scanner(for: codec)))
+                    slotForPID[stream.pid] = slot
+                    pids[pid].slot = slot
+                }
+            }
+        }
+    }
+
+    private static func scanner(for codec: Codec) -> KeyframeScanner? {
+        if codec == .h264 { return KeyframeScanner(syntax: .h264) }
+        if codec == .hevc { return KeyframeScanner(syntax: .hevc) }
+        return nil
+    }
+}
+
+extension MPEGTSError {
+    func located(pid: UInt16) -> MPEGTSError {
+        var copy = self
+        copy.pid = pid
+        return copy
+    }
+}

@@ -1,1 +1,0 @@
-// Tests for the MPEGTS module arrive with its first code.
