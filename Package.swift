@@ -55,7 +55,9 @@ let modules: [Module] = [
 ]
 
 /// Command-line tools under Tools/<name>, with the modules each one uses.
-let tools: [(name: String, dependencies: [String])] = []
+let tools: [(name: String, dependencies: [String])] = [
+    ("m3u8lint", ["HLSPlaylist"])
+]
 
 var targets: [Target] = []
 for module in modules {

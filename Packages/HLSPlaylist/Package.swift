@@ -24,6 +24,7 @@ let package = Package(
         .testTarget(
             name: "HLSPlaylistTests",
             dependencies: ["HLSPlaylist"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,0 +1,233 @@
+/// The value types of RFC 8216bis §4.2.
+public enum AttributeType: Sendable, Hashable {
+    case decimalInteger
+    case hexadecimalSequence
+    case decimalFloat
+    case signedDecimalFloat
+    case quotedString
+    case enumeratedString
+    case decimalResolution
+}
+
+/// A decimal-resolution: `WIDTHxHEIGHT`.
+public struct Resolution: Sendable, Hashable, CustomStringConvertible {
+    public var width: UInt64
+    public var height: UInt64
+    public init(width: UInt64, height: UInt64) {
+        self.width = width
+        self.height = height
+    }
+    public var description: String { "\(width)x\(height)" }
+}
+
+/// An attribute value read with its declared type.
+public enum AttributeValue: Sendable, Hashable {
+    case decimalInteger(UInt64)
+    case hexadecimalSequence([UInt8])
+    case decimalFloat(Double)
+    case signedDecimalFloat(Double)
+    case quotedString(String)
+    case enumeratedString(String)
+    case decimalResolution(Resolution)
+}
+
+/// One `NAME=value` pair, with the value exactly as written (quotes included).
+public struct Attribute: Sendable, Hashable {
+    public var name: String
+    /// The value as written, quotes included.
+    public var rawValue: String
+
+    public init(name: String, rawValue: String) {
+        self.name = name
+        self.rawValue = rawValue
+    }
+
+    /// A quoted-string attribute: the value is written with quotes.
+    public static func quoted(_ name: String, _ value: String) -> Attribute {
+        Attribute(name: name, rawValue: "\"" + value + "\"")
+    }
+
+    /// Whether the value is written between double quotes.
+    public var isQuoted: Bool {
+        let u = rawValue.utf8
+        return u.count >= 2 && u.first == asciiQuote && u.last == asciiQuote
+    }
+    /// The quoted-string value without its quotes, or nil when the value is not quoted.
+    public var quotedString: String? {
+        guard isQuoted else { return nil }
+        return String(rawValue.dropFirst().dropLast())
+    }
+    /// The value as text: unquoted when it was quoted, as written otherwise.
+    public var text: String { quotedString ?? rawValue }
+    public var decimalInteger: UInt64? { Numbers.decimalInteger(rawValue.utf8) }
+    public var decimalFloat: Double? { Numbers.decimalFloat(rawValue.utf8, signed: false) }
+    public var signedDecimalFloat: Double? { Numbers.decimalFloat(rawValue.utf8, signed: true) }
+    public var hexadecimalSequence: [UInt8]? { Numbers.hexadecimal(rawValue.utf8) }
+    /// An enumerated-string: unquoted, no whitespace, no commas or quotes.
+    public var enumeratedString: String? {
+        if rawValue.isEmpty || isQuoted { return nil }
+        for b in rawValue.utf8 where b == asciiQuote || b == asciiComma || ASCII.isWhitespace(b) { return nil }
+        return rawValue
+    }
+    public var resolution: Resolution? {
+        let u = Array(rawValue.utf8)
+        guard let x = u.firstIndex(where: { $0 == 0x78 || $0 == 0x58 }),
+            let w = Numbers.decimalInteger(u[..<x]), let h = Numbers.decimalInteger(u[(x + 1)...])
+        else { return nil }
+        return Resolution(width: w, height: h)
+    }
+
+    /// The value read as `type`, or nil when it does not have that syntax.
+    public func value(as type: AttributeType) -> AttributeValue? {
+        switch type {
+        case .decimalInteger: return decimalInteger.map { .decimalInteger($0) }
+        case .hexadecimalSequence: return hexadecimalSequence.map { .hexadecimalSequence($0) }
+        case .decimalFloat: return decimalFloat.map { .decimalFloat($0) }
+        case .signedDecimalFloat: return signedDecimalFloat.map { .signedDecimalFloat($0) }
+        case .quotedString: return quotedString.map { .quotedString($0) }
+        case .enumeratedString: return enumeratedString.map { .enumeratedString($0) }
+        case .decimalResolution: return resolution.map { .decimalResolution($0) }
+        }
+    }
+}
+
+/// An ordered attribute list (RFC 8216bis §4.2). Order and duplicates are kept as written.
+public struct AttributeList: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
+    public var attributes: [Attribute]
+
+    public init(_ attributes: [Attribute] = []) { self.attributes = attributes }
+    public init(arrayLiteral elements: Attribute...) { self.attributes = elements }
+
+    public var startIndex: Int { attributes.startIndex }
+    public var endIndex: Int { attributes.endIndex }
+    public subscript(position: Int) -> Attribute { attributes[position] }
+
+    /// The first attribute called `name`.
+    public subscript(name: String) -> Attribute? {
+        for a in attributes where a.name == name { return a }
+        return nil
+    }
+
+    /// Sets (replacing the first of that name in place, or appending) or removes an attribute.
+    public mutating func set(_ name: String, rawValue: String?) {
+        if let i = attributes.firstIndex(where: { $0.name == name }) {
+            if let rawValue { attributes[i].rawValue = rawValue } else { attributes.remove(at: i) }
+        } else if let rawValue {
+            attributes.append(Attribute(name: name, rawValue: rawValue))
+        }
+    }
+    public mutating func setQuoted(_ name: String, _ value: String?) {
+        set(name, rawValue: value.map { "\"" + $0 + "\"" })
+    }
+
+    public func quotedString(_ name: String) -> String? { self[name]?.quotedString }
+    public func decimalInteger(_ name: String) -> UInt64? { self[name]?.decimalInteger }
+    public func decimalFloat(_ name: String) -> Double? { self[name]?.decimalFloat }
+    public func signedDecimalFloat(_ name: String) -> Double? { self[name]?.signedDecimalFloat }
+    public func enumeratedString(_ name: String) -> String? { self[name]?.enumeratedString }
+    public func resolution(_ name: String) -> Resolution? { self[name]?.resolution }
+    public func hexadecimalSequence(_ name: String) -> [UInt8]? { self[name]?.hexadecimalSequence }
+    /// `YES` → true, `NO` → false, anything else (or absent) → nil.
+    public func yesNo(_ name: String) -> Bool? {
+        switch self[name]?.rawValue {
+        case "YES": return true
+        case "NO": return false
+        default: return nil
+        }
+    }
+
+    /// The attribute list as written: `NAME=value` joined by commas.
+    public var rendered: String {
+        var out = ""
+        for (i, a) in attributes.enumerated() {
+            if i > 0 { out += "," }
+            out += a.name + "=" + a.rawValue
+        }
+        return out
+    }
+
+    /// A problem found while parsing an attribute list: its byte offset in the value and what is wrong.
+    struct Problem: Sendable, Hashable {
+        var offset: Int
+        var message: String
+        var tooMany: Bool = false
+    }
+
+    /// Parses `bytes` (the text after the tag's colon). Tolerant: lowercase names, spaces after commas and
+    /// stray characters are accepted and reported as problems; parsing goes on to the end.
+    static func parse(_ bytes: ArraySlice<UInt8>, maxAttributes: Int) -> (AttributeList, [Problem]) {
+        var list: [Attribute] = []
+        var problems: [Problem] = []
+        var i = bytes.startIndex
+        let end = bytes.endIndex
+        let base = bytes.startIndex
+        while i < end {
+            // Leading whitespace is tolerated but reported.
+            if ASCII.isWhitespace(bytes[i]) {
+                let ws = i
+                while i < end && ASCII.isWhitespace(bytes[i]) { i += 1 }
+                problems.append(Problem(offset: ws - base, message: "whitespace in attribute list"))
+                if i == end { break }
+            }
+            let nameStart = i
+            while i < end && bytes[i] != asciiEquals && bytes[i] != asciiComma { i += 1 }
+            let nameBytes = bytes[nameStart..<i]
+            var trimmedName = nameBytes
+            while let last = trimmedName.last, ASCII.isWhitespace(last) { trimmedName = trimmedName.dropLast() }
+            if trimmedName.isEmpty {
+                problems.append(Problem(offset: nameStart - base, message: "empty attribute name"))
+            } else if !trimmedName.allSatisfy(ASCII.isAttributeNameByte) {
+                problems.append(
+                    Problem(
+                        offset: nameStart - base,
+                        message: "attribute name \"\(String(decoding: trimmedName, as: UTF8.self))\" is not [A-Z0-9-]"))
+            }
+            guard i < end, bytes[i] == asciiEquals else {
+                problems.append(Problem(offset: i - base, message: "expected '=' after attribute name"))
+                if i < end { i += 1 }
+                if !trimmedName.isEmpty {
+                    list.append(Attribute(name: String(decoding: trimmedName, as: UTF8.self), rawValue: ""))
+                }
+                continue
+            }
+            i += 1
+            let valueStart = i
+            if i < end && bytes[i] == asciiQuote {
+                i += 1
+                while i < end && bytes[i] != asciiQuote { i += 1 }
+                if i == end {
+                    problems.append(Problem(offset: valueStart - base, message: "unterminated quoted string"))
+                } else {
+                    i += 1
+                }
+                // Anything between the closing quote and the comma is an error, kept in the raw value.
+                let afterQuote = i
+                while i < end && bytes[i] != asciiComma { i += 1 }
+                if i > afterQuote {
+                    problems.append(Problem(offset: afterQuote - base, message: "characters after quoted string"))
+                }
+            } else {
+                while i < end && bytes[i] != asciiComma {
+                    if bytes[i] == asciiQuote {
+                        problems.append(Problem(offset: i - base, message: "quote inside unquoted value"))
+                    }
+                    i += 1
+                }
+            }
+            if list.count >= maxAttributes {
+                problems.append(
+                    Problem(offset: nameStart - base, message: "more than \(maxAttributes) attributes", tooMany: true))
+                return (AttributeList(list), problems)
+            }
+            list.append(
+                Attribute(
+                    name: String(decoding: trimmedName, as: UTF8.self),
+                    rawValue: String(decoding: bytes[valueStart..<i], as: UTF8.self)))
+            if i < end {  // at a comma
+                i += 1
+                if i == end { problems.append(Problem(offset: i - 1 - base, message: "trailing comma")) }
+            }
+        }
+        return (AttributeList(list), problems)
+    }
+}

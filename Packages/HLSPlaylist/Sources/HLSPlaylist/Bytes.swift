@@ -1,0 +1,157 @@
+// Byte-level helpers shared by the parsers: ASCII classes, number parsing and number formatting.
+// Everything here works on UTF-8 bytes and never traps on input.
+
+@usableFromInline let asciiLF: UInt8 = 0x0A
+@usableFromInline let asciiCR: UInt8 = 0x0D
+@usableFromInline let asciiHash: UInt8 = 0x23
+@usableFromInline let asciiColon: UInt8 = 0x3A
+@usableFromInline let asciiComma: UInt8 = 0x2C
+@usableFromInline let asciiQuote: UInt8 = 0x22
+@usableFromInline let asciiEquals: UInt8 = 0x3D
+@usableFromInline let asciiSpace: UInt8 = 0x20
+@usableFromInline let asciiTab: UInt8 = 0x09
+
+enum ASCII {
+    static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+    static func isHexDigit(_ b: UInt8) -> Bool {
+        isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66)
+    }
+    static func hexValue(_ b: UInt8) -> UInt8? {
+        switch b {
+        case 0x30...0x39: return b &- 0x30
+        case 0x41...0x46: return b &- 0x41 &+ 10
+        case 0x61...0x66: return b &- 0x61 &+ 10
+        default: return nil
+        }
+    }
+    static func isWhitespace(_ b: UInt8) -> Bool { b == asciiSpace || b == asciiTab }
+    /// Characters of an attribute name per RFC 8216bis §4.2: `[A-Z0-9-]`.
+    static func isAttributeNameByte(_ b: UInt8) -> Bool {
+        (b >= 0x41 && b <= 0x5A) || isDigit(b) || b == 0x2D
+    }
+}
+
+/// Number parsing per the value types of RFC 8216bis §4.2.
+enum Numbers {
+    /// A decimal-integer: 1 to 20 digits in the range 0 to 2^64-1.
+    static func decimalInteger<C: Collection<UInt8>>(_ bytes: C) -> UInt64? {
+        if bytes.isEmpty || bytes.count > 20 { return nil }
+        var value: UInt64 = 0
+        for b in bytes {
+            guard ASCII.isDigit(b) else { return nil }
+            let (m, o1) = value.multipliedReportingOverflow(by: 10)
+            let (s, o2) = m.addingReportingOverflow(UInt64(b &- 0x30))
+            if o1 || o2 { return nil }
+            value = s
+        }
+        return value
+    }
+
+    private static let powersOfTen: [Double] = [
+        1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+    ]
+
+    /// A decimal-floating-point (`signed` false) or signed-decimal-floating-point (`signed` true): digits with an
+    /// optional fraction; no exponent. Exact when there are at most 15 significant digits.
+    static func decimalFloat<C: Collection<UInt8>>(_ bytes: C, signed: Bool) -> Double? {
+        var i = bytes.startIndex
+        var negative = false
+        guard i != bytes.endIndex else { return nil }
+        if bytes[i] == 0x2D {
+            guard signed else { return nil }
+            negative = true
+            i = bytes.index(after: i)
+        }
+        var mantissa: UInt64 = 0
+        var digits = 0
+        var fractionDigits = 0
+        var sawDigit = false
+        var sawPoint = false
+        var pointIsLast = false
+        while i != bytes.endIndex {
+            let b = bytes[i]
+            if ASCII.isDigit(b) {
+                sawDigit = true
+                pointIsLast = false
+                if digits < 18 {
+                    mantissa = mantissa &* 10 &+ UInt64(b &- 0x30)
+                    if mantissa != 0 { digits += 1 }
+                    if sawPoint { fractionDigits += 1 }
+                } else if !sawPoint {
+                    return slowFloat(bytes)
+                }
+            } else if b == 0x2E && !sawPoint {
+                sawPoint = true
+                pointIsLast = true
+            } else {
+                return nil
+            }
+            i = bytes.index(after: i)
+        }
+        if !sawDigit || pointIsLast && !sawDigit { return nil }
+        if digits > 15 { return slowFloat(bytes) }
+        let value = Double(mantissa) / powersOfTen[fractionDigits]
+        return negative ? -value : value
+    }
+
+    private static func slowFloat<C: Collection<UInt8>>(_ bytes: C) -> Double? {
+        Double(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// A hexadecimal-sequence: `0x` or `0X` followed by hex digits, as bytes (an odd digit count is left-padded).
+    static func hexadecimal<C: Collection<UInt8>>(_ bytes: C) -> [UInt8]? {
+        let array = Array(bytes)
+        guard array.count >= 3, array[0] == 0x30, array[1] == 0x78 || array[1] == 0x58 else { return nil }
+        var digits = array[2...]
+        var out: [UInt8] = []
+        out.reserveCapacity((digits.count + 1) / 2)
+        if digits.count % 2 == 1 {
+            guard let first = digits.first, let v = ASCII.hexValue(first) else { return nil }
+            out.append(v)
+            digits = digits.dropFirst()
+        }
+        var it = digits.makeIterator()
+        while let hi = it.next() {
+            guard let lo = it.next(), let h = ASCII.hexValue(hi), let l = ASCII.hexValue(lo) else { return nil }
+            out.append(h << 4 | l)
+        }
+        return out
+    }
+
+    /// Formats with exactly `decimals` fraction digits (rounded half away from zero), without Foundation.
+    static func format(_ value: Double, decimals: Int) -> String {
+        guard value.isFinite else { return "0" }
+        let clampedDecimals = max(0, min(decimals, 9))
+        var scale: Double = 1
+        for _ in 0..<clampedDecimals { scale *= 10 }
+        let negative = value < 0
+        let scaled = (abs(value) * scale).rounded()
+        guard scaled < 9.0e18 else { return String(value) }
+        let units = UInt64(scaled)
+        let divisor = UInt64(scale)
+        let whole = units / divisor
+        var text = negative && units != 0 ? "-" : ""
+        text += String(whole)
+        if clampedDecimals > 0 {
+            let fraction = String(units % divisor)
+            text += "." + String(repeating: "0", count: clampedDecimals - fraction.count) + fraction
+        }
+        return text
+    }
+
+    /// Formats with the fewest fraction digits (up to 6) that keep the value.
+    static func formatShort(_ value: Double) -> String {
+        var text = format(value, decimals: 6)
+        if text.contains(".") {
+            while text.hasSuffix("0") { text.removeLast() }
+            if text.hasSuffix(".") { text.removeLast() }
+        }
+        return text
+    }
+}
+
+extension Array where Element == UInt8 {
+    @inlinable mutating func append(ascii string: String) {
+        append(contentsOf: string.utf8)
+    }
+}

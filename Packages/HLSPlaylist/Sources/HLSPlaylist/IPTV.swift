@@ -1,0 +1,457 @@
+/// One raw line of an IPTV list, kept for lossless writing.
+public struct IPTVLine: Sendable, Hashable {
+    public var bytes: [UInt8]
+    public var ending: LineEnding
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// The `#EXTM3U` header of an extended M3U channel list and its attributes (`url-tvg`, `x-tvg-url`, `catchup`…).
+public struct IPTVHeader: Sendable, Hashable {
+    public var attributes: [(name: String, value: String)]
+    public var line: IPTVLine?
+
+    public init(attributes: [(name: String, value: String)] = [], line: IPTVLine? = nil) {
+        self.attributes = attributes
+        self.line = line
+    }
+    public subscript(name: String) -> String? { attributes.first { $0.name == name }?.value }
+
+    public static func == (a: IPTVHeader, b: IPTVHeader) -> Bool {
+        a.line == b.line && a.attributes.elementsEqual(b.attributes) { $0.name == $1.name && $0.value == $1.value }
+    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(line) }
+}
+
+/// One channel of an IPTV list with the options that apply to it.
+public struct IPTVChannel: Sendable, Hashable {
+    public var name: String
+    public var url: String
+    /// The EXTINF duration (`-1` or `0` for live channels).
+    public var duration: Double
+    /// The EXTINF attributes in order (`tvg-id`, `tvg-name`, `tvg-logo`, `group-title`, `tvg-chno`, `catchup`…).
+    public var attributes: [(name: String, value: String)]
+    /// `group-title`, or the `#EXTGRP` value when there is no group-title.
+    public var group: String?
+    /// From `#EXTVLCOPT:http-user-agent=` or the `User-Agent` of `#EXTHTTP`.
+    public var userAgent: String?
+    /// From `#EXTVLCOPT:http-referrer=` (or `http-referer`) or the `Referer` of `#EXTHTTP`.
+    public var referrer: String?
+    /// The headers of `#EXTHTTP` (a JSON object), in order.
+    public var httpHeaders: [(name: String, value: String)]
+    /// `#KODIPROP:key=value` lines, in order.
+    public var kodiProps: [(name: String, value: String)]
+    /// `#EXTVLCOPT:key=value` lines, in order.
+    public var vlcOpts: [(name: String, value: String)]
+    /// The source lines of the entry (comments and options before the URL, the URL line), for lossless writing.
+    public var lines: [IPTVLine]
+    /// 1-based line number of the entry's first line.
+    public var lineNumber: Int
+
+    public init(name: String, url: String, duration: Double = -1, attributes: [(name: String, value: String)] = []) {
+        self.name = name
+        self.url = url
+        self.duration = duration
+        self.attributes = attributes
+        self.group = attributes.first { $0.name == "group-title" }?.value
+        self.httpHeaders = []
+        self.kodiProps = []
+        self.vlcOpts = []
+        self.lines = []
+        self.lineNumber = 0
+    }
+
+    public subscript(attribute: String) -> String? { attributes.first { $0.name == attribute }?.value }
+
+    public static func == (a: IPTVChannel, b: IPTVChannel) -> Bool {
+        func same(_ x: [(name: String, value: String)], _ y: [(name: String, value: String)]) -> Bool {
+            x.elementsEqual(y) { $0.name == $1.name && $0.value == $1.value }
+        }
+        return a.name == b.name && a.url == b.url && a.duration == b.duration && same(a.attributes, b.attributes)
+            && a.group == b.group && a.userAgent == b.userAgent && a.referrer == b.referrer
+            && same(a.httpHeaders, b.httpHeaders) && same(a.kodiProps, b.kodiProps) && same(a.vlcOpts, b.vlcOpts)
+            && a.lines == b.lines && a.lineNumber == b.lineNumber
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(url)
+    }
+
+    /// The entry rendered canonically (for channels built in code): EXTINF with quoted attributes, options, URL.
+    public var renderedLines: [String] {
+        var extinf = "#EXTINF:" + Numbers.formatShort(duration)
+        for a in attributes { extinf += " " + a.name + "=\"" + a.value + "\"" }
+        var out = [extinf + "," + name]
+        for o in vlcOpts { out.append("#EXTVLCOPT:" + o.name + "=" + o.value) }
+        for o in kodiProps { out.append("#KODIPROP:" + o.name + "=" + o.value) }
+        out.append(url)
+        return out
+    }
+}
+
+/// A problem with one entry of an IPTV list; the entry was skipped.
+public struct IPTVDiagnostic: Sendable, Hashable, CustomStringConvertible {
+    public var line: Int
+    public var column: Int
+    public var message: String
+    public var description: String { "\(line):\(column): \(message)" }
+}
+
+/// A whole IPTV list (see ``IPTVStreamParser`` for lists too large to hold).
+public struct IPTVPlaylist: Sendable, Hashable {
+    public var header: IPTVHeader
+    public var channels: [IPTVChannel]
+    /// Lines after the last channel (comments, options without a URL).
+    public var trailingLines: [IPTVLine]
+    public var diagnostics: [IPTVDiagnostic]
+    public var hasByteOrderMark: Bool
+
+    public init(bytes: [UInt8], limits: PlaylistLimits = .default) throws(PlaylistError) {
+        var parser = IPTVStreamParser(limits: limits)
+        var channels: [IPTVChannel] = []
+        try parser.consume(bytes[...]) { channels.append($0) }
+        try parser.finish { channels.append($0) }
+        self.header = parser.header
+        self.channels = channels
+        self.trailingLines = parser.pendingLines
+        self.diagnostics = parser.diagnostics
+        self.hasByteOrderMark = parser.hasByteOrderMark
+    }
+
+    public init(_ text: String) throws(PlaylistError) { try self.init(bytes: Array(text.utf8)) }
+
+    /// The list as bytes: the source lines of the header, every entry (skipped entries included) and the trailer.
+    public func write() -> [UInt8] {
+        var out: [UInt8] = hasByteOrderMark ? [0xEF, 0xBB, 0xBF] : []
+        func put(_ line: IPTVLine) {
+            out.append(contentsOf: line.bytes)
+            out.append(contentsOf: line.ending.bytes)
+        }
+        if let h = header.line { put(h) }
+        for c in channels {
+            if c.lines.isEmpty {
+                for l in c.renderedLines {
+                    out.append(contentsOf: l.utf8)
+                    out.append(asciiLF)
+                }
+            } else {
+                for l in c.lines { put(l) }
+            }
+        }
+        for l in trailingLines { put(l) }
+        return out
+    }
+}
+
+/// Parses an IPTV extended M3U list in chunks with memory bounded by the longest entry: feed bytes with
+/// ``consume(_:emit:)`` as they arrive, then call ``finish(emit:)``. Each complete channel is handed to `emit`.
+/// An entry that cannot be read is reported in ``diagnostics`` and skipped; skipped entries' lines are kept with
+/// the next channel so writing stays lossless.
+public struct IPTVStreamParser: Sendable {
+    public var limits: PlaylistLimits
+    public private(set) var header = IPTVHeader()
+    public private(set) var diagnostics: [IPTVDiagnostic] = []
+    public private(set) var hasByteOrderMark = false
+    /// Lines read since the last channel.
+    public private(set) var pendingLines: [IPTVLine] = []
+    /// Count of bytes consumed so far.
+    public private(set) var bytesRead = 0
+    private var partial: [UInt8] = []
+    private var lineNumber = 0
+    private var entryStart = 0
+    private var current: IPTVChannel?
+    private var extgrp: String?
+    private var maxDiagnostics = 10_000
+
+    public init(limits: PlaylistLimits = .default) { self.limits = limits }
+
+    /// Consumes the next chunk.
+    public mutating func consume(_ chunk: ArraySlice<UInt8>, emit: (IPTVChannel) -> Void) throws(PlaylistError) {
+        var start = chunk.startIndex
+        if bytesRead == 0, chunk.count >= 3, chunk[start] == 0xEF, chunk[start + 1] == 0xBB, chunk[start + 2] == 0xBF {
+            hasByteOrderMark = true
+            start += 3
+        }
+        bytesRead += chunk.count
+        var i = start
+        let end = chunk.endIndex
+        while i < end {
+            // Find the next LF.
+            var j = i
+            while j < end && chunk[j] != asciiLF { j += 1 }
+            if j == end {
+                partial.append(contentsOf: chunk[i..<end])
+                if partial.count > limits.maxLineLength {
+                    throw PlaylistError(.lineTooLong, line: lineNumber + 1, column: limits.maxLineLength + 1)
+                }
+                return
+            }
+            if partial.isEmpty {
+                try line(chunk[i..<j], emit: emit)
+            } else {
+                partial.append(contentsOf: chunk[i..<j])
+                guard partial.count <= limits.maxLineLength else {
+                    throw PlaylistError(.lineTooLong, line: lineNumber + 1, column: limits.maxLineLength + 1)
+                }
+                let whole = partial
+                partial.removeAll(keepingCapacity: true)
+                try line(whole[...], emit: emit)
+            }
+            i = j + 1
+        }
+    }
+
+    /// Ends the input: a last line without a line break is read, and a dangling entry is reported.
+    public mutating func finish(emit: (IPTVChannel) -> Void) throws(PlaylistError) {
+        if !partial.isEmpty {
+            let whole = partial
+            partial = []
+            try line(whole[...], ending: LineEnding.none, emit: emit)
+        }
+        if current != nil {
+            report(entryStart, 1, "#EXTINF without a URL")
+            current = nil
+        }
+    }
+
+    private mutating func report(_ line: Int, _ column: Int, _ message: String) {
+        if diagnostics.count < maxDiagnostics {
+            diagnostics.append(IPTVDiagnostic(line: line, column: column, message: message))
+        }
+    }
+
+    private mutating func line(_ raw: ArraySlice<UInt8>, ending: LineEnding? = nil, emit: (IPTVChannel) -> Void)
+        throws(PlaylistError)
+    {
+        lineNumber += 1
+        var content = raw
+        var lineEnding = ending ?? .lf
+        if ending == nil, content.last == asciiCR {
+            content = content.dropLast()
+            lineEnding = .crlf
+        }
+        guard content.count <= limits.maxLineLength else {
+            throw PlaylistError(.lineTooLong, line: lineNumber, column: limits.maxLineLength + 1)
+        }
+        let stored = IPTVLine(bytes: Array(content), ending: lineEnding)
+        var trimmed = content
+        while let f = trimmed.first, ASCII.isWhitespace(f) { trimmed = trimmed.dropFirst() }
+        while let l = trimmed.last, ASCII.isWhitespace(l) { trimmed = trimmed.dropLast() }
+        if lineNumber == 1, trimmed.starts(with: Array("#EXTM3U".utf8)) {
+            header = IPTVHeader(attributes: IPTVStreamParser.attributes(trimmed.dropFirst(7)).0, line: stored)
+            return
+        }
+        if pendingLines.isEmpty { entryStart = lineNumber }
+        pendingLines.append(stored)
+        guard let first = trimmed.first else { return }
+        if first == asciiHash {
+            if trimmed.starts(with: extinfPrefix) {
+                if current != nil { report(entryStart, 1, "#EXTINF without a URL; entry skipped") }
+                current = parseExtinf(trimmed.dropFirst(8))
+                return
+            }
+            guard current != nil else { return }
+            if trimmed.starts(with: extvlcoptPrefix) {
+                let (k, v) = IPTVStreamParser.keyValue(trimmed.dropFirst(11))
+                current?.vlcOpts.append((k, v))
+                switch k {
+                case "http-user-agent": current?.userAgent = v
+                case "http-referrer", "http-referer": current?.referrer = v
+                default: break
+                }
+            } else if trimmed.starts(with: kodipropPrefix) {
+                let (k, v) = IPTVStreamParser.keyValue(trimmed.dropFirst(10))
+                current?.kodiProps.append((k, v))
+            } else if trimmed.starts(with: extgrpPrefix) {
+                extgrp = String(decoding: trimmed.dropFirst(8), as: UTF8.self)
+                if current?.group == nil { current?.group = extgrp }
+            } else if trimmed.starts(with: exthttpPrefix) {
+                let headers = JSONObjectReader.stringPairs(trimmed.dropFirst(9))
+                if headers == nil { report(lineNumber, 10, "#EXTHTTP is not a JSON object of strings") }
+                for (k, v) in headers ?? [] {
+                    current?.httpHeaders.append((k, v))
+                    switch k.lowercased() {
+                    case "user-agent": if current?.userAgent == nil { current?.userAgent = v }
+                    case "referer", "referrer": if current?.referrer == nil { current?.referrer = v }
+                    default: break
+                    }
+                }
+            }
+            return
+        }
+        // A URL line.
+        guard var channel = current else {
+            report(lineNumber, 1, "URL without #EXTINF; entry skipped")
+            return
+        }
+        channel.url = String(decoding: trimmed, as: UTF8.self)
+        channel.lines = pendingLines
+        channel.lineNumber = entryStart
+        pendingLines = []
+        current = nil
+        extgrp = nil
+        emit(channel)
+    }
+
+    private let extinfPrefix = Array("#EXTINF:".utf8)
+    private let extvlcoptPrefix = Array("#EXTVLCOPT:".utf8)
+    private let kodipropPrefix = Array("#KODIPROP:".utf8)
+    private let extgrpPrefix = Array("#EXTGRP:".utf8)
+    private let exthttpPrefix = Array("#EXTHTTP:".utf8)
+
+    private mutating func parseExtinf(_ value: ArraySlice<UInt8>) -> IPTVChannel? {
+        var i = value.startIndex
+        while i < value.endIndex, value[i] != asciiSpace, value[i] != asciiComma, value[i] != asciiTab { i += 1 }
+        guard let duration = Numbers.decimalFloat(value[value.startIndex..<i], signed: true) else {
+            report(lineNumber, 9, "#EXTINF duration is not a number; entry skipped")
+            return nil
+        }
+        let (attributes, titleStart) = IPTVStreamParser.attributes(value[i...])
+        var channel = IPTVChannel(name: "", url: "", duration: duration, attributes: attributes)
+        if let titleStart {
+            var title = value[titleStart...]
+            while let f = title.first, ASCII.isWhitespace(f) { title = title.dropFirst() }
+            channel.name = String(decoding: title, as: UTF8.self)
+        } else {
+            channel.name = channel["tvg-name"] ?? ""
+        }
+        if channel.group == nil { channel.group = extgrp }
+        return channel
+    }
+
+    /// `key=value` (the value may be empty).
+    static func keyValue(_ b: ArraySlice<UInt8>) -> (String, String) {
+        guard let eq = b.firstIndex(of: asciiEquals) else { return (String(decoding: b, as: UTF8.self), "") }
+        return (String(decoding: b[..<eq], as: UTF8.self), String(decoding: b[(eq + 1)...], as: UTF8.self))
+    }
+
+    /// Reads `key="value" key=value ...` up to the first comma outside quotes. Returns the attributes and the
+    /// index just past that comma (nil when there is none). A quote closes a value only when followed by the end,
+    /// a comma, or spaces and then another `key=` or a comma, so stray quotes inside values survive.
+    static func attributes(_ b: ArraySlice<UInt8>) -> ([(name: String, value: String)], ArraySlice<UInt8>.Index?) {
+        var out: [(name: String, value: String)] = []
+        var i = b.startIndex
+        let end = b.endIndex
+        while i < end {
+            let c = b[i]
+            if c == asciiComma { return (out, i + 1) }
+            if ASCII.isWhitespace(c) {
+                i += 1
+                continue
+            }
+            let keyStart = i
+            while i < end, b[i] != asciiEquals, b[i] != asciiComma, !ASCII.isWhitespace(b[i]) { i += 1 }
+            guard i < end, b[i] == asciiEquals else { continue }  // a stray token: skipped
+            let key = String(decoding: b[keyStart..<i], as: UTF8.self)
+            i += 1
+            if i < end, b[i] == asciiQuote {
+                let valueStart = i + 1
+                var j = valueStart
+                var close: Int?
+                while j < end {
+                    if b[j] == asciiQuote, closesValue(b, j) {
+                        close = j
+                        break
+                    }
+                    j += 1
+                }
+                if let close {
+                    out.append((key, String(decoding: b[valueStart..<close], as: UTF8.self)))
+                    i = close + 1
+                } else {
+                    // Unterminated: the value runs to the first comma.
+                    var k = valueStart
+                    while k < end, b[k] != asciiComma { k += 1 }
+                    out.append((key, String(decoding: b[valueStart..<k], as: UTF8.self)))
+                    i = k
+                }
+            } else {
+                let valueStart = i
+                while i < end, b[i] != asciiComma, !ASCII.isWhitespace(b[i]) { i += 1 }
+                out.append((key, String(decoding: b[valueStart..<i], as: UTF8.self)))
+            }
+        }
+        return (out, nil)
+    }
+
+    private static func closesValue(_ b: ArraySlice<UInt8>, _ quote: Int) -> Bool {
+        var k = quote + 1
+        if k >= b.endIndex || b[k] == asciiComma { return true }
+        guard ASCII.isWhitespace(b[k]) else { return false }
+        while k < b.endIndex, ASCII.isWhitespace(b[k]) { k += 1 }
+        if k >= b.endIndex || b[k] == asciiComma { return true }
+        // Another key= follows?
+        while k < b.endIndex, b[k] != asciiEquals, b[k] != asciiQuote, b[k] != asciiComma, !ASCII.isWhitespace(b[k]) {
+            k += 1
+        }
+        return k < b.endIndex && b[k] == asciiEquals
+    }
+}
+
+/// A minimal reader for a flat JSON object of string values (`#EXTHTTP`).
+enum JSONObjectReader {
+    static func stringPairs(_ b: ArraySlice<UInt8>) -> [(String, String)]? {
+        var i = b.startIndex
+        func skip() { while i < b.endIndex, ASCII.isWhitespace(b[i]) || b[i] == asciiLF || b[i] == asciiCR { i += 1 } }
+        func string() -> String? {
+            guard i < b.endIndex, b[i] == asciiQuote else { return nil }
+            i += 1
+            var out: [UInt8] = []
+            while i < b.endIndex {
+                let c = b[i]
+                if c == asciiQuote {
+                    i += 1
+                    return String(decoding: out, as: UTF8.self)
+                }
+                if c == 0x5C {
+                    i += 1
+                    guard i < b.endIndex else { return nil }
+                    switch b[i] {
+                    case 0x6E: out.append(asciiLF)
+                    case 0x74: out.append(asciiTab)
+                    case 0x72: out.append(asciiCR)
+                    case 0x75:
+                        guard i + 4 < b.endIndex else { return nil }
+                        var v: UInt32 = 0
+                        for k in 1...4 {
+                            guard let h = ASCII.hexValue(b[i + k]) else { return nil }
+                            v = v << 4 | UInt32(h)
+                        }
+                        out.append(contentsOf: Array(String(Character(Unicode.Scalar(v) ?? "?")).utf8))
+                        i += 4
+                    default: out.append(b[i])
+                    }
+                    i += 1
+                    continue
+                }
+                out.append(c)
+                i += 1
+            }
+            return nil
+        }
+        skip()
+        guard i < b.endIndex, b[i] == 0x7B else { return nil }
+        i += 1
+        var pairs: [(String, String)] = []
+        skip()
+        if i < b.endIndex, b[i] == 0x7D { return pairs }
+        while i < b.endIndex {
+            skip()
+            guard let k = string() else { return nil }
+            skip()
+            guard i < b.endIndex, b[i] == asciiColon else { return nil }
+            i += 1
+            skip()
+            guard let v = string() else { return nil }
+            pairs.append((k, v))
+            skip()
+            guard i < b.endIndex else { return nil }
+            if b[i] == asciiComma {
+                i += 1
+                continue
+            }
+            if b[i] == 0x7D { return pairs }
+            return nil
+        }
+        return nil
+    }
+}

@@ -1,0 +1,332 @@
+/// An absolute byte range in a resource: `length` bytes starting at `offset`.
+public struct ByteRange: Sendable, Hashable {
+    public var length: UInt64
+    public var offset: UInt64
+    public init(length: UInt64, offset: UInt64) {
+        self.length = length
+        self.offset = offset
+    }
+    /// The offset just past the range (saturating).
+    public var end: UInt64 { offset.addingReportingOverflow(length).overflow ? UInt64.max : offset + length }
+}
+
+/// An EXT-X-KEY or EXT-X-SESSION-KEY (RFC 8216bis §4.4.4.4, §4.4.6.5) with its URI resolved.
+public struct Key: Sendable, Hashable {
+    public var method: String
+    public var uri: String?
+    public var iv: [UInt8]?
+    public var keyFormat: String
+    public var keyFormatVersions: String?
+    public var attributes: AttributeList
+
+    init(_ a: AttributeList, resolve: (String) -> String) {
+        attributes = a
+        method = a.enumeratedString("METHOD") ?? a["METHOD"]?.text ?? ""
+        uri = a.quotedString("URI").map(resolve)
+        iv = a.hexadecimalSequence("IV")
+        keyFormat = a.quotedString("KEYFORMAT") ?? "identity"
+        keyFormatVersions = a.quotedString("KEYFORMATVERSIONS")
+    }
+}
+
+/// An EXT-X-MAP (RFC 8216bis §4.4.4.5): the media initialization section, URI resolved, range absolute.
+public struct MediaInitialization: Sendable, Hashable {
+    public var uri: String
+    public var byteRange: ByteRange?
+}
+
+/// An EXT-X-DATERANGE (RFC 8216bis §4.4.5.1).
+public struct DateRange: Sendable, Hashable {
+    public var id: String
+    public var classAttribute: String?
+    public var startDate: DateTime?
+    public var cue: String?
+    public var endDate: DateTime?
+    public var duration: Double?
+    public var plannedDuration: Double?
+    public var endOnNext: Bool
+    public var scte35Command: [UInt8]?
+    public var scte35Out: [UInt8]?
+    public var scte35In: [UInt8]?
+    /// The `X-` client attributes in order.
+    public var clientAttributes: [Attribute]
+    public var attributes: AttributeList
+    /// 0-based index of the tag's line in ``Playlist/lines``.
+    public var lineIndex: Int
+
+    init(_ a: AttributeList, lineIndex: Int) {
+        attributes = a
+        self.lineIndex = lineIndex
+        id = a.quotedString("ID") ?? ""
+        classAttribute = a.quotedString("CLASS")
+        startDate = a.quotedString("START-DATE").flatMap { DateTime($0) }
+        cue = a.quotedString("CUE")
+        endDate = a.quotedString("END-DATE").flatMap { DateTime($0) }
+        duration = a.decimalFloat("DURATION")
+        plannedDuration = a.decimalFloat("PLANNED-DURATION")
+        endOnNext = a.yesNo("END-ON-NEXT") ?? false
+        scte35Command = a.hexadecimalSequence("SCTE35-CMD")
+        scte35Out = a.hexadecimalSequence("SCTE35-OUT")
+        scte35In = a.hexadecimalSequence("SCTE35-IN")
+        clientAttributes = a.attributes.filter { $0.name.hasPrefix("X-") }
+    }
+}
+
+/// An EXT-X-PART (RFC 8216bis §4.4.4.9) with everything in effect for it.
+public struct PartialSegment: Sendable, Hashable {
+    public var uri: String
+    public var duration: Double
+    public var independent: Bool
+    public var byteRange: ByteRange?
+    public var gap: Bool
+    /// The media sequence number of the parent segment.
+    public var mediaSequence: UInt64
+    public var keys: [Key]
+    public var map: MediaInitialization?
+    public var lineIndex: Int
+}
+
+/// One media segment with every tag in effect for it resolved.
+public struct MediaSegment: Sendable, Hashable {
+    /// The URI, variables substituted, resolved against the playlist URL.
+    public var uri: String
+    /// The URI line as written (trimmed).
+    public var rawURI: String
+    public var duration: Double
+    public var title: String
+    /// The absolute byte range (an implicit offset made explicit), when the segment is a sub-range.
+    public var byteRange: ByteRange?
+    /// The keys in effect (one per KEYFORMAT); empty when the segment is not encrypted.
+    public var keys: [Key]
+    public var map: MediaInitialization?
+    /// Whether EXT-X-DISCONTINUITY precedes this segment.
+    public var discontinuity: Bool
+    public var discontinuitySequence: UInt64
+    public var mediaSequence: UInt64
+    /// The date of the segment's first sample: its own EXT-X-PROGRAM-DATE-TIME or one carried forward.
+    public var programDateTime: DateTime?
+    public var gap: Bool
+    public var bitrate: UInt64?
+    public var parts: [PartialSegment]
+    /// 0-based line indices from the first line that belongs to the segment through its URI line.
+    public var lineRange: Range<Int>
+}
+
+/// The resolved view of a media playlist.
+public struct MediaPlaylist: Sendable, Hashable {
+    public var version: UInt64?
+    public var targetDuration: UInt64?
+    public var mediaSequence: UInt64
+    public var discontinuitySequence: UInt64
+    public var endList: Bool
+    public var playlistType: String?
+    public var iFramesOnly: Bool
+    public var independentSegments: Bool
+    public var start: AttributeList?
+    public var partTarget: Double?
+    public var serverControl: AttributeList?
+    /// SKIPPED-SEGMENTS of EXT-X-SKIP.
+    public var skippedSegments: UInt64?
+    public var recentlyRemovedDateRanges: [String]
+    public var segments: [MediaSegment]
+    /// Parts after the last full segment (the segment being produced).
+    public var trailingParts: [PartialSegment]
+    public var dateRanges: [DateRange]
+    public var preloadHints: [AttributeList]
+    public var renditionReports: [AttributeList]
+    public var variables: Variables
+    /// Problems found while resolving (undefined variables, unusable values).
+    public var diagnostics: [ParseDiagnostic]
+
+    /// Total number of EXT-X-PART tags.
+    public var partCount: Int { segments.reduce(trailingParts.count) { $0 + $1.parts.count } }
+    /// The sum of segment durations.
+    public var totalDuration: Double { segments.reduce(0) { $0 + $1.duration } }
+}
+
+extension Playlist {
+    /// The resolved media playlist view: URIs substituted and resolved against `url`, byte ranges made absolute,
+    /// and the key, map, sequence numbers and program date time in effect for each segment and part.
+    /// `parent` holds the variables of the multivariant playlist for EXT-X-DEFINE IMPORT.
+    public func media(url: String? = nil, parent: Variables? = nil) -> MediaPlaylist {
+        let (variables, variableProblems) = Variables.collect(from: self, url: url, parent: parent)
+        var diagnostics = variableProblems
+        let resolver = URIResolver(base: url)
+        let hasVariables = !variables.values.isEmpty
+        func resolve(_ raw: String, _ lineIndex: Int) -> String {
+            var text = raw
+            if hasVariables || raw.utf8.contains(0x7B) {
+                if let (s, undefined) = variables.substitute(raw) {
+                    text = s
+                    for name in undefined {
+                        diagnostics.append(
+                            ParseDiagnostic(
+                                PlaylistError(
+                                    .undefinedVariable, line: lineIndex + 1, column: 1, "undefined variable {$\(name)}")
+                            ))
+                    }
+                } else {
+                    diagnostics.append(
+                        ParseDiagnostic(PlaylistError(.substitutionTooLong, line: lineIndex + 1, column: 1)))
+                }
+            }
+            return resolver.resolve(text)
+        }
+
+        var result = MediaPlaylist(
+            version: nil, targetDuration: nil, mediaSequence: 0, discontinuitySequence: 0, endList: false,
+            playlistType: nil, iFramesOnly: false, independentSegments: false, start: nil, partTarget: nil,
+            serverControl: nil, skippedSegments: nil, recentlyRemovedDateRanges: [], segments: [],
+            trailingParts: [], dateRanges: [], preloadHints: [], renditionReports: [], variables: variables,
+            diagnostics: [])
+        // Playlist-wide tags first: their values apply from the first segment wherever they appear.
+        for line in lines {
+            guard case .tag(let t) = line.content, let known = t.known else { continue }
+            switch known {
+            case .version: result.version = t.decimalInteger
+            case .targetDuration: result.targetDuration = t.decimalInteger
+            case .mediaSequence: result.mediaSequence = t.decimalInteger ?? 0
+            case .discontinuitySequence: result.discontinuitySequence = t.decimalInteger ?? 0
+            case .endList: result.endList = true
+            case .playlistType: result.playlistType = t.enumeratedString
+            case .iFramesOnly: result.iFramesOnly = true
+            case .independentSegments: result.independentSegments = true
+            case .start: result.start = t.attributes
+            case .partInf: result.partTarget = t.attributes?.decimalFloat("PART-TARGET")
+            case .serverControl: result.serverControl = t.attributes
+            default: break
+            }
+        }
+        var segments: [MediaSegment] = []
+        segments.reserveCapacity(lines.count / 2)
+        var sequence = result.mediaSequence
+        var discontinuitySequence = result.discontinuitySequence
+        var keys: [Key] = []
+        var map: MediaInitialization?
+        var bitrate: UInt64?
+        var extinf: ExtInf?
+        var byteRangeSpec: ByteRangeSpec?
+        var discontinuity = false
+        var gap = false
+        var ownDate: DateTime?
+        var nextDate: Double?
+        var parts: [PartialSegment] = []
+        var firstLine: Int?
+        var previousRange: (uri: String, end: UInt64)?
+        var previousPartRange: (uri: String, end: UInt64)?
+
+        for (index, line) in lines.enumerated() {
+            switch line.content {
+            case .blank, .comment:
+                continue
+            case .tag(let t):
+                guard let known = t.known else {
+                    if firstLine == nil { firstLine = index }
+                    continue
+                }
+                switch known.scope {
+                case .mediaSegment, .adMarker:
+                    if firstLine == nil { firstLine = index }
+                default: break
+                }
+                switch known {
+                case .extinf: extinf = t.extinf
+                case .byteRange: byteRangeSpec = t.byteRange
+                case .discontinuity:
+                    discontinuity = true
+                    nextDate = nil
+                case .gap: gap = true
+                case .bitrate: bitrate = t.decimalInteger
+                case .programDateTime: ownDate = t.dateTime
+                case .key:
+                    guard let a = t.attributes else { break }
+                    let key = Key(a, resolve: { resolve($0, index) })
+                    if key.method == "NONE" {
+                        keys = []
+                    } else {
+                        keys.removeAll { $0.keyFormat == key.keyFormat }
+                        keys.append(key)
+                    }
+                case .map:
+                    guard let a = t.attributes, let uri = a.quotedString("URI") else { break }
+                    var range: ByteRange?
+                    if let spec = a.quotedString("BYTERANGE").flatMap({ ByteRangeSpec.parse($0.utf8) }) {
+                        range = ByteRange(length: spec.length, offset: spec.offset ?? 0)
+                    }
+                    map = MediaInitialization(uri: resolve(uri, index), byteRange: range)
+                case .part:
+                    guard let a = t.attributes, let uri = a.quotedString("URI") else { break }
+                    let resolved = resolve(uri, index)
+                    var range: ByteRange?
+                    if let spec = a.quotedString("BYTERANGE").flatMap({ ByteRangeSpec.parse($0.utf8) }) {
+                        let offset =
+                            spec.offset ?? (previousPartRange?.uri == resolved ? previousPartRange?.end ?? 0 : 0)
+                        range = ByteRange(length: spec.length, offset: offset)
+                        previousPartRange = (resolved, range?.end ?? 0)
+                    }
+                    parts.append(
+                        PartialSegment(
+                            uri: resolved, duration: a.decimalFloat("DURATION") ?? 0,
+                            independent: a.yesNo("INDEPENDENT") ?? false, byteRange: range,
+                            gap: a.yesNo("GAP") ?? false, mediaSequence: sequence, keys: keys, map: map,
+                            lineIndex: index))
+                case .dateRange:
+                    if let a = t.attributes { result.dateRanges.append(DateRange(a, lineIndex: index)) }
+                case .skip:
+                    if let a = t.attributes {
+                        let skipped = a.decimalInteger("SKIPPED-SEGMENTS") ?? 0
+                        result.skippedSegments = skipped
+                        sequence = sequence &+ skipped
+                        if let removed = a.quotedString("RECENTLY-REMOVED-DATERANGES") {
+                            result.recentlyRemovedDateRanges = removed.split(separator: "\t").map(String.init)
+                        }
+                    }
+                case .preloadHint: if let a = t.attributes { result.preloadHints.append(a) }
+                case .renditionReport: if let a = t.attributes { result.renditionReports.append(a) }
+                default: break
+                }
+            case .uri:
+                let raw = line.uri ?? ""
+                let uri = resolve(raw, index)
+                if discontinuity { discontinuitySequence = discontinuitySequence &+ 1 }
+                var range: ByteRange?
+                if let spec = byteRangeSpec {
+                    let offset = spec.offset ?? (previousRange?.uri == uri ? previousRange?.end ?? 0 : 0)
+                    range = ByteRange(length: spec.length, offset: offset)
+                    previousRange = (uri, range?.end ?? 0)
+                } else {
+                    previousRange = nil
+                }
+                let duration = extinf?.duration ?? 0
+                var date: DateTime?
+                if let ownDate {
+                    date = ownDate
+                } else if let nextDate {
+                    date = DateTime(secondsSince1970: nextDate)
+                }
+                nextDate = date.map { $0.secondsSince1970 + duration }
+                for i in parts.indices { parts[i].mediaSequence = sequence }
+                segments.append(
+                    MediaSegment(
+                        uri: uri, rawURI: raw, duration: duration, title: extinf?.title ?? "", byteRange: range,
+                        keys: keys, map: map, discontinuity: discontinuity,
+                        discontinuitySequence: discontinuitySequence, mediaSequence: sequence,
+                        programDateTime: date, gap: gap, bitrate: bitrate, parts: parts,
+                        lineRange: (firstLine ?? index)..<(index + 1)))
+                sequence = sequence &+ 1
+                extinf = nil
+                byteRangeSpec = nil
+                discontinuity = false
+                gap = false
+                ownDate = nil
+                parts = []
+                previousPartRange = nil
+                firstLine = nil
+            }
+        }
+        result.trailingParts = parts
+        result.segments = segments
+        result.diagnostics = diagnostics
+        return result
+    }
+}

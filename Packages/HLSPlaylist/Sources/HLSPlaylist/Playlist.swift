@@ -1,0 +1,499 @@
+/// How a line ended in the source.
+public enum LineEnding: Sendable, Hashable {
+    case lf
+    case crlf
+    /// The last line of a file without a final line break.
+    case none
+
+    var bytes: [UInt8] {
+        switch self {
+        case .lf: return [asciiLF]
+        case .crlf: return [asciiCR, asciiLF]
+        case .none: return []
+        }
+    }
+}
+
+/// One line of a playlist: the exact bytes as read (or as rendered when built in code) and what the line is.
+///
+/// Lines are values: to edit a playlist, replace, insert or remove lines in ``Playlist/lines``. A line built from a
+/// ``Tag`` renders the tag's canonical text; a parsed line keeps its original bytes, so an unmodified playlist
+/// writes back byte for byte.
+public struct PlaylistLine: Sendable, Hashable {
+    public enum Content: Sendable, Hashable {
+        /// An empty line (or one holding only spaces and tabs).
+        case blank
+        /// A line starting with `#` that is not a tag.
+        case comment
+        /// A line starting with `#EXT`.
+        case tag(Tag)
+        /// Any other line: a URI.
+        case uri
+    }
+
+    /// The line's bytes without its line ending.
+    public private(set) var bytes: ArraySlice<UInt8>
+    public var ending: LineEnding
+    public private(set) var content: Content
+
+    init(bytes: ArraySlice<UInt8>, ending: LineEnding, content: Content) {
+        self.bytes = bytes
+        self.ending = ending
+        self.content = content
+    }
+
+    /// A tag line, rendered canonically.
+    public init(tag: Tag, ending: LineEnding = .lf) {
+        self.bytes = ArraySlice(tag.rendered.utf8)
+        self.ending = ending
+        self.content = .tag(tag)
+    }
+    /// A URI line.
+    public init(uri: String, ending: LineEnding = .lf) {
+        self.bytes = ArraySlice(uri.utf8)
+        self.ending = ending
+        self.content = .uri
+    }
+    /// A comment line; `text` is written after the `#`.
+    public init(comment text: String, ending: LineEnding = .lf) {
+        self.bytes = ArraySlice(("#" + text).utf8)
+        self.ending = ending
+        self.content = .comment
+    }
+    /// An empty line.
+    public static func blank(ending: LineEnding = .lf) -> PlaylistLine {
+        PlaylistLine(bytes: [], ending: ending, content: .blank)
+    }
+
+    /// The line's text without its line ending.
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    /// The tag, for tag lines.
+    public var tag: Tag? {
+        if case .tag(let t) = content { return t }
+        return nil
+    }
+    /// The known tag, for tag lines of a known tag.
+    public var knownTag: KnownTag? { tag?.known }
+    public var isURI: Bool { content == .uri }
+    public var isComment: Bool { content == .comment }
+    public var isBlank: Bool { content == .blank }
+    /// The URI of a URI line with surrounding whitespace removed.
+    public var uri: String? {
+        guard content == .uri else { return nil }
+        var s = bytes
+        while let f = s.first, ASCII.isWhitespace(f) { s = s.dropFirst() }
+        while let l = s.last, ASCII.isWhitespace(l) { s = s.dropLast() }
+        return String(decoding: s, as: UTF8.self)
+    }
+}
+
+/// Whether a playlist is a media playlist or a multivariant playlist.
+public enum PlaylistKind: String, Sendable, Hashable {
+    case media
+    case multivariant
+    /// Neither media nor multivariant tags (for example an empty playlist).
+    case unknown
+}
+
+/// A parsed playlist as a list of lines: the lossless model that every other view is computed from.
+public struct Playlist: Sendable, Hashable {
+    /// The lines in order. Edit freely; ``write()`` renders them back.
+    public var lines: [PlaylistLine]
+    /// Whether the source began with a UTF-8 byte order mark (written back by ``write()``).
+    public var hasByteOrderMark: Bool
+    /// Problems found by a tolerant parse (empty after a strict parse).
+    public var diagnostics: [ParseDiagnostic]
+
+    public init(lines: [PlaylistLine] = [], hasByteOrderMark: Bool = false, diagnostics: [ParseDiagnostic] = []) {
+        self.lines = lines
+        self.hasByteOrderMark = hasByteOrderMark
+        self.diagnostics = diagnostics
+    }
+
+    /// Parses a playlist (tolerant unless `strict`). See ``PlaylistParser``.
+    public init(bytes: [UInt8], strict: Bool = false, limits: PlaylistLimits = .default) throws(PlaylistError) {
+        self = try PlaylistParser(strict: strict, limits: limits).parse(bytes)
+    }
+    public init(_ text: String, strict: Bool = false, limits: PlaylistLimits = .default) throws(PlaylistError) {
+        self = try PlaylistParser(strict: strict, limits: limits).parse(Array(text.utf8))
+    }
+
+    /// The kind, judged from the tags present (multivariant tags win over segment tags).
+    public var kind: PlaylistKind {
+        var media = false
+        for line in lines {
+            switch line.content {
+            case .tag(let t):
+                switch t.known?.scope {
+                case .multivariant: return .multivariant
+                case .mediaPlaylist, .mediaSegment, .mediaMetadata: media = true
+                default: break
+                }
+            case .uri: media = true
+            default: break
+            }
+        }
+        return media ? .media : .unknown
+    }
+
+    /// The tag lines of one known tag, with their line indices.
+    public func tags(_ known: KnownTag) -> [(index: Int, tag: Tag)] {
+        var out: [(index: Int, tag: Tag)] = []
+        for (i, line) in lines.enumerated() {
+            if case .tag(let t) = line.content, t.known == known { out.append((i, t)) }
+        }
+        return out
+    }
+
+    /// The first tag of one known tag.
+    public func firstTag(_ known: KnownTag) -> Tag? {
+        for line in lines {
+            if case .tag(let t) = line.content, t.known == known { return t }
+        }
+        return nil
+    }
+
+    /// The bytes of the playlist: every line's bytes and line ending, in order, after the BOM if there was one.
+    /// For an unmodified parsed playlist these are exactly the parsed bytes.
+    public func write() -> [UInt8] {
+        var count = hasByteOrderMark ? 3 : 0
+        for line in lines { count += line.bytes.count + 2 }
+        var out: [UInt8] = []
+        out.reserveCapacity(count)
+        if hasByteOrderMark { out.append(contentsOf: [0xEF, 0xBB, 0xBF]) }
+        for line in lines {
+            out.append(contentsOf: line.bytes)
+            switch line.ending {
+            case .lf: out.append(asciiLF)
+            case .crlf:
+                out.append(asciiCR)
+                out.append(asciiLF)
+            case .none: break
+            }
+        }
+        return out
+    }
+
+    /// The playlist as text (see ``write()``).
+    public var text: String { String(decoding: write(), as: UTF8.self) }
+
+    /// The canonical form: no BOM, LF line endings, no blank lines, tags re-rendered from their typed values
+    /// (attribute lists without stray whitespace), URIs trimmed, comments kept, a final line break.
+    public func writeCanonical() -> [UInt8] {
+        var out: [UInt8] = []
+        for line in lines {
+            switch line.content {
+            case .blank: continue
+            case .comment: out.append(contentsOf: line.bytes)
+            case .tag(let t): out.append(contentsOf: t.rendered.utf8)
+            case .uri: out.append(contentsOf: (line.uri ?? "").utf8)
+            }
+            out.append(asciiLF)
+        }
+        return out
+    }
+}
+
+/// Reads playlist bytes into a ``Playlist``.
+///
+/// Works on bytes: lines are views into one shared buffer and only tag values are decoded. Tolerant by default:
+/// each problem is recorded as a ``ParseDiagnostic`` (line and column) and parsing goes on; `strict` throws the
+/// first problem instead. Limits are always enforced and always throw.
+public struct PlaylistParser: Sendable {
+    public var strict: Bool
+    public var limits: PlaylistLimits
+
+    public init(strict: Bool = false, limits: PlaylistLimits = .default) {
+        self.strict = strict
+        self.limits = limits
+    }
+
+    public func parse(_ text: String) throws(PlaylistError) -> Playlist { try parse(Array(text.utf8)) }
+
+    public func parse(_ source: [UInt8]) throws(PlaylistError) -> Playlist {
+        guard source.count <= limits.maxBytes else {
+            throw PlaylistError(.playlistTooLarge, "playlist is \(source.count) bytes; the limit is \(limits.maxBytes)")
+        }
+        var state = ParseState(parser: self)
+        var start = 0
+        var bom = false
+        if source.count >= 3, source[0] == 0xEF, source[1] == 0xBB, source[2] == 0xBF {
+            bom = true
+            start = 3
+        }
+        var lines: [PlaylistLine] = []
+        lines.reserveCapacity(source.count / 24 + 4)
+        let count = source.count
+        var lineNumber = 0
+        var lineStart = start
+        var highBits: UInt8 = 0
+        // Find each LF; the scan tracks whether the line held non-ASCII bytes (to validate UTF-8 only then).
+        try source.withUnsafeBufferPointer { (buffer) throws(PlaylistError) in
+            var i = start
+            while lineStart < count {
+                highBits = 0
+                i = lineStart
+                while i < count {
+                    let b = buffer[i]
+                    if b == asciiLF { break }
+                    highBits |= b
+                    i += 1
+                }
+                lineNumber += 1
+                guard lineNumber <= limits.maxLines else {
+                    throw PlaylistError(
+                        .tooManyLines, line: lineNumber, column: 1, "more than \(limits.maxLines) lines")
+                }
+                var contentEnd = i
+                var ending = LineEnding.none
+                if i < count {
+                    ending = .lf
+                    if contentEnd > lineStart && buffer[contentEnd - 1] == asciiCR {
+                        contentEnd -= 1
+                        ending = .crlf
+                    }
+                }
+                guard contentEnd - lineStart <= limits.maxLineLength else {
+                    throw PlaylistError(
+                        .lineTooLong, line: lineNumber, column: limits.maxLineLength + 1,
+                        "line is \(contentEnd - lineStart) bytes; the limit is \(limits.maxLineLength)")
+                }
+                let slice = source[lineStart..<contentEnd]
+                if highBits & 0x80 != 0, String(validating: slice, as: UTF8.self) == nil {
+                    try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
+                }
+                let line = try state.classify(slice, ending: ending, lineNumber: lineNumber)
+                lines.append(line)
+                lineStart = i + 1
+            }
+        }
+        try state.finish(lineCount: lineNumber, lines: lines)
+        return Playlist(lines: lines, hasByteOrderMark: bom, diagnostics: state.diagnostics)
+    }
+}
+
+/// Per-parse state: counters for the caps, pending segment state for truncation, the diagnostics.
+struct ParseState {
+    let parser: PlaylistParser
+    var diagnostics: [ParseDiagnostic] = []
+    var segments = 0
+    var variants = 0
+    var variables = 0
+    var sawHeader = false
+    var pendingSegmentLine = 0
+    var pendingVariantLine = 0
+    var sawMedia = false
+    var sawMultivariant = false
+    var reportedMixed = false
+
+    init(parser: PlaylistParser) { self.parser = parser }
+
+    mutating func report(_ code: PlaylistError.Code, line: Int, column: Int, _ message: String) throws(PlaylistError) {
+        let error = PlaylistError(code, line: line, column: column, message)
+        if parser.strict { throw error }
+        diagnostics.append(ParseDiagnostic(error))
+    }
+
+    mutating func classify(_ bytes: ArraySlice<UInt8>, ending: LineEnding, lineNumber: Int) throws(PlaylistError)
+        -> PlaylistLine
+    {
+        guard let first = bytes.first else {
+            if lineNumber == 1 { try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U") }
+            return PlaylistLine(bytes: bytes, ending: ending, content: .blank)
+        }
+        if first == asciiHash {
+            let s = bytes.startIndex
+            if bytes.count >= 4, bytes[s + 1] == 0x45, bytes[s + 2] == 0x58, bytes[s + 3] == 0x54 {
+                let tag = try parseTag(bytes, lineNumber: lineNumber)
+                return PlaylistLine(bytes: bytes, ending: ending, content: .tag(tag))
+            }
+            if lineNumber == 1 { try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U") }
+            return PlaylistLine(bytes: bytes, ending: ending, content: .comment)
+        }
+        if bytes.allSatisfy(ASCII.isWhitespace) {
+            if lineNumber == 1 { try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U") }
+            return PlaylistLine(bytes: bytes, ending: ending, content: .blank)
+        }
+        if lineNumber == 1 { try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U") }
+        if pendingVariantLine != 0 {
+            pendingVariantLine = 0
+        } else {
+            segments += 1
+            guard segments <= parser.limits.maxSegments else {
+                throw PlaylistError(
+                    .tooManySegments, line: lineNumber, column: 1, "more than \(parser.limits.maxSegments) segments")
+            }
+            pendingSegmentLine = 0
+            sawMedia = true
+            try checkMixed(lineNumber)
+        }
+        return PlaylistLine(bytes: bytes, ending: ending, content: .uri)
+    }
+
+    mutating func checkMixed(_ lineNumber: Int) throws(PlaylistError) {
+        if sawMedia && sawMultivariant && !reportedMixed {
+            reportedMixed = true
+            try report(
+                .mixedPlaylist, line: lineNumber, column: 1,
+                "media segment tags and multivariant playlist tags in one playlist")
+        }
+    }
+
+    mutating func parseTag(_ bytes: ArraySlice<UInt8>, lineNumber: Int) throws(PlaylistError) -> Tag {
+        let s = bytes.startIndex
+        var colon = s + 1
+        while colon < bytes.endIndex && bytes[colon] != asciiColon { colon += 1 }
+        let nameBytes = bytes[(s + 1)..<colon]
+        var valueBytes: ArraySlice<UInt8>? = colon < bytes.endIndex ? bytes[(colon + 1)...] : nil
+        // Trailing whitespace is tolerated (kept in the line's bytes, not in the value).
+        if var v = valueBytes {
+            while let l = v.last, ASCII.isWhitespace(l) { v = v.dropLast() }
+            valueBytes = v
+        }
+        let valueColumn = colon + 2 - s
+        let known: KnownTag?
+        var trimmedName = nameBytes
+        if valueBytes == nil {
+            while let l = trimmedName.last, ASCII.isWhitespace(l) { trimmedName = trimmedName.dropLast() }
+        }
+        // Fast path for the most common tag.
+        if trimmedName.count == 6, trimmedName.elementsEqual([0x45, 0x58, 0x54, 0x49, 0x4E, 0x46]) {
+            known = .extinf
+        } else {
+            known = KnownTag.lookup(trimmedName)
+        }
+        if lineNumber == 1 && known != .extm3u {
+            try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U")
+        }
+        guard let known else {
+            let name = String(decoding: trimmedName, as: UTF8.self)
+            if let valueBytes { return Tag(name: name, value: .text(String(decoding: valueBytes, as: UTF8.self))) }
+            return Tag(name: name, value: .none)
+        }
+        switch known.scope {
+        case .multivariant:
+            sawMultivariant = true
+            try checkMixed(lineNumber)
+        case .mediaSegment, .mediaPlaylist:
+            if known != .allowCache {
+                sawMedia = true
+                try checkMixed(lineNumber)
+            }
+        default: break
+        }
+        if known == .extinf {
+            pendingSegmentLine = lineNumber
+        } else if known == .streamInf {
+            variants += 1
+            pendingVariantLine = lineNumber
+        } else if known == .iFrameStreamInf {
+            variants += 1
+        } else if known == .define {
+            variables += 1
+            guard variables <= parser.limits.maxVariables else {
+                throw PlaylistError(
+                    .tooManyVariables, line: lineNumber, column: 1,
+                    "more than \(parser.limits.maxVariables) EXT-X-DEFINE tags")
+            }
+        }
+        if variants > parser.limits.maxVariants {
+            throw PlaylistError(
+                .tooManyVariants, line: lineNumber, column: 1, "more than \(parser.limits.maxVariants) variants")
+        }
+        let value = try parseValue(known, valueBytes, lineNumber: lineNumber, column: valueColumn)
+        return Tag(name: known.rawValue, known: known, value: value)
+    }
+
+    func text(_ b: ArraySlice<UInt8>) -> String { String(decoding: b, as: UTF8.self) }
+
+    mutating func parseValue(_ known: KnownTag, _ value: ArraySlice<UInt8>?, lineNumber: Int, column: Int)
+        throws(PlaylistError) -> TagValue
+    {
+        let shape = known.valueShape
+        guard let value else {
+            if shape == .none { return .none }
+            if shape == .cueValue, let c = CueMarker(text: "") { return .cue(c) }
+            try report(.malformedTag, line: lineNumber, column: column - 1, "#\(known.rawValue) needs a value")
+            return .none
+        }
+        switch shape {
+        case .none:
+            if !value.isEmpty {
+                try report(.malformedTag, line: lineNumber, column: column, "#\(known.rawValue) takes no value")
+            }
+            return .text(text(value))
+        case .decimalInteger:
+            if let v = Numbers.decimalInteger(value) { return .decimalInteger(v) }
+            try report(
+                .invalidValue, line: lineNumber, column: column,
+                "#\(known.rawValue) value \"\(text(value))\" is not a decimal-integer")
+            return .text(text(value))
+        case .enumeratedString:
+            if !value.isEmpty, !value.contains(where: { ASCII.isWhitespace($0) || $0 == asciiQuote }) {
+                return .enumeratedString(text(value))
+            }
+            try report(.invalidValue, line: lineNumber, column: column, "#\(known.rawValue) value is not enumerated")
+            return .text(text(value))
+        case .extinf:
+            var comma = value.startIndex
+            while comma < value.endIndex && value[comma] != asciiComma { comma += 1 }
+            let durationBytes = value[..<comma]
+            guard let d = Numbers.decimalFloat(durationBytes, signed: false) else {
+                try report(
+                    .invalidValue, line: lineNumber, column: column,
+                    "EXTINF duration \"\(text(durationBytes))\" is not a decimal number")
+                return .text(text(value))
+            }
+            let hasComma = comma < value.endIndex
+            let title = hasComma && comma + 1 < value.endIndex ? text(value[(comma + 1)...]) : ""
+            return .extinf(ExtInf(duration: d, durationText: text(durationBytes), title: title, hasComma: hasComma))
+        case .byteRange:
+            if let b = ByteRangeSpec.parse(value) { return .byteRange(b) }
+            try report(
+                .invalidValue, line: lineNumber, column: column, "EXT-X-BYTERANGE value is not <n>[@<o>]")
+            return .text(text(value))
+        case .dateTime:
+            let t = text(value)
+            if let d = DateTime(t) { return .dateTime(d) }
+            try report(.invalidValue, line: lineNumber, column: column, "\"\(t)\" is not an ISO 8601 date-time")
+            return .text(t)
+        case .attributeList:
+            let (list, problems) = AttributeList.parse(value, maxAttributes: parser.limits.maxAttributes)
+            for p in problems {
+                if p.tooMany {
+                    throw PlaylistError(
+                        .tooManyAttributes, line: lineNumber, column: column + p.offset, p.message)
+                }
+                try report(.malformedAttributeList, line: lineNumber, column: column + p.offset, p.message)
+            }
+            return .attributes(list)
+        case .cueValue:
+            if let c = CueMarker(text: text(value)) { return .cue(c) }
+            try report(.invalidValue, line: lineNumber, column: column, "unrecognised #\(known.rawValue) value")
+            return .text(text(value))
+        case .text:
+            return .text(text(value))
+        }
+    }
+
+    mutating func finish(lineCount: Int, lines: [PlaylistLine]) throws(PlaylistError) {
+        if lineCount == 0 {
+            try report(.missingHeader, line: 0, column: 0, "empty playlist")
+        }
+        if pendingSegmentLine != 0 {
+            try report(
+                .truncated, line: pendingSegmentLine, column: 1, "EXTINF is not followed by a media segment URI")
+        }
+        if pendingVariantLine != 0 {
+            try report(.truncated, line: pendingVariantLine, column: 1, "EXT-X-STREAM-INF is not followed by a URI")
+        }
+    }
+}
+
+extension Tag {
+    init(name: String, known: KnownTag, value: TagValue) {
+        self.name = name
+        self.known = known
+        self.value = value
+    }
+}

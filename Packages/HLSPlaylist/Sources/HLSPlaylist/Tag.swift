@@ -1,0 +1,319 @@
+/// The EXTINF value: a duration in seconds and an optional title (RFC 8216bis §4.4.4.1).
+public struct ExtInf: Sendable, Hashable {
+    public var duration: Double
+    /// The duration as written (kept so re-rendering never changes precision).
+    public var durationText: String
+    /// The title after the first comma ("" when there is none).
+    public var title: String
+    /// Whether a comma follows the duration (`#EXTINF:10` has none, which the spec requires).
+    public var hasComma: Bool
+
+    public init(duration: Double, title: String = "", decimals: Int = 3) {
+        self.duration = duration
+        self.durationText = Numbers.format(duration, decimals: decimals)
+        self.title = title
+        self.hasComma = true
+    }
+    init(duration: Double, durationText: String, title: String, hasComma: Bool) {
+        self.duration = duration
+        self.durationText = durationText
+        self.title = title
+        self.hasComma = hasComma
+    }
+}
+
+/// An EXT-X-BYTERANGE value or a BYTERANGE attribute: `length[@offset]` (RFC 8216bis §4.4.4.2).
+public struct ByteRangeSpec: Sendable, Hashable, CustomStringConvertible {
+    public var length: UInt64
+    public var offset: UInt64?
+    public init(length: UInt64, offset: UInt64? = nil) {
+        self.length = length
+        self.offset = offset
+    }
+    public var description: String { offset.map { "\(length)@\($0)" } ?? "\(length)" }
+
+    static func parse<C: BidirectionalCollection<UInt8>>(_ bytes: C) -> ByteRangeSpec? {
+        if let at = bytes.firstIndex(of: 0x40) {
+            guard let l = Numbers.decimalInteger(bytes[..<at]),
+                let o = Numbers.decimalInteger(bytes[bytes.index(after: at)...])
+            else { return nil }
+            return ByteRangeSpec(length: l, offset: o)
+        }
+        return Numbers.decimalInteger(bytes).map { ByteRangeSpec(length: $0) }
+    }
+}
+
+/// An ISO 8601 date and time as used by EXT-X-PROGRAM-DATE-TIME and EXT-X-DATERANGE.
+public struct DateTime: Sendable, Hashable, CustomStringConvertible {
+    /// The text as written.
+    public var text: String
+    /// Seconds since 1970-01-01T00:00:00Z.
+    public var secondsSince1970: Double
+
+    public init?(_ text: String) {
+        guard let s = DateTime.parse(Array(text.utf8)) else { return nil }
+        self.text = text
+        self.secondsSince1970 = s
+    }
+    /// A date rendered as `YYYY-MM-DDThh:mm:ss.sssZ`.
+    public init(secondsSince1970: Double) {
+        self.secondsSince1970 = secondsSince1970
+        self.text = DateTime.format(secondsSince1970)
+    }
+    public var description: String { text }
+
+    private static func digits(_ b: [UInt8], _ from: Int, _ count: Int) -> Int? {
+        guard from >= 0, from + count <= b.count else { return nil }
+        var v = 0
+        for i in from..<(from + count) {
+            guard ASCII.isDigit(b[i]) else { return nil }
+            v = v * 10 + Int(b[i] - 0x30)
+        }
+        return v
+    }
+
+    /// Days from 1970-01-01 to the civil date (proleptic Gregorian).
+    static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (m + 9) % 12
+        let doy = (153 * mp + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+
+    static func civilFromDays(_ z0: Int) -> (Int, Int, Int) {
+        let z = z0 + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+
+    static func parse(_ b: [UInt8]) -> Double? {
+        guard let y = digits(b, 0, 4), b.count > 10, b[4] == 0x2D, let mo = digits(b, 5, 2), b[7] == 0x2D,
+            let d = digits(b, 8, 2), b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20,
+            let h = digits(b, 11, 2), b.count > 13, b[13] == 0x3A, let mi = digits(b, 14, 2)
+        else { return nil }
+        guard (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60 else { return nil }
+        var i = 16
+        var seconds = 0.0
+        if i < b.count, b[i] == 0x3A {
+            guard let s = digits(b, 17, 2), s <= 60 else { return nil }
+            seconds = Double(s)
+            i = 19
+            if i < b.count, b[i] == 0x2E || b[i] == 0x2C {
+                i += 1
+                var scale = 0.1
+                let start = i
+                while i < b.count, ASCII.isDigit(b[i]) {
+                    seconds += Double(b[i] - 0x30) * scale
+                    scale /= 10
+                    i += 1
+                }
+                if i == start { return nil }
+            }
+        }
+        var offset = 0
+        if i < b.count {
+            switch b[i] {
+            case 0x5A, 0x7A:
+                i += 1
+            case 0x2B, 0x2D:
+                let sign = b[i] == 0x2D ? -1 : 1
+                guard let oh = digits(b, i + 1, 2) else { return nil }
+                var om = 0
+                if let m = digits(b, i + 4, 2), i + 3 < b.count, b[i + 3] == 0x3A {
+                    om = m
+                    i += 6
+                } else if let m = digits(b, i + 3, 2) {
+                    om = m
+                    i += 5
+                } else {
+                    i += 3
+                }
+                offset = sign * (oh * 3600 + om * 60)
+            default: return nil
+            }
+        }
+        guard i == b.count else { return nil }
+        let days = daysFromCivil(y, mo, d)
+        return Double(days * 86400 + h * 3600 + mi * 60 - offset) + seconds
+    }
+
+    static func format(_ t: Double) -> String {
+        guard t.isFinite, abs(t) < 1e13 else { return "1970-01-01T00:00:00.000Z" }
+        let ms = Int((t * 1000).rounded())
+        var days = ms / 86_400_000
+        var rem = ms % 86_400_000
+        if rem < 0 {
+            rem += 86_400_000
+            days -= 1
+        }
+        let (y, m, d) = civilFromDays(days)
+        func pad(_ v: Int, _ n: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, n - s.count)) + s
+        }
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rem / 3_600_000, 2)):\(pad(rem / 60000 % 60, 2)):"
+            + "\(pad(rem / 1000 % 60, 2)).\(pad(rem % 1000, 3))Z"
+    }
+}
+
+/// The value of EXT-X-CUE-OUT or EXT-X-CUE-OUT-CONT in any of the forms streams use:
+/// nothing, a bare duration (`30.0`), `elapsed/duration` (`5.005/30`) or an attribute list
+/// (`DURATION=30`, `ElapsedTime=5.005,Duration=30,SCTE35=...`).
+public struct CueMarker: Sendable, Hashable {
+    public enum Form: Sendable, Hashable {
+        case bare
+        case duration
+        case elapsedSlashDuration
+        case attributes
+    }
+    /// The value text as written.
+    public var text: String
+    public var form: Form
+    public var duration: Double?
+    public var elapsed: Double?
+    /// The attributes of the attribute-list form (names kept as written, case included).
+    public var attributes: AttributeList
+
+    /// Parses a cue value; nil when it fits none of the forms.
+    public init?(text: String) {
+        self.text = text
+        self.attributes = []
+        let u = Array(text.utf8)
+        if u.isEmpty {
+            form = .bare
+            return
+        }
+        if let d = Numbers.decimalFloat(u, signed: false) {
+            form = .duration
+            duration = d
+            return
+        }
+        if let slash = u.firstIndex(of: 0x2F), let e = Numbers.decimalFloat(u[..<slash], signed: false),
+            let d = Numbers.decimalFloat(u[(slash + 1)...], signed: false)
+        {
+            form = .elapsedSlashDuration
+            elapsed = e
+            duration = d
+            return
+        }
+        let (list, problems) = AttributeList.parse(u[...], maxAttributes: 256)
+        guard !list.isEmpty, !problems.contains(where: { !$0.message.hasPrefix("attribute name") }) else {
+            return nil
+        }
+        form = .attributes
+        attributes = list
+        for a in list.attributes {
+            switch a.name.uppercased() {
+            case "DURATION": duration = Numbers.decimalFloat(a.text.utf8, signed: false)
+            case "ELAPSEDTIME", "ELAPSED": elapsed = Numbers.decimalFloat(a.text.utf8, signed: false)
+            default: break
+            }
+        }
+    }
+
+    /// A bare-duration cue (`EXT-X-CUE-OUT:30.000`).
+    public init(duration: Double) {
+        self.text = Numbers.formatShort(duration)
+        self.form = .duration
+        self.duration = duration
+        self.attributes = []
+    }
+}
+
+/// The typed value of a tag.
+public enum TagValue: Sendable, Hashable {
+    /// No value (no colon).
+    case none
+    case decimalInteger(UInt64)
+    case enumeratedString(String)
+    case extinf(ExtInf)
+    case byteRange(ByteRangeSpec)
+    case dateTime(DateTime)
+    case attributes(AttributeList)
+    case cue(CueMarker)
+    /// Unknown tags, opaque values, and known tags whose value could not be read (the text after the colon).
+    case text(String)
+}
+
+/// One tag line: its name (without `#`), the known tag it is if any, and its typed value.
+public struct Tag: Sendable, Hashable {
+    public var name: String
+    public var known: KnownTag?
+    public var value: TagValue
+
+    public init(_ known: KnownTag, _ value: TagValue = .none) {
+        self.name = known.rawValue
+        self.known = known
+        self.value = value
+    }
+    public init(name: String, value: TagValue) {
+        self.name = name
+        self.known = KnownTag(rawValue: name)
+        self.value = value
+    }
+
+    public static func attributes(_ known: KnownTag, _ list: AttributeList) -> Tag { Tag(known, .attributes(list)) }
+
+    /// The attribute list, for attribute-list tags.
+    public var attributes: AttributeList? {
+        switch value {
+        case .attributes(let l): return l
+        case .cue(let c) where c.form == .attributes: return c.attributes
+        default: return nil
+        }
+    }
+    public var decimalInteger: UInt64? {
+        if case .decimalInteger(let v) = value { return v }
+        return nil
+    }
+    public var extinf: ExtInf? {
+        if case .extinf(let v) = value { return v }
+        return nil
+    }
+    public var byteRange: ByteRangeSpec? {
+        if case .byteRange(let v) = value { return v }
+        return nil
+    }
+    public var dateTime: DateTime? {
+        if case .dateTime(let v) = value { return v }
+        return nil
+    }
+    public var cue: CueMarker? {
+        if case .cue(let v) = value { return v }
+        return nil
+    }
+    public var enumeratedString: String? {
+        if case .enumeratedString(let v) = value { return v }
+        return nil
+    }
+
+    /// The text after the colon, or nil when the tag has no value.
+    public var valueText: String? {
+        switch value {
+        case .none: return nil
+        case .decimalInteger(let v): return String(v)
+        case .enumeratedString(let s): return s
+        case .extinf(let e): return e.durationText + (e.hasComma ? "," + e.title : "")
+        case .byteRange(let b): return b.description
+        case .dateTime(let d): return d.text
+        case .attributes(let l): return l.rendered
+        case .cue(let c): return c.form == .bare ? nil : c.text
+        case .text(let t): return t
+        }
+    }
+
+    /// The tag line as text: `#NAME[:value]`.
+    public var rendered: String {
+        if let v = valueText { return "#" + name + ":" + v }
+        return "#" + name
+    }
+}

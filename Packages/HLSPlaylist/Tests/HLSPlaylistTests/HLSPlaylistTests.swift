@@ -1,1 +1,0 @@
-// Tests for the HLSPlaylist module arrive with its first code.

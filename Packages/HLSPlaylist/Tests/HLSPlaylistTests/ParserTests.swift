@@ -1,0 +1,229 @@
+import Foundation
+import HLSPlaylist
+import Testing
+
+@Suite struct ParserTests {
+    @Test func roundTripIsByteIdenticalOnEveryFixture() throws {
+        let files =
+            Fixtures.files("valid") + Fixtures.files("quirks") + Fixtures.files("invalid")
+            + Fixtures.files("invalid/live")
+        #expect(files.count > 60)
+        for file in files {
+            let bytes = try Fixtures.bytes(file)
+            let playlist = try Playlist(bytes: bytes)
+            #expect(playlist.write() == bytes, "round trip of \(file.lastPathComponent)")
+        }
+    }
+
+    @Test func validFixturesParseStrictly() throws {
+        for file in Fixtures.files("valid") {
+            let playlist = try Playlist(bytes: try Fixtures.bytes(file), strict: true)
+            #expect(playlist.diagnostics.isEmpty, "\(file.lastPathComponent)")
+        }
+    }
+
+    @Test func lineEndingsAndBOM() throws {
+        let crlf = try Playlist(bytes: try Fixtures.bytes("quirks/crlf.m3u8"))
+        #expect(crlf.lines.allSatisfy { $0.ending == .crlf })
+        #expect(crlf.lines[0].text == "#EXTM3U")
+        let bom = try Playlist(bytes: try Fixtures.bytes("quirks/bom-no-final-newline.m3u8"))
+        #expect(bom.hasByteOrderMark)
+        #expect(bom.lines.first?.knownTag == .extm3u)
+        #expect(bom.lines.last?.ending == LineEnding.none)
+        #expect(bom.lines.last?.knownTag == .endList)
+        let mixed = try Playlist(bytes: try Fixtures.bytes("quirks/mixed-endings.m3u8"))
+        #expect(mixed.lines.map(\.ending) == [.crlf, .lf, .crlf, .lf, .crlf, .none])
+    }
+
+    @Test func extinfTitlesWhitespaceAndUnknownTags() throws {
+        let p = try Playlist(bytes: try Fixtures.bytes("quirks/whitespace-and-titles.m3u8"))
+        let extinfs = p.tags(.extinf).compactMap { $0.tag.extinf }
+        #expect(extinfs.map(\.title) == [" Title, with commas, and \"quotes\"", "", ""])
+        #expect(extinfs.map(\.duration) == [10, 9, 8.5])
+        #expect(extinfs[2].hasComma == false)
+        #expect(p.firstTag(.targetDuration)?.decimalInteger == 10)
+        let unknown = p.lines.compactMap(\.tag).first { $0.known == nil }
+        #expect(unknown?.name == "EXT-X-UNKNOWN-VENDOR-TAG")
+        #expect(unknown?.value == .text("FOO=1, BAR=\"x\""))
+        #expect(p.lines.filter(\.isComment).map(\.text) == ["# just a comment"])
+        #expect(p.lines.filter(\.isBlank).count == 2)
+        let media = p.media()
+        #expect(media.segments.map(\.uri) == ["seg 1.ts", "seg2.ts", "seg3.ts"])
+    }
+
+    @Test func everyTagIsTyped() throws {
+        let p = try Playlist(bytes: try Fixtures.bytes("valid/every-media-tag.m3u8"))
+        #expect(p.kind == .media)
+        #expect(p.firstTag(.version)?.decimalInteger == 9)
+        #expect(p.firstTag(.start)?.typedAttribute("TIME-OFFSET") == .signedDecimalFloat(-12.5))
+        #expect(p.firstTag(.start)?.typedAttribute("PRECISE") == .enumeratedString("YES"))
+        #expect(p.firstTag(.playlistType)?.enumeratedString == "EVENT")
+        #expect(p.firstTag(.partInf)?.typedAttribute("PART-TARGET") == .decimalFloat(1.0))
+        let key = try #require(p.firstTag(.key))
+        #expect(key.typedAttribute("METHOD") == .enumeratedString("AES-128"))
+        #expect(
+            key.typedAttribute("IV")
+                == .hexadecimalSequence([
+                    0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF, 0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF,
+                ]))
+        #expect(key.typedAttribute("URI") == .quotedString("{$host}/key"))
+        #expect(p.firstTag(.programDateTime)?.dateTime?.secondsSince1970 == 1_767_323_045)
+        let daterange = try #require(p.firstTag(.dateRange)?.attributes)
+        #expect(
+            daterange.map(\.name) == [
+                "ID", "CLASS", "START-DATE", "DURATION", "PLANNED-DURATION", "SCTE35-OUT", "X-AD-ID", "X-COUNT",
+            ])
+        #expect(p.firstTag(.byteRange)?.byteRange == ByteRangeSpec(length: 1000, offset: 720))
+        #expect(p.firstTag(.bitrate)?.decimalInteger == 1200)
+        #expect(p.firstTag(.gap) != nil)
+        #expect(p.firstTag(.skip)?.typedAttribute("SKIPPED-SEGMENTS") == .decimalInteger(2))
+        #expect(p.firstTag(.preloadHint)?.typedAttribute("TYPE") == .enumeratedString("PART"))
+        #expect(p.firstTag(.renditionReport)?.typedAttribute("LAST-MSN") == .decimalInteger(104))
+        let mv = try Playlist(bytes: try Fixtures.bytes("valid/spec-session-data-steering.m3u8"))
+        #expect(mv.kind == .multivariant)
+        let inf = try #require(mv.firstTag(.streamInf))
+        #expect(inf.typedAttribute("RESOLUTION") == .decimalResolution(Resolution(width: 1280, height: 720)))
+        #expect(inf.typedAttribute("FRAME-RATE") == .decimalFloat(29.97))
+        #expect(inf.typedAttribute("HDCP-LEVEL") == .enumeratedString("NONE"))
+        #expect(mv.firstTag(.contentSteering)?.attributes?.quotedString("PATHWAY-ID") == "CDN-A")
+        #expect(mv.firstTag(.sessionKey)?.attributes?.quotedString("KEYFORMAT") == "com.apple.streamingkeydelivery")
+        #expect(mv.tags(.sessionData).count == 3)
+        #expect(mv.firstTag(.iFrameStreamInf)?.typedAttribute("URI") == .quotedString("720p-iframes.m3u8"))
+    }
+
+    @Test func adMarkersAreTyped() throws {
+        let p = try Playlist(bytes: try Fixtures.bytes("valid/ad-markers.m3u8"))
+        let cues = p.tags(.cueOut).compactMap { $0.tag.cue }
+        #expect(cues.map(\.form) == [.duration, .attributes, .bare])
+        #expect(cues.map(\.duration) == [30, 15, nil])
+        let conts = p.tags(.cueOutCont).compactMap { $0.tag.cue }
+        #expect(conts.map(\.form) == [.attributes, .elapsedSlashDuration])
+        #expect(conts.map(\.elapsed) == [6, 12])
+        #expect(conts.map(\.duration) == [30, 30])
+        #expect(conts[0].attributes["SCTE35"]?.rawValue.hasPrefix("/DAl") == true)
+        #expect(p.tags(.cueIn).count == 2)
+        #expect(p.firstTag(.oatclsSCTE35)?.value == .text("/DAlAAAAAAAAAP/wFAUAAAABf+/+ANgNkv4AFJlwAAEBAQAAnP5B7Q=="))
+        #expect(p.firstTag(.asset)?.attributes?["CAID"]?.hexadecimalSequence?.count == 8)
+        #expect(p.firstTag(.scte35)?.attributes?.quotedString("ID") == "123")
+        #expect(p.firstTag(.cue)?.attributes?.quotedString("TYPE") == "SpliceOut")
+        #expect(p.firstTag(.splicePointSCTE35) != nil)
+        #expect(p.diagnostics.isEmpty)
+    }
+
+    @Test func tolerantModeRecordsLineAndColumnAndKeepsGoing() throws {
+        let text =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:x\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\n#EXTINF:abc,\na.ts\n#EXTINF:5,\nb.ts\n"
+        let p = try Playlist(text)
+        #expect(p.diagnostics.map(\.error.code) == [.invalidValue, .malformedAttributeList, .invalidValue])
+        #expect(p.diagnostics.map(\.line) == [2, 3, 4])
+        #expect(p.diagnostics.map(\.column) == [23, 31, 9])
+        #expect(p.media().segments.map(\.uri) == ["a.ts", "b.ts"])
+        #expect(p.write() == Array(text.utf8))
+        #expect(throws: PlaylistError.self) { try Playlist(text, strict: true) }
+        do {
+            _ = try Playlist(text, strict: true)
+        } catch {
+            #expect(error.code == .invalidValue)
+            #expect(error.line == 2)
+        }
+    }
+
+    @Test func eachCapHasItsOwnError() throws {
+        func code(_ text: String, _ limits: PlaylistLimits) -> PlaylistError.Code? {
+            do {
+                _ = try Playlist(text, limits: limits)
+                return nil
+            } catch { return error.code }
+        }
+        var l = PlaylistLimits()
+        l.maxBytes = 10
+        #expect(code("#EXTM3U\n#EXTINF:1,\na.ts\n", l) == .playlistTooLarge)
+        l = PlaylistLimits()
+        l.maxLineLength = 8
+        #expect(code("#EXTM3U\n#EXTINF:1,\nabcdefghijk.ts\n", l) == .lineTooLong)
+        l = PlaylistLimits()
+        l.maxLines = 3
+        #expect(code("#EXTM3U\n#EXTINF:1,\na.ts\n#EXTINF:1,\nb.ts\n", l) == .tooManyLines)
+        l = PlaylistLimits()
+        l.maxSegments = 1
+        #expect(code("#EXTM3U\n#EXTINF:1,\na.ts\n#EXTINF:1,\nb.ts\n", l) == .tooManySegments)
+        l = PlaylistLimits()
+        l.maxVariants = 1
+        #expect(
+            code("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\na\n#EXT-X-STREAM-INF:BANDWIDTH=2\nb\n", l) == .tooManyVariants
+        )
+        l = PlaylistLimits()
+        l.maxAttributes = 2
+        #expect(code("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1,A=1,B=2\na\n", l) == .tooManyAttributes)
+        l = PlaylistLimits()
+        l.maxVariables = 1
+        #expect(
+            code("#EXTM3U\n#EXT-X-DEFINE:NAME=\"a\",VALUE=\"1\"\n#EXT-X-DEFINE:NAME=\"b\",VALUE=\"1\"\n", l)
+                == .tooManyVariables)
+    }
+
+    /// Every prefix parses (tolerantly) without trapping, keeps the complete lines of the whole parse, and in strict
+    /// mode a prefix that ends between EXTINF and its URI is a typed truncation error.
+    @Test func everyPrefixOfEveryFixture() throws {
+        for file in Fixtures.files("valid") + Fixtures.files("quirks") {
+            let bytes = try Fixtures.bytes(file)
+            let whole = try Playlist(bytes: bytes)
+            for n in 0...bytes.count {
+                let prefix = Array(bytes[0..<n])
+                let p = try Playlist(bytes: prefix)
+                #expect(p.write() == prefix)
+                let complete = p.lines.filter { $0.ending != .none }
+                #expect(
+                    complete.map(\.bytes) == whole.lines.prefix(complete.count).map(\.bytes),
+                    "\(file.lastPathComponent) prefix \(n)")
+                if let last = p.lines.last(where: { !$0.isBlank && !$0.isComment }), last.knownTag == .extinf {
+                    #expect(throws: PlaylistError.self) { try Playlist(bytes: prefix, strict: true) }
+                    #expect(p.diagnostics.contains { $0.error.code == .truncated })
+                }
+            }
+        }
+    }
+
+    @Test func editsRenderAndKeepTheRest() throws {
+        var p = try Playlist(bytes: try Fixtures.bytes("valid/ad-markers.m3u8"))
+        // Drop every segment between CUE-OUT and CUE-IN along with its tags, as an ad filter would.
+        let media = p.media()
+        let ads = media.segments.filter { $0.rawURI.hasPrefix("ad") }
+        for s in ads.reversed() { p.lines.removeSubrange(s.lineRange) }
+        let after = p.media()
+        #expect(after.segments.map(\.rawURI) == ["content1.ts", "content2.ts", "content3.ts"])
+        if let i = p.lines.firstIndex(where: { $0.knownTag == .targetDuration }) {
+            p.lines[i] = PlaylistLine(tag: Tag(.targetDuration, .decimalInteger(7)))
+        }
+        let text = p.text
+        #expect(text.contains("#EXT-X-TARGETDURATION:7\n"))
+        #expect(text.hasPrefix("#EXTM3U\n#EXT-X-VERSION:3\n"))
+        let reparsed = try Playlist(text)
+        #expect(reparsed.write() == p.write())
+        #expect(reparsed.lines.map(\.content) == p.lines.map(\.content))
+    }
+
+    @Test func canonicalWriter() throws {
+        let p = try Playlist(bytes: try Fixtures.bytes("quirks/whitespace-and-titles.m3u8"))
+        let canonical = String(decoding: p.writeCanonical(), as: UTF8.self)
+        #expect(
+            canonical == """
+                #EXTM3U
+                #EXT-X-TARGETDURATION:10
+                #EXT-X-VERSION:3
+                #EXTINF:10, Title, with commas, and "quotes"
+                seg 1.ts
+                # just a comment
+                #EXT-X-UNKNOWN-VENDOR-TAG:FOO=1, BAR="x"
+                #EXTINF:9,
+                seg2.ts
+                #EXT-X-KEY:METHOD=NONE
+                #EXTINF:8.5
+                seg3.ts
+                #EXT-X-ENDLIST
+
+                """)
+        let again = try Playlist(bytes: p.writeCanonical())
+        #expect(again.writeCanonical() == p.writeCanonical())
+    }
+}
