@@ -59,9 +59,9 @@ set +e
 swift test -Xswiftc -warnings-as-errors 2>&1 | tee "$log" | grep -vE '^\[[0-9]+/[0-9]+\]|^(􀟈|◇|↳)|Test .* started\.$'
 status=${PIPESTATUS[0]}
 set -e
-passed=$(grep -cE '^✔ Test .* passed' "$log" || true)
+passed=$(grep -E '^✔ Test .* passed' "$log" | grep -vc '^✔ Test run with' || true)
 failed=$(grep -cE '^✘ Test .* (failed|recorded)' "$log" || true)
 rm -f "$log"
 printf '\n==> done in %ss\n' "$((SECONDS - start))"
-echo "swift-testing: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed"
 exit "$status"
