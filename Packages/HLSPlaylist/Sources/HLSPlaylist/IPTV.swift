@@ -159,6 +159,7 @@ public struct IPTVStreamParser: Sendable {
     private var lineNumber = 0
     private var entryStart = 0
     private var current: IPTVChannel?
+    private var pendingOptions: IPTVChannel?
     private var extgrp: String?
     private var maxDiagnostics = 10_000
 
@@ -241,46 +242,64 @@ public struct IPTVStreamParser: Sendable {
             return
         }
         if pendingLines.isEmpty { entryStart = lineNumber }
+        guard pendingLines.count < limits.maxLines / 1000 else {
+            throw PlaylistError(.tooManyLines, line: lineNumber, column: 1, "too many lines without a channel URL")
+        }
         pendingLines.append(stored)
         guard let first = trimmed.first else { return }
         if first == asciiHash {
             if trimmed.starts(with: extinfPrefix) {
                 if current != nil { report(entryStart, 1, "#EXTINF without a URL; entry skipped") }
                 current = parseExtinf(trimmed.dropFirst(8))
+                if var c = current, let pre = pendingOptions {
+                    c.vlcOpts = pre.vlcOpts + c.vlcOpts
+                    c.kodiProps = pre.kodiProps + c.kodiProps
+                    c.httpHeaders = pre.httpHeaders + c.httpHeaders
+                    c.userAgent = c.userAgent ?? pre.userAgent
+                    c.referrer = c.referrer ?? pre.referrer
+                    c.group = c.group ?? pre.group
+                    current = c
+                }
+                pendingOptions = nil
                 return
             }
-            guard current != nil else { return }
+            // Options before the EXTINF line are held and applied to the entry once it starts.
+            var target = current ?? pendingOptions ?? IPTVChannel(name: "", url: "")
             if trimmed.starts(with: extvlcoptPrefix) {
                 let (k, v) = IPTVStreamParser.keyValue(trimmed.dropFirst(11))
-                current?.vlcOpts.append((k, v))
+                target.vlcOpts.append((k, v))
                 switch k {
-                case "http-user-agent": current?.userAgent = v
-                case "http-referrer", "http-referer": current?.referrer = v
+                case "http-user-agent": target.userAgent = v
+                case "http-referrer", "http-referer": target.referrer = v
                 default: break
                 }
             } else if trimmed.starts(with: kodipropPrefix) {
                 let (k, v) = IPTVStreamParser.keyValue(trimmed.dropFirst(10))
-                current?.kodiProps.append((k, v))
+                target.kodiProps.append((k, v))
             } else if trimmed.starts(with: extgrpPrefix) {
                 extgrp = String(decoding: trimmed.dropFirst(8), as: UTF8.self)
-                if current?.group == nil { current?.group = extgrp }
+                if target.group == nil { target.group = extgrp }
             } else if trimmed.starts(with: exthttpPrefix) {
                 let headers = JSONObjectReader.stringPairs(trimmed.dropFirst(9))
                 if headers == nil { report(lineNumber, 10, "#EXTHTTP is not a JSON object of strings") }
                 for (k, v) in headers ?? [] {
-                    current?.httpHeaders.append((k, v))
+                    target.httpHeaders.append((k, v))
                     switch k.lowercased() {
-                    case "user-agent": if current?.userAgent == nil { current?.userAgent = v }
-                    case "referer", "referrer": if current?.referrer == nil { current?.referrer = v }
+                    case "user-agent": if target.userAgent == nil { target.userAgent = v }
+                    case "referer", "referrer": if target.referrer == nil { target.referrer = v }
                     default: break
                     }
                 }
+            } else {
+                return
             }
+            if current != nil { current = target } else { pendingOptions = target }
             return
         }
         // A URL line.
         guard var channel = current else {
             report(lineNumber, 1, "URL without #EXTINF; entry skipped")
+            pendingOptions = nil
             return
         }
         channel.url = String(decoding: trimmed, as: UTF8.self)
@@ -288,6 +307,7 @@ public struct IPTVStreamParser: Sendable {
         channel.lineNumber = entryStart
         pendingLines = []
         current = nil
+        pendingOptions = nil
         extgrp = nil
         emit(channel)
     }

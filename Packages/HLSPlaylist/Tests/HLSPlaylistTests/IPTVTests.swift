@@ -1,0 +1,76 @@
+import Foundation
+import HLSPlaylist
+import Testing
+
+@Suite struct IPTVTests {
+    @Test func channelsAttributesAndOptions() throws {
+        let list = try IPTVPlaylist(bytes: try Fixtures.bytes("iptv/channels.m3u"))
+        #expect(list.header["url-tvg"] == "http://epg.example.com/guide.xml.gz")
+        #expect(list.header["catchup"] == "shift")
+        #expect(
+            list.channels.map(\.name) == [
+                "News UK HD", "Sport 1, the \"best\" channel", "Movie Classic", "Radio One", "Kids TV",
+            ])
+        let sport = list.channels[1]
+        #expect(sport["tvg-name"] == "Sport 1, Live")
+        #expect(sport.group == "Sports; Live")
+        #expect(sport["catchup-days"] == "7")
+        #expect(sport.userAgent == "Mozilla/5.0 (Windows NT 10.0; Win64; x64)")
+        #expect(sport.referrer == "https://www.example.com/")
+        let movie = list.channels[2]
+        #expect(movie["tvg-name"] == "Movie \"Classic\" HD")
+        #expect(movie["tvg-logo"] == "")
+        #expect(movie.duration == 0)
+        #expect(movie.kodiProps.map(\.name) == ["inputstream", "inputstream.adaptive.manifest_type"])
+        #expect(movie.httpHeaders.map(\.value) == ["Kodi/20.0", "https://kodi.example/", "a\"b"])
+        #expect(movie.userAgent == "Kodi/20.0")
+        #expect(movie.url == "https://movies.example.com/classic.m3u8")
+        #expect(list.channels[3].group == "Music")
+        #expect(list.channels[4]["tvg-id"] == "noquotes")
+        #expect(list.diagnostics.map(\.line) == [14, 15, 23])
+    }
+
+    @Test func losslessWrite() throws {
+        let bytes = try Fixtures.bytes("iptv/channels.m3u")
+        let list = try IPTVPlaylist(bytes: bytes)
+        #expect(list.write() == bytes)
+    }
+
+    @Test func chunkedParsingMatchesOneShot() throws {
+        let bytes = try Fixtures.bytes("iptv/channels.m3u")
+        let whole = try IPTVPlaylist(bytes: bytes)
+        var generator = SystemRandomNumberGenerator()
+        for chunkSize in [1, 2, 3, 7, 64, 0] {
+            var parser = IPTVStreamParser()
+            var channels: [IPTVChannel] = []
+            var i = 0
+            while i < bytes.count {
+                let size = chunkSize == 0 ? Int.random(in: 1...40, using: &generator) : chunkSize
+                let end = min(bytes.count, i + size)
+                try parser.consume(bytes[i..<end]) { channels.append($0) }
+                i = end
+            }
+            try parser.finish { channels.append($0) }
+            #expect(channels == whole.channels, "chunk size \(chunkSize)")
+            #expect(parser.diagnostics == whole.diagnostics)
+        }
+    }
+
+    @Test func everyPrefixParsesWithoutTrapping() throws {
+        let bytes = try Fixtures.bytes("iptv/channels.m3u")
+        for n in 0...bytes.count {
+            let prefix = Array(bytes[0..<n])
+            let list = try IPTVPlaylist(bytes: prefix)
+            #expect(list.write() == prefix)
+        }
+    }
+
+    @Test func lineCapIsEnforcedWhileStreaming() {
+        var limits = PlaylistLimits()
+        limits.maxLineLength = 16
+        var parser = IPTVStreamParser(limits: limits)
+        #expect(throws: PlaylistError.self) {
+            try parser.consume(ArraySlice(Array(repeating: UInt8(ascii: "a"), count: 40))) { _ in }
+        }
+    }
+}
