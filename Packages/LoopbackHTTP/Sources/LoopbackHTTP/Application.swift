@@ -69,8 +69,9 @@ public struct HTTPApplication: Sendable {
     /// Host allow-list, method checks and routing. Fills the request's parameters.
     func decide(_ request: inout HTTPRequest) -> Decision {
         // Host (RFC 9112 §3.2): an absolute-form target's authority wins over the Host field.
-        let host = Self.authority(of: request.target) ?? request.headers.first(name: "Host") ?? ""
-        guard hostIsAllowed(host) else { return .respond(.error(.misdirectedRequest)) }
+        if let host = Self.authority(of: request.target) ?? request.headers.first(name: "Host") {
+            guard hostIsAllowed(host) else { return .respond(.error(.misdirectedRequest)) }
+        }  // else: HTTP/1.0 without Host (1.1 without Host was refused by the parser); browsers always send it
         let method = request.method
         if method != .get && method != .head && method != .options {
             if method.isKnownToServer {

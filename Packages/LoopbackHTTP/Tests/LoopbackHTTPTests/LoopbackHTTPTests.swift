@@ -1,1 +1,0 @@
-// Tests for the LoopbackHTTP module arrive with its first code.
