@@ -16,6 +16,7 @@ struct Module {
     var name: String
     var dependencies: [String]
     var testDependencies: [String] = []
+    var linkerSettings: [LinkerSetting] = []
     var extraTargets: [Target] = []
 }
 
@@ -32,7 +33,8 @@ let modules: [Module] = [
             )
         ]
     ),
-    Module(name: "HLSPlaylist", dependencies: []),
+    // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
+    Module(name: "HLSPlaylist", dependencies: [], linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
     Module(name: "MPEGTS", dependencies: ["FileRange"]),
     Module(
         name: "LoopbackHTTP",
@@ -66,7 +68,8 @@ for module in modules {
             name: module.name,
             dependencies: module.dependencies.map { .target(name: $0) },
             path: "Packages/\(module.name)/Sources/\(module.name)",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: module.linkerSettings
         )
     )
     targets.append(

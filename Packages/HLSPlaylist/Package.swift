@@ -19,7 +19,9 @@ let package = Package(
         .target(
             name: "HLSPlaylist",
             dependencies: [],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
+            linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
         ),
         .testTarget(
             name: "HLSPlaylistTests",
