@@ -93,6 +93,15 @@ for tool in tools {
     )
 }
 targets.append(
+    .executableTarget(
+        name: "tsplayer",
+        dependencies: ["TSPlayerKit", "LoopbackHTTP", "MPEGTS"],
+        path: "Tools/tsplayer",
+        resources: [.copy("Resources/sample.ts")],
+        swiftSettings: swiftSettings
+    )
+)
+targets.append(
     .testTarget(
         name: "EndToEndTests",
         dependencies: [],
@@ -105,6 +114,7 @@ let package = Package(
     name: "TSPlayerKit",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
     products: modules.map { .library(name: $0.name, targets: [$0.name]) }
-        + tools.map { .executable(name: $0.name, targets: [$0.name]) },
+        + tools.map { .executable(name: $0.name, targets: [$0.name]) }
+        + [.executable(name: "tsplayer", targets: ["tsplayer"])],
     targets: targets
 )

@@ -1,0 +1,44 @@
+/// An error from a playback session: an opaque ``Code`` plus context.
+public struct PlaybackError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong. New codes may be added; switch over them with a default.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: Hashable, Sendable {
+            case cannotOpen, notTransportStream, serverFailed
+        }
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// The input could not be opened or read.
+        public static let cannotOpen = Code(.cannotOpen)
+        /// The input is not an MPEG transport stream.
+        public static let notTransportStream = Code(.notTransportStream)
+        /// The loopback server could not start.
+        public static let serverFailed = Code(.serverFailed)
+
+        public var description: String {
+            switch value {
+            case .cannotOpen: "cannot open input"
+            case .notTransportStream: "not an MPEG transport stream"
+            case .serverFailed: "loopback server failed"
+            }
+        }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// The input's path, when there is one.
+    public var path: String?
+    /// What the lower layer said.
+    public var detail: String
+
+    /// An error with context.
+    public init(_ code: Code, path: String? = nil, detail: String) {
+        self.code = code
+        self.path = path
+        self.detail = detail
+    }
+
+    public var description: String {
+        "\(code)" + (path.map { " '\($0)'" } ?? "") + ": \(detail)"
+    }
+}

@@ -1,0 +1,98 @@
+public import LoopbackHTTP
+import Synchronization
+
+/// One loopback HTTP server shared by every playback session: each session's routes sit under its own token, so
+/// sessions never see each other's files; a session's routes disappear when it is removed, and the server stops when
+/// the last session goes.
+public actor PlaybackServer {
+    /// The server most apps need.
+    public static let shared = PlaybackServer()
+
+    /// The settings the server starts with (port, CORS, access log). Change them before the first session.
+    public var configuration: HTTPServerConfiguration
+
+    private let registry = SessionRegistry()
+    private var server: HTTPServer?
+    private var port: UInt16?
+
+    /// A server that starts with `configuration` when its first session is added.
+    public init(configuration: HTTPServerConfiguration = HTTPServerConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// Changes the settings used the next time the server starts.
+    public func setConfiguration(_ configuration: HTTPServerConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// Adds a session (starting the server when needed) and starts indexing it; returns the base URL of its routes,
+    /// such as `http://127.0.0.1:49152/TOKEN/`.
+    public func add(_ session: TSPlaybackSession) async throws(PlaybackError) -> String {
+        let port = try await startIfNeeded()
+        registry.sessions.withLock { $0.append(session) }
+        session.startIndexing()
+        return "http://127.0.0.1:\(port)/\(session.token.value)/"
+    }
+
+    /// Removes a session; its routes answer 404 from now on. The server stops when no session remains.
+    public func remove(_ session: TSPlaybackSession) async {
+        let remaining = registry.sessions.withLock { list in
+            list.removeAll { $0 === session }
+            return list.count
+        }
+        if remaining == 0, let server {
+            self.server = nil
+            port = nil
+            await server.stop()
+        }
+    }
+
+    /// `path` with its first segment (the session token) replaced by `…`.
+    static func redactingToken(_ path: String) -> String {
+        let segments = path.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard segments.count == 2, segments[0].isEmpty else { return path }
+        let rest = segments[1]
+        guard let slash = rest.firstIndex(of: "/") else { return "/…" }
+        return "/…" + rest[slash...]
+    }
+
+    /// The port the server listens on, while it runs.
+    public var boundPort: UInt16? { port }
+
+    private func startIfNeeded() async throws(PlaybackError) -> UInt16 {
+        if let port { return port }
+        var router = Router()
+        let registry = self.registry
+        router.getImmediate("/:token/**") { request in
+            guard let token = request.parameters["token"] else { return .error(.notFound) }
+            // Constant-time token comparison against every live session.
+            let session = registry.sessions.withLock { list in list.first { $0.token.matches(token) } }
+            guard let session else { return .error(.notFound) }
+            return session.respond(route: request.wildcardSegments)
+        }
+        var configuration = self.configuration
+        if let log = configuration.accessLog {
+            // Session tokens are secrets: the log sees "/…/index.m3u8", never the token itself.
+            configuration.accessLog = { entry in
+                var entry = entry
+                entry.path = PlaybackServer.redactingToken(entry.path)
+                log(entry)
+            }
+        }
+        let server = HTTPServer(router: router, configuration: configuration)
+        let port: UInt16
+        do {
+            port = try await server.start()
+        } catch {
+            throw PlaybackError(.serverFailed, detail: "\(error)")
+        }
+        self.server = server
+        self.port = port
+        return port
+    }
+}
+
+/// The live sessions, shared between the actor and the server's handler.
+private final class SessionRegistry: Sendable {
+    let sessions = Mutex<[TSPlaybackSession]>([])
+}

@@ -1,0 +1,194 @@
+import FileRange
+import HLSPlaylist
+public import LoopbackHTTP
+public import MPEGTS
+import Synchronization
+
+/// Plays one `.ts` file through the loopback server: the file is indexed (in the background, or at once from its
+/// sidecar index) and described as HLS, a VOD media playlist of keyframe-aligned byte-range segments with true
+/// durations; the raw file is served as well, for players that read MPEG-TS directly.
+///
+/// Routes, under the session's token: `master.m3u8` (multivariant), `index.m3u8` (media), `media.ts` (the file,
+/// with Range). While the index is being built the media playlist is an EVENT playlist that grows; once it is
+/// complete it ends with `EXT-X-ENDLIST`, and on later opens it is a VOD playlist from the first request.
+public final class TSPlaybackSession: Sendable {
+    /// Settings of a session.
+    public struct Options: Sendable, Hashable {
+        /// The duration segments are cut at, at the next keyframe; about 6 s by default.
+        public var segmentDuration: Double = 6
+        /// Whether to write the index to a sidecar file next to the input, so the next open is instant.
+        public var writesSidecar: Bool = true
+
+        /// Default options.
+        public init(segmentDuration: Double = 6, writesSidecar: Bool = true) {
+            self.segmentDuration = segmentDuration
+            self.writesSidecar = writesSidecar
+        }
+    }
+
+    /// The file's path.
+    public let path: String
+    /// The session's settings.
+    public let options: Options
+    /// The token the session's routes sit under.
+    public let token: SessionToken
+    /// The quick head-and-tail probe, available as soon as the session is open.
+    public let probe: TSProbe
+
+    private let file: FileStreamer
+    private let indexState: Mutex<TSIndex?>
+    private let indexing = Mutex<Task<Void, Never>?>(nil)
+
+    /// Opens `path`. Reads only both ends of the file (the probe) and, when present and current, its sidecar index.
+    public init(tsFile path: String, options: Options = Options()) throws(PlaybackError) {
+        self.path = path
+        self.options = options
+        self.token = SessionToken.random()
+        do {
+            file = try FileStreamer(path: path)
+        } catch {
+            throw PlaybackError(.cannotOpen, path: path, detail: "\(error)")
+        }
+        do {
+            probe = try TSProbe.probe(file)
+        } catch {
+            throw PlaybackError(.notTransportStream, path: path, detail: "\(error)")
+        }
+        indexState = Mutex(TSIndex.loadSidecar(for: path))
+    }
+
+    deinit {
+        indexing.withLock { $0?.cancel() }
+    }
+
+    /// The current index: complete once indexing finished, else what was scanned so far; nil before the first part.
+    public var index: TSIndex? {
+        indexState.withLock { $0 }
+    }
+
+    /// Whether the whole file has been indexed.
+    public var isIndexed: Bool {
+        index?.isComplete ?? false
+    }
+
+    /// Starts indexing in the background unless the index is already complete. Safe to call more than once.
+    public func startIndexing() {
+        guard !isIndexed else { return }
+        indexing.withLock { task in
+            guard task == nil else { return }
+            task = Task.detached(priority: .utility) { [self] in
+                self.buildIndex()
+            }
+        }
+    }
+
+    /// Waits for indexing to finish.
+    public func waitUntilIndexed() async {
+        startIndexing()
+        let task = indexing.withLock { $0 }
+        await task?.value
+    }
+
+    private func buildIndex() {
+        var indexer = TSIndexer()
+        let chunk = 4 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 64)
+        defer { buffer.deallocate() }
+        do {
+            let size = try file.size()
+            let modified = try file.modificationTime()
+            var offset: UInt64 = 0
+            var published: UInt64 = 0
+            while offset < size, !Task.isCancelled {
+                let count = try file.read(into: buffer, at: offset)
+                guard count > 0 else { break }
+                indexer.consume(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                offset += UInt64(count)
+                // Publish the growing index every 32 MiB, so the playlist grows while the scan goes on.
+                if offset - published >= 32 << 20 {
+                    published = offset
+                    let snapshot = indexer.index(fileSize: size, modificationTime: modified)
+                    indexState.withLock { $0 = snapshot }
+                }
+            }
+            guard !Task.isCancelled else { return }
+            indexer.finish()
+            let complete = indexer.index(fileSize: size, modificationTime: modified)
+            indexState.withLock { $0 = complete }
+            if options.writesSidecar {
+                try? complete.saveSidecar(for: path)
+            }
+        } catch {
+            // The file became unreadable: keep serving what was indexed; the playlist stays an EVENT playlist.
+        }
+    }
+
+    /// The segments as planned from the current index.
+    public var segments: [PlannedSegment] {
+        guard let index else { return [] }
+        let cuts = index.keyframes.compactMap { keyframe -> SegmentPlanner.Cut? in
+            guard let offset = UInt64(exactly: keyframe.offset) else { return nil }
+            return SegmentPlanner.Cut(offset: offset, ticks: keyframe.ticks)
+        }
+        return SegmentPlanner.plan(
+            keyframes: cuts, fileSize: index.isComplete ? index.fileSize : index.bytesIndexed,
+            endTicks: index.isComplete ? index.durationTicks : nil, targetDuration: options.segmentDuration)
+    }
+
+    /// The media playlist's text.
+    public func mediaPlaylist() -> String {
+        let complete = isIndexed
+        var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
+        builder.independentSegments = true
+        builder.segments = segments.map { segment in
+            MediaPlaylistBuilder.Segment(
+                uri: "media.ts", duration: segment.duration,
+                byteRange: HLSPlaylist.ByteRange(length: segment.length, offset: segment.offset))
+        }
+        return builder.build().text
+    }
+
+    /// The multivariant playlist's text: one variant, with the bandwidth measured from the file.
+    public func multivariantPlaylist() -> String {
+        var builder = MultivariantPlaylistBuilder()
+        builder.independentSegments = true
+        let planned = segments
+        let peak = planned.map { $0.duration > 0 ? Double($0.length * 8) / $0.duration : 0 }.max() ?? 0
+        let totalDuration = planned.reduce(0) { $0 + $1.duration }
+        let totalBytes = planned.reduce(UInt64(0)) { $0 + $1.length }
+        let average = totalDuration > 0 ? Double(totalBytes * 8) / totalDuration : 0
+        let fallback = probe.duration.map { $0 > 0 ? Double(probe.fileSize * 8) / $0 : 0 } ?? 0
+        let bandwidth = UInt64(max(peak, fallback, 1).rounded(.up))
+        builder.variants = [
+            MultivariantPlaylistBuilder.Variant(
+                uri: "index.m3u8", bandwidth: bandwidth,
+                averageBandwidth: average > 0 ? UInt64(average.rounded(.up)) : nil)
+        ]
+        return builder.build().text
+    }
+
+    /// Answers a request for one of the session's routes; `route` is the path after the token.
+    public func respond(route: [String]) -> HTTPResponse {
+        guard route.count == 1 else { return .error(.notFound) }
+        switch route[0] {
+        case "master.m3u8":
+            return .bytes(Array(multivariantPlaylist().utf8), contentType: "application/vnd.apple.mpegurl")
+        case "index.m3u8":
+            return .bytes(Array(mediaPlaylist().utf8), contentType: "application/vnd.apple.mpegurl")
+        case "media.ts":
+            do {
+                return try .file(file, contentType: "video/mp2t")
+            } catch {
+                return .error(.internalServerError)
+            }
+        default:
+            return .error(.notFound)
+        }
+    }
+
+    /// Closes the file and stops indexing.
+    public func close() {
+        indexing.withLock { $0?.cancel() }
+        file.close()
+    }
+}
