@@ -53,6 +53,9 @@ public enum DemuxEvent: Hashable, Sendable {
     case section(PSISection, pid: UInt16, offset: Int64)
     /// A PCR on a program's PCR PID (only with ``DemuxOptions/reportPCR``).
     case pcr(PCR, pid: UInt16, offset: Int64)
+    /// A stream whose PMT entry did not say its codec (private data) was identified from its first payload
+    /// (ADTS AAC, AC-3, E-AC-3, MPEG audio).
+    case streamIdentified(Codec, pid: UInt16)
     /// A problem in the stream; the demuxer carries on.
     case error(MPEGTSError)
 }
@@ -202,6 +205,17 @@ public struct Demuxer: Sendable {
     public func statistics(pid: UInt16) -> PIDStatistics {
         let state = pids[Int(pid & 0x1FFF)]
         return PIDStatistics(pid: pid & 0x1FFF, packets: state.packets, continuityErrors: Int(state.continuityErrors))
+    }
+
+    /// Starts from known tables (for example those read near the start of a file, before reading its tail), so
+    /// PES PIDs are recognised before the next PAT/PMT arrive.
+    public mutating func prime(programAssociation: ProgramAssociationTable, programMaps: [ProgramMapTable]) {
+        self.programAssociation = programAssociation
+        for table in programMaps
+        where programAssociation.programs.contains(where: { $0.programNumber == table.programNumber }) {
+            self.programMaps[table.programNumber] = table
+        }
+        rebuildRoles()
     }
 
     // MARK: Feeding
@@ -489,6 +503,12 @@ public struct Demuxer: Sendable {
             return
         }
         let rest = UnsafeRawBufferPointer(rebasing: bytes[min(header.headerLength, bytes.count)...])
+        if streams[index].codec == .privateData || streams[index].codec == .unknown,
+            let sniffed = Codec.sniff(streamID: header.streamID, payload: rest)
+        {
+            streams[index].codec = sniffed
+            handler(.streamIdentified(sniffed, pid: pid))
+        }
         let codec = streams[index].codec
         var info = PESInfo(
             pid: pid, streamID: header.streamID, pts: header.pts, dts: header.dts, isKeyframe: false,

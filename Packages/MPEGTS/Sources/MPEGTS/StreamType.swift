@@ -116,4 +116,19 @@ public struct Codec: Hashable, Sendable, CustomStringConvertible {
         default: self = .unknown
         }
     }
+
+    /// Identifies an audio codec from the first bytes of a PES payload: ADTS (AAC), AC-3 / E-AC-3 sync frames,
+    /// MPEG audio frame headers on an audio stream id.
+    static func sniff(streamID: UInt8, payload: UnsafeRawBufferPointer) -> Codec? {
+        guard payload.count >= 6 else { return nil }
+        let b0 = payload[0]
+        let b1 = payload[1]
+        if b0 == 0x0B && b1 == 0x77 {
+            let bsid = payload[5] >> 3
+            return bsid > 10 ? .eac3 : .ac3
+        }
+        if b0 == 0xFF && b1 & 0xF6 == 0xF0 { return .aac }  // ADTS: sync, layer 00
+        if b0 == 0xFF && b1 & 0xE0 == 0xE0 && b1 & 0x06 != 0 && streamID & 0xE0 == 0xC0 { return .mpegAudio }
+        return nil
+    }
 }

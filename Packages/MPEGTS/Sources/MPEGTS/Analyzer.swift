@@ -1,0 +1,249 @@
+/// What one elementary stream held, gathered from the demuxer's events.
+public struct StreamSummary: Hashable, Sendable {
+    public var pid: UInt16
+    public var programNumber: UInt16
+    public var streamType: StreamType
+    public var codec: Codec
+    public var languages: [String]
+    /// PES packets started on this PID.
+    public var pesCount: Int64 = 0
+    /// PES packets that start a keyframe (for audio: every PES).
+    public var keyframeCount: Int64 = 0
+    /// The earliest PTS (wrap-aware).
+    public var firstPTS: Timestamp?
+    /// The latest PTS (wrap-aware).
+    public var lastPTS: Timestamp?
+    /// Ticks from the file's reference PTS (the first PTS of any stream) to ``firstPTS`` and ``lastPTS``.
+    public var startTicks: Int64?
+    public var endTicks: Int64?
+    /// The last step between consecutive decode times, used as the duration of the last PES.
+    public var lastStepTicks: Int64?
+
+    var lastDecode: Timestamp?
+    var lastDecodeTicks: Int64 = 0
+
+    public init(pid: UInt16, programNumber: UInt16, stream: ElementaryStream) {
+        self.pid = pid
+        self.programNumber = programNumber
+        self.streamType = stream.streamType
+        self.codec = stream.codec
+        self.languages = stream.languages
+    }
+
+    /// ``endTicks`` − ``startTicks`` plus the last PES's step: the time the stream covers.
+    public var durationTicks: Int64? {
+        guard let startTicks, let endTicks else { return nil }
+        return endTicks - startTicks + (lastStepTicks ?? 0)
+    }
+}
+
+/// A keyframe: the offset of the TS packet that starts its PES, and its PTS.
+public struct Keyframe: Hashable, Sendable {
+    public var offset: Int64
+    public var pts: Timestamp
+    /// Ticks from the index's reference PTS (unwrapped).
+    public var ticks: Int64
+
+    public init(offset: Int64, pts: Timestamp, ticks: Int64) {
+        self.offset = offset
+        self.pts = pts
+        self.ticks = ticks
+    }
+}
+
+/// A PSI section seen on a PID other than PAT/PMT (SCTE-35 cues, SDT ...).
+public struct SectionRecord: Hashable, Sendable {
+    public var pid: UInt16
+    public var offset: Int64
+    public var section: PSISection
+}
+
+/// Gathers the demuxer's events into per-stream summaries, the keyframe list of the main stream, the tables
+/// seen and the SCTE-35 sections.
+public struct TSAnalyzer: Sendable {
+    /// Keep a keyframe list (of the first video stream, or the first audio stream when there is no video).
+    public var recordKeyframes: Bool
+    /// Keep every SCTE-35 section (table 0xFC).
+    public var recordSCTE35: Bool
+
+    /// The latest PMT of each program, by program number.
+    public private(set) var programs: [UInt16: ProgramMapTable] = [:]
+    /// The PMT PID of each program.
+    public private(set) var pmtPIDs: [UInt16: UInt16] = [:]
+    public private(set) var programAssociation: ProgramAssociationTable?
+    /// Streams by PID.
+    public private(set) var streams: [UInt16: StreamSummary] = [:]
+    /// PIDs in the order their streams were first listed.
+    public private(set) var streamOrder: [UInt16] = []
+    /// The first PTS seen in the input, the zero of every `ticks` value.
+    public private(set) var reference: Timestamp?
+    public private(set) var keyframePID: UInt16?
+    public private(set) var keyframes: [Keyframe] = []
+    /// table_id values seen, with how many distinct sections of each (PAT/PMT count changes only).
+    public private(set) var tables: [UInt8: Int] = [:]
+    public private(set) var scte35: [SectionRecord] = []
+    /// Service names from the SDT, by program (service) number.
+    public private(set) var serviceNames: [UInt16: String] = [:]
+    /// The first errors the demuxer reported (at most 64).
+    public private(set) var errors: [MPEGTSError] = []
+    public private(set) var errorCount = 0
+
+    public init(recordKeyframes: Bool = true, recordSCTE35: Bool = true) {
+        self.recordKeyframes = recordKeyframes
+        self.recordSCTE35 = recordSCTE35
+    }
+
+    /// Streams in listing order.
+    public var orderedStreams: [StreamSummary] { streamOrder.compactMap { streams[$0] } }
+
+    /// The span from the earliest PTS to the latest PTS plus that stream's last step, over audio and video
+    /// streams (all streams when there is neither).
+    public var durationTicks: Int64? {
+        let timed = streams.values.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
+        let candidates = timed.isEmpty ? Array(streams.values) : timed
+        let starts = candidates.compactMap(\.startTicks)
+        let ends = candidates.compactMap { stream in stream.endTicks.map { $0 + (stream.lastStepTicks ?? 0) } }
+        guard let start = starts.min(), let end = ends.max() else { return nil }
+        return end - start
+    }
+
+    /// The earliest PTS over audio and video streams.
+    public var firstPTS: Timestamp? {
+        guard let reference, let startTicks else { return nil }
+        return reference.advanced(by: startTicks)
+    }
+
+    /// Ticks from ``reference`` to the earliest PTS of the audio and video streams (all streams when there is
+    /// neither).
+    public var startTicks: Int64? {
+        let timed = streams.values.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
+        return (timed.isEmpty ? Array(streams.values) : timed).compactMap(\.startTicks).min()
+    }
+
+    /// The keyframes with `ticks` counted from ``firstPTS`` (the presentation start).
+    public var keyframesFromStart: [Keyframe] {
+        let start = startTicks ?? 0
+        return keyframes.map { Keyframe(offset: $0.offset, pts: $0.pts, ticks: $0.ticks - start) }
+    }
+
+    /// Feeds one demuxer event.
+    public mutating func consume(_ event: DemuxEvent) {
+        switch event {
+        case .programAssociation(let table, _):
+            programAssociation = table
+            tables[0x00, default: 0] += 1
+            for entry in table.programs { pmtPIDs[entry.programNumber] = entry.pmtPID }
+        case .programMap(let table, let pid, _):
+            tables[0x02, default: 0] += 1
+            programs[table.programNumber] = table
+            pmtPIDs[table.programNumber] = pid
+            for stream in table.streams {
+                if streams[stream.pid] == nil {
+                    streams[stream.pid] = StreamSummary(
+                        pid: stream.pid, programNumber: table.programNumber, stream: stream)
+                    streamOrder.append(stream.pid)
+                } else {
+                    streams[stream.pid]?.streamType = stream.streamType
+                    streams[stream.pid]?.codec = stream.codec
+                    streams[stream.pid]?.languages = stream.languages
+                }
+            }
+            if keyframePID == nil && recordKeyframes {
+                keyframePID =
+                    table.streams.first { $0.codec.kind == .video }?.pid
+                    ?? table.streams.first { $0.codec.kind == .audio }?.pid
+            }
+        case .pes(let info):
+            pes(info)
+        case .section(let section, let pid, let offset):
+            tables[section.tableID, default: 0] += 1
+            if section.tableID == 0xFC && recordSCTE35 {
+                scte35.append(SectionRecord(pid: pid, offset: offset, section: section))
+            } else if section.tableID == 0x42 {
+                for (number, name) in ServiceDescriptionTable.serviceNames(section) { serviceNames[number] = name }
+            }
+        case .error(let error):
+            errorCount += 1
+            if errors.count < 64 { errors.append(error) }
+        case .streamIdentified(let codec, let pid):
+            streams[pid]?.codec = codec
+            if keyframePID == nil && recordKeyframes && codec.kind == .audio { keyframePID = pid }
+        case .synchronized, .pesPacket, .pcr:
+            break
+        }
+    }
+
+    private mutating func pes(_ info: PESInfo) {
+        guard var stream = streams[info.pid] else { return }
+        stream.pesCount += 1
+        if info.isKeyframe { stream.keyframeCount += 1 }
+        guard let pts = info.pts else {
+            streams[info.pid] = stream
+            return
+        }
+        let decode = info.dts ?? pts
+        let reference = self.reference ?? decode
+        if self.reference == nil { self.reference = decode }
+        let decodeTicks: Int64
+        if let last = stream.lastDecode {
+            let step = last.distance(to: decode)
+            decodeTicks = stream.lastDecodeTicks + step
+            if step > 0 { stream.lastStepTicks = step }
+        } else {
+            decodeTicks = reference.distance(to: decode)
+        }
+        stream.lastDecode = decode
+        stream.lastDecodeTicks = decodeTicks
+        let ptsTicks = decodeTicks + decode.distance(to: pts)
+        if stream.startTicks.map({ ptsTicks < $0 }) ?? true {
+            stream.startTicks = ptsTicks
+            stream.firstPTS = pts
+        }
+        if stream.endTicks.map({ ptsTicks > $0 }) ?? true {
+            stream.endTicks = ptsTicks
+            stream.lastPTS = pts
+        }
+        streams[info.pid] = stream
+        if info.isKeyframe && info.pid == keyframePID {
+            keyframes.append(Keyframe(offset: info.offset, pts: pts, ticks: ptsTicks))
+        }
+    }
+}
+
+/// The service description table (table 0x42): service names.
+public enum ServiceDescriptionTable {
+    /// (service_id, service name) pairs from an SDT section's service descriptors (tag 0x48).
+    public static func serviceNames(_ section: PSISection) -> [(UInt16, String)] {
+        guard section.tableID == 0x42 else { return [] }
+        let body = Array(section.body)
+        var result: [(UInt16, String)] = []
+        var index = 3  // original_network_id, reserved
+        while index + 5 <= body.count {
+            let serviceID = UInt16(body[index]) << 8 | UInt16(body[index + 1])
+            let loopLength = Int(body[index + 3] & 0x0F) << 8 | Int(body[index + 4])
+            var position = index + 5
+            let end = min(body.count, position + loopLength)
+            while position + 2 <= end {
+                let tag = body[position]
+                let length = Int(body[position + 1])
+                let dataEnd = position + 2 + length
+                guard dataEnd <= end else { break }
+                if tag == 0x48, length >= 2 {
+                    let providerLength = Int(body[position + 3])
+                    let nameLengthIndex = position + 4 + providerLength
+                    if nameLengthIndex < dataEnd {
+                        let nameLength = Int(body[nameLengthIndex])
+                        let nameEnd = min(dataEnd, nameLengthIndex + 1 + nameLength)
+                        var nameBytes = Array(body[(nameLengthIndex + 1)..<nameEnd])
+                        // A leading byte below 0x20 selects a character table; names here are read as UTF-8.
+                        if let first = nameBytes.first, first < 0x20 { nameBytes.removeFirst() }
+                        result.append((serviceID, String(decoding: nameBytes, as: UTF8.self)))
+                    }
+                }
+                position = dataEnd
+            }
+            index = end
+        }
+        return result
+    }
+}

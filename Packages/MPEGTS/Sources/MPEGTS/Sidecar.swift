@@ -1,0 +1,166 @@
+import FileRange
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension TSIndex {
+    /// The sidecar path for a media file: the file's path with `.tsindex` appended.
+    public static func sidecarPath(for path: String) -> String { path + ".tsindex" }
+
+    /// The index as a small line-oriented text document (version 1).
+    public func serialized() -> [UInt8] {
+        func optional(_ value: (some CustomStringConvertible)?) -> String { value.map { "\($0)" } ?? "-" }
+        var lines = ["tsindex 1"]
+        lines.append("size \(fileSize)")
+        lines.append("mtime \(modificationSeconds) \(modificationNanoseconds)")
+        lines.append("bytes \(bytesIndexed) complete \(isComplete ? 1 : 0) packetSize \(packetSize)")
+        lines.append("first \(optional(firstPTS?.value)) duration \(optional(durationTicks))")
+        lines.append("keyframePID \(optional(keyframePID))")
+        for program in programs {
+            lines.append(
+                "program \(program.programNumber) \(program.pmtPID) \(program.pcrPID) "
+                    + program.streamPIDs.map { "\($0)" }.joined(separator: ","))
+        }
+        for stream in streams {
+            lines.append(
+                "stream \(stream.pid) \(stream.programNumber) \(stream.streamType.rawValue) \(stream.codec.name) "
+                    + "\(stream.codec.kind.rawValue) \(stream.pesCount) \(optional(stream.firstPTS?.value)) "
+                    + "\(optional(stream.lastPTS?.value)) \(optional(stream.durationTicks))")
+        }
+        for keyframe in keyframes { lines.append("k \(keyframe.offset) \(keyframe.pts.value) \(keyframe.ticks)") }
+        lines.append("end")
+        return Array((lines.joined(separator: "\n") + "\n").utf8)
+    }
+
+    /// Reads an index written by ``serialized()``.
+    public init(serialized bytes: [UInt8]) throws(TSFileError) {
+        var lineNumber = 0
+        func fail(_ detail: String) -> TSFileError {
+            TSFileError(.invalidSidecar, offset: nil, "line \(lineNumber): \(detail)")
+        }
+        var size: UInt64?
+        var seconds: Int64 = 0
+        var nanoseconds: Int64 = 0
+        var bytesIndexed: UInt64 = 0
+        var complete = false
+        var packetSize = 188
+        var first: Timestamp?
+        var duration: Int64?
+        var keyframePID: UInt16?
+        var programs: [Program] = []
+        var streams: [Stream] = []
+        var keyframes: [Keyframe] = []
+        var ended = false
+        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        for line in lines where !line.isEmpty {
+            lineNumber += 1
+            let fields = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+            func int<T: FixedWidthInteger>(_ index: Int, _: T.Type = T.self) throws(TSFileError) -> T {
+                guard index < fields.count, let value = T(fields[index]) else { throw fail("field \(index)") }
+                return value
+            }
+            func optionalInt<T: FixedWidthInteger>(_ index: Int, _: T.Type = T.self) throws(TSFileError) -> T? {
+                guard index < fields.count else { throw fail("field \(index)") }
+                if fields[index] == "-" { return nil }
+                return try int(index)
+            }
+            func timestamp(_ index: Int) throws(TSFileError) -> Timestamp? {
+                guard let value: UInt64 = try optionalInt(index) else { return nil }
+                guard let stamp = Timestamp(exactly: value) else { throw fail("PTS out of range") }
+                return stamp
+            }
+            guard let kind = fields.first else { continue }
+            if lineNumber == 1 {
+                guard fields == ["tsindex", "1"] else { throw fail("not a version 1 tsindex") }
+                continue
+            }
+            switch kind {
+            case "size": size = try int(1)
+            case "mtime":
+                seconds = try int(1)
+                nanoseconds = try int(2)
+            case "bytes":
+                bytesIndexed = try int(1)
+                complete = try int(3, Int.self) == 1
+                packetSize = try int(5)
+            case "first":
+                first = try timestamp(1)
+                duration = try optionalInt(3)
+            case "keyframePID": keyframePID = try optionalInt(1)
+            case "program":
+                let pids = fields.count > 4 ? fields[4].split(separator: ",").compactMap { UInt16($0) } : []
+                programs.append(
+                    Program(programNumber: try int(1), pmtPID: try int(2), pcrPID: try int(3), streamPIDs: pids))
+            case "stream":
+                guard fields.count >= 10 else { throw fail("stream line") }
+                let codecKind = Codec.Kind(rawValue: fields[5]) ?? .unknown
+                streams.append(
+                    Stream(
+                        pid: try int(1), programNumber: try int(2), streamType: StreamType(rawValue: try int(3)),
+                        codec: Codec(name: fields[4], kind: codecKind), pesCount: try int(6),
+                        firstPTS: try timestamp(7), lastPTS: try timestamp(8), durationTicks: try optionalInt(9)))
+            case "k":
+                guard let pts = try timestamp(2) else { throw fail("keyframe without PTS") }
+                keyframes.append(Keyframe(offset: try int(1), pts: pts, ticks: try int(3)))
+            case "end": ended = true
+            default: throw fail("unknown record \(kind)")
+            }
+        }
+        guard ended, let size else { throw TSFileError(.invalidSidecar, "incomplete sidecar") }
+        self.init(
+            fileSize: size, modificationSeconds: seconds, modificationNanoseconds: nanoseconds,
+            bytesIndexed: bytesIndexed, isComplete: complete, packetSize: packetSize, programs: programs,
+            streams: streams, firstPTS: first, durationTicks: duration, keyframePID: keyframePID, keyframes: keyframes)
+    }
+
+    /// Loads the sidecar of `path` when it exists and matches the file's current size and modification time.
+    public static func loadSidecar(for path: String) -> TSIndex? {
+        do {
+            let media = try FileStreamer(path: path)
+            defer { media.close() }
+            let sidecar = try FileStreamer(path: sidecarPath(for: path))
+            defer { sidecar.close() }
+            let sidecarSize = try sidecar.size()
+            guard sidecarSize < 256 << 20 else { return nil }
+            let index = try TSIndex(serialized: try sidecar.read(at: 0, length: Int(sidecarSize)))
+            let time = try media.modificationTime()
+            guard index.fileSize == (try media.size()), index.modificationSeconds == time.seconds,
+                index.modificationNanoseconds == time.nanoseconds
+            else { return nil }
+            return index
+        } catch {
+            return nil
+        }
+    }
+
+    /// Writes the sidecar next to `path` atomically (a temporary file renamed over it).
+    public func saveSidecar(for path: String) throws(TSFileError) {
+        let target = Self.sidecarPath(for: path)
+        let temporary = target + ".tmp\(getpid())"
+        let bytes = serialized()
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw TSFileError(.io, path: temporary, "open failed (errno \(errno))") }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { raw in
+                write(fd, raw.baseAddress.map { $0 + written }, raw.count - written)
+            }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                _ = close(fd)
+                _ = unlink(temporary)
+                throw TSFileError(.io, path: temporary, "write failed (errno \(errno))")
+            }
+            written += count
+        }
+        guard close(fd) == 0, rename(temporary, target) == 0 else {
+            _ = unlink(temporary)
+            throw TSFileError(.io, path: target, "close/rename failed (errno \(errno))")
+        }
+    }
+}

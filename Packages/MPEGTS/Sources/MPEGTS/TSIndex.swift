@@ -1,0 +1,334 @@
+public import FileRange
+
+/// An error while indexing or probing a file.
+public struct TSFileError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: Hashable, Sendable {
+            case io
+            case notTransportStream
+            case invalidSidecar
+        }
+        private let kind: Kind
+        private init(_ kind: Kind) { self.kind = kind }
+        /// The file could not be opened or read.
+        public static let io = Code(.io)
+        /// No MPEG-TS packets were found.
+        public static let notTransportStream = Code(.notTransportStream)
+        /// A sidecar index is malformed.
+        public static let invalidSidecar = Code(.invalidSidecar)
+        public var description: String {
+            switch kind {
+            case .io: "io"
+            case .notTransportStream: "notTransportStream"
+            case .invalidSidecar: "invalidSidecar"
+            }
+        }
+    }
+    public var code: Code
+    public var path: String?
+    public var offset: Int64?
+    public var detail: String
+
+    public init(_ code: Code, path: String? = nil, offset: Int64? = nil, _ detail: String) {
+        self.code = code
+        self.path = path
+        self.offset = offset
+        self.detail = detail
+    }
+
+    init(_ error: FileStreamerError) {
+        self.init(.io, path: error.path, offset: error.offset.flatMap { Int64(exactly: $0) }, error.description)
+    }
+
+    public var description: String {
+        var text = "\(code)"
+        if let path { text += " \(path)" }
+        if let offset { text += " at offset \(offset)" }
+        return text + ": " + detail
+    }
+}
+
+/// Reads a file sequentially in large chunks into one reused buffer.
+public enum TSFileReader {
+    /// Calls `body` with consecutive chunks of `file` from `offset` to the file's current end (or `length`
+    /// bytes). `body` returns false to stop early. Returns the number of bytes read.
+    @discardableResult
+    public static func read(
+        _ file: FileStreamer, from offset: UInt64 = 0, length: UInt64? = nil, bufferSize: Int = 4 << 20,
+        _ body: (UnsafeRawBufferPointer) -> Bool
+    ) throws(FileStreamerError) -> UInt64 {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bufferSize, 4096), alignment: 64)
+        defer { buffer.deallocate() }
+        var position = offset
+        var left = length ?? UInt64.max
+        while left > 0 {
+            let want = Int(min(UInt64(buffer.count), left))
+            let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<want]), at: position)
+            if count == 0 { break }
+            position += UInt64(count)
+            left -= UInt64(count)
+            if !body(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { break }
+            if count < want { break }
+        }
+        return position - offset
+    }
+}
+
+/// The index of a transport stream file: programs, streams with their PTS range, duration, bitrate and the
+/// keyframes of the main stream (byte offset of the packet that starts each keyframe's PES, and its PTS).
+///
+/// Local playback builds HLS byte-range playlists from it. It is a plain value: `Sendable`, comparable, and
+/// saved to / loaded from a small sidecar file keyed by the file's size and modification time.
+public struct TSIndex: Hashable, Sendable {
+    public struct Program: Hashable, Sendable {
+        public var programNumber: UInt16
+        public var pmtPID: UInt16
+        public var pcrPID: UInt16
+        public var streamPIDs: [UInt16]
+    }
+
+    public struct Stream: Hashable, Sendable {
+        public var pid: UInt16
+        public var programNumber: UInt16
+        public var streamType: StreamType
+        public var codec: Codec
+        public var pesCount: Int64
+        public var firstPTS: Timestamp?
+        public var lastPTS: Timestamp?
+        /// PTS span plus the last frame's step, in 90 kHz ticks.
+        public var durationTicks: Int64?
+    }
+
+    /// The file's size and modification time when it was indexed.
+    public var fileSize: UInt64
+    public var modificationSeconds: Int64
+    public var modificationNanoseconds: Int64
+    /// Bytes covered by this index (less than `fileSize` while a scan is in progress).
+    public var bytesIndexed: UInt64
+    /// Whether the scan reached the end of the file.
+    public var isComplete: Bool
+    public var packetSize: Int
+    public var programs: [Program]
+    public var streams: [Stream]
+    /// The earliest PTS of the audio/video streams; keyframe `ticks` count from it.
+    public var firstPTS: Timestamp?
+    public var durationTicks: Int64?
+    /// The stream the keyframe list is for (first video stream, else first audio stream).
+    public var keyframePID: UInt16?
+    public var keyframes: [Keyframe]
+
+    /// Duration in seconds.
+    public var duration: Double? { durationTicks.map { Timestamp.seconds(ticks: $0) } }
+
+    /// Average bits per second over the indexed bytes.
+    public var bitrate: Double? {
+        guard let duration, duration > 0 else { return nil }
+        return Double(bytesIndexed) * 8 / duration
+    }
+}
+
+/// Progress of a sequential indexing scan.
+public struct TSIndexProgress: Hashable, Sendable {
+    public var bytesIndexed: UInt64
+    public var fileSize: UInt64
+    public var keyframes: Int
+    public var durationTicks: Int64?
+    public var fraction: Double { fileSize == 0 ? 1 : min(1, Double(bytesIndexed) / Double(fileSize)) }
+}
+
+/// Builds a ``TSIndex`` by a sequential scan; can be resumed as a file grows, and gives a usable index at any
+/// point.
+public struct TSIndexer: Sendable {
+    public private(set) var demuxer: Demuxer
+    public private(set) var analyzer = TSAnalyzer(recordKeyframes: true, recordSCTE35: false)
+    public private(set) var bytesIndexed: UInt64 = 0
+    public private(set) var isFinished = false
+
+    public init(scanKeyframes: Bool = true) {
+        demuxer = Demuxer(options: DemuxOptions(scanKeyframes: scanKeyframes))
+    }
+
+    /// Feeds the next bytes of the file.
+    public mutating func consume(_ bytes: UnsafeRawBufferPointer) {
+        var analyzer = self.analyzer
+        demuxer.feed(bytes) { analyzer.consume($0) }
+        self.analyzer = analyzer
+        bytesIndexed += UInt64(bytes.count)
+    }
+
+    /// Marks the end of the file (open PES packets are counted).
+    public mutating func finish() {
+        var analyzer = self.analyzer
+        demuxer.finish { analyzer.consume($0) }
+        self.analyzer = analyzer
+        isFinished = true
+    }
+
+    /// Reads `file` from where the previous call stopped to its current end. Calls `progress` after each chunk;
+    /// returning false stops the scan (it can be resumed). With `finishAtEnd`, the index is completed at the end.
+    /// Returns whether the scan reached the end.
+    @discardableResult
+    public mutating func scan(
+        _ file: FileStreamer, bufferSize: Int = 4 << 20, finishAtEnd: Bool = true,
+        progress: (TSIndexProgress) -> Bool = { _ in true }
+    ) throws(FileStreamerError) -> Bool {
+        let size = try file.size()
+        var stopped = false
+        var copy = self
+        try TSFileReader.read(file, from: bytesIndexed, length: size - min(size, bytesIndexed), bufferSize: bufferSize)
+        {
+            chunk in
+            copy.consume(chunk)
+            let report = TSIndexProgress(
+                bytesIndexed: copy.bytesIndexed, fileSize: size, keyframes: copy.analyzer.keyframes.count,
+                durationTicks: copy.analyzer.durationTicks)
+            if !progress(report) { stopped = true }
+            return !stopped
+        }
+        self = copy
+        if !stopped && finishAtEnd { finish() }
+        return !stopped
+    }
+
+    /// The index of what was read so far.
+    public func index(fileSize: UInt64, modificationTime: (seconds: Int64, nanoseconds: Int64)) -> TSIndex {
+        let analyzer = self.analyzer
+        let programs = analyzer.programs.keys.sorted().compactMap { number -> TSIndex.Program? in
+            guard let table = analyzer.programs[number] else { return nil }
+            return TSIndex.Program(
+                programNumber: number, pmtPID: analyzer.pmtPIDs[number] ?? 0, pcrPID: table.pcrPID,
+                streamPIDs: table.streams.map(\.pid))
+        }
+        let streams = analyzer.orderedStreams.map { summary in
+            TSIndex.Stream(
+                pid: summary.pid, programNumber: summary.programNumber, streamType: summary.streamType,
+                codec: summary.codec, pesCount: summary.pesCount, firstPTS: summary.firstPTS,
+                lastPTS: summary.lastPTS, durationTicks: summary.durationTicks)
+        }
+        return TSIndex(
+            fileSize: fileSize, modificationSeconds: modificationTime.seconds,
+            modificationNanoseconds: modificationTime.nanoseconds, bytesIndexed: bytesIndexed,
+            isComplete: isFinished, packetSize: demuxer.packetSize?.length ?? 188, programs: programs,
+            streams: streams, firstPTS: analyzer.firstPTS, durationTicks: analyzer.durationTicks,
+            keyframePID: analyzer.keyframePID, keyframes: analyzer.keyframesFromStart)
+    }
+}
+
+extension TSIndex {
+    /// Indexes a whole file by a sequential scan.
+    public static func build(
+        path: String, bufferSize: Int = 4 << 20, progress: (TSIndexProgress) -> Bool = { _ in true }
+    ) throws(TSFileError) -> TSIndex {
+        do {
+            let file = try FileStreamer(path: path)
+            defer { file.close() }
+            var indexer = TSIndexer()
+            try indexer.scan(file, bufferSize: bufferSize, progress: progress)
+            guard indexer.demuxer.statistics.packets > 0 else {
+                throw TSFileError(.notTransportStream, path: path, offset: 0, "no MPEG-TS packets found")
+            }
+            return indexer.index(fileSize: try file.size(), modificationTime: try file.modificationTime())
+        } catch let error as FileStreamerError {
+            throw TSFileError(error)
+        } catch let error as TSFileError {
+            throw error
+        } catch {
+            throw TSFileError(.io, path: path, "\(error)")
+        }
+    }
+}
+
+/// What a quick look at both ends of a file gives: programs, streams, first and last PTS and the duration.
+public struct TSProbe: Hashable, Sendable {
+    public var fileSize: UInt64
+    public var packetSize: Int
+    public var programs: [ProgramMapTable]
+    public var firstPTS: Timestamp?
+    public var lastPTS: Timestamp?
+    /// From the earliest PTS near the start to the latest PTS near the end plus one frame step, in 90 kHz ticks.
+    public var durationTicks: Int64?
+    /// Bytes read (head plus tail).
+    public var bytesRead: UInt64
+
+    public var duration: Double? { durationTicks.map { Timestamp.seconds(ticks: $0) } }
+
+    /// Reads at most `headBytes` at the start and `tailBytes` at the end of the file.
+    public static func probe(path: String, headBytes: Int = 1 << 20, tailBytes: Int = 1 << 20) throws(TSFileError)
+        -> TSProbe
+    {
+        do {
+            let file = try FileStreamer(path: path)
+            defer { file.close() }
+            return try probe(file, headBytes: headBytes, tailBytes: tailBytes)
+        } catch let error as FileStreamerError {
+            throw TSFileError(error)
+        } catch let error as TSFileError {
+            throw error
+        } catch {
+            throw TSFileError(.io, path: path, "\(error)")
+        }
+    }
+
+    /// Probes an open file.
+    public static func probe(_ file: FileStreamer, headBytes: Int = 1 << 20, tailBytes: Int = 1 << 20) throws
+        -> TSProbe
+    {
+        let size = try file.size()
+        let head = try file.read(at: 0, length: Int(min(UInt64(headBytes), size)))
+        var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
+        var analyzer = TSAnalyzer(recordKeyframes: false, recordSCTE35: false)
+        demuxer.feed(head) { analyzer.consume($0) }
+        var bytesRead = UInt64(head.count)
+        let tailStart = size - min(size, UInt64(tailBytes))
+        if tailStart > UInt64(head.count), let pat = demuxer.programAssociation, let reference = analyzer.reference {
+            let tail = try file.read(at: tailStart, length: Int(size - tailStart))
+            bytesRead += UInt64(tail.count)
+            var tailDemuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
+            tailDemuxer.prime(programAssociation: pat, programMaps: Array(demuxer.programMaps.values))
+            var latest: [UInt16: Timestamp] = [:]
+            var headEnd: Int64?
+            tailDemuxer.feed(tail) { event in
+                if case .pes(let info) = event, let pts = info.pts {
+                    latest[info.pid] = Self.later(latest[info.pid], pts)
+                }
+            }
+            tailDemuxer.finish { _ in }
+            for stream in analyzer.orderedStreams where stream.codec.kind == .audio || stream.codec.kind == .video {
+                guard let last = latest[stream.pid] else { continue }
+                var ticks = reference.distance(to: last)
+                if ticks < 0 { ticks += Int64(Timestamp.modulus) }  // the file is longer than half the PTS circle
+                let end = ticks + (stream.lastStepTicks ?? 0)
+                headEnd = max(headEnd ?? end, end)
+            }
+            let starts = analyzer.orderedStreams.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
+                .compactMap(\.startTicks)
+            let lastPTS = latest.values.reduce(nil as Timestamp?) { Self.later($0, $1) }
+            return TSProbe(
+                fileSize: size, packetSize: demuxer.packetSize?.length ?? 188,
+                programs: demuxer.programMaps.keys.sorted().compactMap { demuxer.programMaps[$0] },
+                firstPTS: analyzer.firstPTS, lastPTS: lastPTS,
+                durationTicks: headEnd.flatMap { end in starts.min().map { end - $0 } }, bytesRead: bytesRead)
+        }
+        // Small file (or no tables in the head): the head read is the whole story.
+        if UInt64(head.count) < size {
+            let rest = try file.read(
+                at: UInt64(head.count), length: Int(min(size - UInt64(head.count), UInt64(tailBytes))))
+            bytesRead += UInt64(rest.count)
+            demuxer.feed(rest) { analyzer.consume($0) }
+        }
+        demuxer.finish { analyzer.consume($0) }
+        guard demuxer.statistics.packets > 0 else {
+            throw TSFileError(.notTransportStream, path: file.path, offset: 0, "no MPEG-TS packets found")
+        }
+        let lastPTS = analyzer.orderedStreams.compactMap(\.lastPTS).reduce(nil as Timestamp?) { Self.later($0, $1) }
+        return TSProbe(
+            fileSize: size, packetSize: demuxer.packetSize?.length ?? 188,
+            programs: demuxer.programMaps.keys.sorted().compactMap { demuxer.programMaps[$0] },
+            firstPTS: analyzer.firstPTS, lastPTS: lastPTS, durationTicks: analyzer.durationTicks, bytesRead: bytesRead)
+    }
+
+    private static func later(_ a: Timestamp?, _ b: Timestamp) -> Timestamp {
+        guard let a else { return b }
+        return a.distance(to: b) > 0 ? b : a
+    }
+}

@@ -1,0 +1,272 @@
+// The summary report of tsinspect, as text and as JSON.
+import MPEGTS
+
+struct Report {
+    let path: String
+    let fileSize: UInt64
+    let demuxer: Demuxer
+    let analyzer: TSAnalyzer
+
+    var durationSeconds: Double? { analyzer.durationTicks.map { Timestamp.seconds(ticks: $0) } }
+
+    var bitrate: Int64? {
+        guard let durationSeconds, durationSeconds > 0 else { return nil }
+        return Int64((Double(fileSize) * 8 / durationSeconds).rounded())
+    }
+
+    var tableNames: [String] {
+        analyzer.tables.keys.sorted().map(Self.tableName)
+    }
+
+    static func tableName(_ id: UInt8) -> String {
+        switch id {
+        case 0x00: "PAT"
+        case 0x01: "CAT"
+        case 0x02: "PMT"
+        case 0x40, 0x41: "NIT"
+        case 0x42, 0x46: "SDT"
+        case 0x4E...0x6F: "EIT"
+        case 0x70: "TDT"
+        case 0x73: "TOT"
+        case 0xFC: "SCTE-35"
+        default: "table " + hexByte(id)
+        }
+    }
+
+    /// What a PID carries, for PIDs that are not elementary streams.
+    func role(of pid: UInt16) -> String {
+        if pid == 0 { return "PAT" }
+        if pid == 0x11 { return "SDT" }
+        if pid == 0x1FFF { return "null" }
+        if analyzer.pmtPIDs.values.contains(pid) { return "PMT" }
+        return "unknown"
+    }
+
+    var errorCounts: [(String, Int64)] {
+        let stats = demuxer.statistics
+        return [
+            ("syncLosses", Int64(stats.syncLosses)), ("skippedBytes", stats.skippedBytes),
+            ("truncatedBytes", Int64(stats.truncatedBytes)), ("continuityErrors", Int64(stats.continuityErrors)),
+            ("crcErrors", Int64(stats.crcErrors)), ("pesErrors", Int64(stats.pesErrors)),
+            ("transportErrors", Int64(stats.transportErrors)),
+            ("adaptationFieldErrors", Int64(stats.adaptationFieldErrors)),
+        ]
+    }
+
+    func share(_ packets: Int64) -> Double {
+        demuxer.statistics.packets == 0 ? 0 : Double(packets) / Double(demuxer.statistics.packets)
+    }
+
+    // MARK: Text
+
+    var text: String {
+        let stats = demuxer.statistics
+        var lines: [String] = []
+        func row(_ label: String, _ value: String) { lines.append(label.padding(15) + value) }
+        row("File:", path)
+        row("Size:", "\(fileSize) bytes")
+        row("Packet size:", "\(demuxer.packetSize?.length ?? 188) bytes")
+        row("Packets:", "\(stats.packets)")
+        row("Duration:", durationSeconds.map { formatSeconds($0) + " s" } ?? "unknown")
+        row("Bitrate:", bitrate.map { formatSeconds(Double($0) / 1_000_000) + " Mbit/s" } ?? "unknown")
+        row("Tables:", tableNames.isEmpty ? "none" : tableNames.joined(separator: ", "))
+        for number in analyzer.programs.keys.sorted() {
+            guard let program = analyzer.programs[number] else { continue }
+            lines.append("")
+            var title = "Program \(number)"
+            if let name = analyzer.serviceNames[number] { title += " \"\(name)\"" }
+            let pmtPID = analyzer.pmtPIDs[number].map(hexPID) ?? "?"
+            lines.append(title + " (PMT PID \(pmtPID), PCR PID \(hexPID(program.pcrPID)))")
+            lines.append(
+                "  " + "PID".padding(8) + "Type".padding(24) + "Codec".padding(11) + "Packets".padding(18)
+                    + "First PTS".padding(24) + "Last PTS".padding(24) + "CC errors")
+            for stream in program.streams {
+                let pidStats = demuxer.statistics(pid: stream.pid)
+                let summary = analyzer.streams[stream.pid]
+                let type = hexByte(stream.streamType.rawValue) + " " + stream.streamType.name
+                let packets = "\(pidStats.packets) (" + formatPercent(share(pidStats.packets)) + ")"
+                var codec = stream.codec.name
+                let languages = stream.languages.filter { !$0.isEmpty }
+                if !languages.isEmpty { codec += " [" + languages.joined(separator: ",") + "]" }
+                lines.append(
+                    "  " + hexPID(stream.pid).padding(8) + type.padding(24) + codec.padding(11) + packets.padding(18)
+                        + formatPTS(summary?.firstPTS).padding(24) + formatPTS(summary?.lastPTS).padding(24)
+                        + "\(pidStats.continuityErrors)")
+            }
+        }
+        let streamPIDs = Set(analyzer.streams.keys)
+        let others = demuxer.pidStatistics.filter { !streamPIDs.contains($0.pid) }
+        if !others.isEmpty {
+            lines.append("")
+            lines.append("Other PIDs")
+            for pid in others {
+                lines.append(
+                    "  " + hexPID(pid.pid).padding(8) + role(of: pid.pid).padding(24)
+                        + "\(pid.packets) (\(formatPercent(share(pid.packets))))".padding(18)
+                        + "CC errors \(pid.continuityErrors)")
+            }
+        }
+        lines.append("")
+        if analyzer.scte35.isEmpty {
+            lines.append("SCTE-35 cues:  none")
+        } else {
+            lines.append("SCTE-35 cues:  \(analyzer.scte35.count)")
+            for record in analyzer.scte35 { lines.append("  " + describeSCTE35(record)) }
+        }
+        lines.append(
+            "Sync losses:   \(stats.syncLosses) (\(stats.skippedBytes) bytes skipped, "
+                + "\(stats.truncatedBytes) bytes in a truncated last packet)")
+        lines.append(
+            "Errors:        continuity \(stats.continuityErrors), CRC \(stats.crcErrors), PES \(stats.pesErrors), "
+                + "transport \(stats.transportErrors)")
+        for sample in stats.firstContinuityErrors.prefix(8) {
+            lines.append("  continuity error on PID \(hexPID(sample.pid)) at offset \(sample.offset)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    // MARK: JSON
+
+    var json: JSON {
+        let stats = demuxer.statistics
+        let programs: [JSON] = analyzer.programs.keys.sorted().compactMap { number in
+            guard let program = analyzer.programs[number] else { return nil }
+            var members: [(String, JSON)] = [
+                ("programNumber", .int(number)), ("pmtPid", .optional(analyzer.pmtPIDs[number])),
+                ("pcrPid", .int(program.pcrPID)),
+            ]
+            members.append(("serviceName", analyzer.serviceNames[number].map { .string($0) } ?? .null))
+            members.append(("streams", .array(program.streams.map { .int($0.pid) })))
+            return .object(members)
+        }
+        let streams: [JSON] = analyzer.orderedStreams.map { summary in
+            let pidStats = demuxer.statistics(pid: summary.pid)
+            return .object([
+                ("pid", .int(summary.pid)), ("programNumber", .int(summary.programNumber)),
+                ("streamType", .int(summary.streamType.rawValue)), ("streamTypeName", .string(summary.streamType.name)),
+                ("codec", .string(summary.codec.name)), ("kind", .string(summary.codec.kind.rawValue)),
+                ("languages", .array(summary.languages.map { .string($0) })),
+                ("packets", .int(pidStats.packets)), ("share", .double(share(pidStats.packets))),
+                ("pesCount", .int(summary.pesCount)),
+                ("firstPts", .optional(summary.firstPTS?.value)), ("lastPts", .optional(summary.lastPTS?.value)),
+                ("durationSeconds", summary.durationTicks.map { .double(Timestamp.seconds(ticks: $0)) } ?? .null),
+                ("continuityErrors", .int(pidStats.continuityErrors)),
+            ])
+        }
+        let pids: [JSON] = demuxer.pidStatistics.map { pid in
+            let isStream = analyzer.streams[pid.pid] != nil
+            return .object([
+                ("pid", .int(pid.pid)), ("role", .string(isStream ? "stream" : role(of: pid.pid))),
+                ("packets", .int(pid.packets)), ("share", .double(share(pid.packets))),
+                ("continuityErrors", .int(pid.continuityErrors)),
+            ])
+        }
+        return .object([
+            ("schemaVersion", .int(schemaVersion)),
+            ("file", .object([("path", .string(path)), ("size", .int(fileSize))])),
+            ("packetSize", .int(demuxer.packetSize?.length ?? 188)),
+            ("packetCount", .int(stats.packets)),
+            ("durationSeconds", durationSeconds.map { .double($0) } ?? .null),
+            ("durationTicks", .optional(analyzer.durationTicks)),
+            ("bitrate", .optional(bitrate)),
+            ("tables", .array(tableNames.map { .string($0) })),
+            ("programs", .array(programs)),
+            ("streams", .array(streams)),
+            ("pids", .array(pids)),
+            ("scte35", .array(analyzer.scte35.map(scte35JSON))),
+            ("errors", .object(errorCounts.map { ($0.0, .int($0.1)) })),
+            (
+                "firstContinuityErrors",
+                .array(
+                    stats.firstContinuityErrors.map { .object([("pid", .int($0.pid)), ("offset", .int($0.offset))]) })
+            ),
+        ])
+    }
+}
+
+func formatPTS(_ pts: Timestamp?) -> String {
+    guard let pts else { return "-" }
+    return "\(pts.value) (\(formatSeconds(pts.seconds)) s)"
+}
+
+func formatPercent(_ fraction: Double) -> String {
+    let tenths = Int64((fraction * 1000).rounded())
+    return "\(tenths / 10).\(tenths % 10)%"
+}
+
+extension String {
+    func padding(_ width: Int) -> String {
+        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+    }
+}
+
+/// One --pts line.
+func writePTSLine(_ info: PESInfo, json: Bool, into out: inout OutputBuffer) {
+    if json {
+        out.append("{\"pid\":")
+        out.append(decimal: info.pid)
+        out.append(",\"pts\":")
+        if let pts = info.pts { out.append(decimal: pts.value) } else { out.append("null") }
+        out.append(",\"dts\":")
+        if let dts = info.dts { out.append(decimal: dts.value) } else { out.append("null") }
+        out.append(info.isKeyframe ? ",\"keyframe\":true,\"offset\":" : ",\"keyframe\":false,\"offset\":")
+        out.append(decimal: info.offset)
+        out.append("}\n")
+    } else {
+        out.append("pid=")
+        out.append(decimal: info.pid)
+        out.append(" pts=")
+        if let pts = info.pts { out.append(decimal: pts.value) } else { out.append("-") }
+        out.append(" dts=")
+        if let dts = info.dts { out.append(decimal: dts.value) } else { out.append("-") }
+        out.append(info.isKeyframe ? " keyframe=1 offset=" : " keyframe=0 offset=")
+        out.append(decimal: info.offset)
+        out.append(byte: UInt8(ascii: "\n"))
+    }
+}
+
+func writeKeyframes(_ analyzer: TSAnalyzer, json: Bool, into out: inout OutputBuffer) {
+    if json {
+        let document = JSON.object([
+            ("schemaVersion", .int(schemaVersion)),
+            ("keyframePid", .optional(analyzer.keyframePID)),
+            (
+                "keyframes",
+                .array(
+                    analyzer.keyframesFromStart.map {
+                        .object([
+                            ("offset", .int($0.offset)), ("pts", .int($0.pts.value)),
+                            ("seconds", .double(Timestamp.seconds(ticks: $0.ticks))),
+                        ])
+                    })
+            ),
+        ])
+        out.append(document.render() + "\n")
+        return
+    }
+    for keyframe in analyzer.keyframesFromStart {
+        out.append(
+            "offset=\(keyframe.offset) pts=\(keyframe.pts.value) seconds=\(formatSeconds(Timestamp.seconds(ticks: keyframe.ticks)))\n"
+        )
+    }
+}
+
+func printProbe(_ probe: TSProbe, path: String, json: Bool) {
+    if json {
+        let document = JSON.object([
+            ("schemaVersion", .int(schemaVersion)),
+            ("file", .object([("path", .string(path)), ("size", .int(probe.fileSize))])),
+            ("packetSize", .int(probe.packetSize)),
+            ("firstPts", .optional(probe.firstPTS?.value)), ("lastPts", .optional(probe.lastPTS?.value)),
+            ("durationSeconds", probe.duration.map { .double($0) } ?? .null),
+            ("bytesRead", .int(probe.bytesRead)),
+        ])
+        writeString(document.render() + "\n", to: 1)
+    } else {
+        writeString(
+            "File:          \(path)\nSize:          \(probe.fileSize) bytes\n"
+                + "Duration:      \(probe.duration.map { formatSeconds($0) + " s" } ?? "unknown")\n"
+                + "First PTS:     \(formatPTS(probe.firstPTS))\nLast PTS:      \(formatPTS(probe.lastPTS))\n"
+                + "Bytes read:    \(probe.bytesRead)\n", to: 1)
+    }
+}

@@ -1,0 +1,183 @@
+// tsinspect: shows what is inside an MPEG-TS file: programs, streams, timing, errors, keyframes, SCTE-35 cues.
+import FileRange
+import MPEGTS
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+let toolVersion = "1.0.0"
+let schemaVersion = 1
+
+let usage = "USAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe] <file>"
+
+let help = """
+    OVERVIEW: Show what is inside an MPEG-TS file (188-, 192- or 204-byte packets).
+
+    Prints a summary: file size, packet size and count, duration, bitrate, programs, and per PID the stream
+    type, codec, packet count and share, first and last PTS, continuity errors; the PSI tables seen, SCTE-35
+    cues and sync losses. Exit status: 0 clean, 1 stream errors found (sync loss, continuity, CRC, PES or
+    truncation), 2 unreadable input or not MPEG-TS, 64 bad usage.
+
+    \(usage)
+
+    ARGUMENTS:
+      <file>                  An MPEG-TS file, or - for standard input.
+
+    OPTIONS:
+      --json                  Print JSON: one document (schema in Documentation/tsinspect.md), or with --pts
+                              one JSON object per line.
+      --pts                   Print one line per PES packet: PID, PTS, DTS, keyframe flag, byte offset.
+      --keyframes             Print the keyframes of the main stream: byte offset, PTS, seconds.
+      --scte35                Print every SCTE-35 splice command.
+      --probe                 Read only the head and tail of the file and print the duration.
+      --version               Show the version.
+      -h, --help              Show help information.
+
+    """
+
+enum Mode {
+    case summary
+    case pts
+    case keyframes
+    case scte35
+    case probe
+}
+
+struct Options {
+    var input: String?
+    var json = false
+    var mode = Mode.summary
+}
+
+func usageError(_ message: String) -> Never {
+    writeString("Error: \(message)\n\(usage)\n  See 'tsinspect --help' for more information.\n", to: 2)
+    exit(64)
+}
+
+func failure(_ message: String) -> Never {
+    writeString("Error: \(message)\n", to: 2)
+    exit(2)
+}
+
+func parseArguments(_ arguments: [String]) -> Options {
+    var options = Options()
+    var modeFlag: String?
+    func setMode(_ mode: Mode, _ flag: String) {
+        if let modeFlag, modeFlag != flag { usageError("'\(flag)' cannot be combined with '\(modeFlag)'") }
+        modeFlag = flag
+        options.mode = mode
+    }
+    var onlyInputs = false
+    for argument in arguments {
+        if onlyInputs || argument == "-" || !argument.hasPrefix("-") {
+            if let input = options.input { usageError("unexpected argument '\(argument)' after '\(input)'") }
+            options.input = argument
+            continue
+        }
+        switch argument {
+        case "--": onlyInputs = true
+        case "-h", "--help":
+            writeString(help, to: 1)
+            exit(0)
+        case "--version":
+            writeString(toolVersion + "\n", to: 1)
+            exit(0)
+        case "--json": options.json = true
+        case "--pts": setMode(.pts, argument)
+        case "--keyframes": setMode(.keyframes, argument)
+        case "--scte35": setMode(.scte35, argument)
+        case "--probe": setMode(.probe, argument)
+        default: usageError("unknown option '\(argument)'")
+        }
+    }
+    if options.input == nil { usageError("missing expected argument '<file>'") }
+    return options
+}
+
+let options = parseArguments(Array(CommandLine.arguments.dropFirst()))
+let inputPath = options.input ?? "-"
+
+if options.mode == .probe {
+    guard inputPath != "-" else { usageError("'--probe' needs a file, not standard input") }
+    do {
+        let probe = try TSProbe.probe(path: inputPath)
+        printProbe(probe, path: inputPath, json: options.json)
+        exit(0)
+    } catch {
+        if error.code == .notTransportStream {
+            failure("\(inputPath) is not an MPEG-TS stream: no sync byte pattern found (gave up at offset 0)")
+        }
+        failure("cannot read \(inputPath): \(error.detail)")
+    }
+}
+
+func inspect(_ options: Options, inputPath: String) -> Never {
+    var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: options.mode != .summary))
+    var analyzer = TSAnalyzer(recordKeyframes: options.mode == .keyframes, recordSCTE35: true)
+    var out = OutputBuffer(fd: 1)
+    let printPTS = options.mode == .pts
+    let jsonLines = options.json
+
+    func handle(_ event: DemuxEvent) {
+        analyzer.consume(event)
+        if printPTS, case .pes(let info) = event { writePTSLine(info, json: jsonLines, into: &out) }
+    }
+
+    var fileSize: UInt64 = 0
+    if inputPath == "-" {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 64)
+        while true {
+            let count = read(0, buffer.baseAddress, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { failure("cannot read standard input: \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            fileSize += UInt64(count)
+            demuxer.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { handle($0) }
+            if printPTS { out.flushIfLarge() }
+        }
+        buffer.deallocate()
+    } else {
+        do {
+            let file = try FileStreamer(path: inputPath)
+            fileSize = try file.size()
+            try TSFileReader.read(file) { chunk in
+                demuxer.feed(chunk) { handle($0) }
+                if printPTS { out.flushIfLarge() }
+                return true
+            }
+            file.close()
+        } catch {
+            let reason = error.errno.map { "\($0)" } ?? "\(error.code)"
+            failure("cannot read \(inputPath): \(reason)")
+        }
+    }
+    demuxer.finish { handle($0) }
+
+    if demuxer.statistics.packets == 0 {
+        out.flush()
+        failure(
+            "\(inputPath) is not an MPEG-TS stream: no sync byte pattern found in \(demuxer.statistics.bytes) bytes "
+                + "(gave up at offset \(demuxer.statistics.bytes))")
+    }
+
+    switch options.mode {
+    case .summary:
+        let report = Report(path: inputPath, fileSize: fileSize, demuxer: demuxer, analyzer: analyzer)
+        out.append(options.json ? report.json.render() + "\n" : report.text)
+    case .pts:
+        break
+    case .keyframes:
+        writeKeyframes(analyzer, json: options.json, into: &out)
+    case .scte35:
+        writeSCTE35(analyzer, json: options.json, into: &out)
+    case .probe:
+        break
+    }
+    out.flush()
+    exit(demuxer.statistics.hasErrors ? 1 : 0)
+}
+
+inspect(options, inputPath: inputPath)
