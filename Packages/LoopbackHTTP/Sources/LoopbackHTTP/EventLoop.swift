@@ -223,7 +223,7 @@ final class EventLoopRunner {
         let fd = Int(event.token)
         guard fd < connections.count, let connection = connections[fd] else { return }
         if event.writable, !connection.output.isEmpty { flush(connection) }
-        if event.readable, !connection.closed { readAvailable(connection) }
+        if event.readable, !connection.closed { readAvailable(connection, untilEnd: event.hangup) }
     }
 
     // MARK: Accepting
@@ -300,7 +300,10 @@ final class EventLoopRunner {
 
     // MARK: Reading and parsing
 
-    private func readAvailable(_ connection: Connection) {
+    /// Reads what the socket holds. A read shorter than the buffer drained the socket, so the next arrival raises
+    /// a new edge and the loop stops there, unless the peer already closed: then it reads on to the end of file,
+    /// which raises no further edge.
+    private func readAvailable(_ connection: Connection, untilEnd: Bool = false) {
         while !connection.closed {
             if connection.input.count - connection.inputStart >= Self.maxBufferedInput {
                 connection.readPaused = true  // enough pipelined bytes: resume after the current response
@@ -332,8 +335,7 @@ final class EventLoopRunner {
                 connection.input.append(
                     contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]).bindMemory(to: UInt8.self))
                 execute(connection.machine.bytesReceived(now: monotonicNow()), connection)
-                // A short read drained the socket: the next arrival raises a new edge.
-                if count < Self.scratchSize { return }
+                if count < Self.scratchSize, !untilEnd { return }
             }
         }
     }
@@ -661,7 +663,7 @@ final class EventLoopRunner {
         } else {
             execute(action, connection)
             if connection.readPaused, !connection.closed, connection.machine.state != .responding {
-                readAvailable(connection)
+                readAvailable(connection, untilEnd: true)
             }
         }
     }

@@ -17,6 +17,7 @@ struct PollEvent {
     var token: UInt64
     var readable: Bool
     var writable: Bool
+    /// The peer closed (at least its sending side), or the socket failed: read until end of file.
     var hangup: Bool
 }
 
@@ -107,7 +108,7 @@ final class Poller {
             let readable =
                 EpollConstants.input | EpollConstants.readHangup | EpollConstants.hangup | EpollConstants.error
             let writable = EpollConstants.output | EpollConstants.error
-            let hangup = EpollConstants.hangup | EpollConstants.error
+            let hangup = EpollConstants.hangup | EpollConstants.error | EpollConstants.readHangup
             for i in 0..<Int(count) {
                 let (flags, token) = EpollEventLayout.load(buffer + i * EpollEventLayout.stride)
                 body(

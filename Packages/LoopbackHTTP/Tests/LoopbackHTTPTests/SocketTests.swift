@@ -109,6 +109,23 @@ struct SocketTests {
         }
     }
 
+    /// A request and the client's FIN in one segment: the edge-triggered loop must still see the end of file.
+    @Test func requestWithHalfCloseIsAnsweredAndClosed() async throws {
+        try await withServer(app) { port, server in
+            for target in ["/bytes", "/async/x"] {
+                let client = try RawClient(port: port)
+                client.send(request(target))
+                shutdown(client.fd, Int32(SHUT_WR))
+                let started = ContinuousClock.now
+                #expect(client.readResponse()?.status == 200)
+                #expect(client.isClosedByPeer())
+                #expect(ContinuousClock.now - started < .seconds(2))
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(server.openConnections == 0)
+        }
+    }
+
     @Test func http10() async throws {
         try await withServer(app) { port, _ in
             let client = try RawClient(port: port)
