@@ -82,7 +82,7 @@ struct Report {
                     + "First PTS".padding(24) + "Last PTS".padding(24) + "CC errors")
             for stream in program.streams {
                 let pidStats = demuxer.statistics(pid: stream.pid)
-                let summary = analyzer.streams[stream.pid]
+                let summary = analyzer.stream(pid: stream.pid)
                 let type = hexByte(stream.streamType.rawValue) + " " + stream.streamType.name
                 let packets = "\(pidStats.packets) (" + formatPercent(share(pidStats.packets)) + ")"
                 var codec = stream.codec.name
@@ -154,7 +154,7 @@ struct Report {
             ])
         }
         let pids: [JSON] = demuxer.pidStatistics.map { pid in
-            let isStream = analyzer.streams[pid.pid] != nil
+            let isStream = analyzer.stream(pid: pid.pid) != nil
             return .object([
                 ("pid", .int(pid.pid)), ("role", .string(isStream ? "stream" : role(of: pid.pid))),
                 ("packets", .int(pid.packets)), ("share", .double(share(pid.packets))),

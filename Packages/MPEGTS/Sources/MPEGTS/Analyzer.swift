@@ -71,10 +71,21 @@ public struct TSAnalyzer: Sendable {
     /// The PMT PID of each program.
     public private(set) var pmtPIDs: [UInt16: UInt16] = [:]
     public private(set) var programAssociation: ProgramAssociationTable?
+    /// Streams in the order they were first listed.
+    public private(set) var orderedStreams: [StreamSummary] = []
+    /// Index into `orderedStreams` by PID, -1 for none.
+    private var indexByPID: [Int32] = Array(repeating: -1, count: 8192)
+
     /// Streams by PID.
-    public private(set) var streams: [UInt16: StreamSummary] = [:]
-    /// PIDs in the order their streams were first listed.
-    public private(set) var streamOrder: [UInt16] = []
+    public var streams: [UInt16: StreamSummary] {
+        Dictionary(orderedStreams.map { ($0.pid, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The summary of one PID's stream.
+    public func stream(pid: UInt16) -> StreamSummary? {
+        let index = Int(indexByPID[Int(pid & 0x1FFF)])
+        return index >= 0 ? orderedStreams[index] : nil
+    }
     /// The first PTS seen in the input, the zero of every `ticks` value.
     public private(set) var reference: Timestamp?
     public private(set) var keyframePID: UInt16?
@@ -93,14 +104,11 @@ public struct TSAnalyzer: Sendable {
         self.recordSCTE35 = recordSCTE35
     }
 
-    /// Streams in listing order.
-    public var orderedStreams: [StreamSummary] { streamOrder.compactMap { streams[$0] } }
-
     /// The span from the earliest PTS to the latest PTS plus that stream's last step, over audio and video
     /// streams (all streams when there is neither).
     public var durationTicks: Int64? {
-        let timed = streams.values.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
-        let candidates = timed.isEmpty ? Array(streams.values) : timed
+        let timed = orderedStreams.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
+        let candidates = timed.isEmpty ? orderedStreams : timed
         let starts = candidates.compactMap(\.startTicks)
         let ends = candidates.compactMap { stream in stream.endTicks.map { $0 + (stream.lastStepTicks ?? 0) } }
         guard let start = starts.min(), let end = ends.max() else { return nil }
@@ -116,8 +124,8 @@ public struct TSAnalyzer: Sendable {
     /// Ticks from ``reference`` to the earliest PTS of the audio and video streams (all streams when there is
     /// neither).
     public var startTicks: Int64? {
-        let timed = streams.values.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
-        return (timed.isEmpty ? Array(streams.values) : timed).compactMap(\.startTicks).min()
+        let timed = orderedStreams.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
+        return (timed.isEmpty ? orderedStreams : timed).compactMap(\.startTicks).min()
     }
 
     /// The keyframes with `ticks` counted from ``firstPTS`` (the presentation start).
@@ -138,14 +146,15 @@ public struct TSAnalyzer: Sendable {
             programs[table.programNumber] = table
             pmtPIDs[table.programNumber] = pid
             for stream in table.streams {
-                if streams[stream.pid] == nil {
-                    streams[stream.pid] = StreamSummary(
-                        pid: stream.pid, programNumber: table.programNumber, stream: stream)
-                    streamOrder.append(stream.pid)
+                let index = Int(indexByPID[Int(stream.pid & 0x1FFF)])
+                if index < 0 {
+                    indexByPID[Int(stream.pid & 0x1FFF)] = Int32(orderedStreams.count)
+                    orderedStreams.append(
+                        StreamSummary(pid: stream.pid, programNumber: table.programNumber, stream: stream))
                 } else {
-                    streams[stream.pid]?.streamType = stream.streamType
-                    streams[stream.pid]?.codec = stream.codec
-                    streams[stream.pid]?.languages = stream.languages
+                    orderedStreams[index].streamType = stream.streamType
+                    orderedStreams[index].codec = stream.codec
+                    orderedStreams[index].languages = stream.languages
                 }
             }
             if keyframePID == nil && recordKeyframes {
@@ -166,7 +175,8 @@ public struct TSAnalyzer: Sendable {
             errorCount += 1
             if errors.count < 64 { errors.append(error) }
         case .streamIdentified(let codec, let pid):
-            streams[pid]?.codec = codec
+            let index = Int(indexByPID[Int(pid & 0x1FFF)])
+            if index >= 0 { orderedStreams[index].codec = codec }
             if keyframePID == nil && recordKeyframes && codec.kind == .audio { keyframePID = pid }
         case .synchronized, .pesPacket, .pcr:
             break
@@ -174,39 +184,43 @@ public struct TSAnalyzer: Sendable {
     }
 
     private mutating func pes(_ info: PESInfo) {
-        guard var stream = streams[info.pid] else { return }
-        stream.pesCount += 1
-        if info.isKeyframe { stream.keyframeCount += 1 }
-        guard let pts = info.pts else {
-            streams[info.pid] = stream
-            return
+        let index = Int(indexByPID[Int(info.pid & 0x1FFF)])
+        guard index >= 0 else { return }
+        if reference == nil, let first = info.dts ?? info.pts { reference = first }
+        guard let reference, let ticks = orderedStreams[index].record(info, reference: reference) else { return }
+        if info.isKeyframe && info.pid == keyframePID, let pts = info.pts {
+            keyframes.append(Keyframe(offset: info.offset, pts: pts, ticks: ticks))
         }
+    }
+}
+
+extension StreamSummary {
+    /// Counts a PES and extends the PTS range; returns the PES's PTS in ticks from `reference`.
+    mutating func record(_ info: PESInfo, reference: Timestamp) -> Int64? {
+        pesCount += 1
+        if info.isKeyframe { keyframeCount += 1 }
+        guard let pts = info.pts else { return nil }
         let decode = info.dts ?? pts
-        let reference = self.reference ?? decode
-        if self.reference == nil { self.reference = decode }
         let decodeTicks: Int64
-        if let last = stream.lastDecode {
+        if let last = lastDecode {
             let step = last.distance(to: decode)
-            decodeTicks = stream.lastDecodeTicks + step
-            if step > 0 { stream.lastStepTicks = step }
+            decodeTicks = lastDecodeTicks + step
+            if step > 0 { lastStepTicks = step }
         } else {
             decodeTicks = reference.distance(to: decode)
         }
-        stream.lastDecode = decode
-        stream.lastDecodeTicks = decodeTicks
+        lastDecode = decode
+        lastDecodeTicks = decodeTicks
         let ptsTicks = decodeTicks + decode.distance(to: pts)
-        if stream.startTicks.map({ ptsTicks < $0 }) ?? true {
-            stream.startTicks = ptsTicks
-            stream.firstPTS = pts
+        if startTicks.map({ ptsTicks < $0 }) ?? true {
+            startTicks = ptsTicks
+            firstPTS = pts
         }
-        if stream.endTicks.map({ ptsTicks > $0 }) ?? true {
-            stream.endTicks = ptsTicks
-            stream.lastPTS = pts
+        if endTicks.map({ ptsTicks > $0 }) ?? true {
+            endTicks = ptsTicks
+            lastPTS = pts
         }
-        streams[info.pid] = stream
-        if info.isKeyframe && info.pid == keyframePID {
-            keyframes.append(Keyframe(offset: info.offset, pts: pts, ticks: ptsTicks))
-        }
+        return ptsTicks
     }
 }
 

@@ -49,7 +49,8 @@ public enum DemuxEvent: Hashable, Sendable {
     case pes(PESInfo)
     /// A complete PES packet (only with ``DemuxOptions/reassemblePES``).
     case pesPacket(PESPacket)
-    /// Any other checked PSI section: SCTE-35 (table 0xFC), SDT (0x42) ...
+    /// Any other checked PSI section: SCTE-35 (table 0xFC, every one), SDT (0x42) ... (other tables only when
+    /// they differ from the previous section with the same PID, table id, extension and number).
     case section(PSISection, pid: UInt16, offset: Int64)
     /// A PCR on a program's PCR PID (only with ``DemuxOptions/reportPCR``).
     case pcr(PCR, pid: UInt16, offset: Int64)
@@ -140,13 +141,12 @@ public struct Demuxer: Sendable {
         case pes
     }
 
-    struct PIDState: Sendable {
+    /// Counters updated for every packet; moved out of `self` while a buffer is processed.
+    struct PIDCounters: Sendable {
         var packets: Int64 = 0
         var continuityErrors: Int32 = 0
         var lastCC: UInt8 = 0xFF
         var duplicateSeen = false
-        var role: Role = .none
-        var slot: Int32 = -1
     }
 
     struct StreamState: Sendable {
@@ -162,6 +162,25 @@ public struct Demuxer: Sendable {
         var reassemblyInfo: PESInfo?
         var payload: [UInt8] = []
         var payloadOverflow = false
+        /// The PMT did not name the codec: look at the first payload.
+        var needsSniff: Bool
+        var isAudio: Bool
+        var scans: Bool
+
+        init(pid: UInt16, codec: Codec, scanner: KeyframeScanner?) {
+            self.pid = pid
+            self.codec = codec
+            self.scanner = scanner
+            needsSniff = codec == .privateData || codec == .unknown
+            isAudio = codec.kind == .audio
+            scans = scanner != nil
+        }
+
+        mutating func setCodec(_ codec: Codec) {
+            self.codec = codec
+            needsSniff = false
+            isAudio = codec.kind == .audio
+        }
     }
 
     public let options: DemuxOptions
@@ -173,11 +192,14 @@ public struct Demuxer: Sendable {
     /// The latest PMT of each program, by program number.
     public private(set) var programMaps: [UInt16: ProgramMapTable] = [:]
 
-    private var pids: [PIDState]
+    private var counters: [PIDCounters]
+    private var roles: [Role]
+    private var slots: [Int32]
     private var streams: [StreamState] = []
     private var slotForPID: [UInt16: Int32] = [:]
     private var assemblers: [UInt16: SectionAssembler] = [:]
     private var lastTableCRC: [UInt32: UInt32] = [:]
+    private var lastSections: [UInt64: [UInt8]] = [:]
     private var pcrPIDs: Set<UInt16> = []
     private var carry: [UInt8] = []
     private var carryOffset: Int64 = 0
@@ -186,15 +208,17 @@ public struct Demuxer: Sendable {
 
     public init(options: DemuxOptions = DemuxOptions()) {
         self.options = options
-        pids = Array(repeating: PIDState(), count: 8192)
-        pids[0].role = .pat
-        pids[0x11].role = .section  // SDT/BAT
+        counters = Array(repeating: PIDCounters(), count: 8192)
+        roles = Array(repeating: .none, count: 8192)
+        slots = Array(repeating: -1, count: 8192)
+        roles[0] = .pat
+        roles[0x11] = .section  // SDT/BAT
     }
 
     /// The PIDs that carried at least one packet, with their counters, in PID order.
     public var pidStatistics: [PIDStatistics] {
         var result: [PIDStatistics] = []
-        for (pid, state) in pids.enumerated() where state.packets > 0 {
+        for (pid, state) in counters.enumerated() where state.packets > 0 {
             result.append(
                 PIDStatistics(pid: UInt16(pid), packets: state.packets, continuityErrors: Int(state.continuityErrors)))
         }
@@ -203,7 +227,7 @@ public struct Demuxer: Sendable {
 
     /// Counters for one PID.
     public func statistics(pid: UInt16) -> PIDStatistics {
-        let state = pids[Int(pid & 0x1FFF)]
+        let state = counters[Int(pid & 0x1FFF)]
         return PIDStatistics(pid: pid & 0x1FFF, packets: state.packets, continuityErrors: Int(state.continuityErrors))
     }
 
@@ -300,6 +324,20 @@ public struct Demuxer: Sendable {
     private mutating func process(
         _ buffer: UnsafeRawBufferPointer, at offset: Int64, isFinal: Bool, _ handler: (DemuxEvent) -> Void
     ) -> Int {
+        // The per-packet counters leave `self` for the loop so that updating them needs no uniqueness checks.
+        var table = counters
+        counters = []
+        let used = table.withUnsafeMutableBufferPointer { table in
+            processPackets(buffer, at: offset, isFinal: isFinal, counters: table, handler)
+        }
+        counters = table
+        return used
+    }
+
+    private mutating func processPackets(
+        _ buffer: UnsafeRawBufferPointer, at offset: Int64, isFinal: Bool,
+        counters: UnsafeMutableBufferPointer<PIDCounters>, _ handler: (DemuxEvent) -> Void
+    ) -> Int {
         guard let base = buffer.baseAddress else { return 0 }
         let count = buffer.count
         var position = 0
@@ -316,7 +354,8 @@ public struct Demuxer: Sendable {
                         searchFrom = position + 1
                         break
                     }
-                    handlePacket(base + position + syncOffset, offset: offset + Int64(position), handler)
+                    handlePacket(
+                        base + position + syncOffset, offset: offset + Int64(position), counters: counters, handler)
                     position += length
                 }
                 if packetSize != nil { return position }
@@ -341,13 +380,16 @@ public struct Demuxer: Sendable {
     // MARK: Packets
 
     @inline(__always)
-    private mutating func handlePacket(_ packet: UnsafeRawPointer, offset: Int64, _ handler: (DemuxEvent) -> Void) {
+    private mutating func handlePacket(
+        _ packet: UnsafeRawPointer, offset: Int64, counters: UnsafeMutableBufferPointer<PIDCounters>,
+        _ handler: (DemuxEvent) -> Void
+    ) {
         let byte1 = packet.load(fromByteOffset: 1, as: UInt8.self)
         let byte2 = packet.load(fromByteOffset: 2, as: UInt8.self)
         let byte3 = packet.load(fromByteOffset: 3, as: UInt8.self)
         let pid = Int(byte1 & 0x1F) << 8 | Int(byte2)
         statistics.packets += 1
-        pids[pid].packets += 1
+        counters[pid].packets += 1
         if byte1 & 0x80 != 0 { statistics.transportErrors += 1 }
         let hasPayload = byte3 & 0x10 != 0
         var payloadStart = 4
@@ -380,24 +422,26 @@ public struct Demuxer: Sendable {
         guard hasPayload, pid != 0x1FFF else { return }
         // Continuity: +1 per packet with payload; one duplicate allowed; the discontinuity indicator resets.
         let counter = byte3 & 0x0F
-        let last = pids[pid].lastCC
+        let last = counters[pid].lastCC
         if last != 0xFF && !discontinuity {
             if counter == last {
-                if !pids[pid].duplicateSeen {
-                    pids[pid].duplicateSeen = true
+                if !counters[pid].duplicateSeen {
+                    counters[pid].duplicateSeen = true
                     return  // a duplicate packet: same payload again
                 }
-                continuityError(pid: pid, offset: offset, expected: (last &+ 1) & 0x0F, got: counter, handler)
+                continuityError(
+                    pid: pid, offset: offset, expected: (last &+ 1) & 0x0F, got: counter, counters: counters, handler)
             } else if counter != (last &+ 1) & 0x0F {
-                continuityError(pid: pid, offset: offset, expected: (last &+ 1) & 0x0F, got: counter, handler)
+                continuityError(
+                    pid: pid, offset: offset, expected: (last &+ 1) & 0x0F, got: counter, counters: counters, handler)
             } else {
-                pids[pid].duplicateSeen = false
+                counters[pid].duplicateSeen = false
             }
         } else {
-            pids[pid].duplicateSeen = false
+            counters[pid].duplicateSeen = false
         }
-        pids[pid].lastCC = counter
-        let role = pids[pid].role
+        counters[pid].lastCC = counter
+        let role = roles[pid]
         guard role != .none, payloadStart < 188 else { return }
         if byte3 & 0xC0 != 0 {
             statistics.scrambledPackets += 1
@@ -408,7 +452,7 @@ public struct Demuxer: Sendable {
         switch role {
         case .pes:
             handlePES(
-                slot: pids[pid].slot, payload: payload, unitStart: unitStart, randomAccess: randomAccess,
+                slot: slots[pid], payload: payload, unitStart: unitStart, randomAccess: randomAccess,
                 offset: offset, handler)
         case .pat, .pmt, .section:
             handleSectionPayload(
@@ -420,11 +464,12 @@ public struct Demuxer: Sendable {
     }
 
     private mutating func continuityError(
-        pid: Int, offset: Int64, expected: UInt8, got: UInt8, _ handler: (DemuxEvent) -> Void
+        pid: Int, offset: Int64, expected: UInt8, got: UInt8, counters: UnsafeMutableBufferPointer<PIDCounters>,
+        _ handler: (DemuxEvent) -> Void
     ) {
         statistics.continuityErrors += 1
-        pids[pid].continuityErrors += 1
-        pids[pid].duplicateSeen = false
+        counters[pid].continuityErrors += 1
+        counters[pid].duplicateSeen = false
         if statistics.continuityErrorSamples.count < 16 {
             statistics.continuityErrorSamples.append(.init(pid: UInt16(pid), offset: offset))
         }
@@ -503,23 +548,20 @@ public struct Demuxer: Sendable {
             return
         }
         let rest = UnsafeRawBufferPointer(rebasing: bytes[min(header.headerLength, bytes.count)...])
-        if streams[index].codec == .privateData || streams[index].codec == .unknown,
-            let sniffed = Codec.sniff(streamID: header.streamID, payload: rest)
-        {
-            streams[index].codec = sniffed
+        if streams[index].needsSniff, let sniffed = Codec.sniff(streamID: header.streamID, payload: rest) {
+            streams[index].setCodec(sniffed)
             handler(.streamIdentified(sniffed, pid: pid))
         }
-        let codec = streams[index].codec
         var info = PESInfo(
             pid: pid, streamID: header.streamID, pts: header.pts, dts: header.dts, isKeyframe: false,
             randomAccessIndicator: randomAccess, offset: offset, packetLength: header.packetLength)
-        if options.scanKeyframes, streams[index].scanner != nil {
+        if options.scanKeyframes, streams[index].scans {
             streams[index].scanner?.reset()
             streams[index].scanner?.scan(rest)
             streams[index].pending = info
             decideKeyframe(index: index, handler)
         } else {
-            info.isKeyframe = codec.kind == .audio || randomAccess
+            info.isKeyframe = streams[index].isAudio || randomAccess
             handler(.pes(info))
         }
         if options.reassemblePES {
@@ -597,13 +639,11 @@ public struct Demuxer: Sendable {
         pid: UInt16, payload: UnsafeRawBufferPointer, unitStart: Bool, payloadOffset: Int64,
         _ handler: (DemuxEvent) -> Void
     ) {
-        var assembler = assemblers[pid] ?? SectionAssembler()
         var complete: [([UInt8], Int64)] = []
         var errors: [MPEGTSError] = []
-        assembler.push(
+        assemblers[pid, default: SectionAssembler()].push(
             payload, payloadUnitStart: unitStart, offset: payloadOffset,
             section: { complete.append(($0, $1)) }, error: { errors.append($0) })
-        assemblers[pid] = assembler
         for var error in errors {
             error.pid = pid
             handler(.error(error))
@@ -612,17 +652,32 @@ public struct Demuxer: Sendable {
     }
 
     private mutating func handleSection(pid: UInt16, bytes: [UInt8], offset: Int64, _ handler: (DemuxEvent) -> Void) {
+        // Tables are repeated several times a second: a section identical to the last one with the same PID,
+        // table id, extension and number was already checked and reported. SCTE-35 sections are always reported.
+        if bytes.count >= 8 && bytes[0] != 0xFC {
+            let key =
+                UInt64(pid) << 32 | UInt64(bytes[0]) << 24 | UInt64(bytes[3]) << 16 | UInt64(bytes[4]) << 8
+                | UInt64(bytes[6])
+            if lastSections[key] == bytes { return }
+            lastSections[key] = bytes
+        }
         let section: PSISection
         do {
             section = try PSISection(bytes: bytes, offset: offset)
         } catch {
             if error.code == .crcMismatch { statistics.crcErrors += 1 }
+            if bytes.count >= 8 {
+                let key =
+                    UInt64(pid) << 32 | UInt64(bytes[0]) << 24 | UInt64(bytes[3]) << 16 | UInt64(bytes[4]) << 8
+                    | UInt64(bytes[6])
+                lastSections[key] = nil
+            }
             var located = error
             located.pid = pid
             handler(.error(located))
             return
         }
-        let role = pids[Int(pid)].role
+        let role = roles[Int(pid)]
         switch (section.tableID, role) {
         case (0x00, .pat):
             guard isNewTable(pid: pid, section: section) else { return }
@@ -668,34 +723,33 @@ public struct Demuxer: Sendable {
 
     /// Recomputes which PIDs carry PMTs, PES and sections from the current PAT and PMTs.
     private mutating func rebuildRoles() {
-        for pid in 0..<8192 where pid != 0 && pid != 0x11 { pids[pid].role = .none }
+        for pid in 0..<8192 where pid != 0 && pid != 0x11 { roles[pid] = .none }
         pcrPIDs = []
         guard let programAssociation else { return }
-        for entry in programAssociation.programs { pids[Int(entry.pmtPID & 0x1FFF)].role = .pmt }
+        for entry in programAssociation.programs { roles[Int(entry.pmtPID & 0x1FFF)] = .pmt }
         for number in programMaps.keys.sorted() {
             guard let table = programMaps[number] else { continue }
             pcrPIDs.insert(table.pcrPID)
             for stream in table.streams {
                 let pid = Int(stream.pid & 0x1FFF)
-                guard pids[pid].role == .none else { continue }
+                guard roles[pid] == .none else { continue }
                 let codec = stream.codec
                 if codec.isSectionStream {
-                    pids[pid].role = .section
+                    roles[pid] = .section
                     continue
                 }
-                pids[pid].role = .pes
+                roles[pid] = .pes
                 if let slot = slotForPID[stream.pid], Int(slot) < streams.count {
                     if streams[Int(slot)].codec != codec {
-                        streams[Int(slot)].codec = codec
-                        streams[Int(slot)].scanner = Self.scanner(for: codec)
-                        streams[Int(slot)].pending = nil
+                        streams[Int(slot)] = StreamState(
+                            pid: stream.pid, codec: codec, scanner: Self.scanner(for: codec))
                     }
-                    pids[pid].slot = slot
+                    slots[pid] = slot
                 } else {
                     let slot = Int32(streams.count)
                     streams.append(StreamState(pid: stream.pid, codec: codec, scanner: Self.scanner(for: codec)))
                     slotForPID[stream.pid] = slot
-                    pids[pid].slot = slot
+                    slots[pid] = slot
                 }
             }
         }

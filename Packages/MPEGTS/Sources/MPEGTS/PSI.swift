@@ -88,7 +88,7 @@ public struct PSISection: Hashable, Sendable {
         }
         if hasCRC {
             guard sectionLength >= 4 else { throw MPEGTSError(.invalidLength, offset: offset, "no room for CRC_32") }
-            let crc = CRC32MPEG2.checksum(bytes)
+            let crc = bytes.withUnsafeBytes { CRC32MPEG2.checksum($0) }
             guard crc == 0 else {
                 throw MPEGTSError(.crcMismatch, offset: offset, "table_id 0x\(hex(tableID)) CRC_32 mismatch")
             }

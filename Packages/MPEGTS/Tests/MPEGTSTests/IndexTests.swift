@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+@testable import MPEGTS
+
+@Suite struct IndexTests {
+    /// A temporary file holding `bytes`, removed by the caller.
+    func temporaryFile(_ bytes: [UInt8], name: String = #function) throws -> String {
+        let path = NSTemporaryDirectory() + "mpegts-\(getpid())-\(name.filter(\.isLetter)).ts"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func indexOfSyntheticFile() throws {
+        let bytes = StreamBuilder.typical(frames: 12)
+        let path = try temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var progressCalls = 0
+        let index = try TSIndex.build(path: path, bufferSize: 4096) { progress in
+            progressCalls += 1
+            #expect(progress.bytesIndexed <= progress.fileSize)
+            return true
+        }
+        #expect(progressCalls == (bytes.count + 4095) / 4096)
+        #expect(index.isComplete)
+        #expect(index.fileSize == UInt64(bytes.count))
+        #expect(index.bytesIndexed == UInt64(bytes.count))
+        #expect(index.packetSize == 188)
+        #expect(index.programs.map(\.pmtPID) == [0x1000])
+        #expect(index.streams.map(\.pid) == [0x100, 0x101])
+        #expect(index.streams.map(\.codec) == [.h264, .aac])
+        #expect(index.keyframePID == 0x100)
+        // Keyframes at frames 0, 4, 8: PTS = 97200 + n * 3600, ticks from the first PTS (audio at 90000).
+        #expect(index.keyframes.map(\.pts.value) == [97_200, 111_600, 126_000])
+        #expect(index.keyframes.map(\.ticks) == [7200, 21_600, 36_000])
+        for keyframe in index.keyframes {
+            let offset = Int(keyframe.offset)
+            #expect(bytes[offset] == 0x47 && bytes[offset + 1] & 0x40 != 0)
+        }
+        // Video runs from 97200 to 97200 + 11 * 3600, plus one frame step; audio ends earlier.
+        #expect(index.firstPTS?.value == 90_000)
+        let expectedDuration: Int64 = 97_200 + 11 * 3600 + 3600 - 90_000
+        #expect(index.durationTicks == expectedDuration)
+        #expect(index.bitrate.map { $0 > 0 } == true)
+    }
+
+    @Test func sidecarRoundTripKeyedBySizeAndTime() throws {
+        let bytes = StreamBuilder.typical(frames: 8)
+        let path = try temporaryFile(bytes)
+        defer {
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: TSIndex.sidecarPath(for: path))
+        }
+        let index = try TSIndex.build(path: path)
+        #expect(try TSIndex(serialized: index.serialized()) == index)
+        #expect(TSIndex.loadSidecar(for: path) == nil)
+        try index.saveSidecar(for: path)
+        #expect(TSIndex.loadSidecar(for: path) == index)
+        // Appending to the media file changes its size: the sidecar no longer applies.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(bytes[0..<188]))
+        try handle.close()
+        #expect(TSIndex.loadSidecar(for: path) == nil)
+    }
+
+    @Test func malformedSidecarsAreRejected() throws {
+        let index = try TSIndex(serialized: Array("tsindex 1\nsize 10\nend\n".utf8))
+        #expect(index.fileSize == 10)
+        let bad = [
+            "", "tsindex 2\nsize 1\nend\n", "tsindex 1\nsize x\nend\n", "tsindex 1\nsize 1\n",
+            "tsindex 1\nsize 1\nk 5 99999999999 0\nend\n", "tsindex 1\nsize 1\nbogus\nend\n",
+        ]
+        for text in bad {
+            #expect(throws: TSFileError.self, "\(text)") { _ = try TSIndex(serialized: Array(text.utf8)) }
+        }
+    }
+
+    @Test func indexGrowsWithTheFile() {
+        let bytes = StreamBuilder.typical(frames: 12)
+        var indexer = TSIndexer()
+        let half = bytes.count / 2 + 77
+        bytes[..<half].withUnsafeBytes { indexer.consume($0) }
+        let partial = indexer.index(fileSize: UInt64(half), modificationTime: (0, 0))
+        #expect(!partial.isComplete)
+        #expect(partial.bytesIndexed == UInt64(half))
+        #expect(partial.keyframes.count >= 1)
+        bytes[half...].withUnsafeBytes { indexer.consume($0) }
+        indexer.finish()
+        let full = indexer.index(fileSize: UInt64(bytes.count), modificationTime: (0, 0))
+        #expect(full.isComplete)
+        #expect(Array(full.keyframes.prefix(partial.keyframes.count)) == partial.keyframes)
+        #expect(full.keyframes.count == 3)
+    }
+
+    @Test func headAndTailProbeMatchesFullScan() throws {
+        // Enough frames that head and tail are separate reads.
+        var builder = StreamBuilder()
+        builder.tables()
+        for frame in 0..<400 {
+            if frame % 50 == 0 { builder.tables() }
+            builder.video(pts: 900_000 + UInt64(frame) * 3600, keyframe: frame % 25 == 0, padding: 600)
+            builder.audio(pts: 900_000 + UInt64(frame) * 3600)
+        }
+        let path = try temporaryFile(builder.bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let index = try TSIndex.build(path: path)
+        let probe = try TSProbe.probe(path: path, headBytes: 16 << 10, tailBytes: 16 << 10)
+        #expect(probe.bytesRead == 32 << 10)
+        #expect(probe.durationTicks == index.durationTicks)
+        #expect(probe.firstPTS == index.firstPTS)
+        #expect(probe.lastPTS?.value == 900_000 + 399 * 3600)
+        #expect(probe.programs.map(\.programNumber) == [1])
+    }
+
+    @Test func notTransportStreamFile() throws {
+        let path = try temporaryFile(Array(repeating: 0x20, count: 4000))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect { _ = try TSIndex.build(path: path) } throws: { ($0 as? TSFileError)?.code == .notTransportStream }
+        #expect { _ = try TSIndex.build(path: path + ".missing") } throws: { ($0 as? TSFileError)?.code == .io }
+    }
+}
