@@ -1,0 +1,189 @@
+import FileRange
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+#if canImport(Glibc)
+    private let posixRead = Glibc.read
+    private let posixWrite = Glibc.write
+    private let posixClose = Glibc.close
+    private let posixRename = Glibc.rename
+#elseif canImport(Musl)
+    private let posixRead = Musl.read
+    private let posixWrite = Musl.write
+    private let posixClose = Musl.close
+    private let posixRename = Musl.rename
+#elseif canImport(Darwin)
+    private let posixRead = Darwin.read
+    private let posixWrite = Darwin.write
+    private let posixClose = Darwin.close
+    private let posixRename = Darwin.rename
+#endif
+
+/// Small POSIX file helpers with typed errno: appending writes, fsync, atomic replace, directory flush.
+enum Files {
+    /// The error for a failed call on `path`: disk full and quota become ``DownloadError/Code/diskFull``.
+    static func error(_ errno: Errno, _ what: String, path: String) -> DownloadError {
+        if errno == .noSpace || errno == .diskQuotaExceeded {
+            return DownloadError(.diskFull, "no space left while \(what)", path: path, errno: errno.rawValue)
+        }
+        return DownloadError(.fileSystem, "\(what) failed: \(errno)", path: path, errno: errno.rawValue)
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    /// The size of a regular file, or nil when it does not exist.
+    static func size(_ path: String) -> UInt64? {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return UInt64(clamping: info.st_size)
+    }
+
+    static func makeDirectories(_ path: String) throws(DownloadError) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o755) != 0 {
+                let e = Errno.current
+                if e != .fileExists { throw error(e, "creating the folder", path: current) }
+            }
+        }
+    }
+
+    static func remove(_ path: String) {
+        _ = unlink(path)
+    }
+
+    /// Removes a folder and everything in it (no symlinks are followed).
+    static func removeTree(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            if let dir = opendir(path) {
+                var names: [String] = []
+                while let entry = readdir(dir) {
+                    let name = withUnsafePointer(to: entry.pointee.d_name) {
+                        $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+                    }
+                    if name != "." && name != ".." { names.append(name) }
+                }
+                closedir(dir)
+                for name in names { removeTree(path + "/" + name) }
+            }
+            _ = rmdir(path)
+        } else {
+            _ = unlink(path)
+        }
+    }
+
+    /// Flushes a folder's entries (after a rename into it).
+    static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
+    static func rename(_ from: String, _ to: String) throws(DownloadError) {
+        do {
+            _ = try retryingOnInterrupt { posixRename(from, to) }
+        } catch {
+            throw Self.error(error, "renaming into place", path: to)
+        }
+    }
+
+    /// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename, fsync the folder.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(DownloadError) {
+        let temporary = path + ".tmp"
+        let writer = try FileWriter(path: temporary, truncate: true)
+        do {
+            try writer.write(bytes[...])
+            try writer.sync()
+            writer.close()
+        } catch {
+            writer.close()
+            remove(temporary)
+            throw error
+        }
+        try rename(temporary, path)
+        syncDirectory(parent(of: path))
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// Reads a whole (small) file.
+    static func read(_ path: String, limit: Int = 64 << 20) throws(DownloadError) -> [UInt8] {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw error(.current, "opening", path: path) }
+        defer { close(fd) }
+        var result: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { posixRead(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                let e = Errno.current
+                if e == .interrupted { continue }
+                throw Self.error(e, "reading", path: path)
+            }
+            if count == 0 { return result }
+            result.append(contentsOf: buffer[0..<count])
+            if result.count > limit { throw DownloadError(.fileSystem, "file larger than \(limit) bytes", path: path) }
+        }
+    }
+}
+
+/// An open file that is written sequentially.
+final class FileWriter {
+    let path: String
+    private var fd: Int32
+
+    /// Opens (creating) `path` for writing at its end, or truncated when `truncate`.
+    init(path: String, truncate: Bool) throws(DownloadError) {
+        self.path = path
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND)
+        let fd = open(path, flags, 0o644)
+        guard fd >= 0 else { throw Files.error(.current, "opening for writing", path: path) }
+        self.fd = fd
+    }
+
+    func write(_ bytes: ArraySlice<UInt8>) throws(DownloadError) {
+        var remaining = bytes
+        while !remaining.isEmpty {
+            let written = remaining.withUnsafeBytes { posixWrite(fd, $0.baseAddress, $0.count) }
+            if written < 0 {
+                let e = Errno.current
+                if e == .interrupted { continue }
+                throw Files.error(e, "writing", path: path)
+            }
+            remaining = remaining.dropFirst(written)
+        }
+    }
+
+    func truncate(to size: UInt64) throws(DownloadError) {
+        guard ftruncate(fd, off_t(clamping: size)) == 0 else { throw Files.error(.current, "truncating", path: path) }
+    }
+
+    func sync() throws(DownloadError) {
+        guard fsync(fd) == 0 else { throw Files.error(.current, "flushing", path: path) }
+    }
+
+    func close() {
+        if fd >= 0 {
+            _ = posixClose(fd)
+            fd = -1
+        }
+    }
+
+    deinit { close() }
+}

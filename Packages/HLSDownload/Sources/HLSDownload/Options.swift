@@ -1,0 +1,177 @@
+/// One HTTP header field; headers are an ordered list (duplicates allowed), never a dictionary.
+public struct HTTPHeaderField: Hashable, Sendable, Codable {
+    public var name: String
+    public var value: String
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    /// Parses `Name: value`; nil when there is no colon or the name is empty or holds a space or control byte.
+    public init?(line: String) {
+        guard let colon = line.firstIndex(of: ":") else { return nil }
+        let name = String(line[..<colon])
+        guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        var value = Substring(line[line.index(after: colon)...])
+        while value.first == " " || value.first == "\t" { value = value.dropFirst() }
+        while value.last == " " || value.last == "\t" { value = value.dropLast() }
+        guard value.utf8.allSatisfy({ $0 != 0x0A && $0 != 0x0D }) else { return nil }
+        self.name = name
+        self.value = String(value)
+    }
+}
+
+/// How the variant stream of a multivariant playlist is chosen.
+public enum VariantPolicy: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The highest bandwidth (ties broken by the larger resolution).
+    case best
+    /// The lowest bandwidth.
+    case worst
+    /// The variant whose bandwidth is closest to this many bits per second.
+    case bandwidth(UInt64)
+    /// The variant whose resolution is closest to this one (by pixel count), the higher bandwidth on ties.
+    case resolution(width: UInt64, height: UInt64)
+    /// The best variant whose CODECS holds a codec of this family (`avc1`, `hvc1`, `av01`, ...).
+    case codec(String)
+
+    /// Parses `best`, `worst`, a bandwidth in bits/s, `WxH`, or `codec:NAME`.
+    public init?(argument: String) {
+        switch argument.lowercased() {
+        case "best": self = .best
+        case "worst": self = .worst
+        default:
+            if let bandwidth = UInt64(argument) {
+                self = .bandwidth(bandwidth)
+            } else if argument.lowercased().hasPrefix("codec:"), argument.count > 6 {
+                self = .codec(String(argument.dropFirst(6)))
+            } else {
+                let parts = argument.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+                guard parts.count == 2, let w = UInt64(parts[0]), let h = UInt64(parts[1]) else { return nil }
+                self = .resolution(width: w, height: h)
+            }
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .best: "best"
+        case .worst: "worst"
+        case .bandwidth(let b): String(b)
+        case .resolution(let w, let h): "\(w)x\(h)"
+        case .codec(let c): "codec:\(c)"
+        }
+    }
+}
+
+/// Which alternate renditions (audio or subtitles) of the chosen variant's group are downloaded.
+public enum RenditionPolicy: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// Every rendition of the group.
+    case all
+    /// None (renditions muxed into the variant stay, since they have no URI).
+    case none
+    /// Renditions whose LANGUAGE matches (`en` matches `en-US`); the default rendition when none match.
+    case language(String)
+    /// The DEFAULT=YES rendition, or the first one.
+    case automatic
+
+    /// Parses `all`, `none`, `auto`, or a language tag.
+    public init?(argument: String) {
+        switch argument.lowercased() {
+        case "all": self = .all
+        case "none": self = .none
+        case "auto", "default": self = .automatic
+        default:
+            guard !argument.isEmpty, argument.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x2C }) else {
+                return nil
+            }
+            self = .language(argument)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .all: "all"
+        case .none: "none"
+        case .language(let l): l
+        case .automatic: "auto"
+        }
+    }
+}
+
+/// What a task downloads and how it talks to the origin.
+public struct DownloadOptions: Hashable, Sendable, Codable {
+    public var variant: VariantPolicy = .best
+    public var audio: RenditionPolicy = .automatic
+    public var subtitles: RenditionPolicy = .none
+    /// Sent on every request: playlists, segments, keys and maps.
+    public var headers: [HTTPHeaderField] = []
+    /// Sent as `User-Agent` on every request when set.
+    public var userAgent: String?
+    /// Concurrent requests for this task; nil uses the manager's default.
+    public var maxConcurrentRequests: Int?
+    /// Skip VOD segments that answer 404/410 instead of stopping the task.
+    public var skipMissingSegments: Bool = false
+
+    public init() {}
+
+    /// The text that identifies the selection, used to derive a stable task id.
+    var selectionKey: String {
+        "variant=\(variant);audio=\(audio);subtitles=\(subtitles)"
+    }
+}
+
+/// How transient failures are retried: exponential backoff with jitter, honouring Retry-After.
+public struct RetryPolicy: Hashable, Sendable, Codable {
+    /// Attempts per request, the first included.
+    public var maxAttempts: Int = 8
+    /// The delay before the first retry, in seconds.
+    public var baseDelay: Double = 0.5
+    /// The longest delay between attempts, in seconds (Retry-After is capped to `maxRetryAfter`).
+    public var maxDelay: Double = 30
+    /// The longest Retry-After honoured, in seconds.
+    public var maxRetryAfter: Double = 120
+
+    public init() {}
+
+    /// The delay before retry number `attempt` (1 for the first retry); `jitter` in 0...1 scales the delay
+    /// between half and all of the exponential value; a Retry-After asks for at least that long.
+    public func delay(attempt: Int, jitter: Double, retryAfter: Double?) -> Double {
+        let exponent = Double(min(max(attempt - 1, 0), 30))
+        let full = min(maxDelay, baseDelay * pow2(exponent))
+        var value = full * (0.5 + 0.5 * min(max(jitter, 0), 1))
+        if let retryAfter, retryAfter.isFinite, retryAfter > 0 { value = max(value, min(retryAfter, maxRetryAfter)) }
+        return value
+    }
+
+    private func pow2(_ exponent: Double) -> Double {
+        var result = 1.0
+        var remaining = Int(exponent)
+        while remaining > 0 {
+            result *= 2
+            remaining -= 1
+        }
+        return result
+    }
+}
+
+/// Settings of a ``DownloadManager``.
+public struct DownloadManagerConfiguration: Sendable {
+    /// Tasks running at once; others wait as `ready`.
+    public var maxConcurrentTasks: Int = 2
+    /// Concurrent requests per task unless the task's options say otherwise.
+    public var maxConcurrentRequests: Int = 8
+    /// The state that tasks which were running when the process ended come back in: `paused` or `ready`.
+    public var resumeInterruptedTasks: Bool = false
+    /// The shortest interval between two progress events of one task, in seconds (state changes are immediate).
+    public var eventInterval: Double = 0.25
+    /// Retry and backoff.
+    public var retry = RetryPolicy()
+    /// A transfer that receives nothing for this many seconds is abandoned and retried.
+    public var stallTimeout: Double = 20
+    /// Redirects followed per request.
+    public var maxRedirects: Int = 5
+    /// The largest playlist accepted, in bytes.
+    public var maxPlaylistBytes: Int = 32 << 20
+
+    public init() {}
+}

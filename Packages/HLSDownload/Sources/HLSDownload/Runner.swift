@@ -1,0 +1,426 @@
+import FileRange
+import HLSPlaylist
+import Synchronization
+
+/// Counters a running task shares between its requests.
+final class TaskCounters: Sendable {
+    struct Values: Sendable {
+        var bytesDone: UInt64 = 0
+        /// Known sizes of jobs (from ranges, finished files, or Content-Length).
+        var knownSizes: [Int: UInt64] = [:]
+        var jobsDone = 0
+        var jobsTotal = 0
+        var lastReport: Double = -1_000_000
+    }
+    let values = Mutex(Values())
+
+    func add(_ delta: Int64) {
+        values.withLock { v in
+            if delta >= 0 {
+                v.bytesDone += UInt64(delta)
+            } else {
+                v.bytesDone -= min(v.bytesDone, UInt64(-delta))
+            }
+        }
+    }
+
+    /// The estimated total: known sizes plus the average known size for each job of unknown size.
+    var estimate: (total: UInt64?, exact: Bool) {
+        values.withLock { v in
+            guard v.jobsTotal > 0 else { return (nil, false) }
+            let known = v.knownSizes.values.reduce(0, +)
+            let unknown = v.jobsTotal - v.knownSizes.count
+            if unknown <= 0 { return (known, true) }
+            guard !v.knownSizes.isEmpty else { return (nil, false) }
+            let average = known / UInt64(v.knownSizes.count)
+            return (known + average * UInt64(unknown), false)
+        }
+    }
+}
+
+/// The HTTP side of a task: requests with the caller's headers, retries, resumable writes, integrity checks.
+struct Fetcher: Sendable {
+    var transport: any DownloadTransport
+    var clock: any DownloadClock
+    var retry: RetryPolicy
+    var headers: [HTTPHeaderField]
+    var maxPlaylistBytes: Int
+
+    init(
+        options: DownloadOptions, configuration: DownloadManagerConfiguration, transport: any DownloadTransport,
+        clock: any DownloadClock
+    ) {
+        self.transport = transport
+        self.clock = clock
+        self.retry = configuration.retry
+        self.maxPlaylistBytes = configuration.maxPlaylistBytes
+        var headers = options.headers.filter { $0.name.lowercased() != "user-agent" }
+        if let agent = options.userAgent ?? options.headers.last(where: { $0.name.lowercased() == "user-agent" })?.value
+        {
+            headers.append(HTTPHeaderField(name: "User-Agent", value: agent))
+        }
+        self.headers = headers
+    }
+
+    /// What one attempt decided.
+    private enum Outcome {
+        case done
+        case retry(after: Double?, reason: DownloadError)
+    }
+
+    /// Seconds asked for by a Retry-After header (delta-seconds or an HTTP date).
+    static func retryAfter(_ response: TransportResponse) -> Double? {
+        guard let value = response.header("Retry-After").map({ String($0.trimmingSpaces) }) else { return nil }
+        if let seconds = UInt64(value) { return Double(seconds) }
+        if let date = HTTPDate.parse(value) {
+            return Double(max(0, date.secondsSince1970 - HTTPDate.now().secondsSince1970))
+        }
+        return nil
+    }
+
+    /// The error for a status that is not retried, or nil when the status is transient.
+    static func classify(status: Int, url: String, isKey: Bool) -> DownloadError? {
+        switch status {
+        case 408, 425, 429, 500...599:
+            return nil
+        case 401, 403:
+            return DownloadError(
+                isKey ? .keyUnavailable : .unauthorized, "the origin refused access", url: url, status: status)
+        case 404, 410:
+            return DownloadError(
+                isKey ? .keyUnavailable : .notFound, "the origin has no such file", url: url,
+                status: status)
+        default:
+            return DownloadError(
+                isKey ? .keyUnavailable : .httpStatus, "unexpected HTTP status", url: url, status: status)
+        }
+    }
+
+    /// Runs `attempt` until it succeeds, retrying transient failures with backoff.
+    private func withRetries(
+        url: String, _ attempt: () async throws -> Outcome
+    ) async throws {
+        var number = 1
+        while true {
+            try Task.checkCancellation()
+            let outcome: Outcome
+            do {
+                outcome = try await attempt()
+            } catch let error as TransportError where error.code.isTransient {
+                outcome = .retry(after: nil, reason: DownloadError(.transport, error.message, url: url))
+            }
+            switch outcome {
+            case .done:
+                return
+            case .retry(let after, let reason):
+                guard number < retry.maxAttempts else {
+                    var final = reason
+                    if final.code == .transport || final.code == .httpStatus || final.code == .contentLength {
+                        final = DownloadError(
+                            .tooManyRetries, "\(retry.maxAttempts) attempts failed; last: \(reason.message)", url: url,
+                            status: reason.status)
+                    }
+                    throw final
+                }
+                try await clock.sleep(seconds: retry.delay(attempt: number, jitter: clock.jitter(), retryAfter: after))
+                number += 1
+            }
+        }
+    }
+
+    /// Fetches a playlist into memory.
+    func fetchPlaylist(_ url: String) async throws -> String {
+        var result: [UInt8] = []
+        try await withRetries(url: url) {
+            result = []
+            let response = try await transport.send(TransportRequest(url: url, headers: headers))
+            if let error = Self.classify(status: response.status, url: url, isKey: false) {
+                guard (200..<300).contains(response.status) else { throw error }
+            } else {
+                return .retry(
+                    after: Self.retryAfter(response),
+                    reason: DownloadError(.httpStatus, "transient HTTP status", url: url, status: response.status))
+            }
+            for try await chunk in response.body {
+                result += chunk
+                if result.count > maxPlaylistBytes {
+                    throw DownloadError(.invalidPlaylist, "playlist larger than \(maxPlaylistBytes) bytes", url: url)
+                }
+            }
+            if let length = response.contentLength, UInt64(result.count) != length {
+                return .retry(
+                    after: nil,
+                    reason: DownloadError(
+                        .contentLength, "got \(result.count) of \(length) bytes", url: url, status: response.status))
+            }
+            return .done
+        }
+        return String(decoding: result, as: UTF8.self)
+    }
+
+    /// Fetches `job` into `folder/job.path`, resuming a partial file; returns the final size.
+    func fetch(_ job: Job, index: Int, folder: String, counters: TaskCounters, report: @Sendable () async -> Void)
+        async throws -> UInt64
+    {
+        let final = folder + "/" + job.path
+        let part = final + ".part"
+        let validatorPath = final + ".validator"
+        try Files.makeDirectories(Files.parent(of: final))
+        let isKey = job.kind == .key
+        var integrityFailures = 0
+        try await withRetries(url: job.url) {
+            var existing = Files.size(part) ?? 0
+            let validator = existing > 0 ? (try? Files.read(validatorPath, limit: 4096)) : nil
+            if existing > 0, validator == nil || validator?.isEmpty == true {
+                // A partial file without a validator cannot be resumed safely.
+                counters.add(-Int64(existing))
+                Files.remove(part)
+                existing = 0
+            }
+            if let length = job.rangeLength, existing > length {
+                counters.add(-Int64(existing))
+                Files.remove(part)
+                existing = 0
+            }
+            var request = TransportRequest(url: job.url, headers: headers)
+            let start = (job.rangeOffset ?? 0) + existing
+            if let length = job.rangeLength {
+                let end = (job.rangeOffset ?? 0) + length - 1
+                request.headers.append(HTTPHeaderField(name: "Range", value: "bytes=\(start)-\(end)"))
+            } else if existing > 0 {
+                request.headers.append(HTTPHeaderField(name: "Range", value: "bytes=\(start)-"))
+            }
+            if existing > 0, let validator {
+                request.headers.append(
+                    HTTPHeaderField(name: "If-Range", value: String(decoding: validator, as: UTF8.self)))
+            }
+            let response = try await transport.send(request)
+            if response.status == 416, existing > 0 {
+                counters.add(-Int64(existing))
+                Files.remove(part)
+                return .retry(
+                    after: 0, reason: DownloadError(.httpStatus, "range not satisfiable", url: job.url, status: 416))
+            }
+            if let error = Self.classify(status: response.status, url: job.url, isKey: isKey) {
+                guard response.status == 200 || response.status == 206 else { throw error }
+            } else {
+                return .retry(
+                    after: Self.retryAfter(response),
+                    reason: DownloadError(.httpStatus, "transient HTTP status", url: job.url, status: response.status))
+            }
+            // Where the body starts relative to what is wanted, and how much of it is wanted.
+            var skip: UInt64 = 0
+            var expected: UInt64?
+            var appendTo = existing
+            if response.status == 206 {
+                guard let (first, last) = Self.contentRange(response), last >= first else {
+                    throw DownloadError(.httpStatus, "206 without a usable Content-Range", url: job.url, status: 206)
+                }
+                if first != start {
+                    // Not the range asked for: start over without a range (ranges are always asked from scratch).
+                    counters.add(-Int64(existing))
+                    Files.remove(part)
+                    return .retry(
+                        after: 0, reason: DownloadError(.httpStatus, "unexpected Content-Range", url: job.url))
+                }
+                expected = last - first + 1
+            } else {
+                // 200: the whole resource; anything partial is discarded.
+                counters.add(-Int64(existing))
+                appendTo = 0
+                skip = job.rangeOffset ?? 0
+                if let length = job.rangeLength {
+                    expected = length
+                    if let total = response.contentLength, total < skip + length {
+                        throw DownloadError(.contentLength, "the resource is shorter than its byte range", url: job.url)
+                    }
+                } else {
+                    expected = response.contentLength
+                }
+                if let etag = response.header("ETag"), !etag.hasPrefix("W/") {
+                    try Files.writeAtomically(Array(etag.utf8), to: validatorPath)
+                } else if let modified = response.header("Last-Modified") {
+                    try Files.writeAtomically(Array(modified.utf8), to: validatorPath)
+                } else {
+                    Files.remove(validatorPath)
+                }
+            }
+            if let rangeLength = job.rangeLength, response.status == 206 {
+                expected = min(expected ?? rangeLength, rangeLength - min(rangeLength, existing))
+            }
+            if let expected {
+                counters.values.withLock { $0.knownSizes[index] = appendTo + expected }
+            }
+            let writer = try FileWriter(path: part, truncate: appendTo == 0)
+            defer { writer.close() }
+            var received: UInt64 = 0
+            var lastReport = clock.now()
+            do {
+                for try await chunk in response.body {
+                    var slice = chunk[...]
+                    if skip > 0 {
+                        let drop = Int(min(UInt64(slice.count), skip))
+                        slice = slice.dropFirst(drop)
+                        skip -= UInt64(drop)
+                    }
+                    if let expected, received + UInt64(slice.count) > expected {
+                        if response.status == 200 && job.rangeLength != nil {
+                            slice = slice.prefix(Int(expected - received))
+                        } else {
+                            writer.close()
+                            counters.add(-Int64(received))
+                            Files.remove(part)
+                            return .retry(
+                                after: nil,
+                                reason: DownloadError(
+                                    .contentLength, "the body is longer than announced", url: job.url))
+                        }
+                    }
+                    if slice.isEmpty { continue }
+                    try writer.write(slice)
+                    received += UInt64(slice.count)
+                    counters.add(Int64(slice.count))
+                    let now = clock.now()
+                    if now - lastReport >= 0.2 {
+                        lastReport = now
+                        await report()
+                    }
+                    if let expected, received == expected, job.rangeLength != nil, response.status == 200 { break }
+                }
+            } catch let error as TransportError where error.code.isTransient {
+                try? writer.sync()
+                return .retry(after: nil, reason: DownloadError(.transport, error.message, url: job.url))
+            }
+            try writer.sync()
+            writer.close()
+            let total = appendTo + received
+            if let expected, received != expected {
+                if received < expected {
+                    // Truncated: keep what arrived; the next attempt resumes it.
+                    return .retry(
+                        after: nil,
+                        reason: DownloadError(.contentLength, "got \(received) of \(expected) bytes", url: job.url))
+                }
+            }
+            if let length = job.rangeLength, total != length {
+                counters.add(-Int64(total))
+                Files.remove(part)
+                return .retry(after: nil, reason: DownloadError(.contentLength, "range length mismatch", url: job.url))
+            }
+            if isKey, total != 16 {
+                throw DownloadError(.keyUnavailable, "the key has \(total) bytes, not 16", url: job.url)
+            }
+            if job.expectTS {
+                switch try TSIntegrity.check(path: part) {
+                case .valid(let header):
+                    if header > 0 {
+                        guard job.mayStrip else {
+                            throw DownloadError(.integrity, "a fake header inside a byte range", url: job.url)
+                        }
+                        try Self.strip(header, path: part)
+                        counters.add(-Int64(header))
+                    }
+                case .invalid(let offset):
+                    integrityFailures += 1
+                    counters.add(-Int64(total))
+                    Files.remove(part)
+                    let error = DownloadError(.integrity, "no TS sync byte at offset \(offset)", url: job.url)
+                    if integrityFailures >= 3 { throw error }
+                    return .retry(after: nil, reason: error)
+                case .notTS:
+                    integrityFailures += 1
+                    counters.add(-Int64(total))
+                    Files.remove(part)
+                    let error = DownloadError(.integrity, "the segment is not MPEG-TS", url: job.url)
+                    if integrityFailures >= 3 { throw error }
+                    return .retry(after: nil, reason: error)
+                }
+            }
+            try Files.rename(part, final)
+            Files.remove(validatorPath)
+            return .done
+        }
+        let size = Files.size(final) ?? 0
+        counters.values.withLock { $0.knownSizes[index] = size }
+        return size
+    }
+
+    /// `first` and `last` of a `Content-Range: bytes first-last/total`.
+    static func contentRange(_ response: TransportResponse) -> (UInt64, UInt64)? {
+        guard let value = response.header("Content-Range") else { return nil }
+        let text = value.trimmingSpaces
+        guard text.hasPrefix("bytes ") else { return nil }
+        let spec = text.dropFirst(6).split(separator: "/").first ?? ""
+        let bounds = spec.split(separator: "-")
+        guard bounds.count == 2, let first = UInt64(bounds[0]), let last = UInt64(bounds[1]) else { return nil }
+        return (first, last)
+    }
+
+    /// Rewrites `path` without its first `count` bytes.
+    static func strip(_ count: Int, path: String) throws(DownloadError) {
+        let streamer: FileStreamer
+        do {
+            streamer = try FileStreamer(path: path)
+        } catch {
+            throw DownloadError(.fileSystem, "cannot reopen: \(error)", path: path)
+        }
+        defer { streamer.close() }
+        let temporary = path + ".strip"
+        let writer = try FileWriter(path: temporary, truncate: true)
+        defer { writer.close() }
+        do {
+            let size = try streamer.size()
+            var offset = UInt64(count)
+            while offset < size {
+                let bytes = try streamer.read(at: offset, length: Int(min(1 << 20, size - offset)))
+                if bytes.isEmpty { break }
+                try writer.write(bytes[...])
+                offset += UInt64(bytes.count)
+            }
+        } catch let error as DownloadError {
+            throw error
+        } catch {
+            throw DownloadError(.fileSystem, "cannot read: \(error)", path: path)
+        }
+        try writer.sync()
+        try Files.rename(temporary, path)
+    }
+
+    /// Concatenates the pieces of a shared file into it, then removes them.
+    static func assemble(_ assembly: Assembly, folder: String) throws(DownloadError) {
+        let final = folder + "/" + assembly.path
+        if Files.exists(final) { return }
+        let temporary = final + ".part"
+        let writer = try FileWriter(path: temporary, truncate: true)
+        defer { writer.close() }
+        for piece in assembly.pieces {
+            let path = folder + "/" + piece
+            let streamer: FileStreamer
+            do {
+                streamer = try FileStreamer(path: path)
+            } catch {
+                throw DownloadError(.fileSystem, "a piece is missing: \(error)", path: path)
+            }
+            defer { streamer.close() }
+            do {
+                let size = try streamer.size()
+                var offset: UInt64 = 0
+                while offset < size {
+                    let bytes = try streamer.read(at: offset, length: Int(min(1 << 20, size - offset)))
+                    if bytes.isEmpty { break }
+                    try writer.write(bytes[...])
+                    offset += UInt64(bytes.count)
+                }
+            } catch let error as DownloadError {
+                throw error
+            } catch {
+                throw DownloadError(.fileSystem, "cannot read a piece: \(error)", path: path)
+            }
+        }
+        try writer.sync()
+        writer.close()
+        try Files.rename(temporary, final)
+        Files.syncDirectory(Files.parent(of: final))
+        for piece in assembly.pieces { Files.remove(folder + "/" + piece) }
+    }
+}

@@ -1,1 +1,0 @@
-// Tests for the HLSDownload module arrive with its first code.

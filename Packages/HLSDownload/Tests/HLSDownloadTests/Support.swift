@@ -1,0 +1,151 @@
+import Foundation
+import HLSDownload
+import Synchronization
+import Testing
+
+/// What a fake origin answers for one request.
+struct FakeReply: Sendable {
+    var status: Int = 200
+    var headers: [HTTPHeaderField] = []
+    var chunks: [[UInt8]] = []
+    /// Fail the body with this error after the chunks.
+    var failure: TransportError?
+    /// Never answer (until cancelled).
+    var hang = false
+}
+
+/// An in-process origin: a table of files (with Range support) and an optional handler that overrides replies.
+final class FakeOrigin: DownloadTransport, Sendable {
+    struct State: Sendable {
+        var files: [String: [UInt8]] = [:]
+        var requests: [TransportRequest] = []
+        var inFlight = 0
+        var maxInFlight = 0
+        var bytesSent = 0
+    }
+    let state = Mutex(State())
+    let handler: (@Sendable (TransportRequest, Int) -> FakeReply?)?
+
+    init(files: [String: [UInt8]] = [:], handler: (@Sendable (TransportRequest, Int) -> FakeReply?)? = nil) {
+        state.withLock { $0.files = files }
+        self.handler = handler
+    }
+
+    var requests: [TransportRequest] { state.withLock { $0.requests } }
+    func requests(for url: String) -> [TransportRequest] { requests.filter { $0.url == url } }
+    var bytesSent: Int { state.withLock { $0.bytesSent } }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let count = state.withLock { s -> Int in
+            s.requests.append(request)
+            s.inFlight += 1
+            s.maxInFlight = max(s.maxInFlight, s.inFlight)
+            return s.requests.filter { $0.url == request.url }.count
+        }
+        defer { state.withLock { $0.inFlight -= 1 } }
+        // Give other requests a chance to overlap, so concurrency limits are observable.
+        await Task.yield()
+        var reply = handler?(request, count) ?? defaultReply(request)
+        if reply.hang {
+            while !Task.isCancelled { try await Task.sleep(for: .milliseconds(5)) }
+            throw CancellationError()
+        }
+        if reply.headers.first(where: { $0.name == "Content-Length" }) == nil {
+            let length = reply.chunks.reduce(0) { $0 + $1.count }
+            if reply.failure == nil {
+                reply.headers.append(HTTPHeaderField(name: "Content-Length", value: "\(length)"))
+            }
+        }
+        let sent = reply.chunks.reduce(0) { $0 + $1.count }
+        state.withLock { $0.bytesSent += sent }
+        let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        for chunk in reply.chunks { continuation.yield(chunk) }
+        if let failure = reply.failure { continuation.finish(throwing: failure) } else { continuation.finish() }
+        return TransportResponse(status: reply.status, headers: reply.headers, body: stream)
+    }
+
+    /// Serves the file table: 200, or 206 for `Range: bytes=a-b` / `bytes=a-`, honouring If-Range on the ETag.
+    func defaultReply(_ request: TransportRequest) -> FakeReply {
+        guard let body = state.withLock({ $0.files[request.url] }) else { return FakeReply(status: 404) }
+        let etag = "\"v1\""
+        if let range = request.header("Range"), request.header("If-Range").map({ $0 == etag }) ?? true {
+            let spec = range.dropFirst("bytes=".count).split(separator: "-", omittingEmptySubsequences: false)
+            if spec.count == 2, let first = Int(spec[0]) {
+                let last = Int(spec[1]) ?? (body.count - 1)
+                guard first < body.count, last >= first else { return FakeReply(status: 416) }
+                let end = min(last, body.count - 1)
+                return FakeReply(
+                    status: 206,
+                    headers: [
+                        HTTPHeaderField(name: "ETag", value: etag),
+                        HTTPHeaderField(name: "Content-Range", value: "bytes \(first)-\(end)/\(body.count)"),
+                    ], chunks: [Array(body[first...end])])
+            }
+        }
+        return FakeReply(status: 200, headers: [HTTPHeaderField(name: "ETag", value: etag)], chunks: [body])
+    }
+}
+
+/// A clock that never sleeps: time advances by what is asked, and every sleep is recorded.
+final class FakeClock: DownloadClock, Sendable {
+    let state = Mutex((time: 0.0, sleeps: [Double]()))
+    func now() -> Double { state.withLock { $0.time } }
+    func sleep(seconds: Double) async throws {
+        try Task.checkCancellation()
+        state.withLock {
+            $0.sleeps.append(seconds)
+            $0.time += seconds
+        }
+        await Task.yield()
+    }
+    func jitter() -> Double { 1 }
+    var sleeps: [Double] { state.withLock { $0.sleeps } }
+}
+
+enum Fixtures {
+    /// `packets` TS packets whose payload bytes spell `seed`.
+    static func ts(packets: Int, seed: UInt8) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(packets * 188)
+        for p in 0..<packets {
+            bytes.append(0x47)
+            bytes += [0x01, 0x00, 0x10 | UInt8(p & 0x0F)]
+            bytes += [UInt8](repeating: seed &+ UInt8(p & 0xFF), count: 184)
+        }
+        return bytes
+    }
+
+    static func mediaPlaylist(_ names: [String], extra: [Int: String] = [:], header: String = "") -> String {
+        var text = "#EXTM3U\n#EXT-X-VERSION:4\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n" + header
+        for (i, name) in names.enumerated() {
+            if let tag = extra[i] { text += tag + "\n" }
+            text += "#EXTINF:4.0,\n\(name)\n"
+        }
+        return text + "#EXT-X-ENDLIST\n"
+    }
+
+    static func temporaryFolder() -> String {
+        let path = NSTemporaryDirectory() + "hlsdownload-tests-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func read(_ path: String) -> [UInt8]? {
+        FileManager.default.contents(atPath: path).map { [UInt8]($0) }
+    }
+
+    static func text(_ path: String) -> String {
+        read(path).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    static func manager(
+        _ origin: FakeOrigin, root: String? = nil, clock: FakeClock = FakeClock(),
+        configure: (inout DownloadManagerConfiguration) -> Void = { _ in }
+    ) throws -> DownloadManager {
+        var configuration = DownloadManagerConfiguration()
+        configuration.eventInterval = 0
+        configure(&configuration)
+        return try DownloadManager(
+            storeRoot: root ?? temporaryFolder(), configuration: configuration, transport: origin, clock: clock)
+    }
+}
