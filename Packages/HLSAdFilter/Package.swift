@@ -30,6 +30,7 @@ let package = Package(
         .testTarget(
             name: "HLSAdFilterTests",
             dependencies: ["HLSAdFilter"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,0 +1,468 @@
+public import HLSPlaylist
+
+/// A break that is open after a segment: what opened it and how much of it is left.
+public struct OpenBreak: Sendable, Hashable {
+    public var id: String
+    public var rule: AdRule
+    public var reason: String
+    /// Seconds left in the break, when its duration is known.
+    public var remaining: Double?
+    /// Seconds of the break seen so far.
+    public var elapsed: Double
+}
+
+/// What an earlier poll decided about a segment (live), and the break state after it.
+public struct RememberedDecision: Sendable, Hashable {
+    public var decision: SegmentDecision
+    public var after: OpenBreak?
+}
+
+/// Finds ad breaks in a media playlist and decides every segment. Pure: no I/O.
+public struct AdDetector: Sendable {
+    public var options: AdFilterOptions
+
+    public init(options: AdFilterOptions = AdFilterOptions()) { self.options = options }
+
+    /// The result of a detection pass.
+    public struct Detection: Sendable {
+        public var decisions: [SegmentDecision]
+        /// The break state after each segment (parallel to ``decisions``).
+        public var after: [OpenBreak?]
+        /// Whether each decision may still change (a live-edge run whose end is not in the window yet).
+        public var provisional: [Bool]
+        public var warnings: [String]
+        /// Whether the playlist carries any ad markers (tags or SCTE-35/ad DATERANGEs).
+        public var hasMarkers: Bool
+        /// Line indices of EXT-X-DATERANGE tags that describe ads or interstitials (removed from the output).
+        public var adDateRangeLines: Set<Int>
+    }
+
+    /// Decides every segment of `playlist`.
+    /// - Parameters:
+    ///   - media: the resolved view (`playlist.media(url:)`).
+    ///   - live: whether the playlist is a live window (its last run may still be growing).
+    ///   - initial: the break open before the first segment (from the previous poll).
+    ///   - remembered: decisions of earlier polls, by media sequence number; they are kept as they were.
+    public func detect(
+        _ playlist: Playlist, media: MediaPlaylist, live: Bool = false, initial: OpenBreak? = nil,
+        remembered: [UInt64: RememberedDecision] = [:]
+    ) -> Detection {
+        let segments = media.segments
+        var decisions: [SegmentDecision] = []
+        decisions.reserveCapacity(segments.count)
+        var after: [OpenBreak?] = []
+        after.reserveCapacity(segments.count)
+        var known = [Bool](repeating: false, count: segments.count)
+        var warnings: [String] = []
+        var hasMarkers = false
+        var open = initial
+        var previousURILine = -1
+
+        for (i, segment) in segments.enumerated() {
+            let uriLine = segment.lineRange.upperBound - 1
+            let preambleStart = previousURILine + 1
+            previousURILine = uriLine
+            var startedHere = false
+            func start(_ id: String, _ rule: AdRule, _ reason: String, _ duration: Double?) {
+                if startedHere, var current = open {
+                    // A second marker for the same break (e.g. OATCLS beside CUE-OUT): only fill in the duration.
+                    if current.remaining == nil, let duration { current.remaining = duration }
+                    open = current
+                    return
+                }
+                startedHere = true
+                open = OpenBreak(id: id, rule: rule, reason: reason, remaining: duration, elapsed: 0)
+            }
+            let sequence = segment.mediaSequence
+            if preambleStart < uriLine {
+                for lineIndex in preambleStart..<uriLine {
+                    guard case .tag(let tag) = playlist.lines[lineIndex].content, let k = tag.known else { continue }
+                    switch k {
+                    case .cueOut:
+                        hasMarkers = true
+                        var duration = tag.cue?.duration
+                        if duration == nil, let payload = tag.attributes?["SCTE35"]?.text,
+                            case .adStart(let d)? = SCTE35Cue(text: payload)?.signal
+                        {
+                            duration = d
+                        }
+                        let text = duration.map { " with a duration of \(format($0)) s" } ?? ""
+                        start("cue-out-\(sequence)", .cueOut, "EXT-X-CUE-OUT\(text) opens a break", duration)
+                    case .cueOutCont:
+                        hasMarkers = true
+                        let cue = tag.cue
+                        var remaining: Double?
+                        if let d = cue?.duration, let e = cue?.elapsed { remaining = max(0, d - e) }
+                        if open == nil {
+                            start(
+                                "cue-out-cont-\(sequence)", .cueOutCont,
+                                "EXT-X-CUE-OUT-CONT: the window starts inside a break", remaining ?? cue?.duration)
+                        } else if let remaining {
+                            open?.remaining = remaining
+                        }
+                    case .cueIn:
+                        hasMarkers = true
+                        open = nil
+                    case .cue:
+                        let a = tag.attributes
+                        let type = a?["TYPE"]?.text.lowercased()
+                        if type == "spliceout" {
+                            hasMarkers = true
+                            let d = a?["DURATION"].flatMap { Double($0.text) }
+                            let id = a?["ID"]?.text ?? "cue-\(sequence)"
+                            start(id, .adobeCue, "EXT-X-CUE TYPE=SpliceOut opens a break", d)
+                        } else if type == "splicein" {
+                            hasMarkers = true
+                            open = nil
+                        }
+                    case .oatclsSCTE35:
+                        hasMarkers = true
+                        guard let text = tag.valueText, let cue = SCTE35Cue(text: text) else { break }
+                        switch cue.signal {
+                        case .adStart(let d):
+                            start(
+                                "oatcls-\(sequence)", .oatcls, "EXT-OATCLS-SCTE35 carries an out-of-network splice", d)
+                        case .adEnd: open = nil
+                        case .none: break
+                        }
+                    case .asset:
+                        if startedHere, let caid = tag.attributes?["CAID"]?.text {
+                            open?.reason += " (EXT-X-ASSET CAID=\(caid))"
+                        }
+                    case .scte35:
+                        hasMarkers = true
+                        let a = tag.attributes
+                        let cueOut = a?["CUE-OUT"]?.text.uppercased()
+                        let id = a?["ID"]?.text ?? "scte35-\(sequence)"
+                        var signal = SCTE35Cue.Signal.none
+                        if let payload = a?["CUE"]?.text, let cue = SCTE35Cue(text: payload) { signal = cue.signal }
+                        if a?["CUE-IN"]?.text.uppercased() == "YES" {
+                            open = nil
+                        } else if cueOut == "YES" {
+                            var d = a?["DURATION"].flatMap { Double($0.text) }
+                            if d == nil, case .adStart(let pd) = signal { d = pd }
+                            start(id, .scte35Tag, "EXT-X-SCTE35 CUE-OUT=YES opens a break", d)
+                        } else if cueOut == "CONT" {
+                            if open == nil {
+                                start(
+                                    id, .scte35Tag, "EXT-X-SCTE35 CUE-OUT=CONT: the window starts inside a break", nil)
+                            }
+                        } else if case .adStart(let d) = signal {
+                            start(id, .scte35Tag, "EXT-X-SCTE35 carries an advertisement start", d)
+                        } else if case .adEnd = signal {
+                            open = nil
+                        }
+                    case .splicePointSCTE35:
+                        hasMarkers = true
+                        guard let text = tag.valueText, let cue = SCTE35Cue(text: text) else { break }
+                        switch cue.signal {
+                        case .adStart(let d):
+                            start(
+                                "splicepoint-\(sequence)", .splicePoint,
+                                "EXT-X-SPLICEPOINT-SCTE35 carries an advertisement start", d)
+                        case .adEnd: open = nil
+                        case .none: break
+                        }
+                    default: break
+                    }
+                }
+            }
+            if let memory = remembered[sequence] {
+                decisions.append(memory.decision)
+                after.append(memory.after)
+                known[i] = true
+                open = memory.after
+                continue
+            }
+            if var current = open {
+                decisions.append(
+                    SegmentDecision(
+                        mediaSequence: sequence, uri: segment.uri, duration: segment.duration, isAd: true,
+                        reason: current.reason, rule: current.rule, breakID: current.id))
+                current.elapsed += segment.duration
+                if let r = current.remaining {
+                    current.remaining = r - segment.duration
+                }
+                if let r = current.remaining, r < 0.25 {
+                    open = nil
+                } else if current.remaining == nil, current.elapsed >= options.maximumBreakDuration {
+                    warnings.append(
+                        "break \(current.id) has no end marker; it was closed after \(format(current.elapsed)) s")
+                    open = nil
+                } else {
+                    open = current
+                }
+            } else {
+                decisions.append(content(segment))
+            }
+            after.append(open)
+        }
+        if let open, open.remaining == nil, !live {
+            warnings.append("break \(open.id) is still open at the end of the playlist")
+        }
+
+        var detection = Detection(
+            decisions: decisions, after: after, provisional: [Bool](repeating: false, count: segments.count),
+            warnings: warnings, hasMarkers: hasMarkers, adDateRangeLines: [])
+        dateRanges(playlist, media, known: known, into: &detection)
+        twitchTitles(media, known: known, into: &detection)
+        if options.detectOriginChange {
+            serverSideInsertion(media, live: live, known: known, into: &detection)
+        }
+        if options.durationHeuristics, !detection.hasMarkers {
+            durationHeuristic(media, known: known, into: &detection)
+        }
+        return detection
+    }
+
+    func content(_ segment: MediaSegment) -> SegmentDecision {
+        SegmentDecision(
+            mediaSequence: segment.mediaSequence, uri: segment.uri, duration: segment.duration, isAd: false,
+            reason: "content", rule: .content, breakID: nil)
+    }
+
+    func mark(
+        _ detection: inout Detection, _ index: Int, _ segment: MediaSegment, rule: AdRule, reason: String, id: String
+    ) {
+        guard index < detection.decisions.count, !detection.decisions[index].isAd else { return }
+        detection.decisions[index] = SegmentDecision(
+            mediaSequence: segment.mediaSequence, uri: segment.uri, duration: segment.duration, isAd: true,
+            reason: reason, rule: rule, breakID: id)
+    }
+
+    // MARK: EXT-X-DATERANGE
+
+    /// An ad interval on one timeline (program date time, or the playlist's own running time when there is none).
+    struct Interval {
+        var id: String
+        var start: Double
+        var end: Double?
+        var rule: AdRule
+        var reason: String
+    }
+
+    func dateRanges(_ playlist: Playlist, _ media: MediaPlaylist, known: [Bool], into detection: inout Detection) {
+        guard !media.dateRanges.isEmpty else { return }
+        let segments = media.segments
+        // Each segment's start on the timeline the date ranges use.
+        let usesDates = segments.contains { $0.programDateTime != nil }
+        var starts: [Double?] = []
+        var running = 0.0
+        for s in segments {
+            starts.append(usesDates ? s.programDateTime?.secondsSince1970 : running)
+            running += s.duration
+        }
+        // Without dates, a range starts where its tag sits: at the next segment's running time.
+        func position(_ range: DateRange) -> Double? {
+            if usesDates { return range.startDate?.secondsSince1970 }
+            if let next = segments.firstIndex(where: { $0.lineRange.upperBound - 1 > range.lineIndex }) {
+                return starts[next]
+            }
+            return running
+        }
+        var intervals: [Interval] = []
+        var endsByID: [String: Double] = [:]
+        var anonymousEnds: [Double] = []
+        for range in media.dateRanges {
+            let cls = range.classAttribute ?? ""
+            if cls == "com.apple.hls.interstitial" {
+                detection.adDateRangeLines.insert(range.lineIndex)
+                continue
+            }
+            guard let begin = position(range) else { continue }
+            var length = range.duration ?? range.plannedDuration
+            if length == nil, let end = range.endDate, let s = range.startDate {
+                length = end.secondsSince1970 - s.secondsSince1970
+            }
+            if cls == "twitch-stitched-ad" || range.id.hasPrefix("stitched-ad-") {
+                detection.hasMarkers = true
+                detection.adDateRangeLines.insert(range.lineIndex)
+                intervals.append(
+                    Interval(
+                        id: range.id, start: begin, end: length.map { begin + $0 }, rule: .twitchDateRange,
+                        reason: "inside the Twitch stitched-ad DATERANGE \(range.id)"))
+                continue
+            }
+            var signal = SCTE35Cue.Signal.none
+            var source = ""
+            if let out = range.scte35Out {
+                source = "SCTE35-OUT"
+                signal = SCTE35Cue(bytes: out)?.signal ?? .adStart(duration: nil)
+                if case .none = signal { signal = .adStart(duration: nil) }
+            } else if let command = range.scte35Command {
+                source = "SCTE35-CMD"
+                signal = SCTE35Cue(bytes: command)?.signal ?? .none
+            } else if range.scte35In != nil {
+                source = "SCTE35-IN"
+                signal = .adEnd
+            }
+            switch signal {
+            case .adStart(let payloadDuration):
+                detection.hasMarkers = true
+                detection.adDateRangeLines.insert(range.lineIndex)
+                let d = length ?? payloadDuration
+                intervals.append(
+                    Interval(
+                        id: range.id, start: begin, end: d.map { begin + $0 }, rule: .dateRangeSCTE35,
+                        reason: "inside the EXT-X-DATERANGE \(range.id) with \(source)"))
+            case .adEnd:
+                detection.hasMarkers = true
+                detection.adDateRangeLines.insert(range.lineIndex)
+                if range.scte35Out == nil, range.scte35Command == nil {
+                    endsByID[range.id] = begin
+                } else {
+                    anonymousEnds.append(begin)
+                }
+            case .none:
+                break
+            }
+        }
+        guard !intervals.isEmpty else { return }
+        // Close open intervals by their ID's SCTE35-IN, by a later end command, or by the maximum.
+        for i in intervals.indices where intervals[i].end == nil {
+            if let end = endsByID[intervals[i].id] {
+                intervals[i].end = end
+            } else if let end = anonymousEnds.filter({ $0 > intervals[i].start }).min() {
+                intervals[i].end = end
+            } else {
+                intervals[i].end = intervals[i].start + options.maximumBreakDuration
+            }
+        }
+        for (index, segment) in segments.enumerated() where !known[index] {
+            guard let t = starts[index] else { continue }
+            for interval in intervals {
+                let end = interval.end ?? interval.start
+                if t >= interval.start - 0.05, t < end - 0.05 {
+                    mark(&detection, index, segment, rule: interval.rule, reason: interval.reason, id: interval.id)
+                    break
+                }
+            }
+        }
+    }
+
+    // MARK: Twitch titles
+
+    func twitchTitles(_ media: MediaPlaylist, known: [Bool], into detection: inout Detection) {
+        guard media.segments.contains(where: { $0.title == "live" }) else { return }
+        for (index, segment) in media.segments.enumerated() where !known[index] {
+            if !segment.title.isEmpty, segment.title != "live" {
+                detection.hasMarkers = true
+                mark(
+                    &detection, index, segment, rule: .twitchTitle,
+                    reason: "EXTINF title \"\(segment.title)\" marks a stitched ad (content is titled \"live\")",
+                    id: "stitched-\(segment.mediaSequence)")
+            }
+        }
+    }
+
+    // MARK: Server-side insertion without markers
+
+    struct Run {
+        var range: Range<Int>
+        var hosts: Set<String>
+        var adHost: AdHostPattern?
+        var duration: Double
+    }
+
+    func runs(_ media: MediaPlaylist) -> [Run] {
+        var runs: [Run] = []
+        for (index, segment) in media.segments.enumerated() {
+            let reference = URIReference(segment.uri)
+            let host = (reference.authority ?? "").lowercased()
+            let pattern = options.adHosts.first { $0.matches(host: hostName(host), path: reference.path) }
+            if segment.discontinuity || runs.isEmpty {
+                runs.append(Run(range: index..<(index + 1), hosts: [host], adHost: pattern, duration: segment.duration))
+            } else if var last = runs.popLast() {
+                last.range = last.range.lowerBound..<(index + 1)
+                last.hosts.insert(host)
+                if pattern == nil { last.adHost = nil }
+                last.duration += segment.duration
+                runs.append(last)
+            }
+        }
+        return runs
+    }
+
+    func hostName(_ authority: String) -> String {
+        var a = Substring(authority)
+        if let at = a.lastIndex(of: "@") { a = a[a.index(after: at)...] }
+        if a.hasPrefix("[") { return String(a) }
+        if let colon = a.lastIndex(of: ":") { a = a[..<colon] }
+        return String(a)
+    }
+
+    func serverSideInsertion(_ media: MediaPlaylist, live: Bool, known: [Bool], into detection: inout Detection) {
+        let runs = runs(media)
+        guard runs.count > 1 else { return }
+        var hostDurations: [String: Double] = [:]
+        for run in runs { for h in run.hosts { hostDurations[h, default: 0] += run.duration } }
+        let majority = hostDurations.max { $0.value < $1.value || $0.value == $1.value && $0.key > $1.key }?.key
+        let maximumRun = min(options.maximumBreakDuration, 240)
+        for (r, run) in runs.enumerated() {
+            var rule: AdRule?
+            var reason = ""
+            let previous = r > 0 ? runs[r - 1] : nil
+            let next = r + 1 < runs.count ? runs[r + 1] : nil
+            if let pattern = run.adHost {
+                rule = .adHost
+                reason = "between discontinuities and served from the ad host pattern \(pattern)"
+            } else if run.duration <= maximumRun, let majority, !run.hosts.contains(majority) {
+                let separate = [previous, next].allSatisfy { n in n.map { $0.hosts.isDisjoint(with: run.hosts) } ?? true
+                }
+                let neighboursAreContent = [previous, next].allSatisfy { n in
+                    n.map { $0.hosts.contains(majority) } ?? true
+                }
+                let bounded = previous != nil && next != nil
+                let liveEdge = live && next == nil && previous != nil
+                let edgeRun = !bounded && (previous ?? next).map { run.duration < $0.duration } ?? false
+                if separate, neighboursAreContent, bounded || liveEdge || edgeRun {
+                    rule = .originChange
+                    let hosts = run.hosts.sorted().joined(separator: ", ")
+                    reason = "between discontinuities and served from \(hosts), not the content's origin \(majority)"
+                    if liveEdge {
+                        for i in run.range { detection.provisional[i] = true }
+                    }
+                }
+            }
+            guard let rule else { continue }
+            let id = "ssai-\(media.segments[run.range.lowerBound].mediaSequence)"
+            for i in run.range where !known[i] {
+                mark(&detection, i, media.segments[i], rule: rule, reason: reason, id: id)
+            }
+        }
+    }
+
+    // MARK: Duration heuristic
+
+    func durationHeuristic(_ media: MediaPlaylist, known: [Bool], into detection: inout Detection) {
+        let runs = runs(media)
+        guard runs.count > 2 else { return }
+        for r in 1..<(runs.count - 1) {
+            let run = runs[r]
+            let multiple = (run.duration / 15).rounded()
+            guard multiple >= 1, multiple <= 8, abs(run.duration - multiple * 15) <= 0.6 else { continue }
+            let id = "heuristic-\(media.segments[run.range.lowerBound].mediaSequence)"
+            for i in run.range where !known[i] {
+                mark(
+                    &detection, i, media.segments[i], rule: .durationHeuristic,
+                    reason: "a discontinuity-bounded run of \(format(run.duration)) s (an ad-like length)", id: id)
+            }
+        }
+    }
+}
+
+/// A duration with at most three decimals and no trailing zeros.
+func format(_ seconds: Double) -> String {
+    guard seconds.isFinite else { return "0" }
+    let millis = Int((seconds * 1000).rounded())
+    let whole = millis / 1000
+    var fraction = abs(millis % 1000)
+    if fraction == 0 { return String(whole) }
+    var digits = 3
+    while fraction % 10 == 0 {
+        fraction /= 10
+        digits -= 1
+    }
+    let text = String(fraction)
+    return "\(whole)." + String(repeating: "0", count: digits - text.count) + text
+}

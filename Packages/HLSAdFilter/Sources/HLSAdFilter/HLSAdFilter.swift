@@ -1,1 +1,0 @@
-// The HLSAdFilter module. Its sources arrive with the issue that builds it; see Documentation/Architecture.md.

@@ -1,0 +1,187 @@
+public import HLSPlaylist
+
+/// Cleans successive polls of a live media playlist.
+///
+/// Each ad segment becomes a slate entry of the same duration at a URI keyed by its media sequence number
+/// (`slate/<msn>.ts` by default), so media and discontinuity sequence numbers never change and no segment vanishes
+/// from the middle of the window. Decisions are remembered by media sequence number, so a segment keeps its URI in
+/// every later poll, and a break that began before the window (its CUE-OUT gone) goes on being recognised. The key
+/// scope is closed (METHOD=NONE) over slates and re-opened after them; LL-HLS parts, preload hints and rendition
+/// reports are removed and blocking reload is turned off.
+public struct LiveAdFilter: Sendable {
+    public var options: AdFilterOptions
+    public var state: State
+    /// The URI written for the slate of media sequence number `msn`.
+    public var slateURI: @Sendable (UInt64) -> String = { "slate/\($0).ts" }
+    /// How many media sequence numbers behind the window decisions and slates are kept (so a slow client can still
+    /// fetch a slate that just left the window).
+    public var retention: UInt64 = 64
+
+    /// What the filter remembers between polls.
+    public struct State: Sendable, Hashable {
+        public var decisions: [UInt64: RememberedDecision] = [:]
+        public var slates: [UInt64: SlateSlot] = [:]
+        /// The last content segment seen before the newest slate: (media sequence number, URI, duration).
+        public var lastContent: ContentAnchor?
+        /// The first media sequence number of the last poll.
+        public var lastFirstSequence: UInt64?
+
+        public init() {}
+    }
+
+    /// A content segment slates are placed after.
+    public struct ContentAnchor: Sendable, Hashable {
+        public var mediaSequence: UInt64
+        public var uri: String
+        public var duration: Double
+    }
+
+    public init(options: AdFilterOptions = AdFilterOptions(), state: State = State()) {
+        self.options = options
+        self.state = state
+    }
+
+    /// The slate for a media sequence number (in the current window or recently left).
+    public func slate(_ mediaSequence: UInt64) -> SlateSlot? { state.slates[mediaSequence] }
+
+    /// Cleans one poll and updates the state.
+    public mutating func filter(_ playlist: Playlist, url: String? = nil) -> AdFilterResult {
+        let media = playlist.media(url: url)
+        var warnings: [String] = []
+        if let last = state.lastFirstSequence, media.mediaSequence < last {
+            warnings.append("media sequence went back from \(last) to \(media.mediaSequence); the state was reset")
+            state = State()
+        }
+        let initial = media.mediaSequence > 0 ? state.decisions[media.mediaSequence &- 1]?.after : nil
+        var detection = AdDetector(options: options).detect(
+            playlist, media: media, live: !media.endList, initial: initial, remembered: state.decisions)
+        warnings += detection.warnings
+        let fragmented = media.segments.contains { $0.map != nil }
+        if fragmented {
+            if detection.decisions.contains(where: \.isAd) {
+                warnings.append("fMP4 slates are not supported; ad segments of this fMP4 stream are left in place")
+            }
+            for i in detection.decisions.indices where detection.decisions[i].isAd {
+                detection.decisions[i].isAd = false
+                detection.decisions[i].reason = "left in place (fMP4): " + detection.decisions[i].reason
+            }
+        }
+        // Slates: each placed after the last content segment before it.
+        var anchor = state.lastContent
+        var offset = 0.0
+        var slates: [SlateSlot] = []
+        for (i, segment) in media.segments.enumerated() {
+            let decision = detection.decisions[i]
+            if decision.isAd {
+                if let anchor, offset == 0 { offset = anchor.duration }
+                let slot =
+                    state.slates[segment.mediaSequence]
+                    ?? SlateSlot(
+                        mediaSequence: segment.mediaSequence, duration: segment.duration, anchorURI: anchor?.uri,
+                        anchorMediaSequence: anchor?.mediaSequence, offsetFromAnchor: offset,
+                        isFragmentedMP4: fragmented)
+                slates.append(slot)
+                state.slates[segment.mediaSequence] = slot
+                offset = slot.offsetFromAnchor + segment.duration
+            } else {
+                anchor = ContentAnchor(
+                    mediaSequence: segment.mediaSequence, uri: segment.uri, duration: segment.duration)
+                offset = 0
+            }
+            if !detection.provisional[i] {
+                state.decisions[segment.mediaSequence] = RememberedDecision(
+                    decision: decision, after: detection.after[i])
+            }
+        }
+        state.lastContent = anchor
+        state.lastFirstSequence = media.mediaSequence
+        let floor = media.mediaSequence > retention ? media.mediaSequence - retention : 0
+        state.decisions = state.decisions.filter { $0.key >= floor }
+        state.slates = state.slates.filter { $0.key >= floor }
+
+        var writer = CleanWriter(playlist: playlist, media: media, detection: detection, live: true)
+        let uri = slateURI
+        let out = writer.run(slateURI: uri)
+        return AdFilterResult(
+            playlist: out, decisions: detection.decisions, breaks: AdFilter.breaks(detection.decisions),
+            slates: slates, warnings: warnings)
+    }
+}
+
+// MARK: Persisting the state (a line-based text form, so a CLI can keep it between invocations)
+
+extension LiveAdFilter.State {
+    /// The state as text: one record per line, tab-separated fields.
+    public var serialized: String {
+        var out = "TSPLAYER-ADFILTER-STATE 1\n"
+        if let f = lastFirstSequence { out += "F\t\(f)\n" }
+        if let c = lastContent { out += "C\t\(c.mediaSequence)\t\(c.duration)\t\(clean(c.uri))\n" }
+        for key in decisions.keys.sorted() {
+            guard let r = decisions[key] else { continue }
+            let d = r.decision
+            out +=
+                "D\t\(d.mediaSequence)\t\(d.isAd ? 1 : 0)\t\(d.duration)\t\(d.rule.id)\t\(d.breakID ?? "")\t"
+                + "\(clean(d.uri))\t\(clean(d.reason))\n"
+            if let a = r.after {
+                out +=
+                    "A\t\(d.mediaSequence)\t\(clean(a.id))\t\(a.rule.id)\t\(a.remaining.map { "\($0)" } ?? "-")\t"
+                    + "\(a.elapsed)\t\(clean(a.reason))\n"
+            }
+        }
+        for key in slates.keys.sorted() {
+            guard let s = slates[key] else { continue }
+            out +=
+                "S\t\(s.mediaSequence)\t\(s.duration)\t\(s.anchorMediaSequence.map { "\($0)" } ?? "-")\t"
+                + "\(s.offsetFromAnchor)\t\(s.isFragmentedMP4 ? 1 : 0)\t\(clean(s.anchorURI ?? ""))\n"
+        }
+        return out
+    }
+
+    private func clean(_ s: String) -> String {
+        String(s.map { $0 == "\t" || $0 == "\n" || $0 == "\r" ? " " : $0 })
+    }
+
+    /// Reads a state written by ``serialized``; nil when the text is not one.
+    public init?(serialized text: String) {
+        self.init()
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: true)[...]
+        guard lines.first == "TSPLAYER-ADFILTER-STATE 1" else { return nil }
+        lines = lines.dropFirst()
+        var afters: [UInt64: OpenBreak] = [:]
+        for line in lines {
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard let kind = f.first else { continue }
+            switch kind {
+            case "F":
+                guard f.count == 2, let v = UInt64(f[1]) else { return nil }
+                lastFirstSequence = v
+            case "C":
+                guard f.count == 4, let m = UInt64(f[1]), let d = Double(f[2]) else { return nil }
+                lastContent = LiveAdFilter.ContentAnchor(mediaSequence: m, uri: f[3], duration: d)
+            case "D":
+                guard f.count == 8, let m = UInt64(f[1]), let d = Double(f[3]), let rule = AdRule(id: f[4]) else {
+                    return nil
+                }
+                let decision = SegmentDecision(
+                    mediaSequence: m, uri: f[6], duration: d, isAd: f[2] == "1", reason: f[7], rule: rule,
+                    breakID: f[5].isEmpty ? nil : f[5])
+                decisions[m] = RememberedDecision(decision: decision, after: nil)
+            case "A":
+                guard f.count == 7, let m = UInt64(f[1]), let rule = AdRule(id: f[3]), let elapsed = Double(f[5])
+                else { return nil }
+                afters[m] = OpenBreak(id: f[2], rule: rule, reason: f[6], remaining: Double(f[4]), elapsed: elapsed)
+            case "S":
+                guard f.count == 7, let m = UInt64(f[1]), let d = Double(f[2]), let o = Double(f[4]) else {
+                    return nil
+                }
+                slates[m] = SlateSlot(
+                    mediaSequence: m, duration: d, anchorURI: f[6].isEmpty ? nil : f[6],
+                    anchorMediaSequence: UInt64(f[3]),
+                    offsetFromAnchor: o, isFragmentedMP4: f[5] == "1")
+            default:
+                return nil
+            }
+        }
+        for (m, a) in afters { decisions[m]?.after = a }
+    }
+}

@@ -1,1 +1,0 @@
-// Tests for the HLSAdFilter module arrive with its first code.

@@ -1,0 +1,140 @@
+import HLSAdFilter
+import HLSPlaylist
+import Testing
+
+@Suite struct LiveTests {
+    static let url = "https://cdn.example.com/live/index.m3u8"
+
+    /// Runs the polls through one filter (and through a second one whose state is written to text and read back
+    /// between polls), checking every invariant on each output and the live lint rules on each successive pair.
+    @discardableResult
+    func check(_ origin: LiveOrigin, polls: [UInt64], sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> [AdFilterResult]
+    {
+        var filter = LiveAdFilter()
+        var restarted = LiveAdFilter()
+        var previous: Playlist?
+        var results: [AdFilterResult] = []
+        for first in polls {
+            let input = try Playlist(origin.poll(first))
+            #expect(lintErrors(input, url: Self.url).isEmpty, "origin poll \(first)", sourceLocation: sourceLocation)
+            let result = filter.filter(input, url: Self.url)
+            results.append(result)
+            let out = result.playlist
+            let source = input.media(url: Self.url)
+            let media = out.media(url: Self.url)
+            let context = "poll \(first):\n\(out.text)"
+            // Same sequence numbers, same count, one decision per segment, ads exactly where the origin put them.
+            #expect(media.mediaSequence == source.mediaSequence, sourceLocation: sourceLocation)
+            #expect(media.discontinuitySequence == source.discontinuitySequence, sourceLocation: sourceLocation)
+            #expect(media.segments.count == source.segments.count, sourceLocation: sourceLocation)
+            #expect(result.decisions.count == source.segments.count, sourceLocation: sourceLocation)
+            for (segment, decision) in zip(media.segments, result.decisions) {
+                let m = segment.mediaSequence
+                #expect(decision.isAd == origin.ads.contains(m), "msn \(m) \(context)", sourceLocation: sourceLocation)
+                if decision.isAd {
+                    #expect(segment.rawURI == "slate/\(m).ts", sourceLocation: sourceLocation)
+                    #expect(segment.keys.isEmpty, "key scope open over slate \(m)", sourceLocation: sourceLocation)
+                    #expect(result.slates.contains { $0.mediaSequence == m }, sourceLocation: sourceLocation)
+                } else {
+                    #expect(segment.uri == origin.uri(m), sourceLocation: sourceLocation)
+                    let sourceKeys = source.segments.first { $0.mediaSequence == m }?.keys.map(\.uri) ?? []
+                    #expect(segment.keys.map(\.uri) == sourceKeys, "keys of \(m)", sourceLocation: sourceLocation)
+                }
+            }
+            for line in out.lines {
+                let k = line.knownTag
+                #expect(k?.scope != .adMarker, sourceLocation: sourceLocation)
+                #expect(k != .part && k != .preloadHint && k != .partInf, sourceLocation: sourceLocation)
+                if k == .serverControl { #expect(line.tag?.attributes?["CAN-BLOCK-RELOAD"] == nil) }
+            }
+            let errors = lintErrors(out, previous: previous, url: Self.url)
+            #expect(errors.isEmpty, "\(errors)\n\(context)", sourceLocation: sourceLocation)
+            // A filter restarted from the serialized state gives the same output.
+            let text = restarted.state.serialized
+            let state = try #require(LiveAdFilter.State(serialized: text), sourceLocation: sourceLocation)
+            #expect(state == restarted.state, sourceLocation: sourceLocation)
+            restarted = LiveAdFilter(state: state)
+            #expect(
+                restarted.filter(input, url: Self.url).playlist.write() == out.write(), sourceLocation: sourceLocation)
+            previous = out
+        }
+        return results
+    }
+
+    @Test func aBreakEntersFillsAndLeavesTheWindow() throws {
+        try check(LiveOrigin(ads: Set(8...12)), polls: [3, 5, 7, 9, 11, 13, 15])
+    }
+
+    @Test func aBareCueOutIsRememberedAfterItLeavesTheWindow() throws {
+        let results = try check(LiveOrigin(ads: Set(8...12), marker: .bareCueOut), polls: [4, 7, 10, 12, 14])
+        // In the poll starting at 10 the CUE-OUT (on 8) is gone; 10...12 are still ads, decided by the state.
+        #expect(results[2].decisions.prefix(3).allSatisfy { $0.isAd && $0.rule == .cueOut })
+    }
+
+    @Test func backToBackBreaks() throws {
+        let origin = LiveOrigin(ads: Set(6...9))
+        try check(origin, polls: [2, 4, 6, 8, 10])
+        var split = LiveOrigin(ads: [6, 7, 9, 10])
+        split.windowSize = 5
+        try check(split, polls: [2, 4, 6, 8, 10])
+    }
+
+    @Test func encryptedWithKeyRotation() throws {
+        var origin = LiveOrigin(ads: Set(7...10))
+        origin.keyRotation = 3
+        try check(origin, polls: [2, 4, 6, 8, 10, 12])
+    }
+
+    @Test func lowLatencyPartsAndHintsAreRemoved() throws {
+        var origin = LiveOrigin(ads: Set(8...10))
+        origin.lowLatency = true
+        try check(origin, polls: [4, 5, 6, 8, 10])
+    }
+
+    @Test func dateRangeBreaksKeepProgramDateTime() throws {
+        try check(LiveOrigin(ads: Set(8...11), marker: .dateRange), polls: [4, 6, 8, 10, 12])
+    }
+
+    @Test func serverSideInsertionByOriginChange() throws {
+        let results = try check(LiveOrigin(ads: Set(8...10), marker: .originChange), polls: [3, 5, 7, 9, 11])
+        #expect(results.flatMap(\.decisions).filter(\.isAd).allSatisfy { $0.rule == .originChange })
+    }
+
+    @Test func aWindowOfOnlyAdsIsStillAValidAdvancingPlaylist() throws {
+        let results = try check(LiveOrigin(ads: Set(4...30)), polls: [2, 6, 8, 10, 12])
+        for r in results.dropFirst() {
+            #expect(r.decisions.allSatisfy { $0.isAd })
+            #expect(!r.playlist.media().segments.isEmpty)
+        }
+    }
+
+    @Test func slatesAreAnchoredOnTheLastContentSegment() throws {
+        var filter = LiveAdFilter()
+        let origin = LiveOrigin(ads: Set(8...10))
+        _ = filter.filter(try Playlist(origin.poll(3)), url: Self.url)
+        let result = filter.filter(try Playlist(origin.poll(5)), url: Self.url)
+        let slates = result.slates
+        #expect(slates.map(\.mediaSequence) == [8, 9, 10])
+        #expect(slates.allSatisfy { $0.anchorMediaSequence == 7 })
+        #expect(slates.map(\.offsetFromAnchor) == [4, 8, 12])
+        #expect(filter.slate(9)?.duration == 4)
+    }
+
+    @Test func fragmentedMP4AdsAreLeftInPlaceWithAWarning() throws {
+        var origin = LiveOrigin(ads: Set(8...9))
+        origin.fragmented = true
+        var filter = LiveAdFilter()
+        let result = filter.filter(try Playlist(origin.poll(5)), url: Self.url)
+        #expect(result.warnings.contains { $0.contains("fMP4") })
+        #expect(result.playlist.media(url: Self.url).segments.map(\.uri) == (5...10).map { origin.uri($0) })
+    }
+
+    @Test func aSequenceThatGoesBackResetsTheState() throws {
+        var filter = LiveAdFilter()
+        let origin = LiveOrigin(ads: Set(8...9))
+        _ = filter.filter(try Playlist(origin.poll(6)), url: Self.url)
+        let result = filter.filter(try Playlist(origin.poll(0)), url: Self.url)
+        #expect(result.warnings.contains { $0.contains("reset") })
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import HLSAdFilter
+import HLSPlaylist
+import Testing
+
+/// Fixtures live beside this file; found by #filePath so the library never needs Bundle.module.
+enum Fixtures {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures")
+
+    static var names: [String] {
+        let all = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return all.filter { $0.hasSuffix(".m3u8") }.sorted()
+    }
+
+    static func text(_ name: String) throws -> String {
+        try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+    }
+
+    static func playlist(_ name: String) throws -> Playlist { try Playlist(try text(name)) }
+
+    /// The `#EXPECT-...: value` comment of a fixture.
+    static func expectation(_ playlist: Playlist, _ key: String) -> String? {
+        for line in playlist.lines where line.isComment {
+            let text = line.text
+            let prefix = "#EXPECT-\(key): "
+            if text.hasPrefix(prefix) { return String(text.dropFirst(prefix.count)) }
+        }
+        return nil
+    }
+}
+
+/// Error-severity lint findings of a playlist (with the previous poll when given).
+func lintErrors(_ playlist: Playlist, previous: Playlist? = nil, url: String? = nil) -> [LintFinding] {
+    PlaylistLinter(url: url).lint(playlist, previous: previous).filter { $0.severity == .error }
+}
+
+/// `c` for content, `a` for ad, one letter per decision.
+func pattern(_ decisions: [SegmentDecision]) -> String {
+    String(decisions.map { $0.isAd ? "a" : "c" })
+}
