@@ -32,15 +32,43 @@ public enum AttributeValue: Sendable, Hashable {
 }
 
 /// One `NAME=value` pair, with the value exactly as written (quotes included).
+///
+/// A parsed attribute is a view into the playlist's bytes; its name and value become strings only when asked for,
+/// and the typed accessors read the bytes directly.
 public struct Attribute: Sendable, Hashable {
-    public var name: String
-    /// The value as written, quotes included.
-    public var rawValue: String
+    var nameBytes: ArraySlice<UInt8>
+    var valueBytes: ArraySlice<UInt8>
+    /// The position of the name in ``AttributeNames/all``, or -1 for other names.
+    var nameID: Int
 
     public init(name: String, rawValue: String) {
-        self.name = name
-        self.rawValue = rawValue
+        self.nameBytes = ArraySlice(name.utf8)
+        self.valueBytes = ArraySlice(rawValue.utf8)
+        self.nameID = AttributeNames.id(of: nameBytes)
     }
+
+    init(nameBytes: ArraySlice<UInt8>, valueBytes: ArraySlice<UInt8>) {
+        self.nameBytes = nameBytes
+        self.valueBytes = valueBytes
+        self.nameID = AttributeNames.id(of: nameBytes)
+    }
+
+    /// The attribute name.
+    public var name: String {
+        get { nameID >= 0 ? AttributeNames.all[nameID] : String(decoding: nameBytes, as: UTF8.self) }
+        set {
+            nameBytes = ArraySlice(newValue.utf8)
+            nameID = AttributeNames.id(of: nameBytes)
+        }
+    }
+    /// The value as written, quotes included.
+    public var rawValue: String {
+        get { String(decoding: valueBytes, as: UTF8.self) }
+        set { valueBytes = ArraySlice(newValue.utf8) }
+    }
+
+    /// Whether the name is `name` (compared as bytes).
+    public func hasName(_ name: String) -> Bool { nameBytes.elementsEqual(name.utf8) }
 
     /// A quoted-string attribute: the value is written with quotes.
     public static func quoted(_ name: String, _ value: String) -> Attribute {
@@ -49,28 +77,29 @@ public struct Attribute: Sendable, Hashable {
 
     /// Whether the value is written between double quotes.
     public var isQuoted: Bool {
-        let u = rawValue.utf8
-        return u.count >= 2 && u.first == asciiQuote && u.last == asciiQuote
+        valueBytes.count >= 2 && valueBytes.first == asciiQuote && valueBytes.last == asciiQuote
     }
     /// The quoted-string value without its quotes, or nil when the value is not quoted.
     public var quotedString: String? {
         guard isQuoted else { return nil }
-        return String(rawValue.dropFirst().dropLast())
+        return String(decoding: valueBytes.dropFirst().dropLast(), as: UTF8.self)
     }
     /// The value as text: unquoted when it was quoted, as written otherwise.
     public var text: String { quotedString ?? rawValue }
-    public var decimalInteger: UInt64? { Numbers.decimalInteger(rawValue.utf8) }
-    public var decimalFloat: Double? { Numbers.decimalFloat(rawValue.utf8, signed: false) }
-    public var signedDecimalFloat: Double? { Numbers.decimalFloat(rawValue.utf8, signed: true) }
-    public var hexadecimalSequence: [UInt8]? { Numbers.hexadecimal(rawValue.utf8) }
+    public var decimalInteger: UInt64? { Numbers.decimalInteger(valueBytes) }
+    public var decimalFloat: Double? { Numbers.decimalFloat(valueBytes, signed: false) }
+    public var signedDecimalFloat: Double? { Numbers.decimalFloat(valueBytes, signed: true) }
+    public var hexadecimalSequence: [UInt8]? { Numbers.hexadecimal(valueBytes) }
     /// An enumerated-string: unquoted, no whitespace, no commas or quotes.
     public var enumeratedString: String? {
-        if rawValue.isEmpty || isQuoted { return nil }
-        for b in rawValue.utf8 where b == asciiQuote || b == asciiComma || ASCII.isWhitespace(b) { return nil }
+        if valueBytes.isEmpty || isQuoted { return nil }
+        for b in valueBytes where b == asciiQuote || b == asciiComma || ASCII.isWhitespace(b) { return nil }
         return rawValue
     }
+    /// Whether the value is exactly `text` (compared as bytes).
+    public func valueIs(_ text: String) -> Bool { valueBytes.elementsEqual(text.utf8) }
     public var resolution: Resolution? {
-        let u = Array(rawValue.utf8)
+        let u = valueBytes
         guard let x = u.firstIndex(where: { $0 == 0x78 || $0 == 0x58 }),
             let w = Numbers.decimalInteger(u[..<x]), let h = Numbers.decimalInteger(u[(x + 1)...])
         else { return nil }
@@ -104,13 +133,13 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
 
     /// The first attribute called `name`.
     public subscript(name: String) -> Attribute? {
-        for a in attributes where a.name == name { return a }
+        for a in attributes where a.hasName(name) { return a }
         return nil
     }
 
     /// Sets (replacing the first of that name in place, or appending) or removes an attribute.
     public mutating func set(_ name: String, rawValue: String?) {
-        if let i = attributes.firstIndex(where: { $0.name == name }) {
+        if let i = attributes.firstIndex(where: { $0.hasName(name) }) {
             if let rawValue { attributes[i].rawValue = rawValue } else { attributes.remove(at: i) }
         } else if let rawValue {
             attributes.append(Attribute(name: name, rawValue: rawValue))
@@ -129,11 +158,10 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
     public func hexadecimalSequence(_ name: String) -> [UInt8]? { self[name]?.hexadecimalSequence }
     /// `YES` → true, `NO` → false, anything else (or absent) → nil.
     public func yesNo(_ name: String) -> Bool? {
-        switch self[name]?.rawValue {
-        case "YES": return true
-        case "NO": return false
-        default: return nil
-        }
+        guard let a = self[name] else { return nil }
+        if a.valueIs("YES") { return true }
+        if a.valueIs("NO") { return false }
+        return nil
     }
 
     /// The attribute list as written: `NAME=value` joined by commas.
@@ -185,9 +213,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
             guard i < end, bytes[i] == asciiEquals else {
                 problems.append(Problem(offset: i - base, message: "expected '=' after attribute name"))
                 if i < end { i += 1 }
-                if !trimmedName.isEmpty {
-                    list.append(Attribute(name: String(decoding: trimmedName, as: UTF8.self), rawValue: ""))
-                }
+                if !trimmedName.isEmpty { list.append(Attribute(nameBytes: trimmedName, valueBytes: bytes[i..<i])) }
                 continue
             }
             i += 1
@@ -219,10 +245,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                     Problem(offset: nameStart - base, message: "more than \(maxAttributes) attributes", tooMany: true))
                 return (AttributeList(list), problems)
             }
-            list.append(
-                Attribute(
-                    name: String(decoding: trimmedName, as: UTF8.self),
-                    rawValue: String(decoding: bytes[valueStart..<i], as: UTF8.self)))
+            list.append(Attribute(nameBytes: trimmedName, valueBytes: bytes[valueStart..<i]))
             if i < end {  // at a comma
                 i += 1
                 if i == end { problems.append(Problem(offset: i - 1 - base, message: "trailing comma")) }
@@ -230,4 +253,37 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
         }
         return (AttributeList(list), problems)
     }
+}
+
+/// The attribute names of RFC 8216bis as string constants, so that parsed names share their storage and name
+/// lookups compare equal on the fast path.
+enum AttributeNames {
+    static let all: [String] = [
+        "AUDIO", "ALLOWED-CPC", "ASSOC-LANGUAGE", "AUTOSELECT", "AVERAGE-BANDWIDTH", "BANDWIDTH", "BIT-DEPTH",
+        "BYTERANGE", "BYTERANGE-LENGTH", "BYTERANGE-START", "CAN-BLOCK-RELOAD", "CAN-SKIP-DATERANGES",
+        "CAN-SKIP-UNTIL", "CHANNELS", "CHARACTERISTICS", "CLASS", "CLOSED-CAPTIONS", "CODECS", "CUE", "DATA-ID",
+        "DEFAULT", "DURATION", "END-DATE", "END-ON-NEXT", "FORCED", "FORMAT", "FRAME-RATE", "GAP", "GROUP-ID",
+        "HDCP-LEVEL", "HOLD-BACK", "ID", "IMPORT", "INDEPENDENT", "INSTREAM-ID", "IV", "KEYFORMAT",
+        "KEYFORMATVERSIONS", "LANGUAGE", "LAST-MSN", "LAST-PART", "METHOD", "NAME", "PART-HOLD-BACK",
+        "PART-TARGET", "PATHWAY-ID", "PLANNED-DURATION", "PRECISE", "PROGRAM-ID", "QUERYPARAM",
+        "RECENTLY-REMOVED-DATERANGES", "REQ-VIDEO-LAYOUT", "RESOLUTION", "SAMPLE-RATE", "SCORE", "SCTE35-CMD",
+        "SCTE35-IN", "SCTE35-OUT", "SERVER-URI", "SKIPPED-SEGMENTS", "STABLE-RENDITION-ID", "STABLE-VARIANT-ID",
+        "START-DATE", "SUBTITLES", "SUPPLEMENTAL-CODECS", "TIME-OFFSET", "TYPE", "URI", "VALUE", "VIDEO",
+        "VIDEO-RANGE",
+    ]
+    private static let byLength: [[(bytes: [UInt8], id: Int)]] = {
+        var table = [[(bytes: [UInt8], id: Int)]](repeating: [], count: 32)
+        for (id, name) in all.enumerated() { table[name.utf8.count].append((Array(name.utf8), id)) }
+        return table
+    }()
+
+    /// The position of `bytes` in ``all``, or -1.
+    static func id<C: Collection<UInt8>>(of bytes: C) -> Int {
+        let count = bytes.count
+        guard count < byLength.count else { return -1 }
+        for entry in byLength[count] where entry.bytes.elementsEqual(bytes) { return entry.id }
+        return -1
+    }
+
+    static func id(_ name: String) -> Int { id(of: name.utf8) }
 }

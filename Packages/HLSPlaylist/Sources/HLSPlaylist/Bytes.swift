@@ -155,3 +155,9 @@ extension Array where Element == UInt8 {
         append(contentsOf: string.utf8)
     }
 }
+
+/// Whether `string` holds the byte `byte` in its UTF-8 form (a fast scan over contiguous storage).
+func utf8Contains(_ string: String, _ byte: UInt8) -> Bool {
+    var s = string
+    return s.withUTF8 { $0.contains(byte) }
+}

@@ -1,6 +1,7 @@
 /// One raw line of an IPTV list, kept for lossless writing.
 public struct IPTVLine: Sendable, Hashable {
-    public var bytes: [UInt8]
+    /// The line's bytes without its line ending (a view into the input chunk).
+    public var bytes: ArraySlice<UInt8>
     public var ending: LineEnding
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 }
@@ -176,9 +177,7 @@ public struct IPTVStreamParser: Sendable {
         var i = start
         let end = chunk.endIndex
         while i < end {
-            // Find the next LF.
-            var j = i
-            while j < end && chunk[j] != asciiLF { j += 1 }
+            let j = IPTVStreamParser.nextLineFeed(chunk, from: i)
             if j == end {
                 partial.append(contentsOf: chunk[i..<end])
                 if partial.count > limits.maxLineLength {
@@ -198,6 +197,25 @@ public struct IPTVStreamParser: Sendable {
                 try line(whole[...], emit: emit)
             }
             i = j + 1
+        }
+    }
+
+    /// The index of the next LF at or after `from`, or `chunk.endIndex`; eight bytes at a time.
+    static func nextLineFeed(_ chunk: ArraySlice<UInt8>, from: Int) -> Int {
+        chunk.withUnsafeBufferPointer { buffer -> Int in
+            let base = chunk.startIndex
+            var i = from &- base
+            let n = buffer.count
+            if let start = buffer.baseAddress {
+                let raw = UnsafeRawPointer(start)
+                while i &+ 8 <= n {
+                    let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x0A0A_0A0A_0A0A_0A0A
+                    if (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080 != 0 { break }
+                    i &+= 8
+                }
+            }
+            while i < n, buffer[i] != asciiLF { i &+= 1 }
+            return base &+ i
         }
     }
 
@@ -233,7 +251,7 @@ public struct IPTVStreamParser: Sendable {
         guard content.count <= limits.maxLineLength else {
             throw PlaylistError(.lineTooLong, line: lineNumber, column: limits.maxLineLength + 1)
         }
-        let stored = IPTVLine(bytes: Array(content), ending: lineEnding)
+        let stored = IPTVLine(bytes: content, ending: lineEnding)
         var trimmed = content
         while let f = trimmed.first, ASCII.isWhitespace(f) { trimmed = trimmed.dropFirst() }
         while let l = trimmed.last, ASCII.isWhitespace(l) { trimmed = trimmed.dropLast() }

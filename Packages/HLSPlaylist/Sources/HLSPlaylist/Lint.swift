@@ -314,7 +314,7 @@ struct LintContext {
                 if attributes["KEYFORMAT"] != nil || attributes["KEYFORMATVERSIONS"] != nil {
                     need(5, "KEYFORMAT/KEYFORMATVERSIONS", index)
                 }
-                if attributes["METHOD"]?.rawValue == "SAMPLE-AES" { need(5, "METHOD=SAMPLE-AES", index) }
+                if attributes["METHOD"]?.valueIs("SAMPLE-AES") == true { need(5, "METHOD=SAMPLE-AES", index) }
             }
             if known == .media, let id = attributes.quotedString("INSTREAM-ID"), id.hasPrefix("SERVICE") {
                 need(7, "INSTREAM-ID SERVICE", index)
@@ -362,13 +362,13 @@ struct LintContext {
         }
         switch known {
         case .key:
-            if attributes["METHOD"]?.rawValue == "NONE" {
+            if attributes["METHOD"]?.valueIs("NONE") == true {
                 if attributes.count > 1 { add("HLS-KEY-NONE", index, "METHOD=NONE allows no other attributes") }
             } else if attributes["URI"] == nil {
                 add("HLS-KEY-NONE", index, "#EXT-X-KEY with a METHOD other than NONE requires URI")
             }
         case .sessionKey:
-            if attributes["METHOD"]?.rawValue == "NONE" {
+            if attributes["METHOD"]?.valueIs("NONE") == true {
                 add("HLS-SESSION-KEY-NONE", index, "EXT-X-SESSION-KEY METHOD MUST NOT be NONE")
             } else if attributes["URI"] == nil {
                 add("HLS-ATTR-REQUIRED", index, "#EXT-X-SESSION-KEY requires URI")

@@ -149,13 +149,41 @@ extension Playlist {
     /// and the key, map, sequence numbers and program date time in effect for each segment and part.
     /// `parent` holds the variables of the multivariant playlist for EXT-X-DEFINE IMPORT.
     public func media(url: String? = nil, parent: Variables? = nil) -> MediaPlaylist {
-        let (variables, variableProblems) = Variables.collect(from: self, url: url, parent: parent)
+        var result = MediaPlaylist(
+            version: nil, targetDuration: nil, mediaSequence: 0, discontinuitySequence: 0, endList: false,
+            playlistType: nil, iFramesOnly: false, independentSegments: false, start: nil, partTarget: nil,
+            serverControl: nil, skippedSegments: nil, recentlyRemovedDateRanges: [], segments: [],
+            trailingParts: [], dateRanges: [], preloadHints: [], renditionReports: [], variables: Variables(),
+            diagnostics: [])
+        let lines = self.lines
+        var defines: [(index: Int, attributes: AttributeList)] = []
+        // Playlist-wide tags first: their values apply from the first segment wherever they appear.
+        for index in lines.indices {
+            guard case .tag(let t) = lines[index].content, let known = t.known, known != .extinf else { continue }
+            switch known {
+            case .version: result.version = t.decimalInteger
+            case .targetDuration: result.targetDuration = t.decimalInteger
+            case .mediaSequence: result.mediaSequence = t.decimalInteger ?? 0
+            case .discontinuitySequence: result.discontinuitySequence = t.decimalInteger ?? 0
+            case .endList: result.endList = true
+            case .playlistType: result.playlistType = t.enumeratedString
+            case .iFramesOnly: result.iFramesOnly = true
+            case .independentSegments: result.independentSegments = true
+            case .start: result.start = t.attributes
+            case .partInf: result.partTarget = t.attributes?.decimalFloat("PART-TARGET")
+            case .serverControl: result.serverControl = t.attributes
+            case .define: if let a = t.attributes { defines.append((index, a)) }
+            default: break
+            }
+        }
+        let (variables, variableProblems) = Variables.collect(defines: defines, url: url, parent: parent)
+        result.variables = variables
         var diagnostics = variableProblems
         let resolver = URIResolver(base: url)
-        let hasVariables = !variables.values.isEmpty
         func resolve(_ raw: String, _ lineIndex: Int) -> String {
             var text = raw
-            if hasVariables || raw.utf8.contains(0x7B) {
+            let scan = URIScan(raw)
+            if scan.hasBrace {
                 if let (s, undefined) = variables.substitute(raw) {
                     text = s
                     for name in undefined {
@@ -170,33 +198,9 @@ extension Playlist {
                         ParseDiagnostic(PlaylistError(.substitutionTooLong, line: lineIndex + 1, column: 1)))
                 }
             }
-            return resolver.resolve(text)
+            return scan.hasBrace ? resolver.resolve(text) : resolver.resolve(text, shape: scan.shape)
         }
 
-        var result = MediaPlaylist(
-            version: nil, targetDuration: nil, mediaSequence: 0, discontinuitySequence: 0, endList: false,
-            playlistType: nil, iFramesOnly: false, independentSegments: false, start: nil, partTarget: nil,
-            serverControl: nil, skippedSegments: nil, recentlyRemovedDateRanges: [], segments: [],
-            trailingParts: [], dateRanges: [], preloadHints: [], renditionReports: [], variables: variables,
-            diagnostics: [])
-        // Playlist-wide tags first: their values apply from the first segment wherever they appear.
-        for line in lines {
-            guard case .tag(let t) = line.content, let known = t.known else { continue }
-            switch known {
-            case .version: result.version = t.decimalInteger
-            case .targetDuration: result.targetDuration = t.decimalInteger
-            case .mediaSequence: result.mediaSequence = t.decimalInteger ?? 0
-            case .discontinuitySequence: result.discontinuitySequence = t.decimalInteger ?? 0
-            case .endList: result.endList = true
-            case .playlistType: result.playlistType = t.enumeratedString
-            case .iFramesOnly: result.iFramesOnly = true
-            case .independentSegments: result.independentSegments = true
-            case .start: result.start = t.attributes
-            case .partInf: result.partTarget = t.attributes?.decimalFloat("PART-TARGET")
-            case .serverControl: result.serverControl = t.attributes
-            default: break
-            }
-        }
         var segments: [MediaSegment] = []
         segments.reserveCapacity(lines.count / 2)
         var sequence = result.mediaSequence
@@ -215,8 +219,8 @@ extension Playlist {
         var previousRange: (uri: String, end: UInt64)?
         var previousPartRange: (uri: String, end: UInt64)?
 
-        for (index, line) in lines.enumerated() {
-            switch line.content {
+        for index in lines.indices {
+            switch lines[index].content {
             case .blank, .comment:
                 continue
             case .tag(let t):
@@ -286,7 +290,7 @@ extension Playlist {
                 default: break
                 }
             case .uri:
-                let raw = line.uri ?? ""
+                let raw = lines[index].uri ?? ""
                 let uri = resolve(raw, index)
                 if discontinuity { discontinuitySequence = discontinuitySequence &+ 1 }
                 var range: ByteRange?

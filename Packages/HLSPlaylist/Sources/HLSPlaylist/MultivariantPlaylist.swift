@@ -24,23 +24,49 @@ public struct VariantStream: Sendable, Hashable {
     public var lineIndex: Int
     public var uriLineIndex: Int
 
+    /// For each ``AttributeNames`` id, the field of a variant it fills (-1 for none).
+    private static let fieldByNameID: [Int] = {
+        let names = [
+            "BANDWIDTH", "AVERAGE-BANDWIDTH", "SCORE", "CODECS", "SUPPLEMENTAL-CODECS", "RESOLUTION", "FRAME-RATE",
+            "HDCP-LEVEL", "VIDEO-RANGE", "AUDIO", "VIDEO", "SUBTITLES", "CLOSED-CAPTIONS", "PATHWAY-ID",
+            "STABLE-VARIANT-ID",
+        ]
+        var table = [Int](repeating: -1, count: AttributeNames.all.count)
+        for (field, name) in names.enumerated() where AttributeNames.id(name) >= 0 {
+            table[AttributeNames.id(name)] = field
+        }
+        return table
+    }()
+
     init(_ a: AttributeList, uri: String, rawURI: String, lineIndex: Int, uriLineIndex: Int) {
         attributes = a
-        bandwidth = a.decimalInteger("BANDWIDTH")
-        averageBandwidth = a.decimalInteger("AVERAGE-BANDWIDTH")
-        score = a.decimalFloat("SCORE")
-        codecs = a.quotedString("CODECS")
-        supplementalCodecs = a.quotedString("SUPPLEMENTAL-CODECS")
-        resolution = a.resolution("RESOLUTION")
-        frameRate = a.decimalFloat("FRAME-RATE")
-        hdcpLevel = a.enumeratedString("HDCP-LEVEL")
-        videoRange = a.enumeratedString("VIDEO-RANGE")
-        audio = a.quotedString("AUDIO")
-        video = a.quotedString("VIDEO")
-        subtitles = a.quotedString("SUBTITLES")
-        closedCaptions = a.quotedString("CLOSED-CAPTIONS")
-        pathwayID = a.quotedString("PATHWAY-ID")
-        stableVariantID = a.quotedString("STABLE-VARIANT-ID")
+        // One pass over the attributes; the first of each name wins, as with AttributeList's subscript.
+        var seen: UInt32 = 0
+        let fields = VariantStream.fieldByNameID
+        for attribute in a.attributes {
+            guard attribute.nameID >= 0, attribute.nameID < fields.count else { continue }
+            let field = fields[attribute.nameID]
+            guard field >= 0, seen & (1 << field) == 0 else { continue }
+            seen |= 1 << field
+            switch field {
+            case 0: bandwidth = attribute.decimalInteger
+            case 1: averageBandwidth = attribute.decimalInteger
+            case 2: score = attribute.decimalFloat
+            case 3: codecs = attribute.quotedString
+            case 4: supplementalCodecs = attribute.quotedString
+            case 5: resolution = attribute.resolution
+            case 6: frameRate = attribute.decimalFloat
+            case 7: hdcpLevel = attribute.enumeratedString
+            case 8: videoRange = attribute.enumeratedString
+            case 9: audio = attribute.quotedString
+            case 10: video = attribute.quotedString
+            case 11: subtitles = attribute.quotedString
+            case 12: closedCaptions = attribute.quotedString
+            case 13: pathwayID = attribute.quotedString
+            case 14: stableVariantID = attribute.quotedString
+            default: break
+            }
+        }
         self.uri = uri
         self.rawURI = rawURI
         self.lineIndex = lineIndex

@@ -119,17 +119,24 @@ public struct Playlist: Sendable, Hashable {
     }
 
     /// The kind, judged from the tags present (multivariant tags win over segment tags).
+    /// A URI line that no EXT-X-STREAM-INF precedes settles the question (a media segment), so the scan usually
+    /// stops at the first segment.
     public var kind: PlaylistKind {
         var media = false
-        for line in lines {
-            switch line.content {
+        var variantPending = false
+        for index in lines.indices {
+            switch lines[index].content {
             case .tag(let t):
                 switch t.known?.scope {
-                case .multivariant: return .multivariant
+                case .multivariant:
+                    if t.known == .streamInf { variantPending = true }
+                    if !media { return .multivariant }
                 case .mediaPlaylist, .mediaSegment, .mediaMetadata: media = true
                 default: break
                 }
-            case .uri: media = true
+            case .uri:
+                if variantPending { return .multivariant }
+                return .media
             default: break
             }
         }
@@ -222,7 +229,7 @@ public struct PlaylistParser: Sendable {
             start = 3
         }
         var lines: [PlaylistLine] = []
-        lines.reserveCapacity(source.count / 24 + 4)
+        lines.reserveCapacity(PlaylistParser.countLineFeeds(source) + 1)
         let count = source.count
         var lineNumber = 0
         var lineStart = start
@@ -231,8 +238,20 @@ public struct PlaylistParser: Sendable {
         try source.withUnsafeBufferPointer { (buffer) throws(PlaylistError) in
             var i = start
             while lineStart < count {
-                highBits = 0
                 i = lineStart
+                var highWord: UInt64 = 0
+                // Eight bytes at a time while no LF is among them (SWAR), then byte by byte.
+                if let base = buffer.baseAddress {
+                    let raw = UnsafeRawPointer(base)
+                    while i &+ 8 <= count {
+                        let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                        let x = word ^ 0x0A0A_0A0A_0A0A_0A0A
+                        if (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080 != 0 { break }
+                        highWord |= word
+                        i &+= 8
+                    }
+                }
+                highBits = highWord & 0x8080_8080_8080_8080 != 0 ? 0x80 : 0
                 while i < count {
                     let b = buffer[i]
                     if b == asciiLF { break }
@@ -269,6 +288,30 @@ public struct PlaylistParser: Sendable {
         }
         try state.finish(lineCount: lineNumber, lines: lines)
         return Playlist(lines: lines, hasByteOrderMark: bom, diagnostics: state.diagnostics)
+    }
+}
+
+extension PlaylistParser {
+    /// The number of LF bytes, eight at a time (exact: a byte counts only when it equals 0x0A).
+    static func countLineFeeds(_ source: [UInt8]) -> Int {
+        source.withUnsafeBytes { raw -> Int in
+            let n = raw.count
+            var count = 0
+            var i = 0
+            let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+            while i &+ 8 <= n {
+                let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x0A0A_0A0A_0A0A_0A0A
+                // High bit set exactly in the bytes of x that are zero.
+                let zero = ~(((x & low) &+ low) | x | low)
+                count &+= zero.nonzeroBitCount
+                i &+= 8
+            }
+            while i < n {
+                if raw[i] == asciiLF { count &+= 1 }
+                i &+= 1
+            }
+            return count
+        }
     }
 }
 
@@ -357,7 +400,10 @@ struct ParseState {
             while let l = trimmedName.last, ASCII.isWhitespace(l) { trimmedName = trimmedName.dropLast() }
         }
         // Fast path for the most common tag.
-        if trimmedName.count == 6, trimmedName.elementsEqual([0x45, 0x58, 0x54, 0x49, 0x4E, 0x46]) {
+        let n = trimmedName.startIndex
+        if trimmedName.count == 6, trimmedName[n] == 0x45, trimmedName[n + 1] == 0x58, trimmedName[n + 2] == 0x54,
+            trimmedName[n + 3] == 0x49, trimmedName[n + 4] == 0x4E, trimmedName[n + 5] == 0x46
+        {
             known = .extinf
         } else {
             known = KnownTag.lookup(trimmedName)
@@ -401,7 +447,7 @@ struct ParseState {
                 .tooManyVariants, line: lineNumber, column: 1, "more than \(parser.limits.maxVariants) variants")
         }
         let value = try parseValue(known, valueBytes, lineNumber: lineNumber, column: valueColumn)
-        return Tag(name: known.rawValue, known: known, value: value)
+        return Tag(known, value)
     }
 
     func text(_ b: ArraySlice<UInt8>) -> String { String(decoding: b, as: UTF8.self) }
@@ -487,13 +533,5 @@ struct ParseState {
         if pendingVariantLine != 0 {
             try report(.truncated, line: pendingVariantLine, column: 1, "EXT-X-STREAM-INF is not followed by a URI")
         }
-    }
-}
-
-extension Tag {
-    init(name: String, known: KnownTag, value: TagValue) {
-        self.name = name
-        self.known = known
-        self.value = value
     }
 }

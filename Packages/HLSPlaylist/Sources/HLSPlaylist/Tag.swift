@@ -246,18 +246,28 @@ public enum TagValue: Sendable, Hashable {
 
 /// One tag line: its name (without `#`), the known tag it is if any, and its typed value.
 public struct Tag: Sendable, Hashable {
-    public var name: String
+    /// The name of an unknown tag (nil for known tags, whose name is their raw value).
+    private var customName: String?
     public var known: KnownTag?
     public var value: TagValue
 
+    /// The tag name without the leading `#`.
+    public var name: String {
+        get { known?.rawValue ?? customName ?? "" }
+        set {
+            known = KnownTag(rawValue: newValue)
+            customName = known == nil ? newValue : nil
+        }
+    }
+
     public init(_ known: KnownTag, _ value: TagValue = .none) {
-        self.name = known.rawValue
+        self.customName = nil
         self.known = known
         self.value = value
     }
     public init(name: String, value: TagValue) {
-        self.name = name
         self.known = KnownTag(rawValue: name)
+        self.customName = known == nil ? name : nil
         self.value = value
     }
 

@@ -214,25 +214,83 @@ struct URIResolver {
         }
     }
 
-    func resolve(_ reference: String) -> String {
+    func resolve(_ reference: String) -> String { resolve(reference, shape: URIScan(reference).shape) }
+
+    /// Resolves a reference whose shape was found by ``URIScan``.
+    func resolve(_ reference: String, shape: URIScan.Shape) -> String {
         guard let base else { return reference }
-        if let directoryPrefix, isSimpleRelative(reference) { return directoryPrefix + reference }
+        switch shape {
+        case .absoluteWithoutDots: return reference
+        case .simpleRelative: if let directoryPrefix { return directoryPrefix + reference }
+        case .other: break
+        }
         return URIReference(reference).resolved(against: base).description
     }
+}
 
-    /// A relative path with no scheme, no leading slash or dot and no `:` before the first `/`.
-    private func isSimpleRelative(_ r: String) -> Bool {
-        var first = true
-        for b in r.utf8 {
-            if first {
-                if b == 0x2F || b == 0x2E || b == 0x3F || b == asciiHash { return false }
-                first = false
+/// One pass over a URI reference: whether it holds `{` (a variable reference) and which resolution path fits it.
+struct URIScan {
+    enum Shape {
+        /// Has a scheme and no dot segment: resolution returns it unchanged (§5.2.2 with §5.2.4 a no-op).
+        case absoluteWithoutDots
+        /// A relative path not starting with `/`, `.`, `?` or `#`, with no dot segment and no scheme: resolution
+        /// is the base directory followed by the reference.
+        case simpleRelative
+        /// Anything else takes the full §5.2 algorithm.
+        case other
+    }
+    var hasBrace = false
+    var shape = Shape.other
+
+    init(_ reference: String) {
+        var r = reference
+        self = r.withUTF8 { URIScan($0) }
+    }
+
+    init(_ u: UnsafeBufferPointer<UInt8>) {
+        let n = u.count
+        guard n > 0, let base = u.baseAddress else { return }
+        var dotAfterSlash = u[0] == 0x2E
+        var i = 0
+        let raw = UnsafeRawPointer(base)
+        // Words with neither "." nor "{" are skipped eight bytes at a time.
+        while i &+ 8 <= n {
+            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let d = w ^ 0x2E2E_2E2E_2E2E_2E2E
+            let b = w ^ 0x7B7B_7B7B_7B7B_7B7B
+            let hasDot = (d &- 0x0101_0101_0101_0101) & ~d & 0x8080_8080_8080_8080
+            let hasBraceByte = (b &- 0x0101_0101_0101_0101) & ~b & 0x8080_8080_8080_8080
+            if hasDot | hasBraceByte != 0 {
+                for k in i..<(i &+ 8) {
+                    let c = u[k]
+                    if c == 0x7B { hasBrace = true }
+                    if c == 0x2E && k > 0 && u[k &- 1] == 0x2F { dotAfterSlash = true }
+                }
             }
-            if b == asciiColon { return false }
-            if b == 0x2F { break }
+            i &+= 8
         }
-        if first { return false }
-        // Dot segments anywhere need the full algorithm.
-        return !r.contains("/./") && !r.contains("/../") && !r.hasSuffix("/.") && !r.hasSuffix("/..")
+        while i < n {
+            let c = u[i]
+            if c == 0x7B { hasBrace = true }
+            if c == 0x2E && i > 0 && u[i &- 1] == 0x2F { dotAfterSlash = true }
+            i &+= 1
+        }
+        if dotAfterSlash { return }
+        let first = u[0]
+        if (first | 0x20) >= 0x61 && (first | 0x20) <= 0x7A {
+            var j = 1
+            while j < n {
+                let b = u[j]
+                if b == asciiColon {
+                    shape = .absoluteWithoutDots
+                    return
+                }
+                let alpha = (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A
+                if !(alpha || ASCII.isDigit(b) || b == 0x2B || b == 0x2D || b == 0x2E) { break }
+                j &+= 1
+            }
+        }
+        if first == 0x2F || first == 0x3F || first == asciiHash { return }
+        shape = .simpleRelative
     }
 }

@@ -10,11 +10,24 @@ public struct Variables: Sendable, Hashable {
     public static func collect(from playlist: Playlist, url: String?, parent: Variables?) -> (
         Variables, [ParseDiagnostic]
     ) {
+        var defines: [(index: Int, attributes: AttributeList)] = []
+        for (index, line) in playlist.lines.enumerated() {
+            if case .tag(let tag) = line.content, tag.known == .define, let a = tag.attributes {
+                defines.append((index, a))
+            }
+        }
+        return collect(defines: defines, url: url, parent: parent)
+    }
+
+    /// Collects variables from EXT-X-DEFINE attribute lists given with their 0-based line indices.
+    static func collect(defines: [(index: Int, attributes: AttributeList)], url: String?, parent: Variables?) -> (
+        Variables, [ParseDiagnostic]
+    ) {
+        if defines.isEmpty { return (Variables(), []) }
         var values: [String: String] = [:]
         var problems: [ParseDiagnostic] = []
         let query = url.map { URIReference($0) }
-        for (index, line) in playlist.lines.enumerated() {
-            guard case .tag(let tag) = line.content, tag.known == .define, let a = tag.attributes else { continue }
+        for (index, a) in defines {
             let lineNumber = index + 1
             func problem(_ message: String) {
                 problems.append(
@@ -46,8 +59,8 @@ public struct Variables: Sendable, Hashable {
     /// Replaces every `{$name}` in `text`. Unknown names are left as written and returned in `undefined`.
     /// Returns nil when the result would be longer than `maxLength`.
     public func substitute(_ text: String, maxLength: Int = 1 << 20) -> (text: String, undefined: [String])? {
+        guard utf8Contains(text, 0x7B) else { return (text, []) }
         let u = Array(text.utf8)
-        guard u.contains(0x7B) else { return (text, []) }
         var out: [UInt8] = []
         var undefined: [String] = []
         var i = 0
