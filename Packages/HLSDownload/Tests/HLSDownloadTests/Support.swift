@@ -46,7 +46,7 @@ final class FakeOrigin: DownloadTransport, Sendable {
         // Give other requests a chance to overlap, so concurrency limits are observable.
         await Task.yield()
         var reply = handler?(request, count) ?? defaultReply(request)
-        if reply.hang {
+        if reply.hang && reply.chunks.isEmpty {
             while !Task.isCancelled { try await Task.sleep(for: .milliseconds(5)) }
             throw CancellationError()
         }
@@ -60,6 +60,10 @@ final class FakeOrigin: DownloadTransport, Sendable {
         state.withLock { $0.bytesSent += sent }
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         for chunk in reply.chunks { continuation.yield(chunk) }
+        if reply.hang {
+            // The body stalls after its chunks until the reader goes away.
+            return TransportResponse(status: reply.status, headers: reply.headers, body: stream)
+        }
         if let failure = reply.failure { continuation.finish(throwing: failure) } else { continuation.finish() }
         return TransportResponse(status: reply.status, headers: reply.headers, body: stream)
     }
