@@ -96,7 +96,7 @@ for tool in tools {
 targets.append(
     .executableTarget(
         name: "tsplayer",
-        dependencies: ["TSPlayerKit", "LoopbackHTTP", "MPEGTS"],
+        dependencies: ["TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload"],
         path: "Tools/tsplayer",
         resources: [.copy("Resources/sample.ts")],
         swiftSettings: swiftSettings

@@ -15,7 +15,9 @@ enum TSPlayerTool {
     static let version = "0.1.0"
 
     static let subcommands: [Subcommand] = [
-        ServeCommand.subcommand
+        ServeCommand.subcommand,
+        DownloadCommand.subcommand,
+        TasksCommand.subcommand,
     ]
 
     static var help: String {

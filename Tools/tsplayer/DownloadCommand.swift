@@ -1,0 +1,258 @@
+import Foundation
+import HLSDownload
+import Synchronization
+
+/// `tsplayer download`: downloads an HLS stream into a task folder for offline playback.
+enum DownloadCommand {
+    static let defaultStore = "downloads"
+
+    static let usage = """
+        OVERVIEW: Download an HLS stream for offline playback.
+
+        The stream goes into a task folder under the store (media, keys, index.m3u8, and master.m3u8 when alternate
+        renditions are downloaded). Ctrl-C pauses and saves; running the same command again resumes. When done, the
+        local playlist's path is printed on stdout.
+
+        USAGE: tsplayer download <url> [-o <dir>] [--id <id>] [--variant <policy>] [--audio <policy>] [-H <header>] ...
+                                 [--user-agent <ua>] [--concurrency <n>] [--skip-missing] [--json]
+
+        ARGUMENTS:
+          <url>                   The multivariant or media playlist (http or https).
+
+        OPTIONS:
+          -o, --output <dir>      The store folder (default: ./downloads).
+          --id <id>               The task id (default: derived from the URL and the selection).
+          --variant <policy>      best, worst, a bandwidth in bits/s, WxH, or codec:<name> (default: best).
+          --audio <policy>        A language, all, none, or auto (default: auto).
+          --subtitles <policy>    A language, all, none, or auto (default: none).
+          -H, --header <header>   'Name: value' sent on every request; repeatable.
+          --user-agent <ua>       The User-Agent sent on every request.
+          --concurrency <n>       Concurrent requests (default: 8).
+          --skip-missing          Skip segments that answer 404/410 instead of stopping.
+          --json                  Print progress as JSON lines on stdout.
+          -h, --help              Show help information.
+
+        """
+
+    static let subcommand = Subcommand(
+        name: "download", abstract: "Download an HLS stream for offline playback.", usage: usage, run: run)
+
+    @Sendable static func run(_ arguments: [String]) async -> Int32 {
+        let parsed: ParsedArguments
+        do {
+            parsed = try ParsedArguments(
+                arguments,
+                valued: [
+                    "-o", "--output", "--id", "--variant", "--audio", "--subtitles", "-H", "--header", "--user-agent",
+                    "--concurrency",
+                ],
+                flags: ["--json", "--skip-missing", "-h", "--help"])
+        } catch {
+            Console.usageError(error.message, usage: usage)
+        }
+        if parsed.flags.contains("-h") || parsed.flags.contains("--help") {
+            print(usage, terminator: "")
+            return 0
+        }
+        guard parsed.positionals.count == 1, let url = parsed.positionals.first else {
+            Console.usageError(parsed.positionals.isEmpty ? "missing <url>" : "too many arguments", usage: usage)
+        }
+        var options = DownloadOptions()
+        if let text = parsed.value("--variant") {
+            guard let policy = VariantPolicy(argument: text) else {
+                Console.usageError("invalid variant policy '\(text)'", usage: usage)
+            }
+            options.variant = policy
+        }
+        if let text = parsed.value("--audio") {
+            guard let policy = RenditionPolicy(argument: text) else {
+                Console.usageError("invalid audio policy '\(text)'", usage: usage)
+            }
+            options.audio = policy
+        }
+        if let text = parsed.value("--subtitles") {
+            guard let policy = RenditionPolicy(argument: text) else {
+                Console.usageError("invalid subtitles policy '\(text)'", usage: usage)
+            }
+            options.subtitles = policy
+        }
+        for line in (parsed.values["-H"] ?? []) + (parsed.values["--header"] ?? []) {
+            guard let field = HTTPHeaderField(line: line) else {
+                Console.usageError("invalid header '\(line)' (expected 'Name: value')", usage: usage)
+            }
+            options.headers.append(field)
+        }
+        options.userAgent = parsed.value("--user-agent")
+        options.skipMissingSegments = parsed.flags.contains("--skip-missing")
+        var configuration = DownloadManagerConfiguration()
+        if let text = parsed.value("--concurrency") {
+            guard let n = Int(text), (1...64).contains(n) else {
+                Console.usageError("concurrency must be between 1 and 64", usage: usage)
+            }
+            configuration.maxConcurrentRequests = n
+        }
+        configuration.eventInterval = 0.2
+        let store = parsed.value("-o", "--output") ?? defaultStore
+        let manager: DownloadManager
+        let info: DownloadTaskInfo
+        do {
+            manager = try DownloadManager(storeRoot: store, configuration: configuration)
+            info = try await manager.createTask(id: parsed.value("--id"), url: url, options: options)
+            if info.state == .paused || info.state == .stopped || info.state == .notReady {
+                try await manager.resume(info.id)
+            }
+        } catch {
+            Console.error("\(error)")
+            return 1
+        }
+        return await follow(manager, id: info.id, json: parsed.flags.contains("--json"))
+    }
+
+    /// Shows the task's progress until it settles; Ctrl-C pauses it. Returns the exit status.
+    static func follow(_ manager: DownloadManager, id: String, json: Bool) async -> Int32 {
+        let interrupted = InterruptFlag()
+        DownloadSignals.onInterrupt {
+            interrupted.set()
+            Task { try? await manager.pause(id) }
+        }
+        let reporter = ProgressReporter(json: json)
+        let events = Task {
+            for await event in manager.events where event.id == id {
+                reporter.show(event)
+            }
+        }
+        let final = await manager.waitUntilSettled(id)
+        events.cancel()
+        guard let final else {
+            Console.error("the task is gone")
+            return 1
+        }
+        reporter.finish(final)
+        switch final.state {
+        case .completed:
+            if !json { Console.output(final.playlistPath ?? final.folder) }
+            return 0
+        case .paused where interrupted.isSet:
+            Console.log("paused; run the same command again to resume")
+            return 130
+        default:
+            if let error = final.error { Console.error("\(error)") }
+            return 1
+        }
+    }
+}
+
+/// Progress output: a bar on a terminal, plain lines otherwise, JSON lines with --json.
+final class ProgressReporter: Sendable {
+    private let json: Bool
+    private let terminal: Bool
+    private let lastLine = Mutex(0.0)
+
+    init(json: Bool) {
+        self.json = json
+        self.terminal = Console.stderrIsTerminal
+    }
+
+    func show(_ info: DownloadTaskInfo) {
+        if json {
+            Console.output(Self.json(info, event: "progress"))
+            return
+        }
+        if terminal {
+            let width = 30
+            let filled = Int((info.progress * Double(width)).rounded(.down))
+            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: max(0, width - filled))
+            FileHandle.standardError.write(Data("\r[\(bar)] \(Self.summary(info))\u{1B}[K".utf8))
+            return
+        }
+        let now = Date().timeIntervalSince1970
+        let due = lastLine.withLock { last -> Bool in
+            guard info.state.isRunning, now - last >= 1 else { return false }
+            last = now
+            return true
+        }
+        if due { Console.log(Self.summary(info)) }
+    }
+
+    func finish(_ info: DownloadTaskInfo) {
+        if json {
+            Console.output(Self.json(info, event: info.state.rawValue))
+        } else if terminal {
+            FileHandle.standardError.write(Data("\r\(Self.summary(info))\u{1B}[K\n".utf8))
+        } else {
+            Console.log(Self.summary(info))
+        }
+    }
+
+    static func summary(_ info: DownloadTaskInfo) -> String {
+        var text = "\(info.state.rawValue) " + String(format: "%5.1f%%", info.progress * 100)
+        text += " " + bytes(info.bytesDone)
+        if let total = info.bytesTotal { text += "/" + (info.totalIsEstimate ? "~" : "") + bytes(total) }
+        text += " \(info.filesDone)/\(info.filesTotal) files"
+        if info.speed > 0 { text += " " + bytes(UInt64(info.speed)) + "/s" }
+        if let eta = info.eta, eta.isFinite { text += " ETA " + duration(eta) }
+        return text
+    }
+
+    static func bytes(_ count: UInt64) -> String {
+        let value = Double(count)
+        if value >= 1e9 { return String(format: "%.2f GB", value / 1e9) }
+        if value >= 1e6 { return String(format: "%.1f MB", value / 1e6) }
+        if value >= 1e3 { return String(format: "%.1f kB", value / 1e3) }
+        return "\(count) B"
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(min(seconds, 359_999).rounded())
+        return s >= 3600 ? "\(s / 3600)h\(s % 3600 / 60)m" : s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(s)s"
+    }
+
+    static func json(_ info: DownloadTaskInfo, event: String) -> String {
+        var object: [String: Any] = [
+            "event": event, "id": info.id, "url": info.url, "state": info.state.rawValue, "progress": info.progress,
+            "bytesDone": info.bytesDone, "filesDone": info.filesDone, "filesTotal": info.filesTotal,
+            "speed": info.speed, "folder": info.folder, "metadata": info.metadata,
+        ]
+        if let total = info.bytesTotal { object["bytesTotal"] = total }
+        object["totalIsEstimate"] = info.totalIsEstimate
+        if let eta = info.eta, eta.isFinite { object["eta"] = eta }
+        if let path = info.playlistPath { object["playlist"] = path }
+        if let error = info.error {
+            var e: [String: Any] = ["code": error.code.description, "message": error.message]
+            if let url = error.url { e["url"] = url }
+            if let path = error.path { e["path"] = path }
+            if let status = error.status { e["status"] = status }
+            object["error"] = e
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Set once Ctrl-C arrived.
+final class InterruptFlag: Sendable {
+    private let flag = Mutex(false)
+    func set() { flag.withLock { $0 = true } }
+    var isSet: Bool { flag.withLock { $0 } }
+}
+
+/// SIGINT/SIGTERM handling for the download commands.
+enum DownloadSignals {
+    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
+
+    /// Calls `handler` on the first SIGINT or SIGTERM (later ones are ignored while the task pauses).
+    static func onInterrupt(_ handler: @escaping @Sendable () -> Void) {
+        let once = InterruptFlag()
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                guard !once.isSet else { return }
+                once.set()
+                handler()
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}

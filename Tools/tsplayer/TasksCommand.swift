@@ -1,0 +1,98 @@
+import Foundation
+import HLSDownload
+
+/// `tsplayer tasks`: lists and manages the download tasks of a store.
+enum TasksCommand {
+    static let usage = """
+        OVERVIEW: List and manage download tasks.
+
+        USAGE: tsplayer tasks [list | pause <id> | resume <id> | delete <id> | export <id> <file>] [--store <dir>] [--json]
+
+        SUBCOMMANDS:
+          list                    List the tasks in creation order (the default).
+          pause <id>              Pause a task of this store.
+          resume <id>             Resume a task and follow it until it completes, stops or is interrupted.
+          delete <id>             Delete a task and its files.
+          export <id> <file>      Concatenate a completed, unencrypted TS task into one .ts file.
+
+        OPTIONS:
+          --store <dir>           The store folder (default: ./downloads).
+          --json                  Print JSON.
+          -h, --help              Show help information.
+
+        """
+
+    static let subcommand = Subcommand(
+        name: "tasks", abstract: "List and manage download tasks.", usage: usage, run: run)
+
+    @Sendable static func run(_ arguments: [String]) async -> Int32 {
+        let parsed: ParsedArguments
+        do {
+            parsed = try ParsedArguments(arguments, valued: ["--store"], flags: ["--json", "-h", "--help"])
+        } catch {
+            Console.usageError(error.message, usage: usage)
+        }
+        if parsed.flags.contains("-h") || parsed.flags.contains("--help") {
+            print(usage, terminator: "")
+            return 0
+        }
+        let json = parsed.flags.contains("--json")
+        let action = parsed.positionals.first ?? "list"
+        let operands = Array(parsed.positionals.dropFirst())
+        let expected: Int
+        switch action {
+        case "list": expected = 0
+        case "pause", "resume", "delete": expected = 1
+        case "export": expected = 2
+        default: Console.usageError("unknown action '\(action)'", usage: usage)
+        }
+        guard operands.count == expected else {
+            Console.usageError("'\(action)' takes \(expected) argument\(expected == 1 ? "" : "s")", usage: usage)
+        }
+        let manager: DownloadManager
+        do {
+            manager = try DownloadManager(storeRoot: parsed.value("--store") ?? DownloadCommand.defaultStore)
+        } catch {
+            Console.error("\(error)")
+            return 1
+        }
+        do {
+            switch action {
+            case "list":
+                let tasks = await manager.allTasks()
+                if json {
+                    Console.output(
+                        "[" + tasks.map { ProgressReporter.json($0, event: "task") }.joined(separator: ",") + "]")
+                } else {
+                    for task in tasks {
+                        var line = task.id + "  " + ProgressReporter.summary(task) + "  " + task.url
+                        if let error = task.error { line += "  (\(error))" }
+                        Console.output(line)
+                    }
+                }
+            case "pause":
+                try await manager.pause(operands[0])
+                try report(await manager.task(operands[0]), json: json)
+            case "resume":
+                try await manager.resume(operands[0])
+                return await DownloadCommand.follow(manager, id: operands[0], json: json)
+            case "delete":
+                try await manager.delete(operands[0])
+                if json { Console.output("{\"deleted\":\"\(operands[0])\"}") }
+            default:
+                try await manager.export(operands[0], to: operands[1])
+                if json { Console.output("{\"exported\":\"\(operands[0])\"}") }
+            }
+        } catch {
+            Console.error("\(error)")
+            return 1
+        }
+        return 0
+    }
+
+    static func report(_ info: DownloadTaskInfo?, json: Bool) throws {
+        guard let info else { return }
+        Console.output(
+            json ? ProgressReporter.json(info, event: "task") : info.id + "  " + ProgressReporter.summary(info))
+    }
+}
