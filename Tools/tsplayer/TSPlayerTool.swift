@@ -18,6 +18,7 @@ enum TSPlayerTool {
         ServeCommand.subcommand,
         DownloadCommand.subcommand,
         TasksCommand.subcommand,
+        AdFilterCommand.subcommand,
     ]
 
     static var help: String {
