@@ -1,8 +1,10 @@
+import MPEGTS
+
 /// The few fields of an SCTE-35 `splice_info_section` (ANSI/SCTE 35 §9) that ad detection needs.
 ///
-/// MPEGTS does not ship an SCTE-35 decoder yet, so this reads just what HLSAdFilter uses: the command type,
-/// `splice_insert`'s out-of-network flag and break duration, `time_signal`'s segmentation descriptors (type and
-/// duration). Every length is checked against what is left; nothing traps on input.
+/// Decoded by MPEGTS's `SpliceInfoSection` (CRC checked); this keeps what ad detection reads: the command type,
+/// `splice_insert`'s out-of-network flag and break duration, and the segmentation descriptors (type and duration).
+/// Overlay placement opportunities (0x38/0x3A) are not ads here: they do not replace the content.
 public struct SCTE35Cue: Sendable, Hashable {
     /// `splice_command_type` (§9.7): 0x05 splice_insert, 0x06 time_signal, 0x00 splice_null, ...
     public var commandType: UInt8
@@ -62,74 +64,30 @@ public struct SCTE35Cue: Sendable, Hashable {
         }
     }
 
-    /// Decodes a splice_info_section; nil when it is not one or is cut short.
+    /// Decodes a splice_info_section (with MPEGTS's decoder, CRC checked); nil when it is not one.
     public init?(bytes: [UInt8]) {
-        var r = BitReader(bytes)
-        guard r.read(8) == 0xFC else { return nil }
-        _ = r.read(4)
-        guard let sectionLength = r.read(12), Int(sectionLength) <= r.bytesLeft else { return nil }
-        _ = r.read(8)  // protocol_version
-        guard let encrypted = r.read(1), encrypted == 0 else { return nil }
-        _ = r.read(6)
-        _ = r.read(33)  // pts_adjustment
-        _ = r.read(8)  // cw_index
-        _ = r.read(12)  // tier
-        guard let commandLength = r.read(12), let type = r.read(8) else { return nil }
-        commandType = UInt8(truncatingIfNeeded: type)
+        guard let section = try? SpliceInfoSection(bytes: bytes) else { return nil }
         cancelled = false
         segmentations = []
-        let commandStart = r.bytePosition
-        switch commandType {
-        case 0x05:
-            guard let eventID = r.read(32), let cancel = r.read(1) else { return nil }
-            _ = r.read(7)
-            spliceEventID = UInt32(truncatingIfNeeded: eventID)
-            cancelled = cancel == 1
-            if !cancelled {
-                guard let out = r.read(1), let programSplice = r.read(1), let durationFlag = r.read(1),
-                    let immediate = r.read(1)
-                else { return nil }
-                _ = r.read(4)
-                outOfNetwork = out == 1
-                if programSplice == 1 && immediate == 0 {
-                    guard BitReader.skipSpliceTime(&r) else { return nil }
-                }
-                if programSplice == 0 {
-                    guard let count = r.read(8) else { return nil }
-                    for _ in 0..<count {
-                        _ = r.read(8)
-                        if immediate == 0 { guard BitReader.skipSpliceTime(&r) else { return nil } }
-                    }
-                }
-                if durationFlag == 1 {
-                    _ = r.read(1)
-                    _ = r.read(6)
-                    guard let ticks = r.read(33) else { return nil }
-                    breakDuration = Double(ticks) / 90_000
-                }
-                guard r.read(32) != nil else { return nil }  // unique_program_id, avail_num, avails_expected
-            }
-        case 0x06:
-            guard BitReader.skipSpliceTime(&r) else { return nil }
-        default:
-            // Commands with nothing we read: skip by the declared length when it is known.
-            guard commandLength != 0xFFF else { return }
-            guard r.skipBytes(Int(commandLength)) else { return nil }
+        switch section.command {
+        case .null: commandType = 0x00
+        case .schedule: commandType = 0x04
+        case .insert(let insert):
+            commandType = 0x05
+            spliceEventID = insert.eventID
+            cancelled = insert.isCancel
+            if !insert.isCancel { outOfNetwork = insert.isOutOfNetwork }
+            breakDuration = insert.breakDuration?.seconds
+        case .timeSignal: commandType = 0x06
+        case .bandwidthReservation: commandType = 0x07
+        case .privateCommand: commandType = 0xFF
+        case .unknown(let type, _): commandType = type
+        case .encrypted(let type): commandType = type
         }
-        if commandLength != 0xFFF, r.bytePosition != commandStart + Int(commandLength) {
-            let target = commandStart + Int(commandLength)
-            guard target >= r.bytePosition, r.skipBytes(target - r.bytePosition) else { return nil }
-        }
-        guard let loopLength = r.read(16) else { return }
-        let loopEnd = r.bytePosition + Int(loopLength)
-        var guardCount = 0
-        while r.bytePosition + 2 <= loopEnd, guardCount < 64 {
-            guardCount += 1
-            guard let tag = r.read(8), let length = r.read(8) else { return }
-            let descriptorEnd = r.bytePosition + Int(length)
-            guard descriptorEnd <= loopEnd else { return }
-            if tag == 0x02, let s = BitReader.segmentation(&r, end: descriptorEnd) { segmentations.append(s) }
-            guard descriptorEnd >= r.bytePosition, r.skipBytes(descriptorEnd - r.bytePosition) else { return }
+        for descriptor in section.descriptors {
+            guard case .segmentation(let s) = descriptor else { continue }
+            segmentations.append(
+                Segmentation(eventID: s.eventID, cancelled: s.isCancel, typeID: s.typeID, duration: s.durationSeconds))
         }
     }
 
@@ -194,67 +152,5 @@ public struct SCTE35Cue: Sendable, Hashable {
             }
         }
         return out.isEmpty ? nil : out
-    }
-}
-
-/// Reads big-endian bit fields; every read checks what is left and returns nil past the end.
-struct BitReader {
-    let bytes: [UInt8]
-    var bit = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var bytePosition: Int { (bit + 7) / 8 }
-    var bytesLeft: Int { bytes.count - bytePosition }
-
-    mutating func read(_ count: Int) -> UInt64? {
-        guard count <= 64, bit + count <= bytes.count * 8 else { return nil }
-        var v: UInt64 = 0
-        for _ in 0..<count {
-            let byte = bytes[bit >> 3]
-            let b = (byte >> UInt8(7 - (bit & 7))) & 1
-            v = v << 1 | UInt64(b)
-            bit += 1
-        }
-        return v
-    }
-
-    mutating func skipBytes(_ n: Int) -> Bool {
-        bit = bytePosition * 8
-        guard n >= 0, n <= bytesLeft else { return false }
-        bit += n * 8
-        return true
-    }
-
-    /// splice_time() (§9.4.1).
-    static func skipSpliceTime(_ r: inout BitReader) -> Bool {
-        guard let specified = r.read(1) else { return false }
-        if specified == 1 {
-            _ = r.read(6)
-            return r.read(33) != nil
-        }
-        return r.read(7) != nil
-    }
-
-    /// segmentation_descriptor() (§10.3.3) after its tag and length.
-    static func segmentation(_ r: inout BitReader, end: Int) -> SCTE35Cue.Segmentation? {
-        guard let identifier = r.read(32), identifier == 0x4355_4549 else { return nil }  // "CUEI"
-        guard let eventID = r.read(32), let cancel = r.read(1) else { return nil }
-        _ = r.read(7)
-        var s = SCTE35Cue.Segmentation(eventID: UInt32(truncatingIfNeeded: eventID), cancelled: cancel == 1, typeID: 0)
-        if s.cancelled { return s }
-        guard let programFlag = r.read(1), let durationFlag = r.read(1), r.read(6) != nil else { return nil }
-        if programFlag == 0 {
-            guard let count = r.read(8) else { return nil }
-            for _ in 0..<count { guard r.read(48) != nil else { return nil } }
-        }
-        if durationFlag == 1 {
-            guard let ticks = r.read(40) else { return nil }
-            s.duration = Double(ticks) / 90_000
-        }
-        guard r.read(8) != nil, let upidLength = r.read(8), r.skipBytes(Int(upidLength)) else { return nil }
-        guard r.bytePosition < end, let type = r.read(8) else { return nil }
-        s.typeID = UInt8(truncatingIfNeeded: type)
-        return s
     }
 }

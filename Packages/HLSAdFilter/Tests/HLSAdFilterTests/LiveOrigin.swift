@@ -83,7 +83,7 @@ struct LiveOrigin {
                     if m == r.lowerBound {
                         t +=
                             "#EXT-X-DATERANGE:ID=\"break-\(m)\",START-DATE=\"\(date(m))\",DURATION=\(Int(total)),"
-                            + "SCTE35-OUT=0xFC301B00000000000000FFF00A05000000027FDF00010000000000000000\n"
+                            + "SCTE35-OUT=0xFC301B00000000000000FFF00A05000000027FDF000100000000AEB783E6\n"
                     }
                 case .originChange:
                     break

@@ -22,16 +22,16 @@ import Testing
 
     @Test func hexAndBase64Agree() throws {
         let hex = try #require(
-            SCTE35Cue(text: "0xFC302000000000000000FFF00F05000000027FFFFE00107AC000010000000000000000"))
+            SCTE35Cue(text: "0xFC302000000000000000FFF00F05000000027FFFFE00107AC000010000000075B29620"))
         #expect(hex.signal == .adStart(duration: 12))
-        let input = try #require(SCTE35Cue(text: "/DAbAAAAAAAAAP/wCgUAAAABf18AAQAAAAAAAAAA"))
+        let input = try #require(SCTE35Cue(text: "/DAbAAAAAAAAAP/wCgUAAAABf18AAQAAAACRp46e"))
         #expect(input.signal == .adEnd)
     }
 
     @Test func nonAdSegmentationIsNotAnAd() throws {
         let chapter = try #require(
             SCTE35Cue(
-                text: "0xFC302C00000000000000FFF00506FE0001E2400016021443554549000000077FFF00005265C0000020000000000000"
+                text: "0xFC302C00000000000000FFF00506FE0001E2400016021443554549000000077FFF00005265C00000200000CDF05067"
             ))
         #expect(chapter.segmentations.first?.typeID == 0x20)
         #expect(chapter.signal == .none)
@@ -45,6 +45,9 @@ import Testing
             // A cut-short section never claims an ad with a duration it did not finish reading.
             if let cue, case .adStart(let d) = cue.signal { #expect(d == nil || d == 307.0) }
         }
+        var corrupted = bytes
+        corrupted[corrupted.count - 1] ^= 0xFF
+        #expect(SCTE35Cue(bytes: corrupted) == nil, "a CRC mismatch is rejected")
         #expect(SCTE35Cue(text: "not base64!") == nil)
         #expect(SCTE35Cue(text: "") == nil)
     }
