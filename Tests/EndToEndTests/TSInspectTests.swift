@@ -33,6 +33,8 @@ struct FFProbeReport {
     }
     var programs: [Int: [Int]] = [:]
     var codecs: [Int: String] = [:]
+    /// width, height, level, sample_rate, channels by PID (the ones ffprobe gives).
+    var details: [Int: [String: Int]] = [:]
     var duration: Double?
     var packets: [Packet] = []
 
@@ -55,6 +57,10 @@ struct FFProbeReport {
             else { continue }
             pidOfIndex[index] = id
             report.codecs[id] = stream["codec_name"] as? String ?? "unknown"
+            var details: [String: Int] = [:]
+            for key in ["width", "height", "level", "channels"] { details[key] = stream[key] as? Int }
+            details["sampleRate"] = (stream["sample_rate"] as? String).flatMap { Int($0) }
+            report.details[id] = details
         }
         for program in root["programs"] as? [[String: Any]] ?? [] {
             guard let number = program["program_num"] as? Int else { continue }
@@ -123,6 +129,14 @@ private let wrapModulus: Int64 = 1 << 33
             if let pid = stream["pid"] as? Int { ourCodecs[pid] = stream["codec"] as? String }
         }
         #expect(ourCodecs == probe.codecs, "\(name): codecs by PID")
+        // Codec details from the SPS / ADTS / AC-3 headers.
+        for stream in ours.streams {
+            guard let pid = stream["pid"] as? Int, let theirs = probe.details[pid] else { continue }
+            for (key, value) in theirs where key != "level" || stream["codec"] as? String != "ac3" {
+                let ourKey = key
+                #expect(stream[ourKey] as? Int == value, "\(name) PID \(pid) \(key)")
+            }
+        }
         // Programs.
         var ourPrograms: [Int: [Int]] = [:]
         for program in ours.json["programs"] as? [[String: Any]] ?? [] {

@@ -92,6 +92,7 @@ struct Report {
                     "  " + hexPID(stream.pid).padding(8) + type.padding(24) + codec.padding(11) + packets.padding(18)
                         + formatPTS(summary?.firstPTS).padding(24) + formatPTS(summary?.lastPTS).padding(24)
                         + "\(pidStats.continuityErrors)")
+                if let details = summary?.details { lines.append("          " + describe(details)) }
             }
         }
         let streamPIDs = Set(analyzer.streams.keys)
@@ -151,6 +152,12 @@ struct Report {
                 ("firstPts", .optional(summary.firstPTS?.value)), ("lastPts", .optional(summary.lastPTS?.value)),
                 ("durationSeconds", summary.durationTicks.map { .double(Timestamp.seconds(ticks: $0)) } ?? .null),
                 ("continuityErrors", .int(pidStats.continuityErrors)),
+                ("codecString", summary.details?.codecString.map { .string($0) } ?? .null),
+                ("profile", .optional(summary.details?.profile)), ("level", .optional(summary.details?.level)),
+                ("width", .optional(summary.details?.width)), ("height", .optional(summary.details?.height)),
+                ("frameRate", summary.details?.frameRate.map { .double($0) } ?? .null),
+                ("sampleRate", .optional(summary.details?.sampleRate)),
+                ("channels", .optional(summary.details?.channels)),
             ])
         }
         let pids: [JSON] = demuxer.pidStatistics.map { pid in
@@ -269,4 +276,17 @@ func printProbe(_ probe: TSProbe, path: String, json: Bool) {
                 + "First PTS:     \(formatPTS(probe.firstPTS))\nLast PTS:      \(formatPTS(probe.lastPTS))\n"
                 + "Bytes read:    \(probe.bytesRead)\n", to: 1)
     }
+}
+
+/// "avc1.64000d, 320x240, 25 fps" / "mp4a.40.2, 48000 Hz, 2 channels".
+func describe(_ details: CodecDetails) -> String {
+    var parts: [String] = []
+    if let codec = details.codecString { parts.append(codec) }
+    if let width = details.width, let height = details.height { parts.append("\(width)x\(height)") }
+    if let rate = details.frameRate {
+        parts.append((rate == rate.rounded() ? "\(Int(rate))" : formatSeconds(rate)) + " fps")
+    }
+    if let rate = details.sampleRate { parts.append("\(rate) Hz") }
+    if let channels = details.channels { parts.append("\(channels) channels") }
+    return parts.joined(separator: ", ")
 }

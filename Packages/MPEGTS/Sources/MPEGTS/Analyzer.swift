@@ -18,6 +18,8 @@ public struct StreamSummary: Hashable, Sendable {
     public var endTicks: Int64?
     /// The last step between consecutive decode times, used as the duration of the last PES.
     public var lastStepTicks: Int64?
+    /// What the stream's own headers say (profile, level, size, CODECS string ...), when read.
+    public var details: CodecDetails?
 
     var lastDecode: Timestamp?
     var lastDecodeTicks: Int64 = 0
@@ -178,6 +180,9 @@ public struct TSAnalyzer: Sendable {
             let index = Int(indexByPID[Int(pid & 0x1FFF)])
             if index >= 0 { orderedStreams[index].codec = codec }
             if keyframePID == nil && recordKeyframes && codec.kind == .audio { keyframePID = pid }
+        case .codecDetails(let details, let pid):
+            let index = Int(indexByPID[Int(pid & 0x1FFF)])
+            if index >= 0 { orderedStreams[index].details = details }
         case .synchronized, .pesPacket, .pcr:
             break
         }

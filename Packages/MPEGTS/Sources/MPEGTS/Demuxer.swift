@@ -57,6 +57,9 @@ public enum DemuxEvent: Hashable, Sendable {
     /// A stream whose PMT entry did not say its codec (private data) was identified from its first payload
     /// (ADTS AAC, AC-3, E-AC-3, MPEG audio).
     case streamIdentified(Codec, pid: UInt16)
+    /// Details from a stream's own headers (SPS, ADTS, AC-3), once per stream (with
+    /// ``DemuxOptions/detectCodecDetails``).
+    case codecDetails(CodecDetails, pid: UInt16)
     /// A problem in the stream; the demuxer carries on.
     case error(MPEGTSError)
 }
@@ -71,6 +74,8 @@ public struct DemuxOptions: Hashable, Sendable {
     public var maximumPESSize: Int = 16 << 20
     /// Report every PCR.
     public var reportPCR: Bool = false
+    /// Read each stream's first parameter sets / frame header and report ``DemuxEvent/codecDetails(_:pid:)``.
+    public var detectCodecDetails: Bool = true
 
     public init(scanKeyframes: Bool = true, reassemblePES: Bool = false, reportPCR: Bool = false) {
         self.scanKeyframes = scanKeyframes
@@ -166,6 +171,9 @@ public struct Demuxer: Sendable {
         var needsSniff: Bool
         var isAudio: Bool
         var scans: Bool
+        var wantsDetails = true
+        var detailsBuffer: [UInt8] = []
+        var detailsTries = 0
 
         init(pid: UInt16, codec: Codec, scanner: KeyframeScanner?) {
             self.pid = pid
@@ -530,6 +538,11 @@ public struct Demuxer: Sendable {
             streams[index].scanner?.scan(payload)
             decideKeyframe(index: index, handler)
         }
+        if streams[index].wantsDetails && !streams[index].detailsBuffer.isEmpty
+            && streams[index].detailsBuffer.count < 1 << 17
+        {
+            streams[index].detailsBuffer.append(contentsOf: payload)
+        }
         if streams[index].reassembling != nil { appendPayload(index: index, payload, handler) }
     }
 
@@ -551,6 +564,9 @@ public struct Demuxer: Sendable {
         if streams[index].needsSniff, let sniffed = Codec.sniff(streamID: header.streamID, payload: rest) {
             streams[index].setCodec(sniffed)
             handler(.streamIdentified(sniffed, pid: pid))
+        }
+        if options.detectCodecDetails && streams[index].wantsDetails {
+            startDetails(index: index, rest, handler)
         }
         var info = PESInfo(
             pid: pid, streamID: header.streamID, pts: header.pts, dts: header.dts, isKeyframe: false,
@@ -601,10 +617,41 @@ public struct Demuxer: Sendable {
         handler(.pes(info))
     }
 
+    /// Codec details: audio frame headers are read from the first bytes; video parameter sets are gathered over
+    /// the PES and read at its end.
+    private mutating func startDetails(index: Int, _ rest: UnsafeRawBufferPointer, _ handler: (DemuxEvent) -> Void) {
+        let codec = streams[index].codec
+        if codec == .h264 || codec == .hevc {
+            streams[index].detailsBuffer = Array(rest)
+            return
+        }
+        if let details = CodecDetails.parse(codec: codec, payload: Array(rest.prefix(64))) {
+            streams[index].wantsDetails = false
+            handler(.codecDetails(details, pid: streams[index].pid))
+        } else {
+            streams[index].detailsTries += 1
+            if streams[index].detailsTries >= 8 { streams[index].wantsDetails = false }
+        }
+    }
+
+    private mutating func endDetails(index: Int, _ handler: (DemuxEvent) -> Void) {
+        guard streams[index].wantsDetails, !streams[index].detailsBuffer.isEmpty else { return }
+        let buffer = streams[index].detailsBuffer
+        streams[index].detailsBuffer = []
+        if let details = CodecDetails.parse(codec: streams[index].codec, payload: buffer) {
+            streams[index].wantsDetails = false
+            handler(.codecDetails(details, pid: streams[index].pid))
+        } else {
+            streams[index].detailsTries += 1
+            if streams[index].detailsTries >= 64 { streams[index].wantsDetails = false }
+        }
+    }
+
     /// Reports the PES in progress on a stream (at the next unit start and at the end of the input).
     private mutating func endPES(slot: Int32, _ handler: (DemuxEvent) -> Void) {
         guard slot >= 0, Int(slot) < streams.count else { return }
         let index = Int(slot)
+        if options.detectCodecDetails { endDetails(index: index, handler) }
         if var info = streams[index].pending {
             info.isKeyframe = false
             streams[index].pending = nil
