@@ -234,7 +234,8 @@ enum AC3Header {
         let bsid = bytes[5] >> 3
         var reader = BitReader(Array(bytes[2..<min(bytes.count, 16)]))
         do {
-            if bsid > 10 {  // E-AC-3: strmtyp 2, substreamid 3, frmsiz 11, fscod 2, fscod2/numblkscod 2, acmod 3, lfeon 1
+            if bsid > 10 {
+                // E-AC-3: strmtyp 2, substreamid 3, frmsiz 11, fscod 2, fscod2/numblkscod 2, acmod 3, lfeon 1.
                 try reader.skip(16)
                 let fscod = try reader.bits(2)
                 let fscod2 = try reader.bits(2)
