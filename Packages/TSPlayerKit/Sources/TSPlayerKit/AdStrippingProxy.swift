@@ -1,0 +1,498 @@
+import Foundation
+public import HLSAdFilter
+public import HLSPlaylist
+public import LoopbackHTTP
+import Synchronization
+
+/// A loopback proxy in front of a remote HLS stream that removes ads.
+///
+/// The player opens `/<token>/master.m3u8`. Every URI of the multivariant playlist (variants, renditions,
+/// I-frame playlists, session keys, session data, content steering) and of each media playlist (segments, keys,
+/// maps) is rewritten to a route of this proxy, keyed by the full upstream URL (query included, so URLs that differ
+/// only in their query never share a route). Media playlists are fetched on every poll and cleaned by HLSAdFilter:
+/// VOD breaks are removed, live ad segments become `/<token>/slate/<playlist>/<msn>.ts`. Segments are relayed as a
+/// stream (Range, Content-Type, Content-Length passed through) or answered with a 302 to the upstream URL
+/// (`redirect` mode: the player then fetches them itself, without the configured headers). Upstream failures
+/// answer 502 (504 for timeouts) with the reason in the body; a live playlist that stops changing is reported as
+/// an ``Event/stalled(playlist:seconds:)`` event.
+public final class AdStrippingProxy: Sendable {
+    /// How segments reach the player.
+    public enum SegmentMode: String, Sendable, Hashable {
+        /// Relayed through the proxy with the configured headers.
+        case stream
+        /// A 302 to the upstream URL; the player fetches it without the configured headers.
+        case redirect
+    }
+
+    public struct Options: Sendable {
+        public var segmentMode: SegmentMode = .stream
+        public var fetch = RemoteFetchOptions()
+        public var filter = AdFilterOptions()
+        /// Seconds a live playlist may stay identical before a stall is reported (nil: three target durations).
+        public var stallTimeout: Double?
+        /// Seconds a route stays valid after the last playlist that referenced it (so a slow client can still
+        /// fetch a segment that just left the window).
+        public var mappingLifetime: Double = 600
+        /// The loopback server's settings (port, CORS, access log).
+        public var server = HTTPServerConfiguration()
+        /// Makes slates; nil uses ``ProxySlateMaker``.
+        public var slates: (any ProxySlateSource)?
+
+        public init() {}
+
+        /// Options for a channel of an IPTV list: its user agent, referrer and headers go on every request.
+        public init(channel: IPTVChannel) {
+            if let ua = channel.userAgent { fetch.userAgent = ua }
+            if let referrer = channel.referrer { fetch.headers.append((name: "Referer", value: referrer)) }
+            fetch.headers += channel.httpHeaders
+        }
+    }
+
+    /// What the proxy reports to the app.
+    public enum Event: Sendable {
+        /// A media playlist was polled and cleaned.
+        case poll(playlist: String, decisions: [SegmentDecision], warnings: [String])
+        /// A live playlist has not changed for `seconds`.
+        case stalled(playlist: String, seconds: Double)
+        /// A stalled playlist changed again.
+        case resumed(playlist: String)
+        /// An upstream request failed (the player got 502 or 504).
+        case upstreamError(ProxyError)
+    }
+
+    public let upstreamURL: String
+    public let options: Options
+    public let token: SessionToken
+    public let fetcher: RemotePlaylistFetcher
+    /// Poll decisions, stalls and upstream errors, as they happen.
+    public let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let state = Mutex(ProxyState())
+    private let server = Mutex<HTTPServer?>(nil)
+    private let slates: any ProxySlateSource
+
+    public init(url: String, options: Options = Options()) {
+        self.upstreamURL = url
+        self.options = options
+        self.token = SessionToken.random()
+        self.fetcher = RemotePlaylistFetcher(options: options.fetch)
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
+        self.slates = options.slates ?? ProxySlateMaker()
+    }
+
+    deinit { eventSink.finish() }
+
+    /// The path of the multivariant playlist: `/<token>/master.m3u8`.
+    public var masterPath: String { "/\(token.value)/master.m3u8" }
+
+    /// Starts the loopback server; returns the player's URL (`http://127.0.0.1:PORT/<token>/master.m3u8`).
+    public func start() async throws(ProxyError) -> String {
+        var router = Router()
+        let token = self.token
+        router.get("/:token/**") { [weak self] request in
+            guard let self, let candidate = request.parameters["token"], token.matches(candidate) else {
+                return .error(.notFound)
+            }
+            return await self.respond(to: request)
+        }
+        let server = HTTPServer(router: router, configuration: options.server)
+        let port: UInt16
+        do {
+            port = try await server.start()
+        } catch {
+            throw ProxyError(.serverFailed, url: upstreamURL, detail: "\(error)")
+        }
+        self.server.withLock { $0 = server }
+        return "http://127.0.0.1:\(port)\(masterPath)"
+    }
+
+    /// Stops the server.
+    public func stop() async {
+        let server = self.server.withLock { s -> HTTPServer? in
+            defer { s = nil }
+            return s
+        }
+        await server?.stop(gracePeriod: .seconds(1))
+        eventSink.finish()
+    }
+
+    // MARK: Routing
+
+    /// Answers a request whose path starts with the token (also usable in process, without a server).
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let parts = request.wildcardSegments
+        guard let first = parts.first else { return .error(.notFound) }
+        switch (first, parts.count) {
+        case ("master.m3u8", 1):
+            return await playlist(id: nil, url: upstreamURL)
+        case ("p", 2):
+            guard let entry = lookup(stem(parts[1]), kind: .playlist) else { return expired() }
+            return await playlist(id: stem(parts[1]), url: entry)
+        case ("s", 2):
+            guard let entry = lookup(stem(parts[1]), kind: .segment) else { return expired() }
+            return await segment(entry, request: request)
+        case ("k", 2):
+            guard let entry = lookup(stem(parts[1]), kind: .key) else { return expired() }
+            return await small(entry, contentType: "application/octet-stream")
+        case ("r", 2):
+            guard let entry = lookup(stem(parts[1]), kind: .raw) else { return expired() }
+            return await small(entry, contentType: nil)
+        case ("slate", 3):
+            return await slate(playlist: parts[1], msn: stem(parts[2]))
+        default:
+            return .error(.notFound)
+        }
+    }
+
+    private func stem(_ name: String) -> String {
+        guard let dot = name.firstIndex(of: ".") else { return name }
+        return String(name[..<dot])
+    }
+
+    private func expired() -> HTTPResponse {
+        .text("404 Not Found: this proxy route is unknown or expired\n", status: .notFound)
+    }
+
+    private func lookup(_ id: String, kind: ProxyState.Kind) -> String? {
+        state.withLock { s in
+            guard let entry = s.byID[id], entry.kind == kind else { return nil }
+            return entry.url
+        }
+    }
+
+    private func failure(_ error: ProxyError) -> HTTPResponse {
+        eventSink.yield(.upstreamError(error))
+        let status: HTTPStatus = error.code == .timedOut ? HTTPStatus(code: 504) : .badGateway
+        var response = HTTPResponse.text(
+            "\(status.code) \(status.reasonPhrase): upstream \(error.code): \(error.detail)\n", status: status)
+        response.headers.add(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    // MARK: Playlists
+
+    private func playlist(id: String?, url: String) async -> HTTPResponse {
+        let fetched: FetchedPlaylist
+        do {
+            fetched = try await fetcher.fetchPlaylist(url)
+        } catch {
+            return failure(error)
+        }
+        let bytes: [UInt8]
+        switch fetched.playlist.kind {
+        case .multivariant:
+            bytes = rewriteMultivariant(fetched.playlist, base: fetched.url)
+        default:
+            let playlistID = id ?? state.withLock { $0.id(for: url, kind: .playlist, now: ProxyClock.now) }
+            bytes = media(fetched, playlistID: playlistID)
+        }
+        var response = HTTPResponse.bytes(bytes, contentType: "application/vnd.apple.mpegurl")
+        response.headers.add(name: "Cache-Control", value: "no-cache")
+        return response
+    }
+
+    /// Filters one poll of a media playlist and rewrites its URIs. Exposed for benchmarks and tests.
+    public func media(_ fetched: FetchedPlaylist, playlistID: String) -> [UInt8] {
+        let now = ProxyClock.now
+        let input = fetched.playlist
+        let view = input.media(url: fetched.url)
+        let isVOD = view.endList || view.playlistType == "VOD"
+        let result: AdFilterResult
+        var stallEvent: Event?
+        if isVOD {
+            result = AdFilter(options: options.filter).cleanVOD(input, url: fetched.url)
+        } else {
+            let target = Double(view.targetDuration ?? 6)
+            let stallAfter = options.stallTimeout ?? max(3 * target, 6)
+            var hasher = Hasher()
+            hasher.combine(fetched.bytes)
+            let digest = hasher.finalize()
+            let filterOptions = options.filter
+            result = state.withLock { s in
+                var watch = s.watches[playlistID] ?? ProxyState.Watch(digest: digest, changedAt: now)
+                if watch.digest != digest {
+                    if watch.stalled { stallEvent = .resumed(playlist: fetched.url) }
+                    watch = ProxyState.Watch(digest: digest, changedAt: now)
+                } else if !watch.stalled, now - watch.changedAt >= stallAfter {
+                    watch.stalled = true
+                    stallEvent = .stalled(playlist: fetched.url, seconds: now - watch.changedAt)
+                }
+                s.watches[playlistID] = watch
+                var filter = s.filters[playlistID] ?? LiveAdFilter(options: filterOptions)
+                let result = filter.filter(input, url: fetched.url)
+                s.filters[playlistID] = filter
+                return result
+            }
+        }
+        if let stallEvent { eventSink.yield(stallEvent) }
+        eventSink.yield(.poll(playlist: fetched.url, decisions: result.decisions, warnings: result.warnings))
+        return rewriteMedia(result.playlist, base: fetched.url, playlistID: playlistID, live: !isVOD, now: now)
+    }
+
+    private func rewriteMedia(_ playlist: Playlist, base: String, playlistID: String, live: Bool, now: Double)
+        -> [UInt8]
+    {
+        let prefix = "/\(token.value)/"
+        let baseReference = URIReference(base)
+        var lines = playlist.lines
+        let media = playlist.media(url: base)
+        var resolvedByLine: [Int: String] = [:]
+        resolvedByLine.reserveCapacity(media.segments.count)
+        for segment in media.segments { resolvedByLine[segment.lineRange.upperBound - 1] = segment.uri }
+        state.withLock { s in
+            s.prune(now: now, lifetime: options.mappingLifetime)
+            for index in lines.indices {
+                switch lines[index].content {
+                case .uri:
+                    let raw = lines[index].uri ?? ""
+                    if live, raw.hasPrefix("slate/") {
+                        lines[index] = PlaylistLine(
+                            uri: prefix + "slate/\(playlistID)/" + raw.dropFirst(6), ending: lines[index].ending)
+                        continue
+                    }
+                    let url = resolvedByLine[index] ?? URIReference(raw).resolved(against: baseReference).description
+                    let id = s.id(for: url, kind: .segment, now: now)
+                    lines[index] = PlaylistLine(
+                        uri: prefix + "s/\(id).\(ProxyState.extensionOf(url, default: "ts"))",
+                        ending: lines[index].ending)
+                case .tag(let tag):
+                    guard let known = tag.known, var a = tag.attributes else { continue }
+                    let kind: ProxyState.Kind
+                    switch known {
+                    case .key, .sessionKey: kind = .key
+                    case .map: kind = .segment
+                    default: continue
+                    }
+                    guard let raw = a.quotedString("URI") else { continue }
+                    let url = URIReference(raw).resolved(against: baseReference).description
+                    let id = s.id(for: url, kind: kind, now: now)
+                    let route =
+                        kind == .key
+                        ? prefix + "k/\(id).key" : prefix + "s/\(id).\(ProxyState.extensionOf(url, default: "mp4"))"
+                    a.setQuoted("URI", route)
+                    lines[index] = PlaylistLine(tag: .attributes(known, a), ending: lines[index].ending)
+                default:
+                    continue
+                }
+            }
+        }
+        return Playlist(lines: lines, hasByteOrderMark: false).write()
+    }
+
+    private func rewriteMultivariant(_ playlist: Playlist, base: String) -> [UInt8] {
+        let prefix = "/\(token.value)/"
+        let baseReference = URIReference(base)
+        let now = ProxyClock.now
+        var lines = playlist.lines
+        state.withLock { s in
+            s.prune(now: now, lifetime: options.mappingLifetime)
+            for index in lines.indices {
+                switch lines[index].content {
+                case .uri:
+                    let url = URIReference(lines[index].uri ?? "").resolved(against: baseReference).description
+                    let id = s.id(for: url, kind: .playlist, now: now)
+                    lines[index] = PlaylistLine(uri: prefix + "p/\(id).m3u8", ending: lines[index].ending)
+                case .tag(let tag):
+                    guard let known = tag.known, var a = tag.attributes else { continue }
+                    let name: String
+                    let kind: ProxyState.Kind
+                    switch known {
+                    case .media, .iFrameStreamInf:
+                        (name, kind) = ("URI", .playlist)
+                    case .sessionKey:
+                        (name, kind) = ("URI", .key)
+                    case .sessionData:
+                        (name, kind) = ("URI", .raw)
+                    case .contentSteering:
+                        (name, kind) = ("SERVER-URI", .raw)
+                    default:
+                        continue
+                    }
+                    guard let raw = a.quotedString(name) else { continue }
+                    let url = URIReference(raw).resolved(against: baseReference).description
+                    let id = s.id(for: url, kind: kind, now: now)
+                    let route: String
+                    switch kind {
+                    case .playlist: route = prefix + "p/\(id).m3u8"
+                    case .key: route = prefix + "k/\(id).key"
+                    default: route = prefix + "r/\(id)"
+                    }
+                    a.setQuoted(name, route)
+                    lines[index] = PlaylistLine(tag: .attributes(known, a), ending: lines[index].ending)
+                default:
+                    continue
+                }
+            }
+        }
+        return Playlist(lines: lines, hasByteOrderMark: false).write()
+    }
+
+    // MARK: Segments, keys, slates
+
+    private func segment(_ url: String, request: HTTPRequest) async -> HTTPResponse {
+        if options.segmentMode == .redirect {
+            var response = HTTPResponse(status: .found)
+            response.headers.add(name: "Location", value: url)
+            return response
+        }
+        var headers: [(name: String, value: String)] = []
+        if let range = request.headers["Range"] { headers.append((name: "Range", value: range)) }
+        if let ifRange = request.headers["If-Range"] { headers.append((name: "If-Range", value: ifRange)) }
+        let upstream: RemoteStream
+        do {
+            upstream = try await fetcher.open(url, headers: headers)
+        } catch {
+            return failure(error)
+        }
+        let status = upstream.head.status
+        guard (200..<300).contains(status) else {
+            upstream.cancel()
+            if status == 416 {
+                var response = HTTPResponse.error(.rangeNotSatisfiable)
+                if let cr = upstream.head.header("Content-Range") {
+                    response.headers.add(name: "Content-Range", value: cr)
+                }
+                return response
+            }
+            return failure(
+                ProxyError(.httpStatus, url: url, status: status, detail: "upstream answered \(status)"))
+        }
+        var response = HTTPResponse(status: HTTPStatus(code: status))
+        let type = upstream.head.header("Content-Type") ?? ProxyState.contentType(for: url)
+        response.headers.add(name: "Content-Type", value: type)
+        if let contentRange = upstream.head.header("Content-Range") {
+            response.headers.add(name: "Content-Range", value: contentRange)
+        }
+        let length = upstream.head.header("Content-Length").flatMap { UInt64($0) }
+        response.body = .stream(HTTPResponse.StreamBody(length: length, upstream.body))
+        return response
+    }
+
+    private func small(_ url: String, contentType: String?) async -> HTTPResponse {
+        do {
+            let (head, bytes) = try await fetcher.fetchSmall(url, maxBytes: options.fetch.maxSmallBodyBytes)
+            let type = contentType ?? head.header("Content-Type") ?? "application/octet-stream"
+            var response = HTTPResponse.bytes(bytes, contentType: type)
+            response.headers.add(name: "Cache-Control", value: "no-cache")
+            return response
+        } catch {
+            return failure(error)
+        }
+    }
+
+    private func slate(playlist: String, msn: String) async -> HTTPResponse {
+        guard let sequence = UInt64(msn) else { return .error(.notFound) }
+        let slot = state.withLock { $0.filters[playlist]?.slate(sequence) }
+        guard let slot else { return expired() }
+        let cached = state.withLock { $0.slateCache[ProxyState.SlateKey(playlist: playlist, sequence: sequence)] }
+        if let cached { return .bytes(cached, contentType: "video/mp2t") }
+        var anchor: [UInt8]?
+        if let anchorURI = slot.anchorURI {
+            anchor = try? await fetcher.fetchSmall(anchorURI, maxBytes: 64 << 20).1
+        }
+        guard let bytes = await slates.slate(for: slot, anchor: anchor) else {
+            return .text("503 Service Unavailable: no slate could be made for \(msn)\n", status: .serviceUnavailable)
+        }
+        state.withLock { s in
+            s.slateCache[ProxyState.SlateKey(playlist: playlist, sequence: sequence)] = bytes
+            if s.slateCache.count > 32, let oldest = s.slateCache.keys.min(by: { $0.sequence < $1.sequence }) {
+                s.slateCache[oldest] = nil
+            }
+        }
+        return .bytes(bytes, contentType: "video/mp2t")
+    }
+}
+
+/// Seconds on a monotonic clock.
+enum ProxyClock {
+    static let origin = ContinuousClock.now
+    static var now: Double {
+        let d = ContinuousClock.now - origin
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
+
+/// The proxy's mutable state: routes, live filters, stall watches, recent slates.
+struct ProxyState {
+    enum Kind: Hashable {
+        case playlist, segment, key, raw
+    }
+    struct Entry {
+        var url: String
+        var kind: Kind
+        var lastUsed: Double
+    }
+    struct RouteKey: Hashable {
+        var url: String
+        var kind: Kind
+    }
+    struct Watch {
+        var digest: Int
+        var changedAt: Double
+        var stalled = false
+    }
+    struct SlateKey: Hashable {
+        var playlist: String
+        var sequence: UInt64
+    }
+
+    var byID: [String: Entry] = [:]
+    var byURL: [RouteKey: String] = [:]
+    var next: UInt64 = 0
+    var filters: [String: LiveAdFilter] = [:]
+    var watches: [String: Watch] = [:]
+    var slateCache: [SlateKey: [UInt8]] = [:]
+    var lastPrune: Double = 0
+
+    /// The route ID of an upstream URL (the whole URL, query included), made on first use.
+    mutating func id(for url: String, kind: Kind, now: Double) -> String {
+        let key = RouteKey(url: url, kind: kind)
+        if let id = byURL[key] {
+            byID[id]?.lastUsed = now
+            return id
+        }
+        next &+= 1
+        let id = String(next, radix: 36)
+        byID[id] = Entry(url: url, kind: kind, lastUsed: now)
+        byURL[key] = id
+        return id
+    }
+
+    /// Drops routes no playlist has referenced for `lifetime` seconds (at most every 10 s).
+    mutating func prune(now: Double, lifetime: Double) {
+        guard now - lastPrune >= 10 else { return }
+        lastPrune = now
+        let stale = byID.filter { now - $0.value.lastUsed > lifetime && $0.value.kind != .playlist }
+        for (id, entry) in stale {
+            byID[id] = nil
+            byURL[RouteKey(url: entry.url, kind: entry.kind)] = nil
+        }
+    }
+
+    /// The file extension of a URL's last path segment (letters and digits only), or `default`.
+    static func extensionOf(_ url: String, default fallback: String) -> String {
+        let path = URIReference(url).path
+        guard let last = path.split(separator: "/").last, let dot = last.lastIndex(of: ".") else { return fallback }
+        let ext = last[last.index(after: dot)...]
+        guard !ext.isEmpty, ext.count <= 5, ext.allSatisfy({ $0.isLetter || $0.isNumber }), ext.allSatisfy(\.isASCII)
+        else { return fallback }
+        return String(ext).lowercased()
+    }
+
+    static func contentType(for url: String) -> String {
+        switch extensionOf(url, default: "ts") {
+        case "ts": return "video/mp2t"
+        case "aac": return "audio/aac"
+        case "mp4", "m4s", "m4v", "cmfv": return "video/mp4"
+        case "m4a", "cmfa": return "audio/mp4"
+        case "vtt", "webvtt": return "text/vtt"
+        default: return "application/octet-stream"
+        }
+    }
+}
+
+/// Makes the slate that stands in for one live ad segment.
+public protocol ProxySlateSource: Sendable {
+    /// The slate's bytes for `slot`; `anchor` holds the last content segment before it, when it could be fetched.
+    func slate(for slot: SlateSlot, anchor: [UInt8]?) async -> [UInt8]?
+}
