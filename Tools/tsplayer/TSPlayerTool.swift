@@ -19,6 +19,7 @@ enum TSPlayerTool {
         DownloadCommand.subcommand,
         TasksCommand.subcommand,
         AdFilterCommand.subcommand,
+        ProxyCommand.subcommand,
     ]
 
     static var help: String {
