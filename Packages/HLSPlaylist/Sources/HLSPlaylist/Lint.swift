@@ -511,7 +511,7 @@ struct LintContext {
                     "EXTINF \(Numbers.formatShort(s.duration)) rounds above the target duration \(target)")
             }
             if target > 6, let targetLine {
-                add("APPLE-TARGET-DURATION", targetLine, column: 22, "target duration \(target) is above 6 seconds")
+                add("APPLE-TARGET-DURATION", targetLine, column: 23, "target duration \(target) is above 6 seconds")
             }
         }
         if !media.dateRanges.isEmpty, !sawPDT, let first = media.dateRanges.first {

@@ -1,0 +1,336 @@
+// End-to-end tests of m3u8lint: the built binary's output and exit codes pinned exactly, JSON outputs checked
+// against the fixtures, http(s) input served by a real HTTP server, and a differential test against Python's
+// m3u8 package on the fixtures where both should agree.
+import Foundation
+import Testing
+
+enum PlaylistFixtures {
+    static let directory = EndToEnd.repositoryRoot.appendingPathComponent(
+        "Packages/HLSPlaylist/Tests/HLSPlaylistTests/Fixtures")
+    static func path(_ relative: String) -> String { directory.appendingPathComponent(relative).path }
+    static func files(_ folder: String) -> [String] {
+        let dir = directory.appendingPathComponent(folder)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        return names.filter { $0.hasSuffix(".m3u8") }.sorted().map { dir.appendingPathComponent($0).path }
+    }
+}
+
+@Suite struct M3U8LintTests {
+    func lint(_ arguments: [String], input: Data? = nil) throws -> ProcessResult? {
+        guard let tool = EndToEnd.product("m3u8lint") else { return nil }
+        return try EndToEnd.run(tool, arguments, input: input, currentDirectory: PlaylistFixtures.directory)
+    }
+
+    func json(_ data: Data) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test func helpVersionAndUsageErrors() throws {
+        let help = try #require(try lint(["--help"]))
+        #expect(help.status == 0)
+        #expect(help.out.contains("USAGE: m3u8lint"))
+        #expect(help.out.contains("\nARGUMENTS:\n"))
+        #expect(help.out.contains("\nOPTIONS:\n"))
+        #expect(help.err.isEmpty)
+        let version = try #require(try lint(["--version"]))
+        #expect(version.status == 0)
+        #expect(version.out == "1.0.0\n")
+        let bad = try #require(try lint(["--bogus", "x.m3u8"]))
+        #expect(bad.status == 64)
+        #expect(bad.out.isEmpty)
+        #expect(bad.err.hasPrefix("Error: unknown option '--bogus'\nUSAGE: m3u8lint "))
+        let none = try #require(try lint([]))
+        #expect(none.status == 64)
+        #expect(none.err.hasPrefix("Error: missing expected argument '<input> ...'\n"))
+        let missing = try #require(try lint(["no-such-file.m3u8"]))
+        #expect(missing.status == 2)
+        #expect(missing.err == "Error: no-such-file.m3u8: No such file or directory\n")
+    }
+
+    @Test func findingsAreFormattedAndExitCodesFollowSeverity() throws {
+        let bad = try #require(try lint(["invalid/HLS-EXTINF-TARGET@6.m3u8"]))
+        #expect(bad.status == 1)
+        #expect(
+            bad.out
+                == "invalid/HLS-EXTINF-TARGET@6.m3u8:6:9: error: EXTINF 6.5 rounds above the target duration 6 "
+                + "[HLS-EXTINF-TARGET] (4.4.3.1)\n")
+        let warned = try #require(try lint(["valid/spec-simple-media.m3u8"]))
+        #expect(warned.status == 0)
+        #expect(
+            warned.out
+                == "valid/spec-simple-media.m3u8:2:23: warning: target duration 10 is above 6 seconds "
+                + "[APPLE-TARGET-DURATION] (Apple HLS authoring 6.1)\n")
+        let strict = try #require(try lint(["--strict", "valid/spec-simple-media.m3u8"]))
+        #expect(strict.status == 1)
+        let clean = try #require(try lint(["valid/ll-hls.m3u8"]))
+        #expect(clean.status == 0)
+        #expect(clean.out.isEmpty)
+        let stdin = try #require(
+            try lint(
+                ["-"],
+                input: try Data(contentsOf: URL(fileURLWithPath: PlaylistFixtures.path("invalid/HLS-HEADER@1.m3u8")))))
+        #expect(stdin.status == 1)
+        #expect(stdin.out.hasPrefix("<stdin>:1:1: error: the first line must be #EXTM3U [HLS-HEADER] (4.4.1.1)\n"))
+    }
+
+    /// Every invalid fixture reports its rule on its line through the binary too (JSON output).
+    @Test func jsonFindingsForEveryInvalidFixture() throws {
+        for path in PlaylistFixtures.files("invalid") + PlaylistFixtures.files("invalid/live")
+        where !path.hasSuffix(".previous.m3u8") {
+            let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+            let parts = name.split(separator: "@")
+            let rule = String(parts[0])
+            let line = Int(parts[1]) ?? -1
+            var arguments = ["--json", path]
+            let previous = path.replacingOccurrences(of: ".m3u8", with: ".previous.m3u8")
+            if FileManager.default.fileExists(atPath: previous) {
+                arguments = ["--json", "--previous", previous, path]
+            }
+            let result = try #require(try lint(arguments))
+            let object = try json(result.stdout)
+            let issues = try #require(object["issues"] as? [[String: Any]])
+            #expect(Set(object.keys) == ["issues"])
+            let hit = issues.first { $0["rule"] as? String == rule && $0["line"] as? Int == line }
+            #expect(hit != nil, "\(name): \(result.out)")
+            if let hit {
+                #expect(Set(hit.keys) == ["severity", "line", "column", "rule", "message", "section"])
+                let severity = hit["severity"] as? String
+                #expect(result.status == (issues.contains { $0["severity"] as? String == "error" } ? 1 : 0))
+                #expect(["error", "warning", "info"].contains(severity ?? ""))
+            }
+        }
+    }
+
+    @Test func dumpJSONOfAMediaPlaylist() throws {
+        let result = try #require(
+            try lint(["--dump-json", "--url", "https://origin.example/live/index.m3u8", "valid/every-media-tag.m3u8"]))
+        #expect(result.status == 0)
+        let o = try json(result.stdout)
+        #expect(o["kind"] as? String == "media")
+        #expect(o["version"] as? Int == 9)
+        #expect(o["targetDuration"] as? Int == 6)
+        #expect(o["mediaSequence"] as? Int == 100)
+        #expect(o["discontinuitySequence"] as? Int == 3)
+        #expect(o["endList"] as? Bool == false)
+        #expect(o["playlistType"] as? String == "EVENT")
+        #expect(o["iFramesOnly"] as? Bool == false)
+        #expect(o["partCount"] as? Int == 3)
+        let skip = try #require(o["skip"] as? [String: Any])
+        #expect(skip["skippedSegments"] as? Int == 2)
+        let ranges = try #require(o["dateRanges"] as? [[String: Any]])
+        #expect(ranges.map { $0["id"] as? String } == ["ad1"])
+        let segments = try #require(o["segments"] as? [[String: Any]])
+        #expect(segments.count == 3)
+        let first = segments[0]
+        #expect(first["uri"] as? String == "https://cdn.example.com/media.mp4")
+        #expect(first["duration"] as? Double == 6)
+        #expect(first["title"] as? String == "first segment")
+        #expect((first["byteRange"] as? [String: Int]) == ["length": 1000, "offset": 720])
+        #expect((segments[1]["byteRange"] as? [String: Int]) == ["length": 2000, "offset": 1720])
+        let key = try #require(first["key"] as? [String: Any])
+        #expect(key["method"] as? String == "AES-128")
+        #expect(key["uri"] as? String == "https://cdn.example.com/key")
+        #expect((first["map"] as? [String: Any])?["uri"] as? String == "https://cdn.example.com/init.mp4")
+        #expect(first["programDateTime"] as? String == "2026-01-02T03:04:05.000Z")
+        #expect(first["bitrate"] as? Int == 1200)
+        #expect(segments.map { $0["mediaSequence"] as? Int } == [102, 103, 104])
+        #expect(segments.map { $0["discontinuity"] as? Bool } == [false, false, true])
+        #expect(segments.map { $0["gap"] as? Bool } == [false, false, true])
+    }
+
+    @Test func dumpJSONWithParentAndQueryParam() throws {
+        let result = try #require(
+            try lint([
+                "--dump-json", "--url", "https://origin.example/a/media.m3u8?token=abc", "--parent",
+                "valid/multivariant-define.m3u8", "valid/variables-import.m3u8",
+            ]))
+        #expect(result.status == 0)
+        let segments = try #require(try json(result.stdout)["segments"] as? [[String: Any]])
+        #expect(
+            segments.map { $0["uri"] as? String } == [
+                "https://cdn.example.com/live/seg1.ts?token=abc", "https://cdn.example.com/live/seg2.ts?token=abc",
+            ])
+    }
+
+    @Test func dumpJSONOfAMultivariantPlaylist() throws {
+        let result = try #require(
+            try lint(["--dump-json", "--url", "https://ex.com/m/master.m3u8", "valid/spec-session-data-steering.m3u8"]))
+        let o = try json(result.stdout)
+        #expect(o["kind"] as? String == "multivariant")
+        #expect(o["version"] as? Int == 7)
+        let variants = try #require(o["variants"] as? [[String: Any]])
+        #expect(variants.count == 2)
+        #expect(variants[0]["bandwidth"] as? Int == 2_200_000)
+        #expect(variants[0]["averageBandwidth"] as? Int == 2_000_000)
+        #expect(variants[0]["codecs"] as? String == "avc1.640028,mp4a.40.2")
+        #expect(variants[0]["resolution"] as? String == "1280x720")
+        #expect(variants[0]["uri"] as? String == "https://cdn-a.example.com/720p.m3u8")
+        let iframes = try #require(o["iFrameVariants"] as? [[String: Any]])
+        #expect(iframes.first?["uri"] as? String == "https://ex.com/m/720p-iframes.m3u8")
+        let renditions = try #require(o["renditions"] as? [[String: Any]])
+        #expect(renditions.map { $0["type"] as? String } == ["CLOSED-CAPTIONS", "CLOSED-CAPTIONS", "SUBTITLES"])
+        #expect(renditions.map { $0["groupId"] as? String } == ["cc", "cc", "subs"])
+        #expect(renditions[0]["default"] as? Bool == true)
+        #expect(renditions[2]["uri"] as? String == "https://ex.com/m/subs/en.m3u8")
+        let data = try #require(o["sessionData"] as? [[String: Any]])
+        #expect(data.count == 3)
+        #expect(data[0]["uri"] as? String == "https://ex.com/m/lyrics.json")
+        let keys = try #require(o["sessionKeys"] as? [[String: Any]])
+        #expect(keys.first?["method"] as? String == "SAMPLE-AES")
+        let steering = try #require(o["contentSteering"] as? [String: Any])
+        #expect(steering["serverUri"] as? String == "https://ex.com/steering?video=00012")
+    }
+
+    @Test func iptvJSONAndFormat() throws {
+        let result = try #require(
+            try lint(["--iptv-json", PlaylistFixtures.directory.appendingPathComponent("iptv/channels.m3u").path]))
+        #expect(result.status == 0)
+        let o = try json(result.stdout)
+        #expect((o["header"] as? [String: String])?["url-tvg"] == "http://epg.example.com/guide.xml.gz")
+        let channels = try #require(o["channels"] as? [[String: Any]])
+        #expect(
+            channels.map { $0["name"] as? String } == [
+                "News UK HD", "Sport 1, the \"best\" channel", "Movie Classic", "Radio One", "Kids TV",
+            ])
+        #expect(channels[1]["userAgent"] as? String == "Mozilla/5.0 (Windows NT 10.0; Win64; x64)")
+        #expect(channels[1]["referrer"] as? String == "https://www.example.com/")
+        #expect((channels[2]["httpHeaders"] as? [String: String])?["X-Token"] == "a\"b")
+        #expect((channels[2]["kodiProps"] as? [String: String])?["inputstream"] == "inputstream.adaptive")
+        #expect(channels[3]["group"] as? String == "Music")
+        #expect(result.err.contains(":14:9: warning: #EXTINF duration is not a number; entry skipped"))
+
+        let formatted = try #require(try lint(["--format", "quirks/crlf.m3u8"]))
+        #expect(formatted.status == 0)
+        #expect(
+            formatted.out
+                == "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\nseg1.ts\n#EXTINF:10.0,\nseg2.ts\n"
+                + "#EXT-X-ENDLIST\n")
+    }
+
+    /// http:// input fetched from a real HTTP server (Python's http.server on an ephemeral loopback port).
+    @Test func httpInput() throws {
+        guard let python = EndToEnd.tool("python3"), let tool = EndToEnd.product("m3u8lint") else { return }
+        let server = Process()
+        server.executableURL = python
+        server.arguments = [
+            "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", PlaylistFixtures.directory.path,
+        ]
+        let out = Pipe()
+        server.standardOutput = out
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate() }
+        var port: Int?
+        var buffer = Data()
+        let deadline = Date().addingTimeInterval(10)
+        while port == nil, Date() < deadline {
+            buffer += out.fileHandleForReading.availableData
+            let text = String(decoding: buffer, as: UTF8.self)
+            if let range = text.range(of: "port "), let end = text[range.upperBound...].firstIndex(of: " ") {
+                port = Int(text[range.upperBound..<end])
+            }
+        }
+        let p = try #require(port)
+        let url = "http://127.0.0.1:\(p)/valid/byterange-vod.m3u8"
+        let result = try EndToEnd.run(tool, ["--dump-json", url])
+        #expect(result.status == 0, "\(result.err)")
+        let segments = try #require(try json(result.stdout)["segments"] as? [[String: Any]])
+        #expect(
+            segments.map { $0["uri"] as? String }
+                == Array(repeating: "http://127.0.0.1:\(p)/valid/segment.ts", count: 3))
+        #expect(segments.map { ($0["byteRange"] as? [String: Int])?["offset"] } == [0, 75232, 157_344])
+        let lintResult = try EndToEnd.run(tool, [url])
+        #expect(lintResult.status == 0)
+        #expect(lintResult.out.hasPrefix("\(url):3:23: warning: target duration 10 is above 6 seconds"))
+        let missing = try EndToEnd.run(tool, ["http://127.0.0.1:\(p)/nope.m3u8"])
+        #expect(missing.status == 2)
+        #expect(missing.err.hasPrefix("Error: http://127.0.0.1:\(p)/nope.m3u8: fetch failed"))
+    }
+
+    /// Python's m3u8 and m3u8lint --dump-json agree on every valid fixture for the fields both model.
+    @Test func differentialAgainstPythonM3U8() throws {
+        guard let python = EndToEnd.tool("python3") else { return }
+        let script = """
+            import json, sys, m3u8
+            p = m3u8.loads(open(sys.argv[1], encoding="utf-8").read(), uri=sys.argv[2])
+            if p.is_variant:
+                out = {"kind": "multivariant", "variants": [
+                    {"bandwidth": v.stream_info.bandwidth, "uri": v.absolute_uri, "codecs": v.stream_info.codecs,
+                     "resolution": "%dx%d" % v.stream_info.resolution if v.stream_info.resolution else None,
+                     "audio": v.stream_info.audio} for v in p.playlists],
+                    "renditions": [{"type": m.type, "groupId": m.group_id, "name": m.name, "language": m.language,
+                     "default": m.default == "YES", "uri": m.absolute_uri if m.uri else None} for m in p.media],
+                    "iFrameVariants": [{"bandwidth": v.iframe_stream_info.bandwidth, "uri": v.absolute_uri}
+                     for v in p.iframe_playlists]}
+            else:
+                out = {"kind": "media", "targetDuration": p.target_duration, "mediaSequence": p.media_sequence or 0,
+                    "endList": p.is_endlist, "iFramesOnly": p.is_i_frames_only,
+                    "segments": [{"uri": s.absolute_uri, "duration": s.duration, "title": s.title or "",
+                     "discontinuity": s.discontinuity,
+                     "key": (s.key.method if s.key and s.key.method != "NONE" else None),
+                     "keyUri": (s.key.absolute_uri if s.key and s.key.uri else None),
+                     "mediaSequence": s.media_sequence} for s in p.segments]}
+            print(json.dumps(out))
+            """
+        let base = "https://origin.example.com/path/to/index.m3u8"
+        var compared = 0
+        for path in PlaylistFixtures.files("valid") + PlaylistFixtures.files("quirks") {
+            // The models differ by design on EXT-X-DEFINE (Python m3u8 does not substitute variables), on EXT-X-SKIP
+            // (Python m3u8 does not advance the media sequence past skipped segments) and on parts after the last
+            // segment (Python m3u8 lists them as one more segment; HLSPlaylist keeps them as trailing parts).
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            if [
+                "every-media-tag.m3u8", "variables-import.m3u8", "multivariant-define.m3u8", "ll-hls.m3u8",
+            ].contains(name) {
+                continue
+            }
+            let theirs = try EndToEnd.run(python, ["-c", script, path, base])
+            #expect(theirs.status == 0, "python m3u8 failed on \(name): \(theirs.err)")
+            let ours = try #require(try lint(["--dump-json", "--url", base, path]))
+            let t = try json(theirs.stdout)
+            let o = try json(ours.stdout)
+            #expect(o["kind"] as? String == t["kind"] as? String, "\(name)")
+            if t["kind"] as? String == "media" {
+                #expect(o["targetDuration"] as? Int == t["targetDuration"] as? Int, "\(name)")
+                #expect(o["mediaSequence"] as? Int == t["mediaSequence"] as? Int, "\(name)")
+                #expect(o["endList"] as? Bool == t["endList"] as? Bool, "\(name)")
+                #expect(o["iFramesOnly"] as? Bool == t["iFramesOnly"] as? Bool, "\(name)")
+                let os = try #require(o["segments"] as? [[String: Any]])
+                let ts = try #require(t["segments"] as? [[String: Any]])
+                #expect(os.count == ts.count, "\(name)")
+                for (a, b) in zip(os, ts) {
+                    #expect(a["uri"] as? String == b["uri"] as? String, "\(name)")
+                    #expect(a["duration"] as? Double == b["duration"] as? Double, "\(name)")
+                    #expect(a["title"] as? String == b["title"] as? String, "\(name)")
+                    #expect(a["discontinuity"] as? Bool == b["discontinuity"] as? Bool, "\(name)")
+                    #expect(a["mediaSequence"] as? Int == b["mediaSequence"] as? Int, "\(name)")
+                    let key = a["key"] as? [String: Any]
+                    #expect(key?["method"] as? String == b["key"] as? String, "\(name)")
+                    #expect(key?["uri"] as? String == b["keyUri"] as? String, "\(name)")
+                }
+            } else {
+                let ov = try #require(o["variants"] as? [[String: Any]])
+                let tv = try #require(t["variants"] as? [[String: Any]])
+                #expect(ov.count == tv.count, "\(name)")
+                for (a, b) in zip(ov, tv) {
+                    for field in ["bandwidth", "uri", "codecs", "resolution", "audio"] {
+                        #expect("\(a[field] ?? "nil")" == "\(b[field] ?? "nil")", "\(name) \(field)")
+                    }
+                }
+                let orr = try #require(o["renditions"] as? [[String: Any]])
+                let trr = try #require(t["renditions"] as? [[String: Any]])
+                #expect(orr.count == trr.count, "\(name)")
+                for (a, b) in zip(orr, trr) {
+                    for field in ["type", "groupId", "name", "language", "default", "uri"] {
+                        #expect("\(a[field] ?? "nil")" == "\(b[field] ?? "nil")", "\(name) \(field)")
+                    }
+                }
+                let oi = try #require(o["iFrameVariants"] as? [[String: Any]])
+                let ti = try #require(t["iFrameVariants"] as? [[String: Any]])
+                #expect(oi.map { $0["uri"] as? String } == ti.map { $0["uri"] as? String }, "\(name)")
+            }
+            compared += 1
+        }
+        #expect(compared >= 16)
+    }
+}
