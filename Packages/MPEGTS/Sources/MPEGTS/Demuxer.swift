@@ -726,7 +726,7 @@ public struct Demuxer: Sendable {
         }
         let role = roles[Int(pid)]
         switch (section.tableID, role) {
-        case (0x00, .pat):
+        case (0x00, .pat) where section.sectionSyntaxIndicator:
             guard isNewTable(pid: pid, section: section) else { return }
             do {
                 let table = try ProgramAssociationTable(section: section, offset: offset)
@@ -737,7 +737,7 @@ public struct Demuxer: Sendable {
             } catch {
                 handler(.error(error.located(pid: pid)))
             }
-        case (0x02, .pmt):
+        case (0x02, .pmt) where section.sectionSyntaxIndicator:
             guard isNewTable(pid: pid, section: section) else { return }
             do {
                 let table = try ProgramMapTable(section: section, offset: offset)
@@ -760,6 +760,7 @@ public struct Demuxer: Sendable {
     private mutating func isNewTable(pid: UInt16, section: PSISection) -> Bool {
         let key = UInt32(pid) << 16 | UInt32(section.tableIDExtension)
         let count = section.bytes.count
+        guard count >= 4 else { return true }
         let crc =
             UInt32(section.bytes[count - 4]) << 24 | UInt32(section.bytes[count - 3]) << 16
             | UInt32(section.bytes[count - 2]) << 8 | UInt32(section.bytes[count - 1])

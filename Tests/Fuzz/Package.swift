@@ -1,0 +1,35 @@
+// swift-tools-version: 6.1
+// libFuzzer targets, one executable per parser (STYLE.md item 18). Not part of the root package: build and run
+// them with Scripts/fuzz.sh NAME SECONDS, which passes -sanitize=fuzzer,address and -DFUZZING.
+//
+// To add a fuzzer: put Sources/<Name>/main.swift (see FuzzDemuxer for the shape) and add one entry below with the
+// modules it needs; each module comes from Packages/<Module>.
+import PackageDescription
+
+let fuzzers: [(name: String, dependencies: [String])] = [
+    ("FuzzDemuxer", ["MPEGTS"]),
+    ("FuzzSCTE35", ["MPEGTS"]),
+    ("PlaylistFuzzer", ["HLSPlaylist"]),
+]
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let modules = Set(fuzzers.flatMap(\.dependencies)).sorted()
+
+let package = Package(
+    name: "Fuzz",
+    platforms: [.macOS(.v15)],
+    products: fuzzers.map { .executable(name: $0.name, targets: [$0.name]) },
+    dependencies: modules.map { .package(path: "../../Packages/\($0)") },
+    targets: fuzzers.map { fuzzer in
+        .executableTarget(
+            name: fuzzer.name,
+            dependencies: fuzzer.dependencies.map { .product(name: $0, package: $0) },
+            swiftSettings: swiftSettings
+        )
+    }
+)
