@@ -133,28 +133,29 @@ public struct HTTPApplication: Sendable {
 
     /// Whether a `Host` value names this server: a loopback name, with or without a port.
     func hostIsAllowed(_ host: String) -> Bool {
-        var name = Substring(host)
-        if name.hasPrefix("[") {
-            guard let close = name.firstIndex(of: "]") else { return false }
-            let after = name[name.index(after: close)...]
-            guard after.isEmpty || Self.isPort(after) else { return false }
-            name = name[...close]
-        } else if let colon = name.firstIndex(of: ":") {
-            guard Self.isPort(name[colon...]) else { return false }
-            name = name[..<colon]
+        var utf8 = Array(host.utf8)[...]
+        // Strip the port: ":" 1*5DIGIT after the host (after "]" for an IPv6 literal).
+        let portSearchStart =
+            utf8.first == UInt8(ascii: "[")
+            ? (utf8.firstIndex(of: UInt8(ascii: "]")) ?? utf8.endIndex) : utf8.startIndex
+        if utf8.first == UInt8(ascii: "["), portSearchStart == utf8.endIndex { return false }
+        if let colon = utf8[portSearchStart...].firstIndex(of: UInt8(ascii: ":")) {
+            let digits = utf8[(colon + 1)...]
+            guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                return false
+            }
+            utf8 = utf8[..<colon]
+        } else if utf8.first == UInt8(ascii: "["), portSearchStart + 1 != utf8.endIndex {
+            return false  // junk after "]"
         }
-        if name == "127.0.0.1" || ASCII.equalsIgnoringCase(name.utf8, "localhost".utf8) || name == "[::1]" {
+        if utf8.elementsEqual("127.0.0.1".utf8) || ASCII.equalsIgnoringCase(utf8, "localhost".utf8)
+            || utf8.elementsEqual("[::1]".utf8)
+        {
             return true
         }
         return configuration.additionalAllowedHosts.contains {
-            ASCII.equalsIgnoringCase($0.utf8, name.utf8) || ASCII.equalsIgnoringCase($0.utf8, host.utf8)
+            ASCII.equalsIgnoringCase($0.utf8, utf8) || ASCII.equalsIgnoringCase($0.utf8, host.utf8)
         }
-    }
-
-    private static func isPort(_ text: Substring) -> Bool {
-        // ":" 1*5DIGIT
-        guard text.first == ":", text.count >= 2, text.count <= 6 else { return false }
-        return text.dropFirst().utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
     }
 
     // MARK: - Completing a response
@@ -289,13 +290,9 @@ public struct HTTPApplication: Sendable {
         }
 
         // Framing (RFC 9112 §6): Content-Length unless forbidden or a stream of unknown length.
-        headers.remove(name: "Content-Length")
-        headers.remove(name: "Transfer-Encoding")
-        headers.remove(name: "Connection")
-        headers.remove(name: "Date")
-        var fields = HTTPHeaders()
+        var fields = HTTPHeaders(reservingCapacity: headers.count + 4)
         fields.add(name: "Date", value: date)
-        for field in headers { fields.add(name: field.name, value: field.value) }
+        for field in headers where !Self.isFramingField(field.name) { fields.add(name: field.name, value: field.value) }
         var contentLength: UInt64? = representationLength
         var body: PreparedBody = .parts(parts)
         var chunked = false
@@ -328,6 +325,18 @@ public struct HTTPApplication: Sendable {
             contentLength = 0
         }
         return Prepared(status: status, headers: fields, body: body, keepAlive: keepAlive, contentLength: contentLength)
+    }
+
+    /// Fields the server sets itself: a handler's values for them are dropped.
+    static func isFramingField(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        switch utf8.count {
+        case 4: return ASCII.equalsIgnoringCase(utf8, "Date".utf8)
+        case 10: return ASCII.equalsIgnoringCase(utf8, "Connection".utf8)
+        case 14: return ASCII.equalsIgnoringCase(utf8, "Content-Length".utf8)
+        case 17: return ASCII.equalsIgnoringCase(utf8, "Transfer-Encoding".utf8)
+        default: return false
+        }
     }
 
     /// The parts of `parts` (a representation in order) that fall in `range`.

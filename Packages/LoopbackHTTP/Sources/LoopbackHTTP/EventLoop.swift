@@ -189,6 +189,12 @@ final class EventLoopRunner {
 
     /// Runs until a shutdown finishes.
     func run() {
+        // sendfile has no MSG_NOSIGNAL: block SIGPIPE on this thread, so a peer that vanished mid-file yields EPIPE
+        // instead of killing the process (the signal stays pending on this thread, harmlessly).
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
         for listener in listeners {
             try? poller.addListener(listener, token: UInt64(UInt32(bitPattern: listener)) | 1 << 40)
         }

@@ -57,6 +57,10 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     public private(set) var fields: [Field]
 
     public init() { fields = [] }
+    init(reservingCapacity capacity: Int) {
+        fields = []
+        fields.reserveCapacity(capacity)
+    }
     public init(_ fields: [(String, String)]) { self.fields = fields.map { Field(name: $0.0, value: $0.1) } }
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
 
@@ -110,7 +114,10 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         return false
     }
 
-    static func equalNames(_ a: String, _ b: String) -> Bool { ASCII.equalsIgnoringCase(a.utf8, b.utf8) }
+    @inline(__always)
+    static func equalNames(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && ASCII.equalsIgnoringCase(a.utf8, b.utf8)
+    }
 }
 
 /// Small byte helpers for ASCII protocol text.
@@ -119,6 +126,14 @@ enum ASCII {
 
     static func equalsIgnoringCase(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
+        // Contiguous fast path (native and small strings, arrays).
+        let fast = a.withContiguousStorageIfAvailable { left in
+            b.withContiguousStorageIfAvailable { right -> Bool in
+                for i in 0..<left.count where lower(left[i]) != lower(right[i]) { return false }
+                return true
+            }
+        }
+        if let fast, let result = fast { return result }
         for (x, y) in zip(a, b) where lower(x) != lower(y) { return false }
         return true
     }
@@ -283,19 +298,21 @@ public struct HTTPRequest: Sendable {
     /// The path part of the target (before `?`), still percent-encoded. For an absolute-form target
     /// (`http://host/p`), the path of that URI.
     public var path: Substring {
-        var rest = Substring(target)
-        if !rest.hasPrefix("/"), let scheme = rest.firstRange(of: "://") {
-            rest = rest[scheme.upperBound...]
-            rest = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
+        let utf8 = target.utf8
+        var start = utf8.startIndex
+        if utf8.first != UInt8(ascii: "/"), let scheme = target.firstRange(of: "://") {
+            let authorityStart = scheme.upperBound
+            guard let slash = utf8[authorityStart...].firstIndex(of: UInt8(ascii: "/")) else { return "/" }
+            start = slash
         }
-        if let q = rest.firstIndex(of: "?") { return rest[..<q] }
-        return rest
+        let end = utf8[start...].firstIndex(of: UInt8(ascii: "?")) ?? utf8.endIndex
+        return target[start..<end]
     }
 
     /// The query part of the target (after `?`), if any.
     public var query: Substring? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
-        return target[target.index(after: q)...]
+        guard let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        return target[target.utf8.index(after: q)...]
     }
 
     /// Whether the client asked to keep the connection open after this exchange (RFC 9112 §9.3).

@@ -229,7 +229,7 @@ public struct HTTPRequestHeadParser: Sendable {
         }
 
         // Field lines (RFC 9112 §5).
-        var headers = HTTPHeaders()
+        var headers = HTTPHeaders(reservingCapacity: 8)
         var hostCount = 0
         var lineStart = requestLineEnd + 1
         while true {
@@ -271,7 +271,7 @@ public struct HTTPRequestHeadParser: Sendable {
         // Message framing and Host (RFC 9112 §3.2, §6.1–§6.3).
         if hostCount > 1 { return fail(.duplicateHost, start) }
         if hostCount == 0, version.minor >= 1 { return fail(.missingHost, start) }
-        for field in headers.fields {
+        for field in headers.fields where field.name.utf8.count == 17 || field.name.utf8.count == 14 {
             if HTTPHeaders.equalNames(field.name, "Transfer-Encoding") { return fail(.requestBodyNotAllowed, start) }
             if HTTPHeaders.equalNames(field.name, "Content-Length") {
                 for element in field.value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
@@ -282,9 +282,9 @@ public struct HTTPRequestHeadParser: Sendable {
                 }
             }
         }
-        var request = HTTPRequest(method: HTTPMethod(method), target: target, version: version, headers: headers)
-        request.parameters = [:]
-        return .request(request, consumed: headEnd)
+        return .request(
+            HTTPRequest(method: HTTPMethod(method), target: target, version: version, headers: headers),
+            consumed: headEnd)
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }

@@ -223,6 +223,7 @@ public struct Router: Sendable {
 
     /// Percent-decodes once; nil on a malformed escape or invalid UTF-8.
     static func percentDecode(_ bytes: some Collection<UInt8>) -> String? {
+        if !bytes.contains(UInt8(ascii: "%")) { return String(validating: bytes, as: UTF8.self) }
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
         var iterator = bytes.makeIterator()

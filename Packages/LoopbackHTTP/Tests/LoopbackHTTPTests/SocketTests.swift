@@ -5,6 +5,10 @@ import Testing
 
 @testable import LoopbackHTTP
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Starts a server around `application`, runs `body` with its port, and stops it.
 func withServer(
     _ application: HTTPApplication, _ body: (UInt16, HTTPServer) async throws -> Void
@@ -123,6 +127,28 @@ struct SocketTests {
             }
             try await Task.sleep(for: .milliseconds(50))
             #expect(server.openConnections == 0)
+        }
+    }
+
+    /// Clients that reset the connection in the middle of a large sendfile body: EPIPE/ECONNRESET, never SIGPIPE
+    /// (which would kill this test process).
+    @Test func resetsDuringLargeFileBodies() async throws {
+        let big = tree.root.appendingPathComponent("www/big.ts")
+        try Data(count: 8 << 20).write(to: big)
+        try await withServer(app) { port, server in
+            for _ in 0..<30 {
+                let client = try RawClient(port: port)
+                client.send(request("/static/big.ts"))
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                _ = recv(client.fd, &chunk, chunk.count, 0)
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let after = try RawClient(port: port)
+            after.send(request("/bytes", "Range: bytes=0-0\r\n"))
+            #expect(after.readResponse()?.status == 206)
+            #expect(server.openConnections == 1)
         }
     }
 
