@@ -10,6 +10,7 @@ let fuzzers: [(name: String, dependencies: [String])] = [
     ("FuzzDemuxer", ["MPEGTS"]),
     ("FuzzSCTE35", ["MPEGTS"]),
     ("PlaylistFuzzer", ["HLSPlaylist"]),
+    ("HTTPRequestFuzzer", ["LoopbackHTTP", "FileRange"]),
 ]
 
 let swiftSettings: [SwiftSetting] = [

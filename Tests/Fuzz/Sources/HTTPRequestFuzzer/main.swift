@@ -1,0 +1,105 @@
+// Fuzzes LoopbackHTTP's request-head parser and FileRange's Range parser and resolver.
+// Properties checked on every input (a violation aborts, which libFuzzer reports as a crash):
+//  - parsing never traps, and a parse that answers `.request` consumed a positive count within the input;
+//  - feeding the bytes in two chunks split at an input-chosen point gives the same outcome as one shot (the parser
+//    never consumes partial input);
+//  - every refusal maps to a 4xx or 5xx status;
+//  - a Range header (from a parsed request, or the raw input) resolves to ranges inside the representation, sorted,
+//    non-empty and neither overlapping nor touching.
+// Run with Scripts/fuzz.sh HTTPRequestFuzzer SECONDS; the dictionary is Sources/HTTPRequestFuzzer/http.dict
+// (pass -dict=... to the binary for faster coverage).
+import FileRange
+import LoopbackHTTP
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+func fail(_ message: String) -> Never {
+    print("HTTPRequestFuzzer: \(message)")
+    abort()
+}
+
+func checkRange(_ value: String, seed: Int) {
+    guard let request = RangeRequest.parse(value) else { return }
+    for length in [UInt64(0), 1, 100, UInt64(seed), 1 << 40] {
+        guard case .partial(let ranges) = request.resolve(length: length) else { continue }
+        var previousEnd: UInt64?
+        for range in ranges {
+            if range.length == 0 || range.upperBound > length { fail("range \(range) outside \(length)") }
+            if let previousEnd, range.offset <= previousEnd { fail("ranges overlap or touch") }
+            previousEnd = range.upperBound
+        }
+    }
+}
+
+func fuzzOne(_ bytes: [UInt8]) {
+    var parser = HTTPRequestHeadParser()
+    let oneShot = parser.parse(bytes)
+    switch oneShot {
+    case .needMoreData:
+        break
+    case .request(let request, let consumed):
+        if consumed <= 0 || consumed > bytes.count { fail("consumed \(consumed) of \(bytes.count)") }
+        if let range = request.headers["Range"] { checkRange(range, seed: bytes.count) }
+    case .error(let error):
+        if !(400..<600).contains(error.status.code) { fail("status \(error.status)") }
+    }
+    if bytes.count > 1 {
+        let split = Int(bytes[0]) % bytes.count
+        var chunked = HTTPRequestHeadParser()
+        let first = chunked.parse(Array(bytes[0..<split]))
+        switch first {
+        case .needMoreData:
+            // Same parser, whole input now: must agree with the one-shot parse.
+            switch (oneShot, chunked.parse(bytes)) {
+            case (.needMoreData, .needMoreData), (.error, .error): break
+            case (.request(let a, let ca), .request(let b, let cb)):
+                if a.target != b.target || a.headers != b.headers || ca != cb { fail("chunked parse differs") }
+            default: fail("chunked parse differs in kind")
+            }
+        case .request(_, let consumed):
+            if consumed > split { fail("consumed past the prefix") }
+        case .error:
+            break  // a prefix may already be refused (e.g. a request line over the cap)
+        }
+    }
+    checkRange(String(decoding: bytes, as: UTF8.self), seed: bytes.count)
+}
+
+#if FUZZING
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func testOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+        fuzzOne(Array(UnsafeBufferPointer(start: data, count: size)))
+        return 0
+    }
+
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func runDriver(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
+    ) -> CInt
+
+    // SwiftPM renames an executable's entry point, so libFuzzer's own main never runs: start its driver here.
+    var argc = CommandLine.argc
+    var argv = CommandLine.unsafeArgv
+    exit(runDriver(&argc, &argv, testOneInput))
+#else
+    // Without the fuzzer: replay the files named on the command line (crashers kept as regression inputs).
+    for path in CommandLine.arguments.dropFirst() {
+        guard let file = fopen(path, "rb") else { continue }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes += buffer[..<count]
+        }
+        fclose(file)
+        fuzzOne(bytes)
+        print("replayed \(path)")
+    }
+#endif
