@@ -168,13 +168,8 @@ public struct IPTVStreamParser: Sendable {
 
     /// Consumes the next chunk.
     public mutating func consume(_ chunk: ArraySlice<UInt8>, emit: (IPTVChannel) -> Void) throws(PlaylistError) {
-        var start = chunk.startIndex
-        if bytesRead == 0, chunk.count >= 3, chunk[start] == 0xEF, chunk[start + 1] == 0xBB, chunk[start + 2] == 0xBF {
-            hasByteOrderMark = true
-            start += 3
-        }
         bytesRead += chunk.count
-        var i = start
+        var i = chunk.startIndex
         let end = chunk.endIndex
         while i < end {
             let j = IPTVStreamParser.nextLineFeed(chunk, from: i)
@@ -243,6 +238,11 @@ public struct IPTVStreamParser: Sendable {
     {
         lineNumber += 1
         var content = raw
+        // A byte order mark before the first line (detected here, so chunk boundaries do not matter).
+        if lineNumber == 1, content.starts(with: [0xEF, 0xBB, 0xBF]) {
+            hasByteOrderMark = true
+            content = content.dropFirst(3)
+        }
         var lineEnding = ending ?? .lf
         if ending == nil, content.last == asciiCR {
             content = content.dropLast()

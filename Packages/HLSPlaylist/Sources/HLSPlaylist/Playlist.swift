@@ -21,7 +21,7 @@ public enum LineEnding: Sendable, Hashable {
 /// writes back byte for byte.
 public struct PlaylistLine: Sendable, Hashable {
     public enum Content: Sendable, Hashable {
-        /// An empty line (or one holding only spaces and tabs).
+        /// An empty line (or one holding only spaces, tabs and carriage returns).
         case blank
         /// A line starting with `#` that is not a tag.
         case comment
@@ -81,8 +81,8 @@ public struct PlaylistLine: Sendable, Hashable {
     public var uri: String? {
         guard content == .uri else { return nil }
         var s = bytes
-        while let f = s.first, ASCII.isWhitespace(f) { s = s.dropFirst() }
-        while let l = s.last, ASCII.isWhitespace(l) { s = s.dropLast() }
+        while let f = s.first, ASCII.isWhitespace(f) || f == asciiCR { s = s.dropFirst() }
+        while let l = s.last, ASCII.isWhitespace(l) || l == asciiCR { s = s.dropLast() }
         return String(decoding: s, as: UTF8.self)
     }
 }
@@ -189,11 +189,17 @@ public struct Playlist: Sendable, Hashable {
     public func writeCanonical() -> [UInt8] {
         var out: [UInt8] = []
         for line in lines {
+            let start = out.count
             switch line.content {
             case .blank: continue
             case .comment: out.append(contentsOf: line.bytes)
             case .tag(let t): out.append(contentsOf: t.rendered.utf8)
             case .uri: out.append(contentsOf: (line.uri ?? "").utf8)
+            }
+            // A carriage return before the line feed would read back as part of a CRLF ending.
+            while out.count > start, out.last == asciiCR { out.removeLast() }
+            if out.count == start {
+                continue
             }
             out.append(asciiLF)
         }
@@ -353,7 +359,7 @@ struct ParseState {
             if lineNumber == 1 { try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U") }
             return PlaylistLine(bytes: bytes, ending: ending, content: .comment)
         }
-        if bytes.allSatisfy(ASCII.isWhitespace) {
+        if bytes.allSatisfy({ ASCII.isWhitespace($0) || $0 == asciiCR }) {
             if lineNumber == 1 { try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U") }
             return PlaylistLine(bytes: bytes, ending: ending, content: .blank)
         }

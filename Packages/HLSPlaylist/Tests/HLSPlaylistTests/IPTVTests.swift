@@ -36,8 +36,9 @@ import Testing
         #expect(list.write() == bytes)
     }
 
-    @Test func chunkedParsingMatchesOneShot() throws {
-        let bytes = try Fixtures.bytes("iptv/channels.m3u")
+    @Test(arguments: ["iptv/channels.m3u", "quirks/bom-no-final-newline.m3u8", "quirks/crlf.m3u8"])
+    func chunkedParsingMatchesOneShot(fixture: String) throws {
+        let bytes = try Fixtures.bytes(fixture)
         let whole = try IPTVPlaylist(bytes: bytes)
         var generator = SystemRandomNumberGenerator()
         for chunkSize in [1, 2, 3, 7, 64, 0] {
@@ -53,6 +54,7 @@ import Testing
             try parser.finish { channels.append($0) }
             #expect(channels == whole.channels, "chunk size \(chunkSize)")
             #expect(parser.diagnostics == whole.diagnostics)
+            #expect(parser.hasByteOrderMark == whole.hasByteOrderMark)
         }
     }
 

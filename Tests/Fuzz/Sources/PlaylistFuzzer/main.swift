@@ -12,7 +12,8 @@ import HLSPlaylist
 #endif
 
 func fail(_ message: String) -> Never {
-    print(message)
+    let line = Array((message + "\n").utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     abort()
 }
 
