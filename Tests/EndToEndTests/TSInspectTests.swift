@@ -231,6 +231,38 @@ private let wrapModulus: Int64 = 1 << 33
     }
 }
 
+@Suite struct SlatesReadCleanly {
+    /// Slates made by SlateBuilder (through tsinspect --make-slate) decode with no errors in ffmpeg and have
+    /// continuous time stamps in ffprobe, also across the 33-bit wrap.
+    @Test(arguments: [(2.5, UInt64(126_000)), (4.0, (UInt64(1) << 33) - 2 * 90_000)])
+    func slate(seconds: Double, start: UInt64) throws {
+        guard let tool = EndToEnd.product("tsinspect"), let ffmpeg = EndToEnd.tool("ffmpeg"),
+            let ffprobe = EndToEnd.tool("ffprobe")
+        else { return }
+        let made = try EndToEnd.run(tool, ["--make-slate", "\(seconds)", "--start-pts", "\(start)"])
+        #expect(made.status == 0, "\(made.err)")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("slate-\(getpid())-\(start).ts")
+        try made.stdout.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let decode = try EndToEnd.run(ffmpeg, ["-v", "error", "-i", file.path, "-f", "null", "-"])
+        #expect(decode.status == 0)
+        #expect(decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
+        guard let probe = try FFProbeReport.load(file) else { return }
+        #expect(probe.codecs == [0x100: "h264", 0x101: "aac"])
+        let video = probe.packets.filter { $0.pid == 0x100 }.compactMap(\.pts)
+        let audio = probe.packets.filter { $0.pid == 0x101 }.compactMap(\.pts)
+        let expectedFrames = Int((seconds * 25).rounded())
+        #expect(video.count == expectedFrames)
+        #expect(video.first.map { ($0 % wrapModulus + wrapModulus) % wrapModulus } == Int64(start))
+        #expect(audio.first.map { ($0 % wrapModulus + wrapModulus) % wrapModulus } == Int64(start))
+        for (a, b) in zip(video, video.dropFirst()) { #expect((b - a + wrapModulus) % wrapModulus == 3600) }
+        for (a, b) in zip(audio, audio.dropFirst()) { #expect((b - a + wrapModulus) % wrapModulus == 1920) }
+        if let duration = probe.duration { #expect(abs(duration - Double(expectedFrames) * 0.04) < 0.0005) }
+        let inspect = try EndToEnd.run(tool, [file.path])
+        #expect(inspect.status == 0, "tsinspect finds no stream errors in the slate")
+    }
+}
+
 @Suite struct TSInspectCommandLine {
     @Test func helpAndVersion() throws {
         guard let tool = EndToEnd.product("tsinspect") else { return }
@@ -262,6 +294,7 @@ private let wrapModulus: Int64 = 1 << 33
             #expect(
                 result.err
                     == message + "\nUSAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe] <file>\n"
+                    + "       tsinspect --make-slate <seconds> [--start-pts <ticks>]\n"
                     + "  See 'tsinspect --help' for more information.\n", "\(arguments)")
         }
     }

@@ -11,7 +11,9 @@ import MPEGTS
 let toolVersion = "1.0.0"
 let schemaVersion = 1
 
-let usage = "USAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe] <file>"
+let usage =
+    "USAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe] <file>\n"
+    + "       tsinspect --make-slate <seconds> [--start-pts <ticks>]"
 
 let help = """
     OVERVIEW: Show what is inside an MPEG-TS file (188-, 192- or 204-byte packets).
@@ -33,6 +35,9 @@ let help = """
       --keyframes             Print the keyframes of the main stream: byte offset, PTS, seconds.
       --scte35                Print every SCTE-35 splice command.
       --probe                 Read only the head and tail of the file and print the duration.
+      --make-slate <seconds>  Write a slate (black video, silent audio; H.264 + AAC) of that duration to
+                              standard output instead of reading a file.
+      --start-pts <ticks>     The slate's first PTS in 90 kHz ticks (default 126000).
       --version               Show the version.
       -h, --help              Show help information.
 
@@ -44,12 +49,15 @@ enum Mode {
     case keyframes
     case scte35
     case probe
+    case makeSlate
 }
 
 struct Options {
     var input: String?
     var json = false
     var mode = Mode.summary
+    var slateSeconds: Double?
+    var startPTS: UInt64 = 126_000
 }
 
 func usageError(_ message: String) -> Never {
@@ -71,7 +79,15 @@ func parseArguments(_ arguments: [String]) -> Options {
         options.mode = mode
     }
     var onlyInputs = false
-    for argument in arguments {
+    var index = 0
+    func value(_ name: String) -> String {
+        index += 1
+        guard index < arguments.count else { usageError("missing value for '\(name)'") }
+        return arguments[index]
+    }
+    while index < arguments.count {
+        let argument = arguments[index]
+        defer { index += 1 }
         if onlyInputs || argument == "-" || !argument.hasPrefix("-") {
             if let input = options.input { usageError("unexpected argument '\(argument)' after '\(input)'") }
             options.input = argument
@@ -90,8 +106,25 @@ func parseArguments(_ arguments: [String]) -> Options {
         case "--keyframes": setMode(.keyframes, argument)
         case "--scte35": setMode(.scte35, argument)
         case "--probe": setMode(.probe, argument)
+        case "--make-slate":
+            setMode(.makeSlate, argument)
+            let text = value(argument)
+            guard let seconds = Double(text), seconds > 0, seconds <= 3600 else {
+                usageError("invalid duration '\(text)' for '--make-slate' (0 < seconds <= 3600)")
+            }
+            options.slateSeconds = seconds
+        case "--start-pts":
+            let text = value(argument)
+            guard let ticks = UInt64(text), ticks < 1 << 33 else {
+                usageError("invalid PTS '\(text)' for '--start-pts' (0 ... 2^33-1)")
+            }
+            options.startPTS = ticks
         default: usageError("unknown option '\(argument)'")
         }
+    }
+    if options.mode == .makeSlate {
+        if let input = options.input { usageError("unexpected argument '\(input)' with '--make-slate'") }
+        return options
     }
     if options.input == nil { usageError("missing expected argument '<file>'") }
     return options
@@ -99,6 +132,22 @@ func parseArguments(_ arguments: [String]) -> Options {
 
 let options = parseArguments(Array(CommandLine.arguments.dropFirst()))
 let inputPath = options.input ?? "-"
+
+if options.mode == .makeSlate, let seconds = options.slateSeconds {
+    do {
+        let builder = try SlateBuilder()
+        var counters: [UInt16: UInt8] = [:]
+        let slate = builder.make(
+            durationTicks: Int64((seconds * 90_000).rounded()), startPTS: Timestamp(wrapping: options.startPTS),
+            continuityCounters: &counters)
+        var out = OutputBuffer(fd: 1)
+        out.bytes = slate
+        out.flush()
+        exit(0)
+    } catch {
+        failure("cannot make a slate: \(error)")
+    }
+}
 
 if options.mode == .probe {
     guard inputPath != "-" else { usageError("'--probe' needs a file, not standard input") }
@@ -173,7 +222,7 @@ func inspect(_ options: Options, inputPath: String) -> Never {
         writeKeyframes(analyzer, json: options.json, into: &out)
     case .scte35:
         writeSCTE35(analyzer, json: options.json, into: &out)
-    case .probe:
+    case .probe, .makeSlate:
         break
     }
     out.flush()
