@@ -207,14 +207,22 @@ enum PlaylistFixtures {
                 + "#EXT-X-ENDLIST\n")
     }
 
-    /// http:// input fetched from a real HTTP server (Python's http.server on an ephemeral loopback port).
+    /// http:// input fetched from a real HTTP server (Python's http.server on an ephemeral loopback port); a
+    /// redirect moves the base URL that URIs resolve against.
     @Test func httpInput() throws {
         guard let python = EndToEnd.tool("python3"), let tool = EndToEnd.product("m3u8lint") else { return }
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("m3u8lint-http-\(getpid())")
+        try? FileManager.default.removeItem(at: root)
+        try FileManager.default.createDirectory(
+            at: root.appendingPathComponent("valid/moved"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let vod = try Data(contentsOf: URL(fileURLWithPath: PlaylistFixtures.path("valid/byterange-vod.m3u8")))
+        try vod.write(to: root.appendingPathComponent("valid/byterange-vod.m3u8"))
+        // http.server answers /valid/moved with a redirect to /valid/moved/ and serves index.html there.
+        try vod.write(to: root.appendingPathComponent("valid/moved/index.html"))
         let server = Process()
         server.executableURL = python
-        server.arguments = [
-            "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", PlaylistFixtures.directory.path,
-        ]
+        server.arguments = ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.path]
         let out = Pipe()
         server.standardOutput = out
         server.standardError = FileHandle.nullDevice
@@ -222,7 +230,7 @@ enum PlaylistFixtures {
         defer { server.terminate() }
         var port: Int?
         var buffer = Data()
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(20)
         while port == nil, Date() < deadline {
             buffer += out.fileHandleForReading.availableData
             let text = String(decoding: buffer, as: UTF8.self)
@@ -239,12 +247,15 @@ enum PlaylistFixtures {
             segments.map { $0["uri"] as? String }
                 == Array(repeating: "http://127.0.0.1:\(p)/valid/segment.ts", count: 3))
         #expect(segments.map { ($0["byteRange"] as? [String: Int])?["offset"] } == [0, 75232, 157_344])
+        let moved = try EndToEnd.run(tool, ["--dump-json", "http://127.0.0.1:\(p)/valid/moved"])
+        let movedSegments = try #require(try json(moved.stdout)["segments"] as? [[String: Any]])
+        #expect(movedSegments.first?["uri"] as? String == "http://127.0.0.1:\(p)/valid/moved/segment.ts")
         let lintResult = try EndToEnd.run(tool, [url])
         #expect(lintResult.status == 0)
         #expect(lintResult.out.hasPrefix("\(url):3:23: warning: target duration 10 is above 6 seconds"))
         let missing = try EndToEnd.run(tool, ["http://127.0.0.1:\(p)/nope.m3u8"])
         #expect(missing.status == 2)
-        #expect(missing.err.hasPrefix("Error: http://127.0.0.1:\(p)/nope.m3u8: fetch failed"))
+        #expect(missing.err == "Error: http://127.0.0.1:\(p)/nope.m3u8: fetch failed (curl status 22)\n")
     }
 
     /// Python's m3u8 and m3u8lint --dump-json agree on every valid fixture for the fields both model.

@@ -39,13 +39,20 @@ enum IO {
         return out
     }
 
+    /// The marker curl writes after the body, followed by the URL it ended at (after redirects).
+    private static let effectiveURLMarker: [UInt8] = Array("\n\u{1}m3u8lint-effective-url:".utf8)
+
     /// Fetches an http(s) URL with curl (redirects bounded, size and time capped, http/https only).
-    static func fetch(_ url: String, maxBytes: Int = IO.maxBytes, seconds: Int = 20) throws(InputError) -> [UInt8] {
+    /// Returns the body and the URL after redirects.
+    static func fetch(_ url: String, maxBytes: Int = IO.maxBytes, seconds: Int = 20) throws(InputError) -> (
+        body: [UInt8], effectiveURL: String
+    ) {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw .unreadable("\(url): cannot create a pipe") }
         let args = [
             "curl", "-sS", "-f", "-L", "--max-redirs", "5", "--proto", "=http,https", "--proto-redir", "=http,https",
-            "--max-time", String(seconds), "--max-filesize", String(maxBytes), "--", url,
+            "--max-time", String(seconds), "--max-filesize", String(maxBytes), "--write-out",
+            "\n\u{1}m3u8lint-effective-url:%{url_effective}", "--", url,
         ]
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -66,7 +73,7 @@ enum IO {
         }
         let body: [UInt8]
         do {
-            body = try readAll(pipeFDs[0], name: url, maxBytes: maxBytes)
+            body = try readAll(pipeFDs[0], name: url, maxBytes: maxBytes + 4096)
         } catch {
             close(pipeFDs[0])
             kill(pid, SIGTERM)
@@ -78,7 +85,16 @@ enum IO {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         guard status == 0 else { throw .unreadable("\(url): fetch failed (curl status \(status >> 8))") }
-        return body
+        // Split off what --write-out appended.
+        let marker = effectiveURLMarker
+        var cut = body.count - marker.count
+        while cut >= 0 {
+            if body[cut..<(cut + marker.count)].elementsEqual(marker) { break }
+            cut -= 1
+        }
+        guard cut >= 0 else { return (body, url) }
+        let effective = String(decoding: body[(cut + marker.count)...], as: UTF8.self)
+        return (Array(body[..<cut]), effective.isEmpty ? url : effective)
     }
 
     static func write(_ bytes: [UInt8], to fd: Int32 = 1) {

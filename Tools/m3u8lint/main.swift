@@ -108,8 +108,13 @@ func parseArguments(_ args: [String]) -> Options {
 
 func isURL(_ s: String) -> Bool { s.hasPrefix("http://") || s.hasPrefix("https://") }
 
-func load(_ input: String) throws(InputError) -> [UInt8] {
-    isURL(input) ? try IO.fetch(input) : try IO.readFile(input)
+/// Reads an input; for URLs also returns the URL after redirects (the base for resolution).
+func load(_ input: String) throws(InputError) -> (bytes: [UInt8], url: String?) {
+    if isURL(input) {
+        let fetched = try IO.fetch(input)
+        return (fetched.body, fetched.effectiveURL)
+    }
+    return (try IO.readFile(input), nil)
 }
 
 func displayName(_ input: String) -> String { input == "-" ? "<stdin>" : input }
@@ -120,8 +125,8 @@ let options = parseArguments(Array(CommandLine.arguments.dropFirst()))
 func parentVariables() -> Variables? {
     guard let parent = options.parent else { return nil }
     do {
-        let playlist = try Playlist(bytes: try load(parent))
-        return playlist.multivariant(url: isURL(parent) ? parent : nil).variables
+        let loaded = try load(parent)
+        return try Playlist(bytes: loaded.bytes).multivariant(url: loaded.url).variables
     } catch let error as InputError {
         if case .unreadable(let m) = error { IO.print("Error: \(m)", to: 2) }
         exit(2)
@@ -137,7 +142,7 @@ func runIPTV() -> Int32 {
         let fd: Int32
         if isURL(input) {
             do {
-                let bytes = try IO.fetch(input)
+                let bytes = try IO.fetch(input).body
                 var parser = IPTVStreamParser()
                 var j = JSONWriter()
                 try streamIPTV(bytes[...], parser: &parser, json: &j, final: true)
@@ -249,7 +254,7 @@ func runPlaylists() -> Int32 {
     var previous: Playlist?
     if let p = options.previous {
         do {
-            previous = try Playlist(bytes: try load(p))
+            previous = try Playlist(bytes: try load(p).bytes)
         } catch let e as InputError {
             if case .unreadable(let m) = e { IO.print("Error: \(m)", to: 2) }
             return 2
@@ -260,14 +265,15 @@ func runPlaylists() -> Int32 {
     }
     for input in options.inputs {
         let bytes: [UInt8]
+        var fetchedURL: String?
         do {
-            bytes = try load(input)
+            (bytes, fetchedURL) = try load(input)
         } catch {
             if case .unreadable(let m) = error { IO.print("Error: \(m)", to: 2) }
             status = max(status, 2)
             continue
         }
-        let url = options.url ?? (isURL(input) ? input : nil)
+        let url = options.url ?? fetchedURL
         let playlist: Playlist
         do {
             playlist = try Playlist(bytes: bytes)
