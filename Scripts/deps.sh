@@ -6,7 +6,7 @@ set -euo pipefail
 
 apt_packages=(ffmpeg curl nginx-light python3-pip)
 bench_apt_packages=(wrk hyperfine)
-pip_packages=(m3u8 h11 threefive)
+pip_packages=(m3u8 h11 threefive redbot)
 
 want_bench=0
 [[ "${1:-}" == "--bench" ]] && want_bench=1

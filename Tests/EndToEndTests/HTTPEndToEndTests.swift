@@ -397,6 +397,44 @@ struct HTTPEndToEndTests {
         #expect(wrong.status == 404)
     }
 
+    /// REDbot (HTTP lint) on a served .ts, a playlist and a static file: no BAD notes, and its Range check
+    /// (a 206) is correct. Allowed warnings: CONTENT_TYPE_MISMATCH (its sniffer answers "undefined/undefined" for
+    /// video/mp2t, whatever the bytes) and RANGE_CL_FULL (on a 48-byte playlist its probe range covers the whole
+    /// body, so the 206 is as long as the 200, which RFC 9110 allows).
+    @Test func redbotFindsNoErrors() throws {
+        guard let ffmpeg = EndToEnd.tool("ffmpeg"), let redbot = EndToEnd.tool("redbot") else { return }
+        let tree = try HTTPFixtureTree()
+        let media = tree.www.appendingPathComponent("clip.ts")
+        let made = try EndToEnd.run(
+            ffmpeg,
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc=duration=2:size=160x120:rate=25", "-c:v", "mpeg2video",
+                "-f", "mpegts", media.path,
+            ])
+        #expect(made.status == 0)
+        guard let server = try HTTPTestServer(["--root", tree.www.path, "--media", media.path]) else { return }
+        defer { server.stop() }
+        let allowedWarnings: Set<String> = ["CONTENT_TYPE_MISMATCH", "RANGE_CL_FULL"]
+        for path in ["/\(server.token)/media.ts", "/\(server.token)/index.m3u8", "/file.ts"] {
+            let result = try EndToEnd.run(redbot, ["-o", "har", server.base + path])
+            #expect(result.status == 0, "\(result.err)")
+            let json = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
+            let entries = (json?["log"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
+            let notes = entries.flatMap { $0["_red_messages"] as? [[String: Any]] ?? [] }
+            #expect(!notes.isEmpty, "\(path)")
+            var ids: [String] = []
+            for note in notes {
+                let level = note["level"] as? String ?? ""
+                let id = note["note_id"] as? String ?? ""
+                ids.append(id)
+                #expect(level != "BAD", "\(path): \(id) \(note["summary"] ?? "")")
+                if level == "WARN" { #expect(allowedWarnings.contains(id), "\(path): \(id) \(note["summary"] ?? "")") }
+            }
+            #expect(ids.contains("RANGE_CORRECT"), "\(path): \(ids)")
+            #expect(ids.contains("CL_CORRECT"), "\(path): \(ids)")
+        }
+    }
+
     @Test func tenThousandRangeReadCloseCycles() throws {
         let tree = try HTTPFixtureTree()
         guard let server = try HTTPTestServer(["--root", tree.www.path]) else { return }

@@ -221,14 +221,20 @@ public struct HTTPApplication: Sendable {
         let isGetLike = request.method == .get || request.method == .head
         if status.code == 200 && isGetLike && rangeable {
             headers.replaceOrAdd(name: "Accept-Ranges", value: "bytes")
+            if case .bytes(let bytes) = response.body, !headers.contains(name: "ETag") {
+                // In-memory bodies (playlists) get a strong validator from their content, so that clients can
+                // revalidate (304) and use If-Range.
+                headers.add(name: "ETag", value: Self.contentEntityTag(bytes))
+            }
             if let conditional = Self.evaluateConditionals(request: request, headers: headers) {
                 status = conditional
                 parts = []
                 if conditional.code == 412 {
+                    let text = Array("412 Precondition Failed\n".utf8)
                     headers = HTTPHeaders()
                     headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
-                    parts = [.bytes(Array("412 Precondition Failed\n".utf8))]
-                    representationLength = UInt64(parts.count > 0 ? 24 : 0)
+                    parts = [.bytes(text)]
+                    representationLength = UInt64(text.count)
                 } else {
                     // 304 keeps the validators and cache fields, drops the representation's content fields.
                     headers.remove(name: "Content-Type")
@@ -377,6 +383,16 @@ public struct HTTPApplication: Sendable {
             }
         }
         return result
+    }
+
+    /// `"<length hex>-<FNV-1a 64 hex>"` of the bytes.
+    static func contentEntityTag(_ bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return "\"\(String(bytes.count, radix: 16))-\(String(hash, radix: 16))\""
     }
 
     static func makeBoundary() -> String {

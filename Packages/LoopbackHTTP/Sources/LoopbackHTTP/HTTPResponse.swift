@@ -85,7 +85,8 @@ public struct HTTPResponse: Sendable {
         text("\(status.code) \(status.reasonPhrase)\n", status: status)
     }
 
-    /// A whole-file (or region) response with `Content-Type`, a strong `ETag` and `Last-Modified` derived
+    /// A whole-file (or region) response with `Content-Type`, `Cache-Control: no-cache`, a strong `ETag` and
+    /// `Last-Modified` derived
     /// from the file's size and modification time (read now, with `fstat`). Range, `If-Range`,
     /// `If-None-Match` and `If-Modified-Since` are then applied by the server.
     public static func file(
@@ -113,6 +114,8 @@ public struct HTTPResponse: Sendable {
         headers.add(
             name: "ETag", value: entityTag(size: size, seconds: status.seconds, nanoseconds: status.nanoseconds))
         headers.add(name: "Last-Modified", value: FastDate.imfFixdate(status.seconds))
+        // Local media can change (a recording that grows): caches must revalidate, which the validators make cheap.
+        headers.add(name: "Cache-Control", value: "no-cache")
         var body = FileBody(file: file, offset: offset, length: length)
         body.observedFileSize = size
         return HTTPResponse(status: .ok, headers: headers, body: .file(body))

@@ -110,9 +110,11 @@ if let media {
         }
     }
     router.getImmediate("/index.m3u8", session: token) { _ in
-        .bytes(
+        var response = HTTPResponse.bytes(
             Array("#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXT-X-ENDLIST\n".utf8),
             contentType: "application/vnd.apple.mpegurl")
+        response.headers.add(name: "Cache-Control", value: "no-cache")
+        return response
     }
 }
 if let root {

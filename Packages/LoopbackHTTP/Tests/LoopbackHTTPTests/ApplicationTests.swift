@@ -116,7 +116,18 @@ struct ApplicationTests {
     @Test func wholeBody() async {
         let response = await app.respond(to: get("/bytes"))
         #expect(response.status.code == 200)
-        #expect(response.fieldLines == ["Content-Type: text/plain", "Accept-Ranges: bytes", "Content-Length: 100"])
+        let etag = HTTPApplication.contentEntityTag(hundredBytes)
+        #expect(
+            response.fieldLines == [
+                "Content-Type: text/plain", "Accept-Ranges: bytes", "ETag: \(etag)", "Content-Length: 100",
+            ])
+        // The content validator works for conditional requests and If-Range.
+        let notModified = await app.respond(to: get("/bytes", [("If-None-Match", etag)]))
+        #expect(notModified.status.code == 304)
+        let ranged = await app.respond(to: get("/bytes", [("Range", "bytes=0-0"), ("If-Range", etag)]))
+        #expect(ranged.status.code == 206)
+        let stale = await app.respond(to: get("/bytes", [("Range", "bytes=0-0"), ("If-Range", "\"x\"")]))
+        #expect(stale.status.code == 200)
         #expect(response.headers.first(name: "Date")?.hasSuffix(" GMT") == true)
         #expect(response.headers.fields.first?.name == "Date")
         #expect(response.bodyBytes == hundredBytes)
@@ -137,7 +148,9 @@ struct ApplicationTests {
         #expect(response.status.code == 206, "\(range)")
         #expect(
             response.fieldLines == [
-                "Content-Type: text/plain", "Accept-Ranges: bytes", "Content-Range: bytes \(first)-\(last)/100",
+                "Content-Type: text/plain", "Accept-Ranges: bytes",
+                "ETag: \(HTTPApplication.contentEntityTag(hundredBytes))",
+                "Content-Range: bytes \(first)-\(last)/100",
                 "Content-Length: \(last - first + 1)",
             ], "\(range)")
         #expect(response.bodyBytes == Array(hundredBytes[first...last]), "\(range)")
@@ -196,7 +209,9 @@ struct ApplicationTests {
         #expect(partial.status.code == 206)
         #expect(
             partial.fieldLines == [
-                "Content-Type: video/mp2t", "ETag: \(etag)", "Last-Modified: \(lastModified)", "Accept-Ranges: bytes",
+                "Content-Type: video/mp2t", "ETag: \(etag)", "Last-Modified: \(lastModified)",
+                "Cache-Control: no-cache",
+                "Accept-Ranges: bytes",
                 "Content-Range: bytes 10-14/100", "Content-Length: 5",
             ])
         #expect(partial.bodyText == "01234")
@@ -218,7 +233,8 @@ struct ApplicationTests {
         // Conditional GET.
         let notModified = await app.respond(to: get(path, [("If-None-Match", etag)]))
         #expect(notModified.status.code == 304)
-        #expect(notModified.fieldLines == ["ETag: \(etag)", "Last-Modified: \(lastModified)"])
+        #expect(
+            notModified.fieldLines == ["ETag: \(etag)", "Last-Modified: \(lastModified)", "Cache-Control: no-cache"])
         #expect(notModified.bodyBytes.isEmpty)
         let listMatch = await app.respond(to: get(path, [("If-None-Match", "\"x\", W/\(etag)")]))
         #expect(listMatch.status.code == 304)
@@ -235,6 +251,8 @@ struct ApplicationTests {
         #expect(both.status.code == 200)
         let ifMatch = await app.respond(to: get(path, [("If-Match", "\"x\"")]))
         #expect(ifMatch.status.code == 412)
+        #expect(ifMatch.bodyText == "412 Precondition Failed\n")
+        #expect(ifMatch.headers["Content-Length"] == "24")
         let ifMatchOK = await app.respond(to: get(path, [("If-Match", etag), ("Range", "bytes=0-0")]))
         #expect(ifMatchOK.status.code == 206)
     }
