@@ -160,6 +160,18 @@ private func sendAll(_ fd: Int32, _ text: String) {
     }
 }
 
+/// Reads until a complete response head has arrived (or the peer closes, or 10 s pass).
+private func readUntilResponse(_ fd: Int32) -> [UInt8] {
+    var all: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while all.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { break }
+        all += chunk[0..<count]
+    }
+    return all
+}
+
 /// Reads until the peer closes (or times out); returns everything.
 private func readAll(_ fd: Int32) -> [UInt8] {
     var all: [UInt8] = []
@@ -465,6 +477,51 @@ struct HTTPEndToEndTests {
             waited += 1
         }
         #expect(server.descriptorCount == baseline)
+        #expect(server.process.isRunning)
+        let after = try #require(try curl([server.base + "/file.ts"]))
+        #expect(after.status == 200)
+    }
+
+    /// With few descriptors left, accept() fails with EMFILE: the server backs off, keeps serving the
+    /// connections it has, and accepts the waiting ones once descriptors free up (each then gets its 206, or a
+    /// 503 with Retry-After when no descriptor is left to open the file: never a hang, a reset or a 404).
+    @Test func acceptSurvivesEMFILE() throws {
+        let tree = try HTTPFixtureTree()
+        guard let server = try HTTPTestServer(["--root", tree.www.path, "--max-open-files", "48"]) else { return }
+        defer { server.stop() }
+        var sockets: [Int32] = []
+        for i in 0..<80 {
+            let fd = connectSocket(server.port)
+            #expect(fd >= 0)
+            guard fd >= 0 else { continue }
+            sendAll(fd, "GET /file.ts HTTP/1.1\r\nHost: localhost\r\nRange: bytes=\(i)-\(i)\r\n\r\n")
+            sockets.append(fd)
+        }
+        Thread.sleep(forTimeInterval: 1.0)
+        var served: [Int32] = []
+        var waiting: [Int32] = []
+        for fd in sockets {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count > 0 { served.append(fd) } else { waiting.append(fd) }
+        }
+        #expect(!served.isEmpty)
+        #expect(!waiting.isEmpty, "the descriptor limit was never reached")
+        for fd in served { close(fd) }
+        var lateServed = 0
+        var lateBusy = 0
+        for fd in waiting {
+            let response = String(decoding: readUntilResponse(fd), as: UTF8.self)
+            // Accepted once descriptors freed up: served, or 503 when none was left to open the file.
+            if response.hasPrefix("HTTP/1.1 206 ") {
+                lateServed += 1
+            } else if response.hasPrefix("HTTP/1.1 503 ") && response.contains("Retry-After: 1\r\n") {
+                lateBusy += 1
+            }
+            close(fd)
+        }
+        #expect(lateServed + lateBusy == waiting.count)
+        #expect(lateServed > 0)
         #expect(server.process.isRunning)
         let after = try #require(try curl([server.base + "/file.ts"]))
         #expect(after.status == 200)

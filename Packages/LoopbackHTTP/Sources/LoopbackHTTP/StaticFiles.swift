@@ -66,6 +66,12 @@ public struct StaticFileHandler: Sendable {
         do {
             file = try FileStreamer(path: path)
         } catch {
+            if error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
+                // Out of descriptors is the server's momentary problem, not a missing file.
+                var busy = HTTPResponse.error(.serviceUnavailable)
+                busy.headers.add(name: "Retry-After", value: "1")
+                return busy
+            }
             return .error(.notFound)
         }
         // Resolve after opening: the descriptor's real path must still be inside the root.

@@ -6,6 +6,7 @@ import LoopbackHTTP
 //
 //   loopback-http-testserver [--root DIR] [--port N] [--threads N] [--cors ORIGIN] [--media FILE]
 //                            [--max-connections N] [--header-timeout SECONDS] [--idle-timeout SECONDS] [--log]
+//                            [--max-open-files N]
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -44,6 +45,17 @@ while position < arguments.count {
     case "--header-timeout": configuration.timeouts.header = .seconds(Int(value()) ?? 10)
     case "--idle-timeout": configuration.timeouts.idle = .seconds(Int(value()) ?? 60)
     case "--log": logRequests = true
+    case "--max-open-files":
+        // Lowers RLIMIT_NOFILE so that tests can drive accept() into EMFILE.
+        var limit = rlimit()
+        let count = rlim_t(Int(value()) ?? 1024)
+        limit.rlim_cur = count
+        limit.rlim_max = count
+        #if canImport(Glibc)
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        #else
+            _ = setrlimit(RLIMIT_NOFILE, &limit)
+        #endif
     default:
         printError("Error: unknown argument \(argument)\n")
         exit(64)
