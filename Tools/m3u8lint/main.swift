@@ -167,6 +167,7 @@ func runIPTV() -> Int32 {
         var totalBytes = 0
         var channels = 0
         let started = IO.monotonicNanoseconds()
+        let cpuStarted = IO.cpuSeconds()
         for iteration in 0..<iterations {
             if iteration > 0 { lseek(fd, 0, SEEK_SET) }
             var parser = IPTVStreamParser()
@@ -210,10 +211,11 @@ func runIPTV() -> Int32 {
         }
         if let n = options.benchmark {
             let seconds = Double(IO.monotonicNanoseconds() - started) / 1e9
+            let cpu = IO.cpuSeconds() - cpuStarted
             let mb = Double(totalBytes) / 1e6
             IO.print(
-                "iptv bytes=\(totalBytes) channels=\(channels / n) seconds=\(seconds) "
-                    + "mb_per_s=\(mb / seconds) peak_rss_kb=\(IO.peakRSSKilobytes())")
+                "iptv bytes=\(totalBytes) channels=\(channels / n) seconds=\(seconds) cpu_seconds=\(cpu) "
+                    + "mb_per_s=\(mb / seconds) mb_per_cpu_s=\(mb / cpu) peak_rss_kb=\(IO.peakRSSKilobytes())")
         }
     }
     return status

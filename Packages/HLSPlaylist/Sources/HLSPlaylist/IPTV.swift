@@ -259,7 +259,10 @@ public struct IPTVStreamParser: Sendable {
             header = IPTVHeader(attributes: IPTVStreamParser.attributes(trimmed.dropFirst(7)).0, line: stored)
             return
         }
-        if pendingLines.isEmpty { entryStart = lineNumber }
+        if pendingLines.isEmpty {
+            entryStart = lineNumber
+            pendingLines.reserveCapacity(4)
+        }
         guard pendingLines.count < limits.maxLines / 1000 else {
             throw PlaylistError(.tooManyLines, line: lineNumber, column: 1, "too many lines without a channel URL")
         }
@@ -269,7 +272,7 @@ public struct IPTVStreamParser: Sendable {
             if trimmed.starts(with: extinfPrefix) {
                 if current != nil { report(entryStart, 1, "#EXTINF without a URL; entry skipped") }
                 current = parseExtinf(trimmed.dropFirst(8))
-                if var c = current, let pre = pendingOptions {
+                if let pre = pendingOptions, var c = current.take() {
                     c.vlcOpts = pre.vlcOpts + c.vlcOpts
                     c.kodiProps = pre.kodiProps + c.kodiProps
                     c.httpHeaders = pre.httpHeaders + c.httpHeaders
@@ -282,40 +285,43 @@ public struct IPTVStreamParser: Sendable {
                 return
             }
             // Options before the EXTINF line are held and applied to the entry once it starts.
-            var target = current ?? pendingOptions ?? IPTVChannel(name: "", url: "")
             if trimmed.starts(with: extvlcoptPrefix) {
                 let (k, v) = IPTVStreamParser.keyValue(trimmed.dropFirst(11))
-                target.vlcOpts.append((k, v))
-                switch k {
-                case "http-user-agent": target.userAgent = v
-                case "http-referrer", "http-referer": target.referrer = v
-                default: break
-                }
-            } else if trimmed.starts(with: kodipropPrefix) {
-                let (k, v) = IPTVStreamParser.keyValue(trimmed.dropFirst(10))
-                target.kodiProps.append((k, v))
-            } else if trimmed.starts(with: extgrpPrefix) {
-                extgrp = String(decoding: trimmed.dropFirst(8), as: UTF8.self)
-                if target.group == nil { target.group = extgrp }
-            } else if trimmed.starts(with: exthttpPrefix) {
-                let headers = JSONObjectReader.stringPairs(trimmed.dropFirst(9))
-                if headers == nil { report(lineNumber, 10, "#EXTHTTP is not a JSON object of strings") }
-                for (k, v) in headers ?? [] {
-                    target.httpHeaders.append((k, v))
-                    switch k.lowercased() {
-                    case "user-agent": if target.userAgent == nil { target.userAgent = v }
-                    case "referer", "referrer": if target.referrer == nil { target.referrer = v }
+                updateEntry { target in
+                    target.vlcOpts.append((k, v))
+                    switch k {
+                    case "http-user-agent": target.userAgent = v
+                    case "http-referrer", "http-referer": target.referrer = v
                     default: break
                     }
                 }
-            } else {
-                return
+            } else if trimmed.starts(with: kodipropPrefix) {
+                let (k, v) = IPTVStreamParser.keyValue(trimmed.dropFirst(10))
+                updateEntry { $0.kodiProps.append((k, v)) }
+            } else if trimmed.starts(with: extgrpPrefix) {
+                let group = String(decoding: trimmed.dropFirst(8), as: UTF8.self)
+                extgrp = group
+                updateEntry { target in
+                    if target.group == nil { target.group = group }
+                }
+            } else if trimmed.starts(with: exthttpPrefix) {
+                let headers = JSONObjectReader.stringPairs(trimmed.dropFirst(9))
+                if headers == nil { report(lineNumber, 10, "#EXTHTTP is not a JSON object of strings") }
+                updateEntry { target in
+                    for (k, v) in headers ?? [] {
+                        target.httpHeaders.append((k, v))
+                        switch k.lowercased() {
+                        case "user-agent": if target.userAgent == nil { target.userAgent = v }
+                        case "referer", "referrer": if target.referrer == nil { target.referrer = v }
+                        default: break
+                        }
+                    }
+                }
             }
-            if current != nil { current = target } else { pendingOptions = target }
             return
         }
         // A URL line.
-        guard var channel = current else {
+        guard var channel = current.take() else {
             report(lineNumber, 1, "URL without #EXTINF; entry skipped")
             pendingOptions = nil
             return
@@ -324,10 +330,21 @@ public struct IPTVStreamParser: Sendable {
         channel.lines = pendingLines
         channel.lineNumber = entryStart
         pendingLines = []
-        current = nil
         pendingOptions = nil
         extgrp = nil
         emit(channel)
+    }
+
+    /// Applies an option line to the current entry, or holds it for the entry the next #EXTINF starts.
+    private mutating func updateEntry(_ body: (inout IPTVChannel) -> Void) {
+        if var entry = current.take() {
+            body(&entry)
+            current = entry
+        } else {
+            var held = pendingOptions.take() ?? IPTVChannel(name: "", url: "")
+            body(&held)
+            pendingOptions = held
+        }
     }
 
     private let extinfPrefix = Array("#EXTINF:".utf8)
@@ -367,6 +384,7 @@ public struct IPTVStreamParser: Sendable {
     /// a comma, or spaces and then another `key=` or a comma, so stray quotes inside values survive.
     static func attributes(_ b: ArraySlice<UInt8>) -> ([(name: String, value: String)], ArraySlice<UInt8>.Index?) {
         var out: [(name: String, value: String)] = []
+        out.reserveCapacity(8)
         var i = b.startIndex
         let end = b.endIndex
         while i < end {
