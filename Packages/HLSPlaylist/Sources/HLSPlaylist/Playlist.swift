@@ -194,10 +194,19 @@ public struct Playlist: Sendable, Hashable {
             case .blank: continue
             case .comment: out.append(contentsOf: line.bytes)
             case .tag(let t): out.append(contentsOf: t.rendered.utf8)
-            case .uri: out.append(contentsOf: (line.uri ?? "").utf8)
+            case .uri:
+                let uri = line.uri ?? ""
+                if uri.hasPrefix("#") {
+                    // Without its leading blanks this URI would read back as a tag or a comment.
+                    out.append(contentsOf: line.bytes)
+                } else {
+                    out.append(contentsOf: uri.utf8)
+                }
             }
-            // A carriage return before the line feed would read back as part of a CRLF ending.
-            while out.count > start, out.last == asciiCR { out.removeLast() }
+            // Trailing blanks go; a carriage return before the line feed would read back as part of a CRLF ending.
+            while out.count > start, let last = out.last, last == asciiCR || ASCII.isWhitespace(last) {
+                out.removeLast()
+            }
             if out.count == start {
                 continue
             }
