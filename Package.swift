@@ -105,7 +105,7 @@ targets.append(
 targets.append(
     .testTarget(
         name: "EndToEndTests",
-        dependencies: [],
+        dependencies: ["TSPlayerKit"],
         path: "Tests/EndToEndTests",
         swiftSettings: swiftSettings
     )

@@ -15,7 +15,8 @@ enum ServeCommand {
         USAGE: tsplayer serve [<file> ...] [--port <port>] [--segment-duration <seconds>] [--cors <origin>] [--json] [-v]
 
         ARGUMENTS:
-          <file>                  A .ts file to serve (default: the built-in sample).
+          <file>                  A .ts file, a folder of .ts files, or a folder holding an HLS presentation
+                                  (default: the built-in sample).
 
         OPTIONS:
           --port <port>           The loopback port to listen on (default: an ephemeral port).
@@ -80,12 +81,15 @@ enum ServeCommand {
 
         let server = PlaybackServer.shared
         await server.setConfiguration(configuration)
-        var sessions: [(path: String, session: TSPlaybackSession, base: String)] = []
+        var sessions: [Served] = []
         for path in inputs {
             do {
-                let session = try TSPlaybackSession(tsFile: path, options: options)
-                let base = try await server.add(session)
-                sessions.append((path, session, base))
+                let served = try open(path, options: options)
+                let base = try await server.add(served.source)
+                sessions.append(
+                    Served(
+                        path: path, source: served.source, base: base, entry: served.entry,
+                        media: served.media, duration: served.duration))
             } catch {
                 Console.error("\(error)")
                 return 1
@@ -93,11 +97,9 @@ enum ServeCommand {
         }
         if parsed.flags.contains("--json") {
             let items = sessions.map { item -> [String: Any] in
-                var entry: [String: Any] = [
-                    "path": item.path, "playlist": item.base + "master.m3u8", "mediaPlaylist": item.base + "index.m3u8",
-                    "media": item.base + "media.ts",
-                ]
-                if let duration = item.session.probe.duration { entry["duration"] = duration }
+                var entry: [String: Any] = ["path": item.path, "playlist": item.base + item.entry]
+                if let media = item.media { entry["media"] = item.base + media }
+                if let duration = item.duration { entry["duration"] = duration }
                 return entry
             }
             let data =
@@ -105,19 +107,52 @@ enum ServeCommand {
             Console.output(String(decoding: data, as: UTF8.self))
         } else {
             for item in sessions {
-                Console.output(item.base + "master.m3u8")
-                Console.output(item.base + "media.ts")
+                Console.output(item.base + item.entry)
+                if let media = item.media { Console.output(item.base + media) }
             }
         }
-        if Console.stderrIsTerminal {
-            Task { await showProgress(sessions.map(\.session)) }
+        let files = sessions.compactMap { $0.source as? TSPlaybackSession }
+        if Console.stderrIsTerminal, !files.isEmpty {
+            Task { await showProgress(files) }
         }
         await waitForInterrupt()
         for item in sessions {
-            await server.remove(item.session)
-            item.session.close()
+            await server.remove(item.source)
+            (item.source as? TSPlaybackSession)?.close()
         }
         return 0
+    }
+
+    /// An input being served.
+    struct Served {
+        var path: String
+        var source: any PlaybackSource
+        var base: String
+        var entry: String
+        var media: String?
+        var duration: Double?
+    }
+
+    /// Opens a file as a TS session, a folder with a playlist as an HLS folder, and any other folder as a folder
+    /// of .ts files.
+    static func open(_ path: String, options: TSPlaybackSession.Options) throws(PlaybackError)
+        -> (source: any PlaybackSource, entry: String, media: String?, duration: Double?)
+    {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw PlaybackError(.cannotOpen, path: path, detail: "no such file or folder")
+        }
+        if !isDirectory.boolValue {
+            let session = try TSPlaybackSession(tsFile: path, options: options)
+            return (session, "master.m3u8", "media.ts", session.probe.duration)
+        }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        if names.contains(where: { $0.hasSuffix(".m3u8") }) {
+            let session = try HLSFolderSession(folder: path)
+            return (session, session.entryPlaylist, nil, nil)
+        }
+        let session = try TSFolderSession(folder: path)
+        return (session, "master.m3u8", nil, session.segments.reduce(0) { $0 + $1.duration })
     }
 
     /// Shows indexing progress on a terminal until every input is indexed.

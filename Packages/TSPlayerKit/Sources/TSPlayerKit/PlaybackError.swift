@@ -3,7 +3,7 @@ public struct PlaybackError: Error, Hashable, Sendable, CustomStringConvertible 
     /// What went wrong. New codes may be added; switch over them with a default.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: Hashable, Sendable {
-            case cannotOpen, notTransportStream, serverFailed
+            case cannotOpen, notTransportStream, serverFailed, emptySegments, missingFileField, invalidSegment
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -14,12 +14,21 @@ public struct PlaybackError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let notTransportStream = Code(.notTransportStream)
         /// The loopback server could not start.
         public static let serverFailed = Code(.serverFailed)
+        /// A session was given an empty list of segments, or a folder with no media.
+        public static let emptySegments = Code(.emptySegments)
+        /// A folder session was given a segment without a `file`.
+        public static let missingFileField = Code(.missingFileField)
+        /// A given segment lies outside its file, overlaps another, or has no positive duration.
+        public static let invalidSegment = Code(.invalidSegment)
 
         public var description: String {
             switch value {
             case .cannotOpen: "cannot open input"
             case .notTransportStream: "not an MPEG transport stream"
             case .serverFailed: "loopback server failed"
+            case .emptySegments: "no segments"
+            case .missingFileField: "segment without a file"
+            case .invalidSegment: "invalid segment"
             }
         }
     }

@@ -1,6 +1,16 @@
 public import LoopbackHTTP
 import Synchronization
 
+/// Something the playback server serves under its own token: a `.ts` file, a folder, a presentation.
+public protocol PlaybackSource: AnyObject, Sendable {
+    /// The token the source's routes sit under.
+    var token: SessionToken { get }
+    /// Answers a request; `request.wildcardSegments` is the path after the token.
+    func respond(to request: HTTPRequest) -> HTTPResponse
+    /// Called when the source is added to a server: starts background work such as indexing.
+    func prepare()
+}
+
 /// One loopback HTTP server shared by every playback session: each session's routes sit under its own token, so
 /// sessions never see each other's files; a session's routes disappear when it is removed, and the server stops when
 /// the last session goes.
@@ -27,15 +37,15 @@ public actor PlaybackServer {
 
     /// Adds a session (starting the server when needed) and starts indexing it; returns the base URL of its routes,
     /// such as `http://127.0.0.1:49152/TOKEN/`.
-    public func add(_ session: TSPlaybackSession) async throws(PlaybackError) -> String {
+    public func add(_ session: any PlaybackSource) async throws(PlaybackError) -> String {
         let port = try await startIfNeeded()
         registry.sessions.withLock { $0.append(session) }
-        session.startIndexing()
+        session.prepare()
         return "http://127.0.0.1:\(port)/\(session.token.value)/"
     }
 
     /// Removes a session; its routes answer 404 from now on. The server stops when no session remains.
-    public func remove(_ session: TSPlaybackSession) async {
+    public func remove(_ session: any PlaybackSource) async {
         let remaining = registry.sessions.withLock { list in
             list.removeAll { $0 === session }
             return list.count
@@ -68,7 +78,7 @@ public actor PlaybackServer {
             // Constant-time token comparison against every live session.
             let session = registry.sessions.withLock { list in list.first { $0.token.matches(token) } }
             guard let session else { return .error(.notFound) }
-            return session.respond(route: request.wildcardSegments)
+            return session.respond(to: request)
         }
         var configuration = self.configuration
         if let log = configuration.accessLog {
@@ -94,5 +104,5 @@ public actor PlaybackServer {
 
 /// The live sessions, shared between the actor and the server's handler.
 private final class SessionRegistry: Sendable {
-    let sessions = Mutex<[TSPlaybackSession]>([])
+    let sessions = Mutex<[any PlaybackSource]>([])
 }

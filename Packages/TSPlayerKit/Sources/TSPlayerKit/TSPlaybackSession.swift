@@ -11,7 +11,7 @@ import Synchronization
 /// Routes, under the session's token: `master.m3u8` (multivariant), `index.m3u8` (media), `media.ts` (the file,
 /// with Range). While the index is being built the media playlist is an EVENT playlist that grows; once it is
 /// complete it ends with `EXT-X-ENDLIST`, and on later opens it is a VOD playlist from the first request.
-public final class TSPlaybackSession: Sendable {
+public final class TSPlaybackSession: PlaybackSource {
     /// Settings of a session.
     public struct Options: Sendable, Hashable {
         /// The duration segments are cut at, at the next keyframe; about 6 s by default.
@@ -34,8 +34,12 @@ public final class TSPlaybackSession: Sendable {
     public let token: SessionToken
     /// The quick head-and-tail probe, available as soon as the session is open.
     public let probe: TSProbe
+    /// What the streams' own headers say (CODECS strings, picture size, frame rate), read from the file's start.
+    public let codecDetails: [CodecDetails]
 
     private let file: FileStreamer
+    /// Segments the caller gave (a file of concatenated segments); nil when the file is indexed instead.
+    private let givenSegments: [PlannedSegment]?
     private let indexState: Mutex<TSIndex?>
     private let indexing = Mutex<Task<Void, Never>?>(nil)
 
@@ -55,6 +59,43 @@ public final class TSPlaybackSession: Sendable {
             throw PlaybackError(.notTransportStream, path: path, detail: "\(error)")
         }
         indexState = Mutex(TSIndex.loadSidecar(for: path))
+        givenSegments = nil
+        codecDetails = Self.readCodecDetails(file)
+    }
+
+    /// Opens a file of concatenated TS segments whose byte ranges and durations the caller knows; nothing is
+    /// indexed. The segments must be non-empty, inside the file, not overlapping, and of positive duration; they are
+    /// served in the order of their offsets.
+    public init(tsFile path: String, segments: [SegmentInfo], options: Options = Options()) throws(PlaybackError) {
+        self.path = path
+        self.options = options
+        self.token = SessionToken.random()
+        guard !segments.isEmpty else { throw PlaybackError(.emptySegments, path: path, detail: "no segments given") }
+        do {
+            file = try FileStreamer(path: path)
+        } catch {
+            throw PlaybackError(.cannotOpen, path: path, detail: "\(error)")
+        }
+        let size: UInt64
+        do {
+            size = try file.size()
+            probe = try TSProbe.probe(file)
+        } catch {
+            throw PlaybackError(.notTransportStream, path: path, detail: "\(error)")
+        }
+        givenSegments = try SegmentInfo.validated(segments, fileSize: size, path: path)
+        indexState = Mutex(nil)
+        codecDetails = Self.readCodecDetails(file)
+    }
+
+    /// Codec details of the audio and video streams, from the first 2 MiB of the file (video first).
+    static func readCodecDetails(_ file: FileStreamer) -> [CodecDetails] {
+        guard let head = try? file.read(at: 0, length: 2 << 20) else { return [] }
+        var indexer = TSIndexer(scanKeyframes: false)
+        head.withUnsafeBytes { indexer.consume($0) }
+        let streams = indexer.analyzer.orderedStreams.filter { $0.codec.kind == .video || $0.codec.kind == .audio }
+        return streams.sorted { ($0.codec.kind == .video ? 0 : 1) < ($1.codec.kind == .video ? 0 : 1) }
+            .compactMap(\.details)
     }
 
     deinit {
@@ -71,9 +112,15 @@ public final class TSPlaybackSession: Sendable {
         index?.isComplete ?? false
     }
 
-    /// Starts indexing in the background unless the index is already complete. Safe to call more than once.
+    /// Starts indexing (``startIndexing()``) when the server adds the session.
+    public func prepare() {
+        startIndexing()
+    }
+
+    /// Starts indexing in the background unless the index is already complete or the segments were given. Safe to
+    /// call more than once.
     public func startIndexing() {
-        guard !isIndexed else { return }
+        guard !isIndexed, givenSegments == nil else { return }
         indexing.withLock { task in
             guard task == nil else { return }
             task = Task.detached(priority: .utility) { [self] in
@@ -123,8 +170,9 @@ public final class TSPlaybackSession: Sendable {
         }
     }
 
-    /// The segments as planned from the current index.
+    /// The segments: as given, or as planned from the current index.
     public var segments: [PlannedSegment] {
+        if let givenSegments { return givenSegments }
         guard let index else { return [] }
         let cuts = index.keyframes.compactMap { keyframe -> SegmentPlanner.Cut? in
             guard let offset = UInt64(exactly: keyframe.offset) else { return nil }
@@ -137,7 +185,7 @@ public final class TSPlaybackSession: Sendable {
 
     /// The media playlist's text.
     public func mediaPlaylist() -> String {
-        let complete = isIndexed
+        let complete = isIndexed || givenSegments != nil
         var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
         builder.independentSegments = true
         builder.segments = segments.map { segment in
@@ -159,16 +207,25 @@ public final class TSPlaybackSession: Sendable {
         let average = totalDuration > 0 ? Double(totalBytes * 8) / totalDuration : 0
         let fallback = probe.duration.map { $0 > 0 ? Double(probe.fileSize * 8) / $0 : 0 } ?? 0
         let bandwidth = UInt64(max(peak, fallback, 1).rounded(.up))
+        let codecs = codecDetails.compactMap(\.codecString)
+        let video = codecDetails.first { $0.width != nil }
+        var resolution: Resolution?
+        if let width = video?.width, let height = video?.height, width > 0, height > 0 {
+            resolution = Resolution(width: UInt64(width), height: UInt64(height))
+        }
         builder.variants = [
             MultivariantPlaylistBuilder.Variant(
                 uri: "index.m3u8", bandwidth: bandwidth,
-                averageBandwidth: average > 0 ? UInt64(average.rounded(.up)) : nil)
+                averageBandwidth: average > 0 ? UInt64(average.rounded(.up)) : nil,
+                codecs: codecs.isEmpty ? nil : codecs.joined(separator: ","), resolution: resolution,
+                frameRate: video?.frameRate.map { ($0 * 1000).rounded() / 1000 })
         ]
         return builder.build().text
     }
 
-    /// Answers a request for one of the session's routes; `route` is the path after the token.
-    public func respond(route: [String]) -> HTTPResponse {
+    /// Answers a request for one of the session's routes (`master.m3u8`, `index.m3u8`, `media.ts`).
+    public func respond(to request: HTTPRequest) -> HTTPResponse {
+        let route = request.wildcardSegments
         guard route.count == 1 else { return .error(.notFound) }
         switch route[0] {
         case "master.m3u8":

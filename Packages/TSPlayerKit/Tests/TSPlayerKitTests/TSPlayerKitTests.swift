@@ -1,1 +1,0 @@
-// Tests for the TSPlayerKit module arrive with its first code.

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Local playback on a large file, measured beside `cat` in the same run:
+#  - time to the first playlist byte after `tsplayer serve` printed its URL (no sidecar: a growing EVENT playlist)
+#  - full index throughput (time until the playlist ends) against `cat FILE > /dev/null`
+#  - reopen with the sidecar index: time to the first (VOD) playlist byte
+#  - time to first byte of 1 MiB Range requests in the middle of the file (median of 21)
+# The large file is made by looping a small fixture with `ffmpeg -stream_loop -c copy`.
+# Usage: Scripts/bench/playback.sh [SIZE_GIB]   (default 12)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+size_gib="${1:-12}"
+work=.bench
+mkdir -p "$work"
+big="$work/big-${size_gib}g.ts"
+seed="$work/loop-seed.ts"
+if [[ ! -f "$big" ]]; then
+    ffmpeg -v error -y -f lavfi -i "testsrc2=size=1280x720:rate=30" -f lavfi -i "sine=frequency=440:sample_rate=48000" \
+        -t 20 -c:v libx264 -preset ultrafast -g 60 -b:v 8M -c:a aac -f mpegts "$seed"
+    seed_bytes=$(stat -c %s "$seed")
+    loops=$(( size_gib * 1073741824 / seed_bytes ))
+    ffmpeg -v error -y -stream_loop "$loops" -i "$seed" -c copy -f mpegts "$big"
+fi
+rm -f "$big.tsindex"
+swift build -c release --product tsplayer >/dev/null
+tsplayer="$(swift build -c release --show-bin-path)/tsplayer"
+bytes=$(stat -c %s "$big")
+echo "file: $big, $bytes bytes"
+cat "$big" > /dev/null
+t0=$(date +%s.%N); cat "$big" > /dev/null; t1=$(date +%s.%N)
+cat_s=$(echo "$t1 - $t0" | bc -l)
+
+serve() {  # starts tsplayer serve, sets $pid and $url; prints the launch-to-URL seconds
+    local out; out=$(mktemp)
+    local start; start=$(date +%s.%N)
+    "$tsplayer" serve "$big" > "$out" 2>/dev/null & pid=$!
+    while [[ ! -s "$out" ]]; do sleep 0.001; done
+    url=$(head -1 "$out" | sed 's/master.m3u8$/index.m3u8/')
+    echo "$(date +%s.%N) - $start" | bc -l
+}
+
+launch=$(serve)
+first=$(curl -s -o /dev/null -w '%{time_starttransfer}' "$url")
+start=$(date +%s.%N)
+until curl -s "$url" | grep -q ENDLIST; do sleep 0.05; done
+index_s=$(echo "$(date +%s.%N) - $start" | bc -l)
+segments=$(curl -s "$url" | grep -c '^#EXTINF')
+media=${url%index.m3u8}media.ts
+ttfb=$(for i in $(seq 21); do
+    off=$(( bytes / 2 + i * 7340033 ))
+    curl -s -o /dev/null -r "$off-$((off + 1048575))" -w '%{time_starttransfer}\n' "$media"
+done | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+kill -INT $pid; wait $pid 2>/dev/null || true
+relaunch=$(serve)
+reopen=$(curl -s -o /dev/null -w '%{time_starttransfer}' "$url")
+vod=$(curl -s "$url" | grep -c 'PLAYLIST-TYPE:VOD' || true)
+kill -INT $pid; wait $pid 2>/dev/null || true
+
+printf 'first playlist byte (cold, growing EVENT playlist): %.1f ms after the URL (launch to URL %.1f ms)\n' \
+    "$(echo "$first * 1000" | bc -l)" "$(echo "$launch * 1000" | bc -l)"
+printf 'full index: %.2f s for %d segments = %.2f GB/s; cat: %.2f s = %.2f GB/s; ratio %.2fx cat\n' \
+    "$index_s" "$segments" "$(echo "$bytes / $index_s / 1e9" | bc -l)" "$cat_s" "$(echo "$bytes / $cat_s / 1e9" | bc -l)" \
+    "$(echo "$cat_s / $index_s" | bc -l)"
+printf 'reopen with sidecar: first playlist byte %.1f ms (launch to URL %.1f ms), VOD: %s\n' \
+    "$(echo "$reopen * 1000" | bc -l)" "$(echo "$relaunch * 1000" | bc -l)" "$([[ $vod == 1 ]] && echo yes || echo no)"
+printf '1 MiB Range in the middle: median time to first byte %.3f ms\n' "$(echo "$ttfb * 1000" | bc -l)"

@@ -1,0 +1,314 @@
+// Local playback end to end: `tsplayer serve` (and the session API) against ffmpeg/ffprobe as a real HLS client,
+// on fixtures made by ffmpeg in a temporary folder.
+import Foundation
+import Synchronization
+import TSPlayerKit
+import Testing
+
+/// A running `tsplayer serve`: the URLs it printed, and its request log as it grows.
+final class ServerProcess: Sendable {
+    let process: Process
+    let lines: [String]
+    private let log = Mutex<String>("")
+
+    /// Starts `tsplayer serve` and waits (20 s at most) until it has printed `expectedLines` lines on stdout.
+    init(arguments: [String], expectedLines: Int = 1) throws {
+        guard let tsplayer = EndToEnd.product("tsplayer") else { throw CocoaError(.fileNoSuchFile) }
+        process = Process()
+        process.executableURL = tsplayer
+        process.arguments = ["serve"] + arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let logBox = LogBox()
+        let outBox = LogBox()
+        err.fileHandleForReading.readabilityHandler = { handle in
+            logBox.append(String(decoding: handle.availableData, as: UTF8.self))
+        }
+        out.fileHandleForReading.readabilityHandler = { handle in
+            outBox.append(String(decoding: handle.availableData, as: UTF8.self))
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while outBox.text.filter({ $0 == "\n" }).count < expectedLines, Date() < deadline, process.isRunning {
+            usleep(10_000)
+        }
+        lines = outBox.text.split(separator: "\n").map(String.init)
+        self.logBox = logBox
+    }
+
+    private let logBox: LogBox
+
+    /// Everything logged on stderr so far.
+    var logText: String { logBox.text }
+
+    /// Interrupts the server (as Ctrl-C does) and waits for it to exit.
+    func stop() {
+        if process.isRunning { process.interrupt() }
+        process.waitUntilExit()
+    }
+}
+
+private final class LogBox: Sendable {
+    private let value = Mutex("")
+    func append(_ text: String) { value.withLock { $0 += text } }
+    var text: String { value.withLock { $0 } }
+}
+
+/// Media fixtures made once per test process with ffmpeg.
+enum PlaybackFixtures {
+    static let folder: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("playback-fixtures-\(getpid())")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    /// 8 s of H.264 + AAC, a keyframe every second.
+    static let movie: URL? = make("movie.ts") { path in
+        [
+            "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
+            "sine=frequency=330:sample_rate=48000", "-t", "8", "-c:v", "libx264", "-preset", "veryfast", "-g", "25",
+            "-keyint_min", "25", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
+        ]
+    }
+
+    /// 40 s of the same, for seeking: twenty 2 s segments.
+    static let longMovie: URL? = make("long.ts") { path in
+        [
+            "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
+            "sine=frequency=330:sample_rate=48000", "-t", "40", "-c:v", "libx264", "-preset", "veryfast", "-g", "25",
+            "-keyint_min", "25", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
+        ]
+    }
+
+    static func make(_ name: String, arguments: (String) -> [String]) -> URL? {
+        let url = folder.appendingPathComponent(name)
+        if FileManager.default.fileExists(atPath: url.path) { return url }
+        guard let ffmpeg = EndToEnd.tool("ffmpeg"),
+            let result = try? EndToEnd.run(ffmpeg, ["-v", "error", "-y"] + arguments(url.path)), result.status == 0
+        else { return nil }
+        return url
+    }
+}
+
+/// Frame counts per stream type as ffprobe decodes them.
+func decodedFrames(_ input: String) throws -> [String: Int] {
+    guard let ffprobe = EndToEnd.tool("ffprobe") else { return [:] }
+    let result = try EndToEnd.run(
+        ffprobe,
+        ["-v", "error", "-count_frames", "-show_entries", "stream=codec_type,nb_read_frames", "-of", "json", input])
+    #expect(result.status == 0, "ffprobe \(input): \(result.err)")
+    let object = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
+    var counts: [String: Int] = [:]
+    for stream in object?["streams"] as? [[String: Any]] ?? [] {
+        if let type = stream["codec_type"] as? String, let count = Int(stream["nb_read_frames"] as? String ?? "") {
+            counts[type, default: 0] += count
+        }
+    }
+    return counts
+}
+
+/// The timestamp (input timeline) of the first video frame ffmpeg decodes after seeking to `time`.
+func seekedFrameTime(_ input: String, at time: Double) throws -> Double? {
+    guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return nil }
+    let result = try EndToEnd.run(
+        ffmpeg,
+        [
+            "-v", "info", "-copyts", "-ss", String(time), "-i", input, "-frames:v", "1", "-an", "-vf", "showinfo", "-f",
+            "null", "-",
+        ])
+    #expect(result.status == 0, "ffmpeg seek \(time) on \(input): \(result.err)")
+    guard let range = result.err.range(of: "pts_time:") else { return nil }
+    return Double(result.err[range.upperBound...].prefix { $0 == "." || $0.isNumber })
+}
+
+/// The start time ffprobe reports for a file's first stream.
+func startTime(_ path: String) throws -> Double? {
+    guard let ffprobe = EndToEnd.tool("ffprobe") else { return nil }
+    let result = try EndToEnd.run(
+        ffprobe, ["-v", "error", "-show_entries", "format=start_time", "-of", "csv=p=0", path])
+    return Double(result.out.trimmingCharacters(in: .whitespacesAndNewlines))
+}
+
+/// Fetches a URL's body.
+func fetch(_ url: String) throws -> String {
+    guard let curl = EndToEnd.tool("curl") else { return "" }
+    let result = try EndToEnd.run(curl, ["-sS", "--max-time", "10", url])
+    #expect(result.status == 0, "curl \(url): \(result.err)")
+    return result.out
+}
+
+/// Waits until the media playlist is final (the index is complete).
+func waitForEndList(_ url: String) throws -> String {
+    var text = ""
+    for _ in 0..<100 {
+        text = try fetch(url)
+        if text.contains("#EXT-X-ENDLIST") { return text }
+        usleep(100_000)
+    }
+    Issue.record("playlist never ended: \(text)")
+    return text
+}
+
+@Suite(.serialized) struct PlaybackEndToEndTests {
+    @Test func servedFileDecodesFrameForFrameLikeTheSource() throws {
+        let movie = try #require(PlaybackFixtures.movie)
+        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "2", "--json", "-v"])
+        defer { server.stop() }
+        let json = try #require(server.lines.first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let input = try #require((object["inputs"] as? [[String: Any]])?.first)
+        let master = try #require(input["playlist"] as? String)
+        let media = try #require(input["media"] as? String)
+        #expect(master.hasPrefix("http://127.0.0.1:") && master.hasSuffix("/master.m3u8"))
+        // The variant is described from the stream itself.
+        let variant = try fetch(master)
+        #expect(variant.contains("CODECS=\"avc1.") && variant.contains(",mp4a.40.2\""), "\(variant)")
+        #expect(variant.contains("RESOLUTION=320x180") && variant.contains("FRAME-RATE=25"), "\(variant)")
+        #expect((input["duration"] as? Double).map { abs($0 - 8) < 0.2 } == true, "\(input)")
+
+        let playlist = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
+        #expect(playlist.contains("#EXT-X-PLAYLIST-TYPE:VOD"))
+        #expect(playlist.components(separatedBy: "#EXT-X-BYTERANGE:").count - 1 == 4, "\(playlist)")
+
+        let source = try decodedFrames(movie.path)
+        #expect(source["video"] == 200 && source["audio"] != nil, "\(source)")
+        #expect(try decodedFrames(master) == source)
+        #expect(try decodedFrames(media) == source)  // the raw file URL, for players that read TS
+        // The session token never reaches the log.
+        let token = master.split(separator: "/")[2]
+        #expect(!server.logText.contains(token) && server.logText.contains("/…/index.m3u8"), "\(server.logText)")
+    }
+
+    /// Seeking through HLS lands on the frame ffmpeg finds in the source file (or, where ffmpeg's own seek in the raw
+    /// file lands late, on the exact frame asked for), within one frame, and reads only a few segments.
+    @Test func seekingLandsOnTheRightFrameAndReadsOnlyWhatItNeeds() throws {
+        let movie = try #require(PlaybackFixtures.longMovie)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: movie.path)[.size] as? Int)
+        let start = try #require(try startTime(movie.path))
+        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "2", "-v"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        _ = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
+        let frame = 1.0 / 25
+        for time in [5.3, 12.7, 23.1, 31.9] {
+            let before = server.logText.count
+            let served = try #require(try seekedFrameTime(master, at: time))
+            let direct = try #require(try seekedFrameTime(movie.path, at: time))
+            let error = min(abs(served - direct), abs(served - (start + time)))
+            #expect(
+                error <= frame + 0.002, "seek \(time)s: HLS frame at \(served), file \(direct), exact \(start + time)")
+            usleep(200_000)
+            // Bytes of media sent for this seek, from the server's log: a small part of the file.
+            let lines = server.logText.dropFirst(before).split(separator: "\n").filter { $0.contains("media.ts") }
+            let bytes = lines.compactMap { line in line.split(separator: " ").dropFirst(3).first.flatMap { Int($0) } }
+                .reduce(0, +)
+            #expect(bytes > 0 && bytes < size / 4, "seek to \(time)s read \(bytes) of \(size) bytes: \(lines)")
+        }
+    }
+
+    /// m3u8lint finds no error and no warning in what the session serves (informational notes only).
+    @Test func servedPlaylistsPassTheLinter() throws {
+        let movie = try #require(PlaybackFixtures.movie)
+        let lint = try #require(EndToEnd.product("m3u8lint"))
+        let server = try ServerProcess(arguments: [movie.path])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        let mediaText = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
+        for text in [try fetch(master), mediaText] {
+            let result = try EndToEnd.run(lint, ["-"], input: Data(text.utf8))
+            #expect(result.status == 0, "\(result.out)\n\(text)")
+            #expect(!result.out.contains(": error:") && !result.out.contains(": warning:"), "\(result.out)")
+        }
+    }
+
+    /// Modes 2 and 3: the movie cut into 2 s pieces by ffmpeg's segment muxer, then served as one concatenated
+    /// file with the pieces' byte ranges, and as a folder of pieces.
+    @Test func concatenatedFileAndFolderOfPieces() async throws {
+        let movie = try #require(PlaybackFixtures.movie)
+        let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
+        let pieces = PlaybackFixtures.folder.appendingPathComponent("pieces-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: pieces, withIntermediateDirectories: true)
+        let cut = try EndToEnd.run(
+            ffmpeg,
+            [
+                "-v", "error", "-i", movie.path, "-c", "copy", "-f", "segment", "-segment_time", "2",
+                "-segment_format", "mpegts", pieces.appendingPathComponent("piece%d.ts").path,
+            ])
+        #expect(cut.status == 0, "\(cut.err)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: pieces.path).sorted {
+            (Int($0.dropFirst(5).dropLast(3)) ?? 0) < (Int($1.dropFirst(5).dropLast(3)) ?? 0)
+        }
+        #expect(names.count == 4, "\(names)")
+        let source = try decodedFrames(movie.path)
+
+        // Mode 3: the folder, discovered in natural name order.
+        let folderServer = try ServerProcess(arguments: [pieces.path])
+        let folderURL = try #require(folderServer.lines.first)
+        #expect(try decodedFrames(folderURL) == source)
+        folderServer.stop()
+
+        // Mode 2: the pieces concatenated, with their byte ranges and durations given.
+        var joined = Data()
+        var segments: [SegmentInfo] = []
+        for name in names {
+            let data = try Data(contentsOf: pieces.appendingPathComponent(name))
+            let probe = try TSProbeDuration.of(pieces.appendingPathComponent(name).path)
+            segments.append(SegmentInfo(offset: UInt64(joined.count), length: UInt64(data.count), duration: probe))
+            joined += data
+        }
+        let joinedURL = pieces.appendingPathComponent("joined.bin")
+        try joined.write(to: joinedURL)
+        let session = try TSPlaybackSession(tsFile: joinedURL.path, segments: segments)
+        let server = PlaybackServer()
+        let base = try await server.add(session)
+        let playlist = try fetch(base + "index.m3u8")
+        #expect(playlist.contains("#EXT-X-ENDLIST") && playlist.components(separatedBy: "#EXTINF").count == 5)
+        #expect(try decodedFrames(base + "master.m3u8") == source)
+        await server.remove(session)
+        // The routes are gone (and with no session left, so is the server).
+        let curl = try #require(EndToEnd.tool("curl"))
+        let after = try EndToEnd.run(curl, ["-s", "--max-time", "5", base + "index.m3u8"])
+        #expect(!after.out.contains("#EXTM3U"))
+    }
+
+    /// Mode 4: a folder holding an fMP4 HLS presentation, served as it is.
+    @Test func hlsFolderIsServedAsItIs() throws {
+        let movie = try #require(PlaybackFixtures.movie)
+        let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
+        let folder = PlaybackFixtures.folder.appendingPathComponent("fmp4-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let made = try EndToEnd.run(
+            ffmpeg,
+            [
+                "-v", "error", "-i", movie.path, "-c", "copy", "-bsf:a", "aac_adtstoasc", "-f", "hls", "-hls_time", "2",
+                "-hls_playlist_type", "vod",
+                "-hls_segment_type", "fmp4", folder.appendingPathComponent("index.m3u8").path,
+            ])
+        #expect(made.status == 0, "\(made.err)")
+        let server = try ServerProcess(arguments: [folder.path])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        #expect(url.hasSuffix("/index.m3u8"))
+        #expect(try decodedFrames(url) == decodedFrames(movie.path))
+        // Nothing outside the folder is reachable.
+        let curl = try #require(EndToEnd.tool("curl"))
+        let base = url.replacingOccurrences(of: "index.m3u8", with: "")
+        for attack in ["../movie.ts", "%2e%2e/movie.ts", "..%2fmovie.ts", "sub/../../movie.ts"] {
+            let result = try EndToEnd.run(
+                curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--path-as-is", base + attack])
+            #expect(result.out == "404", "\(attack) -> \(result.out)")
+        }
+    }
+}
+
+/// The duration ffprobe reports for a file.
+enum TSProbeDuration {
+    static func of(_ path: String) throws -> Double {
+        guard let ffprobe = EndToEnd.tool("ffprobe") else { return 0 }
+        let result = try EndToEnd.run(
+            ffprobe, ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path])
+        return Double(result.out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+}
