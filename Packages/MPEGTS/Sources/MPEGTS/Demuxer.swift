@@ -205,9 +205,14 @@ public struct Demuxer: Sendable {
     private var slots: [Int32]
     private var streams: [StreamState] = []
     private var slotForPID: [UInt16: Int32] = [:]
+    /// By stream slot: see ``refreshPayloadWanted(_:)``.
+    private var payloadWanted: [Bool] = []
     private var assemblers: [UInt16: SectionAssembler] = [:]
     private var lastTableCRC: [UInt32: UInt32] = [:]
     private var lastSections: [UInt64: [UInt8]] = [:]
+    /// By PID: the last single-packet table, and whether the PID's assembler is idle.
+    private var repeatedSections: [[UInt8]] = Array(repeating: [], count: 8192)
+    private var sectionIdle: [Bool] = Array(repeating: true, count: 8192)
     private var pcrPIDs: Set<UInt16> = []
     private var carry: [UInt8] = []
     private var carryOffset: Int64 = 0
@@ -396,8 +401,8 @@ public struct Demuxer: Sendable {
         let byte2 = packet.load(fromByteOffset: 2, as: UInt8.self)
         let byte3 = packet.load(fromByteOffset: 3, as: UInt8.self)
         let pid = Int(byte1 & 0x1F) << 8 | Int(byte2)
-        statistics.packets += 1
-        counters[pid].packets += 1
+        statistics.packets &+= 1
+        counters[pid].packets &+= 1
         if byte1 & 0x80 != 0 { statistics.transportErrors += 1 }
         let hasPayload = byte3 & 0x10 != 0
         var payloadStart = 4
@@ -459,9 +464,16 @@ public struct Demuxer: Sendable {
         let unitStart = byte1 & 0x40 != 0
         switch role {
         case .pes:
+            let slot = slots[pid]
+            // Most packets continue a PES whose start was already read: skip them unless the stream still
+            // wants payload (keyframe decision, split header, codec details, reassembly).
+            guard unitStart || (slot >= 0 && Int(slot) < payloadWanted.count && payloadWanted[Int(slot)]) else {
+                return
+            }
             handlePES(
-                slot: slots[pid], payload: payload, unitStart: unitStart, randomAccess: randomAccess,
-                offset: offset, handler)
+                slot: slot, payload: payload, unitStart: unitStart, randomAccess: randomAccess, offset: offset,
+                handler)
+            if slot >= 0 && Int(slot) < payloadWanted.count { refreshPayloadWanted(Int(slot)) }
         case .pat, .pmt, .section:
             handleSectionPayload(
                 pid: UInt16(pid), payload: payload, unitStart: unitStart,
@@ -489,6 +501,13 @@ public struct Demuxer: Sendable {
     }
 
     // MARK: PES
+
+    /// Whether a stream's next non-start packets must be looked at.
+    private mutating func refreshPayloadWanted(_ index: Int) {
+        payloadWanted[index] =
+            streams[index].awaitingHeader || streams[index].pending != nil || streams[index].reassembling != nil
+            || (streams[index].wantsDetails && !streams[index].detailsBuffer.isEmpty)
+    }
 
     private mutating func handlePES(
         slot: Int32, payload: UnsafeRawBufferPointer, unitStart: Bool, randomAccess: Bool, offset: Int64,
@@ -686,26 +705,48 @@ public struct Demuxer: Sendable {
         pid: UInt16, payload: UnsafeRawBufferPointer, unitStart: Bool, payloadOffset: Int64,
         _ handler: (DemuxEvent) -> Void
     ) {
+        // Fast path for the common case: a table repeated in one packet (pointer_field 0, then stuffing) with
+        // the same bytes as last time on this PID, while nothing is being assembled.
+        if unitStart && sectionIdle[Int(pid)] && payload.count >= 4 && payload[0] == 0 {
+            let length = 3 + (Int(payload[2] & 0x0F) << 8 | Int(payload[3]))
+            let cached = repeatedSections[Int(pid)]
+            if 1 + length < payload.count && payload[1 + length] == 0xFF && cached.count == length
+                && cached.withUnsafeBytes({ $0.elementsEqual(payload[1..<(1 + length)]) })
+            {
+                return
+            }
+        }
         var complete: [([UInt8], Int64)] = []
         var errors: [MPEGTSError] = []
-        assemblers[pid, default: SectionAssembler()].push(
+        let idle = assemblers[pid, default: SectionAssembler()].push(
             payload, payloadUnitStart: unitStart, offset: payloadOffset,
             section: { complete.append(($0, $1)) }, error: { errors.append($0) })
+        sectionIdle[Int(pid)] = idle
+        let single = unitStart && complete.count == 1 && idle && payload.first == 0
+        repeatedSections[Int(pid)] = []
         for var error in errors {
             error.pid = pid
             handler(.error(error))
         }
-        for (bytes, offset) in complete { handleSection(pid: pid, bytes: bytes, offset: offset, handler) }
+        for (bytes, offset) in complete {
+            let accepted = handleSection(pid: pid, bytes: bytes, offset: offset, handler)
+            // Remember a checked, non-SCTE-35 table that fits in one packet, for the fast path above.
+            if single && accepted && bytes.first != 0xFC { repeatedSections[Int(pid)] = bytes }
+        }
     }
 
-    private mutating func handleSection(pid: UInt16, bytes: [UInt8], offset: Int64, _ handler: (DemuxEvent) -> Void) {
+    /// Checks and reports one section; returns whether it passed its checks (or repeats one that did).
+    @discardableResult
+    private mutating func handleSection(pid: UInt16, bytes: [UInt8], offset: Int64, _ handler: (DemuxEvent) -> Void)
+        -> Bool
+    {
         // Tables are repeated several times a second: a section identical to the last one with the same PID,
         // table id, extension and number was already checked and reported. SCTE-35 sections are always reported.
         if bytes.count >= 8 && bytes[0] != 0xFC {
             let key =
                 UInt64(pid) << 32 | UInt64(bytes[0]) << 24 | UInt64(bytes[3]) << 16 | UInt64(bytes[4]) << 8
                 | UInt64(bytes[6])
-            if lastSections[key] == bytes { return }
+            if lastSections[key] == bytes { return true }
             lastSections[key] = bytes
         }
         let section: PSISection
@@ -722,12 +763,12 @@ public struct Demuxer: Sendable {
             var located = error
             located.pid = pid
             handler(.error(located))
-            return
+            return false
         }
         let role = roles[Int(pid)]
         switch (section.tableID, role) {
         case (0x00, .pat) where section.sectionSyntaxIndicator:
-            guard isNewTable(pid: pid, section: section) else { return }
+            guard isNewTable(pid: pid, section: section) else { return true }
             do {
                 let table = try ProgramAssociationTable(section: section, offset: offset)
                 programAssociation = table
@@ -738,13 +779,13 @@ public struct Demuxer: Sendable {
                 handler(.error(error.located(pid: pid)))
             }
         case (0x02, .pmt) where section.sectionSyntaxIndicator:
-            guard isNewTable(pid: pid, section: section) else { return }
+            guard isNewTable(pid: pid, section: section) else { return true }
             do {
                 let table = try ProgramMapTable(section: section, offset: offset)
                 let listed = programAssociation?.programs.contains {
                     $0.programNumber == table.programNumber && $0.pmtPID == pid
                 }
-                guard listed == true else { return }
+                guard listed == true else { return true }
                 programMaps[table.programNumber] = table
                 rebuildRoles()
                 handler(.programMap(table, pid: pid, offset: offset))
@@ -754,6 +795,7 @@ public struct Demuxer: Sendable {
         default:
             handler(.section(section, pid: pid, offset: offset))
         }
+        return true
     }
 
     /// Whether a PAT/PMT section differs from the last one seen for the same PID and table id extension.
@@ -791,11 +833,13 @@ public struct Demuxer: Sendable {
                     if streams[Int(slot)].codec != codec {
                         streams[Int(slot)] = StreamState(
                             pid: stream.pid, codec: codec, scanner: Self.scanner(for: codec))
+                        payloadWanted[Int(slot)] = false
                     }
                     slots[pid] = slot
                 } else {
                     let slot = Int32(streams.count)
                     streams.append(StreamState(pid: stream.pid, codec: codec, scanner: Self.scanner(for: codec)))
+                    payloadWanted.append(false)
                     slotForPID[stream.pid] = slot
                     slots[pid] = slot
                 }

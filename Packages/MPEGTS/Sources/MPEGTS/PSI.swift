@@ -134,6 +134,9 @@ public struct SectionAssembler: Sendable {
 
     public init() {}
 
+    /// Whether no section is being assembled and bytes after a unit start would be ignored.
+    public var isIdle: Bool { !collecting && partial.isEmpty }
+
     /// Forgets a partly assembled section (after a continuity error).
     public mutating func reset() {
         partial.removeAll(keepingCapacity: true)
@@ -142,19 +145,21 @@ public struct SectionAssembler: Sendable {
 
     /// Feeds one packet's payload. `offset` is the stream offset of the payload's first byte. Complete sections
     /// (as raw bytes with their stream offset) and errors go to the handlers.
+    /// Returns ``isIdle`` afterwards.
+    @discardableResult
     public mutating func push(
         _ payload: UnsafeRawBufferPointer, payloadUnitStart: Bool, offset: Int64,
         section: (_ bytes: [UInt8], _ offset: Int64) -> Void, error: (MPEGTSError) -> Void
-    ) {
+    ) -> Bool {
         var index = 0
         if payloadUnitStart {
-            guard let pointer = payload.first else { return }
+            guard let pointer = payload.first else { return isIdle }
             index = 1
             let pointerField = Int(pointer)
             guard 1 + pointerField <= payload.count else {
                 error(MPEGTSError(.invalidLength, offset: offset, "pointer_field \(pointerField)"))
                 reset()
-                return
+                return isIdle
             }
             if collecting {
                 append(UnsafeRawBufferPointer(rebasing: payload[1..<(1 + pointerField)]), section: section)
@@ -164,21 +169,22 @@ public struct SectionAssembler: Sendable {
             collecting = true
             partialOffset = offset + Int64(index)
         } else if !collecting {
-            return
+            return isIdle
         }
         // Sections that start in this packet.
         while index < payload.count {
             if partial.isEmpty {
                 if payload[index] == 0xFF {  // stuffing: no more sections in this packet
                     collecting = false
-                    return
+                    return isIdle
                 }
                 partialOffset = offset + Int64(index)
             }
             let consumed = append(UnsafeRawBufferPointer(rebasing: payload[index...]), section: section)
             index += consumed
-            if !collecting { return }
+            if !collecting { return isIdle }
         }
+        return isIdle
     }
 
     /// Appends bytes to the current section; returns how many were used.

@@ -84,15 +84,16 @@ import Testing
         var assembler = SectionAssembler()
         var found: [[UInt8]] = []
         let payload1: [UInt8] = [0] + first + second + [0xFF, 0xFF]
-        payload1.withUnsafeBytes { raw in
+        let idle = payload1.withUnsafeBytes { raw in
             assembler.push(
                 raw, payloadUnitStart: true, offset: 0, section: { bytes, _ in found.append(bytes) }, error: { _ in })
         }
+        #expect(idle, "stuffing ends the packet's sections")
         let longPayload: [UInt8] = [0] + long
         var index = 0
         while index < longPayload.count {
             let end = min(index + 184, longPayload.count)
-            Array(longPayload[index..<end]).withUnsafeBytes { raw in
+            _ = Array(longPayload[index..<end]).withUnsafeBytes { raw in
                 assembler.push(
                     raw, payloadUnitStart: index == 0, offset: 0, section: { bytes, _ in found.append(bytes) },
                     error: { _ in })
