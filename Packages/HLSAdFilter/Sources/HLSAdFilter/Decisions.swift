@@ -183,6 +183,18 @@ public struct SlateSlot: Sendable, Hashable {
     public var offsetFromAnchor: Double
     /// Whether the segments around are fMP4 (EXT-X-MAP) rather than MPEG-TS.
     public var isFragmentedMP4: Bool
+
+    public init(
+        mediaSequence: UInt64, duration: Double, anchorURI: String?, anchorMediaSequence: UInt64?,
+        offsetFromAnchor: Double, isFragmentedMP4: Bool
+    ) {
+        self.mediaSequence = mediaSequence
+        self.duration = duration
+        self.anchorURI = anchorURI
+        self.anchorMediaSequence = anchorMediaSequence
+        self.offsetFromAnchor = offsetFromAnchor
+        self.isFragmentedMP4 = isFragmentedMP4
+    }
 }
 
 /// The result of filtering one playlist.
