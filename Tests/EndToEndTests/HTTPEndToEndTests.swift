@@ -131,7 +131,11 @@ private func curl(_ arguments: [String], sourceLocation: SourceLocation = #_sour
 
 /// Connects a blocking TCP socket to 127.0.0.1:port.
 private func connectSocket(_ port: UInt16) -> Int32 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+    #endif
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian
@@ -154,7 +158,12 @@ private func sendAll(_ fd: Int32, _ text: String) {
     let bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
-        let count = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        #if canImport(Glibc)
+            let flags = Int32(MSG_NOSIGNAL)
+        #else
+            let flags: Int32 = 0
+        #endif
+        let count = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, flags) }
         if count <= 0 { return }
         offset += count
     }

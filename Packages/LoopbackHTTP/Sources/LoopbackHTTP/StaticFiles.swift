@@ -125,7 +125,8 @@ public struct StaticFileHandler: Sendable {
                 return try file.withFileDescriptor { (fd: Int32) -> String? in
                     var buffer = [CChar](repeating: 0, count: Int(MAXPATHLEN))
                     guard fcntl(fd, F_GETPATH, &buffer) == 0 else { return nil }
-                    return String(cString: buffer)
+                    let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+                    return String(decoding: bytes, as: UTF8.self)
                 }
             } catch {
                 return nil

@@ -24,7 +24,12 @@ final class RawClient {
 
     init(port: UInt16, host: String = "127.0.0.1") throws {
         let isIPv6 = host.contains(":")
-        fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #if canImport(Glibc)
+            let streamType = Int32(SOCK_STREAM.rawValue)
+        #else
+            let streamType = SOCK_STREAM
+        #endif
+        fd = socket(isIPv6 ? AF_INET6 : AF_INET, streamType, 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

@@ -7,6 +7,8 @@ import Testing
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// Starts a server around `application`, runs `body` with its port, and stops it.
@@ -141,8 +143,8 @@ struct SocketTests {
                 client.send(request("/static/big.ts"))
                 var chunk = [UInt8](repeating: 0, count: 4096)
                 _ = recv(client.fd, &chunk, chunk.count, 0)
-                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-                setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                var lingerOption = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &lingerOption, socklen_t(MemoryLayout<linger>.size))
             }
             try await Task.sleep(for: .milliseconds(200))
             let after = try RawClient(port: port)
