@@ -105,7 +105,7 @@ targets.append(
 targets.append(
     .testTarget(
         name: "EndToEndTests",
-        dependencies: ["TSPlayerKit"],
+        dependencies: ["TSPlayerKit", "LoopbackHTTP"],
         path: "Tests/EndToEndTests",
         swiftSettings: swiftSettings
     )

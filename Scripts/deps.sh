@@ -4,7 +4,8 @@
 # Usage: Scripts/deps.sh [--bench]   (--bench adds the benchmark-only tools)
 set -euo pipefail
 
-apt_packages=(ffmpeg curl nginx-light python3-pip)
+apt_packages=(ffmpeg curl nginx-light python3-pip gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+    gstreamer1.0-libav)
 bench_apt_packages=(wrk hyperfine)
 pip_packages=(m3u8 h11 threefive redbot)
 
@@ -13,12 +14,20 @@ want_bench=0
 [[ $want_bench == 1 ]] && apt_packages+=("${bench_apt_packages[@]}")
 
 # Each apt package and the command that proves it is there.
-declare -A probe=([ffmpeg]=ffprobe [curl]=curl [nginx-light]=nginx [python3-pip]=python3 [wrk]=wrk [hyperfine]=hyperfine)
+declare -A probe=([ffmpeg]=ffprobe [curl]=curl [nginx-light]=nginx [python3-pip]=python3 [wrk]=wrk [hyperfine]=hyperfine
+    [gstreamer1.0-tools]=gst-launch-1.0 [gstreamer1.0-plugins-good]=gst:isomp4 [gstreamer1.0-plugins-bad]=gst:hls
+    [gstreamer1.0-libav]=gst:libav)
+# A probe is a command on PATH, or gst:PLUGIN for a GStreamer plugin.
+present() {
+    case "$1" in
+        gst:*) command -v gst-inspect-1.0 >/dev/null 2>&1 && gst-inspect-1.0 "${1#gst:}" >/dev/null 2>&1 ;;
+        *) command -v "$1" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin" command -v "$1" >/dev/null 2>&1 ;;
+    esac
+}
 
 missing_apt=()
 for pkg in "${apt_packages[@]}"; do
-    command -v "${probe[$pkg]}" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin" command -v "${probe[$pkg]}" >/dev/null 2>&1 \
-        || missing_apt+=("$pkg")
+    present "${probe[$pkg]}" || missing_apt+=("$pkg")
 done
 missing_pip=()
 for pkg in "${pip_packages[@]}"; do

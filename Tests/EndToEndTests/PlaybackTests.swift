@@ -1,6 +1,7 @@
 // Local playback end to end: `tsplayer serve` (and the session API) against ffmpeg/ffprobe as a real HLS client,
 // on fixtures made by ffmpeg in a temporary folder.
 import Foundation
+import LoopbackHTTP
 import Synchronization
 import TSPlayerKit
 import Testing
@@ -208,6 +209,27 @@ func waitForEndList(_ url: String) throws -> String {
         }
     }
 
+    /// A second real client: GStreamer's playbin (hlsdemux, libav decoders) plays the served playlist to the end.
+    @Test func gstreamerPlaysToTheEnd() throws {
+        let movie = try #require(PlaybackFixtures.movie)
+        let gst = try #require(EndToEnd.tool("gst-launch-1.0"))
+        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "2", "-v"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        _ = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
+        let result = try EndToEnd.run(
+            gst,
+            [
+                "-m", "playbin", "uri=\(master)", "video-sink=fakesink sync=false",
+                "audio-sink=fakesink sync=false",
+            ])
+        #expect(result.status == 0, "\(result.out)\n\(result.err)")
+        #expect(result.out.contains("Got EOS"), "\(result.out)")
+        #expect(!result.out.contains("ERROR") && !result.err.contains("ERROR"), "\(result.out)\n\(result.err)")
+        // It read the media through the session's byte ranges: every segment once at least.
+        #expect(server.logText.components(separatedBy: "media.ts 206").count - 1 >= 4, "\(server.logText)")
+    }
+
     /// m3u8lint finds no error and no warning in what the session serves (informational notes only).
     @Test func servedPlaylistsPassTheLinter() throws {
         let movie = try #require(PlaybackFixtures.movie)
@@ -271,6 +293,39 @@ func waitForEndList(_ url: String) throws -> String {
         let curl = try #require(EndToEnd.tool("curl"))
         let after = try EndToEnd.run(curl, ["-s", "--max-time", "5", base + "index.m3u8"])
         #expect(!after.out.contains("#EXTM3U"))
+    }
+
+    /// After the server is stopped (as when an app was in the background), revival brings the same sessions back on
+    /// the same port when it is free, and on a new port, with the new URLs published, when it is not.
+    @Test func revivedServerKeepsSessions() async throws {
+        let movie = try #require(PlaybackFixtures.movie)
+        let session = try TSPlaybackSession(tsFile: movie.path)
+        let server = PlaybackServer()
+        let base = try await server.add(session)
+        await session.waitUntilIndexed()
+        #expect(try fetch(base + "index.m3u8").contains("#EXT-X-ENDLIST"))
+        let port = try #require(await server.boundPort)
+        #expect(try await server.revive() == port)
+        #expect(await server.baseURL(for: session) == base)
+        #expect(try fetch(base + "index.m3u8").contains("#EXT-X-ENDLIST"))
+
+        // Someone else takes the port while the server is down: revival moves to a new port.
+        let other = PlaybackServer(
+            configuration: {
+                var c = HTTPServerConfiguration()
+                c.port = port
+                return c
+            }())
+        let squatter = try TSPlaybackSession(tsFile: movie.path)
+        await server.remove(session)
+        _ = try await other.add(squatter)
+        _ = try await server.add(session)  // the port is taken, so the server binds a new one
+        let moved = try #require(await server.baseURL(for: session))
+        #expect(moved != base && moved.hasSuffix("/\(session.token.value)/"))
+        #expect(try fetch(moved + "index.m3u8").contains("#EXT-X-ENDLIST"))
+        #expect(try await server.revive() != port)
+        await other.remove(squatter)
+        await server.remove(session)
     }
 
     /// Mode 4: a folder holding an fMP4 HLS presentation, served as it is.

@@ -57,6 +57,35 @@ public actor PlaybackServer {
         }
     }
 
+    /// The base URL of a session's routes while the server runs, or nil when the session is not served.
+    public func baseURL(for session: any PlaybackSource) -> String? {
+        guard let port, registry.sessions.withLock({ list in list.contains { $0 === session } }) else { return nil }
+        return "http://127.0.0.1:\(port)/\(session.token.value)/"
+    }
+
+    /// Starts the server again, for example when an app returns from the background and the system has closed its
+    /// listening socket: on the same port when it is still free, else on a new one (read the new URLs with
+    /// ``baseURL(for:)``). Sessions keep their tokens. Returns the port.
+    @discardableResult
+    public func revive() async throws(PlaybackError) -> UInt16 {
+        let previous = port
+        if let server {
+            self.server = nil
+            port = nil
+            await server.stop(gracePeriod: .milliseconds(200))
+        }
+        guard registry.sessions.withLock({ !$0.isEmpty }) else { return previous ?? 0 }
+        let configured = configuration.port
+        if let previous {
+            configuration.port = previous
+            defer { configuration.port = configured }
+            if let port = try? await startIfNeeded() { return port }
+        }
+        configuration.port = configured == previous ? 0 : configured
+        defer { configuration.port = configured }
+        return try await startIfNeeded()
+    }
+
     /// `path` with its first segment (the session token) replaced by `…`.
     static func redactingToken(_ path: String) -> String {
         let segments = path.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
