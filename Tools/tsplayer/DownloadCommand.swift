@@ -14,7 +14,7 @@ enum DownloadCommand {
         local playlist's path is printed on stdout.
 
         USAGE: tsplayer download <url> [-o <dir>] [--id <id>] [--variant <policy>] [--audio <policy>] [-H <header>] ...
-                                 [--user-agent <ua>] [--concurrency <n>] [--skip-missing] [--json]
+                                 [--user-agent <ua>] [--concurrency <n>] [--stall-timeout <s>] [--skip-missing] [--json]
 
         ARGUMENTS:
           <url>                   The multivariant or media playlist (http or https).
@@ -28,6 +28,7 @@ enum DownloadCommand {
           -H, --header <header>   'Name: value' sent on every request; repeatable.
           --user-agent <ua>       The User-Agent sent on every request.
           --concurrency <n>       Concurrent requests (default: 8).
+          --stall-timeout <s>     Abandon and retry a transfer that stalls this long (default: 20).
           --skip-missing          Skip segments that answer 404/410 instead of stopping.
           --json                  Print progress as JSON lines on stdout.
           -h, --help              Show help information.
@@ -44,7 +45,7 @@ enum DownloadCommand {
                 arguments,
                 valued: [
                     "-o", "--output", "--id", "--variant", "--audio", "--subtitles", "-H", "--header", "--user-agent",
-                    "--concurrency",
+                    "--concurrency", "--stall-timeout",
                 ],
                 flags: ["--json", "--skip-missing", "-h", "--help"])
         } catch {
@@ -90,6 +91,12 @@ enum DownloadCommand {
                 Console.usageError("concurrency must be between 1 and 64", usage: usage)
             }
             configuration.maxConcurrentRequests = n
+        }
+        if let text = parsed.value("--stall-timeout") {
+            guard let seconds = Double(text), seconds >= 0.1, seconds <= 3600 else {
+                Console.usageError("stall timeout must be between 0.1 and 3600 seconds", usage: usage)
+            }
+            configuration.stallTimeout = seconds
         }
         configuration.eventInterval = 0.2
         let store = parsed.value("-o", "--output") ?? defaultStore

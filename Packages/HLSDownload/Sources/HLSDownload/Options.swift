@@ -168,6 +168,8 @@ public struct DownloadManagerConfiguration: Sendable {
     public var retry = RetryPolicy()
     /// A transfer that receives nothing for this many seconds is abandoned and retried.
     public var stallTimeout: Double = 20
+    /// A transfer slower than this many bytes/s over a whole stall timeout is abandoned and retried.
+    public var stallMinimumRate: Double = 1024
     /// Redirects followed per request.
     public var maxRedirects: Int = 5
     /// The largest playlist accepted, in bytes.

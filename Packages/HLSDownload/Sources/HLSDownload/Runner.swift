@@ -45,6 +45,8 @@ struct Fetcher: Sendable {
     var retry: RetryPolicy
     var headers: [HTTPHeaderField]
     var maxPlaylistBytes: Int
+    var stallTimeout: Double
+    var stallMinimumRate: Double
 
     init(
         options: DownloadOptions, configuration: DownloadManagerConfiguration, transport: any DownloadTransport,
@@ -54,6 +56,8 @@ struct Fetcher: Sendable {
         self.clock = clock
         self.retry = configuration.retry
         self.maxPlaylistBytes = configuration.maxPlaylistBytes
+        self.stallTimeout = configuration.stallTimeout
+        self.stallMinimumRate = configuration.stallMinimumRate
         var headers = options.headers.filter { $0.name.lowercased() != "user-agent" }
         if let agent = options.userAgent ?? options.headers.last(where: { $0.name.lowercased() == "user-agent" })?.value
         {
@@ -255,6 +259,9 @@ struct Fetcher: Sendable {
             defer { writer.close() }
             var received: UInt64 = 0
             var lastReport = clock.now()
+            // A trickle is a stall too: fewer than `stallMinimumRate` bytes/s over a whole stall window.
+            var windowStart = lastReport
+            var windowBytes: UInt64 = 0
             do {
                 for try await chunk in response.body {
                     var slice = chunk[...]
@@ -281,6 +288,14 @@ struct Fetcher: Sendable {
                     received += UInt64(slice.count)
                     counters.add(Int64(slice.count))
                     let now = clock.now()
+                    windowBytes += UInt64(slice.count)
+                    if now - windowStart >= stallTimeout {
+                        if Double(windowBytes) < stallMinimumRate * (now - windowStart) {
+                            throw TransportError(.timedOut, "fewer than \(Int(stallMinimumRate)) bytes/s")
+                        }
+                        windowStart = now
+                        windowBytes = 0
+                    }
                     if now - lastReport >= 0.2 {
                         lastReport = now
                         await report()

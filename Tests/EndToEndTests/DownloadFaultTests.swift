@@ -1,0 +1,119 @@
+// `tsplayer download` against Tests/Origins/download_origin.py, a separate origin process that injects 500s,
+// resets, truncated bodies, wrong Content-Length, 1 byte/s stalls, corrupt TS and 404s at seeded random: every
+// task ends completed and byte-identical, or stopped with the right error; never a corrupt segment marked done.
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The fault origin, stopped by closing its stdin.
+final class FaultOrigin {
+    let process = Process()
+    let input = Pipe()
+    let port: Int
+    let log: URL
+
+    init?(root: URL, arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        guard let python = EndToEnd.tool("python3", sourceLocation: sourceLocation) else { return nil }
+        log = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("origin-\(UUID().uuidString).log")
+        let output = Pipe()
+        process.executableURL = python
+        process.arguments =
+            [
+                EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/download_origin.py").path, "--root",
+                root.path, "--log", log.path,
+            ] + arguments
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        while !text.hasSuffix("\n") {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
+        guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            Issue.record("the fault origin did not start: \(text)", sourceLocation: sourceLocation)
+            return nil
+        }
+        self.port = port
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
+
+    /// The fault of each request (third column of the log).
+    var faults: [String] {
+        ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            $0.split(separator: " ").dropFirst(2).first.map(String.init)
+        }
+    }
+
+    func stop() {
+        // Closing stdin stops it; SIGKILL if not (a child of a test thread may have SIGTERM blocked).
+        try? input.fileHandleForWriting.close()
+        for _ in 0..<100 where process.isRunning { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+}
+
+@Suite struct DownloadFaultTests {
+    @Test(arguments: [1, 2, 3])
+    func seededFaultsEndCompletedOrStoppedWithTheRightError(seed: Int) throws {
+        guard let fixtures = DownloadFixtures.get(),
+            let origin = try FaultOrigin(root: fixtures.www, arguments: ["--seed", "\(seed)", "--rate", "0.3"])
+        else { return }
+        defer { origin.stop() }
+        let store = DownloadTool.temporaryStore()
+        guard
+            let result = try DownloadTool.run([
+                "download", origin.url("small/index.m3u8"), "-o", store.path, "--id", "f", "--stall-timeout", "1",
+            ])
+        else { return }
+        let faults = origin.faults
+        #expect(faults.contains { $0 != "none" }, "seed \(seed) injected no fault")
+        if result.status == 0 {
+            DownloadFixtures.expectIdentical(
+                origin: fixtures.www.appendingPathComponent("small/index.m3u8"),
+                local: store.appendingPathComponent("f/index.m3u8"))
+        } else {
+            #expect(result.status == 1)
+            #expect(result.err.contains("tooManyRetries") || result.err.contains("integrity"), "\(result.err)")
+        }
+        // Whatever happened, every segment in place is exactly the origin's.
+        for pair in DownloadFixtures.pairs(
+            origin: fixtures.www.appendingPathComponent("small/index.m3u8"),
+            local: store.appendingPathComponent("f/index.m3u8"))
+        where FileManager.default.fileExists(atPath: pair.local.path) {
+            #expect((try? Data(contentsOf: pair.local)) == (try? Data(contentsOf: pair.origin)))
+        }
+    }
+
+    @Test func notFoundStopsAndSkippingCompletesWithAGap() throws {
+        guard let fixtures = DownloadFixtures.get(),
+            let origin = try FaultOrigin(
+                root: fixtures.www, arguments: ["--rate", "0", "--not-found", "/small/s003.ts"])
+        else { return }
+        defer { origin.stop() }
+        let store = DownloadTool.temporaryStore()
+        let stopped = try DownloadTool.run(["download", origin.url("small/index.m3u8"), "-o", store.path, "--id", "a"])
+        #expect(stopped?.status == 1)
+        #expect(
+            stopped?.err.contains("notFound: the origin has no such file (HTTP 404)") == true, "\(stopped?.err ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("a/index.m3u8").path))
+        let skipped = try DownloadTool.run([
+            "download", origin.url("small/index.m3u8"), "-o", store.path, "--id", "b", "--skip-missing",
+        ])
+        #expect(skipped?.status == 0)
+        let text = (try? String(contentsOf: store.appendingPathComponent("b/index.m3u8"), encoding: .utf8)) ?? ""
+        #expect(text.contains("#EXT-X-GAP\nseg00003.ts\n"))
+    }
+}
