@@ -382,10 +382,10 @@ final class EventLoopRunner {
             connection.exchange = Exchange(request: request, logPath: nil, start: monotonicNow())
             respond(.error(status), on: connection)
         case .close:
-            if connection.output.isEmpty || connection.exchange == nil {
-                close(connection)
-            }
-        // otherwise the flush completion closes it (the machine is already closed)
+            // The machine asks for an immediate close only when nothing more can or should be written (idle
+            // timeout, socket error, end of file while idle, shutdown of an idle connection); an error response
+            // that must go out first comes as `.sendErrorAndClose`.
+            close(connection)
         }
     }
 

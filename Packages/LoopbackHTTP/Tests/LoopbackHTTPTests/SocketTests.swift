@@ -188,6 +188,45 @@ struct SocketTests {
         }
     }
 
+    /// The producer of a streamed body is asked for the next chunk only once the previous one went to the socket:
+    /// with a client that does not read, production stops at about the socket buffers' size, and when the client
+    /// goes away the producer stops for good.
+    @Test func streamBackpressure() async throws {
+        let produced = ProducedCounter()
+        var router = app.router
+        router.get("/endless") { _ in
+            HTTPResponse(body: .stream(.init(EndlessChunks(counter: produced))))
+        }
+        let streaming = HTTPApplication(router: router, configuration: app.configuration)
+        try await withServer(streaming) { port, server in
+            let client = try RawClient(port: port)
+            client.send(request("/endless"))
+            var head = [UInt8](repeating: 0, count: 64)
+            _ = recv(client.fd, &head, head.count, 0)
+            try await Task.sleep(for: .milliseconds(600))
+            let stalled = produced.bytes.load(ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(300))
+            let later = produced.bytes.load(ordering: .relaxed)
+            #expect(stalled < 64 << 20, "produced \(stalled) bytes for a client that reads nothing")
+            #expect(later - stalled <= 2 * EndlessChunks.chunkSize, "production went on: \(stalled) → \(later)")
+            // Reading drains the socket and production resumes.
+            var sink = [UInt8](repeating: 0, count: 1 << 20)
+            for _ in 0..<64 { _ = recv(client.fd, &sink, sink.count, 0) }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(produced.bytes.load(ordering: .relaxed) > later)
+            // The client leaves: the connection closes and the producer stops.
+            withExtendedLifetime(client) {}
+            var linger = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+            close(client.fd)
+            try await Task.sleep(for: .milliseconds(300))
+            let afterClose = produced.bytes.load(ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(produced.bytes.load(ordering: .relaxed) - afterClose <= EndlessChunks.chunkSize)
+            #expect(server.openConnections == 0)
+        }
+    }
+
     /// Every malformed request gets its documented status and `Connection: close`, and the server lives on.
     @Test func malformedCorpus() async throws {
         let corpus: [(String, Int)] = [
@@ -373,4 +412,26 @@ struct SocketTests {
             #expect(server.openConnections == 300)
         }
     }
+}
+
+/// Counts the bytes a producer has handed out.
+final class ProducedCounter: Sendable {
+    let bytes = Atomic<Int>(0)
+}
+
+/// An endless pull-based body: each chunk is made when asked for.
+struct EndlessChunks: AsyncSequence, Sendable {
+    static let chunkSize = 64 * 1024
+    let counter: ProducedCounter
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let counter: ProducedCounter
+        mutating func next() async -> [UInt8]? {
+            if Task.isCancelled { return nil }
+            counter.bytes.add(EndlessChunks.chunkSize, ordering: .relaxed)
+            return [UInt8](repeating: 0x78, count: EndlessChunks.chunkSize)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(counter: counter) }
 }
