@@ -17,6 +17,11 @@ struct OutputBuffer {
 
     mutating func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
 
+    /// Appends a literal without going through String.
+    mutating func append(literal text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
     mutating func append(byte: UInt8) { bytes.append(byte) }
 
     /// Appends a decimal integer without allocating.

@@ -210,23 +210,27 @@ extension String {
 /// One --pts line.
 func writePTSLine(_ info: PESInfo, json: Bool, into out: inout OutputBuffer) {
     if json {
-        out.append("{\"pid\":")
+        out.append(literal: "{\"pid\":")
         out.append(decimal: info.pid)
-        out.append(",\"pts\":")
-        if let pts = info.pts { out.append(decimal: pts.value) } else { out.append("null") }
-        out.append(",\"dts\":")
-        if let dts = info.dts { out.append(decimal: dts.value) } else { out.append("null") }
-        out.append(info.isKeyframe ? ",\"keyframe\":true,\"offset\":" : ",\"keyframe\":false,\"offset\":")
+        out.append(literal: ",\"pts\":")
+        if let pts = info.pts { out.append(decimal: pts.value) } else { out.append(literal: "null") }
+        out.append(literal: ",\"dts\":")
+        if let dts = info.dts { out.append(decimal: dts.value) } else { out.append(literal: "null") }
+        if info.isKeyframe {
+            out.append(literal: ",\"keyframe\":true,\"offset\":")
+        } else {
+            out.append(literal: ",\"keyframe\":false,\"offset\":")
+        }
         out.append(decimal: info.offset)
-        out.append("}\n")
+        out.append(literal: "}\n")
     } else {
-        out.append("pid=")
+        out.append(literal: "pid=")
         out.append(decimal: info.pid)
-        out.append(" pts=")
-        if let pts = info.pts { out.append(decimal: pts.value) } else { out.append("-") }
-        out.append(" dts=")
-        if let dts = info.dts { out.append(decimal: dts.value) } else { out.append("-") }
-        out.append(info.isKeyframe ? " keyframe=1 offset=" : " keyframe=0 offset=")
+        out.append(literal: " pts=")
+        if let pts = info.pts { out.append(decimal: pts.value) } else { out.append(literal: "-") }
+        out.append(literal: " dts=")
+        if let dts = info.dts { out.append(decimal: dts.value) } else { out.append(literal: "-") }
+        out.append(literal: info.isKeyframe ? " keyframe=1 offset=" : " keyframe=0 offset=")
         out.append(decimal: info.offset)
         out.append(byte: UInt8(ascii: "\n"))
     }

@@ -171,8 +171,11 @@ func inspect(_ options: Options, inputPath: String) -> Never {
     let jsonLines = options.json
 
     func handle(_ event: DemuxEvent) {
+        if printPTS, case .pes(let info) = event {
+            writePTSLine(info, json: jsonLines, into: &out)
+            return
+        }
         analyzer.consume(event)
-        if printPTS, case .pes(let info) = event { writePTSLine(info, json: jsonLines, into: &out) }
     }
 
     var fileSize: UInt64 = 0
