@@ -5,15 +5,24 @@
 #endif
 
 /// `stat` fields the server needs, in one call.
-enum FileStatus {
-    static func of(_ fd: Int32) -> (size: UInt64, seconds: Int64, nanoseconds: Int64)? {
+struct FileStatus: Equatable {
+    var size: UInt64
+    var seconds: Int64
+    var nanoseconds: Int64
+    var device: UInt64
+    var inode: UInt64
+
+    static func of(_ fd: Int32) -> FileStatus? {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return nil }
         #if canImport(Darwin)
-            return (UInt64(max(0, info.st_size)), Int64(info.st_mtimespec.tv_sec), Int64(info.st_mtimespec.tv_nsec))
+            let (seconds, nanoseconds) = (Int64(info.st_mtimespec.tv_sec), Int64(info.st_mtimespec.tv_nsec))
         #else
-            return (UInt64(max(0, info.st_size)), Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec))
+            let (seconds, nanoseconds) = (Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec))
         #endif
+        return FileStatus(
+            size: UInt64(max(0, info.st_size)), seconds: seconds, nanoseconds: nanoseconds,
+            device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino))
     }
 }
 

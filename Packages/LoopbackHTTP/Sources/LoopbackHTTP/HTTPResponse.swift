@@ -92,8 +92,12 @@ public struct HTTPResponse: Sendable {
     public static func file(
         _ file: FileStreamer, contentType: String, region: ByteRange? = nil
     ) throws(FileStreamerError) -> HTTPResponse {
-        // One fstat for size and modification time.
-        let status: (size: UInt64, seconds: Int64, nanoseconds: Int64)?
+        try HTTPResponse.file(file, status: fileStatus(file), contentType: contentType, region: region)
+    }
+
+    /// One fstat of the open file.
+    static func fileStatus(_ file: FileStreamer) throws(FileStreamerError) -> FileStatus {
+        let status: FileStatus?
         do {
             status = try file.withFileDescriptor { fd in FileStatus.of(fd) }
         } catch let error as FileStreamerError {
@@ -102,6 +106,12 @@ public struct HTTPResponse: Sendable {
             status = nil
         }
         guard let status else { throw FileStreamerError(.systemError, path: file.path, errno: .current) }
+        return status
+    }
+
+    static func file(_ file: FileStreamer, status: FileStatus, contentType: String, region: ByteRange? = nil)
+        -> HTTPResponse
+    {
         let size = status.size
         var offset: UInt64 = 0
         var length = size
@@ -109,7 +119,7 @@ public struct HTTPResponse: Sendable {
             offset = min(region.offset, size)
             length = min(region.length, size - offset)
         }
-        var headers = HTTPHeaders()
+        var headers = HTTPHeaders(reservingCapacity: 8)
         headers.add(name: "Content-Type", value: contentType)
         headers.add(
             name: "ETag", value: entityTag(size: size, seconds: status.seconds, nanoseconds: status.nanoseconds))

@@ -1,4 +1,5 @@
 import FileRange
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -45,6 +46,7 @@ public struct StaticFileHandler: Sendable {
     /// The root as given.
     public let root: String
     private let realRoot: String?
+    private let verified = VerifiedFiles()
 
     public init(root: String) {
         self.root = root
@@ -74,17 +76,25 @@ public struct StaticFileHandler: Sendable {
             }
             return .error(.notFound)
         }
-        // Resolve after opening: the descriptor's real path must still be inside the root.
-        guard let opened = StaticFileHandler.realPath(ofOpen: file, path: path),
-            opened.hasPrefix(realRoot == "/" ? "/" : realRoot + "/")
-        else {
-            return .error(.notFound)
-        }
+        let status: FileStatus
         do {
-            return try HTTPResponse.file(file, contentType: MediaType.forPath(relative))
+            status = try HTTPResponse.fileStatus(file)
         } catch {
             return .error(.internalServerError)
         }
+        // Resolve after opening: the descriptor's real path must lie inside the root. A path whose file (device
+        // and inode) was verified before needs no new resolution: if the path now leads to another file, its
+        // identity differs and the check runs again.
+        let identity = FileIdentity(device: status.device, inode: status.inode)
+        if verified.contains(path: path, identity: identity) == false {
+            guard let opened = StaticFileHandler.realPath(ofOpen: file, path: path),
+                opened.hasPrefix(realRoot == "/" ? "/" : realRoot + "/")
+            else {
+                return .error(.notFound)
+            }
+            verified.insert(path: path, identity: identity)
+        }
+        return HTTPResponse.file(file, status: status, contentType: MediaType.forPath(relative))
     }
 
     /// Joins decoded segments, or nil when any is unsafe.
@@ -132,5 +142,29 @@ public struct StaticFileHandler: Sendable {
                 return nil
             }
         #endif
+    }
+}
+
+/// A file's identity on its file system.
+struct FileIdentity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+}
+
+/// Paths whose opened file was found inside the root, with that file's identity (bounded; shared by the event
+/// loops, so behind a `Mutex`).
+final class VerifiedFiles: Sendable {
+    private let table = Mutex<[String: FileIdentity]>([:])
+    private static let capacity = 4096
+
+    func contains(path: String, identity: FileIdentity) -> Bool {
+        table.withLock { $0[path] == identity }
+    }
+
+    func insert(path: String, identity: FileIdentity) {
+        table.withLock { table in
+            if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
+            table[path] = identity
+        }
     }
 }

@@ -401,6 +401,20 @@ struct ApplicationTests {
         #expect(!response.bodyText.contains("secret"), "\(target)")
     }
 
+    /// A path served (and verified) once, then replaced by a symbolic link that leaves the root: refused.
+    @Test func swappedForEscapingSymlink() async throws {
+        let swap = tree.root.appendingPathComponent("www/swap.ts")
+        try Data("inside".utf8).write(to: swap)
+        let first = await app.respond(to: get("/static/swap.ts"))
+        #expect(first.bodyText == "inside")
+        try FileManager.default.removeItem(at: swap)
+        try FileManager.default.createSymbolicLink(
+            atPath: swap.path, withDestinationPath: tree.root.appendingPathComponent("secret.txt").path)
+        let second = await app.respond(to: get("/static/swap.ts"))
+        #expect(second.status.code == 404)
+        #expect(!second.bodyText.contains("secret"))
+    }
+
     @Test func mediaTypes() {
         #expect(MediaType.forPath("a/b.m3u8") == "application/vnd.apple.mpegurl")
         #expect(MediaType.forPath("x.M3U") == "audio/mpegurl")
