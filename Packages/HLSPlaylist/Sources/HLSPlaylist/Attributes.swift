@@ -53,6 +53,12 @@ public struct Attribute: Sendable, Hashable {
         self.nameID = AttributeNames.id(of: nameBytes)
     }
 
+    init(nameBytes: ArraySlice<UInt8>, valueBytes: ArraySlice<UInt8>, nameID: Int) {
+        self.nameBytes = nameBytes
+        self.valueBytes = valueBytes
+        self.nameID = nameID
+    }
+
     /// The attribute name.
     public var name: String {
         get { nameID >= 0 ? AttributeNames.all[nameID] : String(decoding: nameBytes, as: UTF8.self) }
@@ -121,29 +127,93 @@ public struct Attribute: Sendable, Hashable {
 }
 
 /// An ordered attribute list (RFC 8216bis §4.2). Order and duplicates are kept as written.
+///
+/// A parsed list is the tag's value bytes plus the position of each name and value in them (plain integers), so
+/// parsing allocates one small array and reading an attribute creates no string until one is asked for.
 public struct AttributeList: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
-    public var attributes: [Attribute]
+    /// Where one attribute's name and value lie, as offsets from the start of ``source``.
+    struct Span: Sendable, Hashable {
+        var nameStart: Int
+        var nameEnd: Int
+        var valueStart: Int
+        var valueEnd: Int
+        var nameID: Int
+    }
+    private var source: ArraySlice<UInt8>
+    private var spans: [Span]
 
-    public init(_ attributes: [Attribute] = []) { self.attributes = attributes }
-    public init(arrayLiteral elements: Attribute...) { self.attributes = elements }
+    public init(_ attributes: [Attribute] = []) {
+        var bytes: [UInt8] = []
+        var spans: [Span] = []
+        spans.reserveCapacity(attributes.count)
+        for (i, a) in attributes.enumerated() {
+            if i > 0 { bytes.append(asciiComma) }
+            let nameStart = bytes.count
+            bytes.append(contentsOf: a.nameBytes)
+            let nameEnd = bytes.count
+            bytes.append(asciiEquals)
+            let valueStart = bytes.count
+            bytes.append(contentsOf: a.valueBytes)
+            spans.append(
+                Span(
+                    nameStart: nameStart, nameEnd: nameEnd, valueStart: valueStart, valueEnd: bytes.count,
+                    nameID: a.nameID))
+        }
+        self.source = bytes[...]
+        self.spans = spans
+    }
+    public init(arrayLiteral elements: Attribute...) { self.init(elements) }
 
-    public var startIndex: Int { attributes.startIndex }
-    public var endIndex: Int { attributes.endIndex }
-    public subscript(position: Int) -> Attribute { attributes[position] }
+    init(source: ArraySlice<UInt8>, spans: [Span]) {
+        self.source = source
+        self.spans = spans
+    }
 
-    /// The first attribute called `name`.
-    public subscript(name: String) -> Attribute? {
-        for a in attributes where a.hasName(name) { return a }
+    /// The attributes in order. Setting replaces the whole list.
+    public var attributes: [Attribute] {
+        get { spans.map(attribute) }
+        set { self = AttributeList(newValue) }
+    }
+
+    private func attribute(_ s: Span) -> Attribute {
+        let base = source.startIndex
+        return Attribute(
+            nameBytes: source[(base + s.nameStart)..<(base + s.nameEnd)],
+            valueBytes: source[(base + s.valueStart)..<(base + s.valueEnd)], nameID: s.nameID)
+    }
+
+    /// The ``AttributeNames`` id of the attribute at `position` (-1 for other names).
+    func nameID(at position: Int) -> Int { spans[position].nameID }
+
+    public var startIndex: Int { spans.startIndex }
+    public var endIndex: Int { spans.endIndex }
+    public subscript(position: Int) -> Attribute { attribute(spans[position]) }
+
+    private func index(of name: String) -> Int? {
+        let base = source.startIndex
+        let id = AttributeNames.id(name)
+        for (i, s) in spans.enumerated() {
+            if id >= 0 {
+                if s.nameID == id { return i }
+            } else if source[(base + s.nameStart)..<(base + s.nameEnd)].elementsEqual(name.utf8) {
+                return i
+            }
+        }
         return nil
     }
 
+    /// The first attribute called `name`.
+    public subscript(name: String) -> Attribute? { index(of: name).map { attribute(spans[$0]) } }
+
     /// Sets (replacing the first of that name in place, or appending) or removes an attribute.
     public mutating func set(_ name: String, rawValue: String?) {
-        if let i = attributes.firstIndex(where: { $0.hasName(name) }) {
-            if let rawValue { attributes[i].rawValue = rawValue } else { attributes.remove(at: i) }
+        var list = attributes
+        if let i = index(of: name) {
+            if let rawValue { list[i].rawValue = rawValue } else { list.remove(at: i) }
         } else if let rawValue {
-            attributes.append(Attribute(name: name, rawValue: rawValue))
+            list.append(Attribute(name: name, rawValue: rawValue))
         }
+        self = AttributeList(list)
     }
     public mutating func setQuoted(_ name: String, _ value: String?) {
         set(name, rawValue: value.map { "\"" + $0 + "\"" })
@@ -166,12 +236,15 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
 
     /// The attribute list as written: `NAME=value` joined by commas.
     public var rendered: String {
-        var out = ""
-        for (i, a) in attributes.enumerated() {
-            if i > 0 { out += "," }
-            out += a.name + "=" + a.rawValue
+        var out: [UInt8] = []
+        let base = source.startIndex
+        for (i, span) in spans.enumerated() {
+            if i > 0 { out.append(asciiComma) }
+            out.append(contentsOf: source[(base + span.nameStart)..<(base + span.nameEnd)])
+            out.append(asciiEquals)
+            out.append(contentsOf: source[(base + span.valueStart)..<(base + span.valueEnd)])
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// A problem found while parsing an attribute list: its byte offset in the value and what is wrong.
@@ -184,7 +257,8 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
     /// Parses `bytes` (the text after the tag's colon). Tolerant: lowercase names, spaces after commas and
     /// stray characters are accepted and reported as problems; parsing goes on to the end.
     static func parse(_ bytes: ArraySlice<UInt8>, maxAttributes: Int) -> (AttributeList, [Problem]) {
-        var list: [Attribute] = []
+        var list: [Span] = []
+        list.reserveCapacity(8)
         var problems: [Problem] = []
         var i = bytes.startIndex
         let end = bytes.endIndex
@@ -213,7 +287,12 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
             guard i < end, bytes[i] == asciiEquals else {
                 problems.append(Problem(offset: i - base, message: "expected '=' after attribute name"))
                 if i < end { i += 1 }
-                if !trimmedName.isEmpty { list.append(Attribute(nameBytes: trimmedName, valueBytes: bytes[i..<i])) }
+                if !trimmedName.isEmpty {
+                    list.append(
+                        Span(
+                            nameStart: trimmedName.startIndex - base, nameEnd: trimmedName.endIndex - base,
+                            valueStart: i - base, valueEnd: i - base, nameID: AttributeNames.id(of: trimmedName)))
+                }
                 continue
             }
             i += 1
@@ -243,15 +322,18 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
             if list.count >= maxAttributes {
                 problems.append(
                     Problem(offset: nameStart - base, message: "more than \(maxAttributes) attributes", tooMany: true))
-                return (AttributeList(list), problems)
+                return (AttributeList(source: bytes, spans: list), problems)
             }
-            list.append(Attribute(nameBytes: trimmedName, valueBytes: bytes[valueStart..<i]))
+            list.append(
+                Span(
+                    nameStart: trimmedName.startIndex - base, nameEnd: trimmedName.endIndex - base,
+                    valueStart: valueStart - base, valueEnd: i - base, nameID: AttributeNames.id(of: trimmedName)))
             if i < end {  // at a comma
                 i += 1
                 if i == end { problems.append(Problem(offset: i - 1 - base, message: "trailing comma")) }
             }
         }
-        return (AttributeList(list), problems)
+        return (AttributeList(source: bytes, spans: list), problems)
     }
 }
 
@@ -280,9 +362,33 @@ enum AttributeNames {
     /// The position of `bytes` in ``all``, or -1.
     static func id<C: Collection<UInt8>>(of bytes: C) -> Int {
         let count = bytes.count
-        guard count < byLength.count else { return -1 }
-        for entry in byLength[count] where entry.bytes.elementsEqual(bytes) { return entry.id }
+        guard count < byLength.count, let first = bytes.first else { return -1 }
+        for entry in byLength[count] where entry.bytes[0] == first && entry.bytes.elementsEqual(bytes) {
+            return entry.id
+        }
         return -1
+    }
+
+    static func id(of bytes: ArraySlice<UInt8>) -> Int {
+        let count = bytes.count
+        guard count < byLength.count, let first = bytes.first else { return -1 }
+        return bytes.withUnsafeBufferPointer { b -> Int in
+            for entry in byLength[count] where entry.bytes[0] == first {
+                var equal = true
+                entry.bytes.withUnsafeBufferPointer { e in
+                    var k = 1
+                    while k < count {
+                        if e[k] != b[k] {
+                            equal = false
+                            break
+                        }
+                        k &+= 1
+                    }
+                }
+                if equal { return entry.id }
+            }
+            return -1
+        }
     }
 
     static func id(_ name: String) -> Int { id(of: name.utf8) }

@@ -255,7 +255,7 @@ public struct MultivariantPlaylistBuilder: Sendable {
                     a.setQuoted("CLOSED-CAPTIONS", closedCaptions)
                 }
             }
-            a.attributes += extra
+            a = AttributeList(a.attributes + extra)
             return a
         }
     }
@@ -319,7 +319,7 @@ public struct MultivariantPlaylistBuilder: Sendable {
             if let language = r.language { a.setQuoted("LANGUAGE", language) }
             a.set("DEFAULT", rawValue: r.isDefault ? "YES" : "NO")
             a.set("AUTOSELECT", rawValue: r.autoselect ? "YES" : "NO")
-            a.attributes += r.extra
+            a = AttributeList(a.attributes + r.extra)
             if let uri = r.uri { a.setQuoted("URI", uri) }
             lines.append(PlaylistLine(tag: .attributes(.media, a)))
         }

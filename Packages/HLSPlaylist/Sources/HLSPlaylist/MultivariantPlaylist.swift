@@ -43,11 +43,13 @@ public struct VariantStream: Sendable, Hashable {
         // One pass over the attributes; the first of each name wins, as with AttributeList's subscript.
         var seen: UInt32 = 0
         let fields = VariantStream.fieldByNameID
-        for attribute in a.attributes {
-            guard attribute.nameID >= 0, attribute.nameID < fields.count else { continue }
-            let field = fields[attribute.nameID]
+        for position in a.indices {
+            let id = a.nameID(at: position)
+            guard id >= 0, id < fields.count else { continue }
+            let field = fields[id]
             guard field >= 0, seen & (1 << field) == 0 else { continue }
             seen |= 1 << field
+            let attribute = a[position]
             switch field {
             case 0: bandwidth = attribute.decimalInteger
             case 1: averageBandwidth = attribute.decimalInteger

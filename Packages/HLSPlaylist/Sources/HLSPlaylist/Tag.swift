@@ -239,7 +239,7 @@ public enum TagValue: Sendable, Hashable {
     case byteRange(ByteRangeSpec)
     case dateTime(DateTime)
     case attributes(AttributeList)
-    case cue(CueMarker)
+    indirect case cue(CueMarker)
     /// Unknown tags, opaque values, and known tags whose value could not be read (the text after the colon).
     case text(String)
 }
