@@ -96,6 +96,7 @@ public actor DownloadManager {
         nextOrder += 1
         records[taskID] = record
         try Files.makeDirectories(storeRoot + "/" + taskID)
+        BackupExclusion.exclude(storeRoot + "/" + taskID)
         try save()
         emit(record, force: true)
         schedule()

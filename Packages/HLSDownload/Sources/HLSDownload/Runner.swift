@@ -284,7 +284,18 @@ struct Fetcher: Sendable {
                         }
                     }
                     if slice.isEmpty { continue }
-                    try writer.write(slice)
+                    do {
+                        try writer.write(slice)
+                    } catch {
+                        if let error = error as? DownloadError, error.code == .diskFull {
+                            // Give back this file's space so the task store can still record the pause.
+                            writer.close()
+                            counters.add(-Int64(appendTo + received))
+                            Files.remove(part)
+                            Files.remove(validatorPath)
+                        }
+                        throw error
+                    }
                     received += UInt64(slice.count)
                     counters.add(Int64(slice.count))
                     let now = clock.now()
