@@ -1,0 +1,358 @@
+import FileRange
+import Foundation
+public import LoopbackHTTP
+import Synchronization
+
+/// An error from ``CachingMediaProxy``: an opaque ``Code`` plus context.
+public struct CachingProxyError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong. New codes may be added; switch over them with a default.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: Hashable, Sendable {
+            case cannotOpenCache, serverFailed, invalidURL
+        }
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+
+        /// The cache folder or one of its files could not be created or opened.
+        public static let cannotOpenCache = Code(.cannotOpenCache)
+        /// The loopback server could not start.
+        public static let serverFailed = Code(.serverFailed)
+        /// The remote URL is not an absolute http(s) URL.
+        public static let invalidURL = Code(.invalidURL)
+
+        public var description: String {
+            switch value {
+            case .cannotOpenCache: "cannot open cache"
+            case .serverFailed: "loopback server failed"
+            case .invalidURL: "invalid URL"
+            }
+        }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// What the lower layer said.
+    public var detail: String
+
+    /// An error with context.
+    public init(_ code: Code, detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { "\(code): \(detail)" }
+}
+
+/// A loopback proxy for remote progressive media (mp3, m4a, mp4, aac, flac, a single `.ts`) that needs request
+/// headers a player cannot send (Authorization, cookies), with an on-disk cache by byte range.
+///
+/// A player's Range request is answered from the cache for the bytes it holds and from the origin, with the
+/// caller's headers, for the gaps; bytes stream to the player as they arrive and are written to the cache.
+/// Overlapping concurrent requests fetch each byte from the origin once. An origin that ignores Range is filled
+/// sequentially. A change of the origin's `ETag`/`Last-Modified` empties the entry. The cache is keyed by the URL
+/// without credentials, survives restarts, keeps to a size budget by evicting whole least-recently-used entries,
+/// and serves fully cached resources when the origin is unreachable.
+public final class CachingMediaProxy: Sendable {
+    /// Settings.
+    public struct Options: Sendable {
+        /// The folder that holds the cache.
+        public var cacheDirectory: String
+        /// The cache's size budget in bytes; whole least-recently-used entries go when it is exceeded.
+        public var maxCacheBytes: UInt64 = 2 << 30
+        /// Upstream fetching (timeouts, retries, redirects, whether loopback/private origins are allowed).
+        public var fetch = RemoteFetchOptions()
+        /// The loopback server's settings (port, CORS, access log).
+        public var server = HTTPServerConfiguration()
+        /// The most bytes one origin request asks for: a seek fetches only this neighbourhood.
+        public var fetchWindow: UInt64 = 1 << 20
+        /// Fetched bytes are made durable (data flushed, then the map replaced) at least this often.
+        public var commitInterval: UInt64 = 1 << 20
+
+        /// Options with a cache folder.
+        public init(cacheDirectory: String) {
+            self.cacheDirectory = cacheDirectory
+        }
+    }
+
+    private struct Route: Sendable {
+        var key: String
+        var url: String
+        var headers: [(name: String, value: String)]
+    }
+
+    private struct State {
+        var routes: [String: Route] = [:]
+        var entries: [String: CachedMediaEntry] = [:]
+        var server: HTTPServer?
+        var port: UInt16?
+    }
+
+    public let options: Options
+    let index: CacheIndex
+    private let fetcher: RemotePlaylistFetcher
+    private let revalidator: RemotePlaylistFetcher
+    private let state = Mutex(State())
+
+    /// A proxy over the cache in `options.cacheDirectory` (created when needed).
+    public init(options: Options) throws(CachingProxyError) {
+        self.options = options
+        self.index = try CacheIndex(directory: options.cacheDirectory, maxBytes: options.maxCacheBytes)
+        self.fetcher = RemotePlaylistFetcher(options: options.fetch)
+        var quick = options.fetch
+        quick.retries = 0
+        quick.timeout = min(quick.timeout, 3)
+        self.revalidator = RemotePlaylistFetcher(options: quick)
+    }
+
+    /// The resources held in a cache folder, most recently used first (for `tsplayer cache-proxy --list`).
+    public static func cachedResources(in directory: String) -> [CachedResource] {
+        CacheIndex.scan(directory)
+    }
+
+    /// The cache key of a URL (its file stem in the cache folder); credentials and fragment do not count.
+    public static func cacheKey(for url: String) -> String { CacheIndex.key(for: url) }
+
+    /// A loopback URL that plays `remoteURL`, fetching it with `headers` (such as `Authorization`), under a fresh
+    /// session token: `http://127.0.0.1:PORT/<token>/<file name>`. Starts the server when needed. When the cache
+    /// holds a version of the resource, the origin is asked (cheaply) whether it is still current; an unreachable
+    /// origin leaves the cache in use.
+    public func localURL(for remoteURL: String, headers: [(name: String, value: String)] = [])
+        async throws(CachingProxyError) -> String
+    {
+        guard let parsed = URL(string: remoteURL), let scheme = parsed.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", parsed.host != nil
+        else {
+            throw CachingProxyError(.invalidURL, detail: "\(remoteURL) is not an absolute http(s) URL")
+        }
+        let port = try await startIfNeeded()
+        let url = CacheIndex.canonicalURL(remoteURL)
+        let key = CacheIndex.key(for: remoteURL)
+        let entry = try entry(key: key, url: url)
+        var fetchHeaders = headers
+        // Credentials in the URL travel as Basic authorization, never in the cache key.
+        if let user = parsed.user, !headers.contains(where: { $0.name.lowercased() == "authorization" }) {
+            let credentials = Data((user + ":" + (parsed.password ?? "")).utf8).base64EncodedString()
+            fetchHeaders.append((name: "Authorization", value: "Basic " + credentials))
+        }
+        let now = Date().timeIntervalSince1970
+        entry.touch(now)
+        index.update(
+            key: key, url: url, length: entry.info?.length, held: entry.cache.available.totalLength, access: now)
+        await entry.revalidate(headers: fetchHeaders, using: revalidator)
+        let token = SessionToken.random()
+        state.withLock { $0.routes[token.value] = Route(key: key, url: url, headers: fetchHeaders) }
+        return "http://127.0.0.1:\(port)/\(token.value)/\(CachingMediaProxy.fileName(of: parsed))"
+    }
+
+    /// The port the server listens on, once started.
+    public var boundPort: UInt16? { state.withLock { $0.port } }
+
+    /// Stops the server and commits every open cache entry.
+    public func stop() async {
+        let (server, entries) = state.withLock { s -> (HTTPServer?, [CachedMediaEntry]) in
+            defer {
+                s.server = nil
+                s.port = nil
+            }
+            return (s.server, Array(s.entries.values))
+        }
+        await server?.stop(gracePeriod: .seconds(1))
+        for entry in entries { try? entry.cache.commit() }
+    }
+
+    /// The cache entry for `key`, opened when needed.
+    private func entry(key: String, url: String) throws(CachingProxyError) -> CachedMediaEntry {
+        if let existing = state.withLock({ $0.entries[key] }) { return existing }
+        let index = self.index
+        let created = try CachedMediaEntry(
+            key: key, url: url, dataPath: index.dataPath(for: key), fetcher: fetcher, window: options.fetchWindow,
+            commitInterval: options.commitInterval
+        ) { [weak self] entry in
+            self?.fetchEnded(entry)
+        }
+        return state.withLock { s in
+            if let raced = s.entries[key] {
+                return raced
+            }
+            s.entries[key] = created
+            return created
+        }
+    }
+
+    private func fetchEnded(_ entry: CachedMediaEntry) {
+        index.update(
+            key: entry.key, url: entry.url, length: entry.info?.length, held: entry.cache.available.totalLength,
+            access: nil)
+        // Entries with a fetch in flight, and the one that just grew, are never evicted.
+        let active = state.withLock { s in Set(s.entries.values.filter { !$0.isIdle }.map(\.key)) }
+        let removed = index.evict(keeping: active.union([entry.key]))
+        guard !removed.isEmpty else { return }
+        // A later request for an evicted resource opens a fresh entry (readers still holding the old one finish
+        // from its open descriptor).
+        state.withLock { s in
+            for key in removed { s.entries[key] = nil }
+        }
+    }
+
+    private func startIfNeeded() async throws(CachingProxyError) -> UInt16 {
+        if let port = state.withLock({ $0.port }) { return port }
+        var router = Router()
+        router.get("/:token/**") { [weak self] request in
+            guard let self else { return .error(.notFound) }
+            return await self.respond(to: request)
+        }
+        let server = HTTPServer(router: router, configuration: options.server)
+        let port: UInt16
+        do {
+            port = try await server.start()
+        } catch {
+            throw CachingProxyError(.serverFailed, detail: "\(error)")
+        }
+        let winner = state.withLock { s -> UInt16? in
+            if let existing = s.port { return existing }
+            s.server = server
+            s.port = port
+            return nil
+        }
+        if let winner {
+            Task { await server.stop() }
+            return winner
+        }
+        return port
+    }
+
+    static func fileName(of url: URL) -> String {
+        let last = url.lastPathComponent
+        let allowed = last.unicodeScalars.allSatisfy { scalar in
+            (scalar.value < 0x80)
+                && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
+        }
+        return !last.isEmpty && last != "/" && allowed && !last.hasPrefix(".") ? last : "media"
+    }
+
+    // MARK: Answering
+
+    /// Answers a request whose path starts with a session token (also usable in process, without a server).
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        guard let candidate = request.parameters["token"] ?? request.path.split(separator: "/").first.map(String.init)
+        else { return .error(.notFound) }
+        let route = state.withLock { s -> Route? in
+            // Constant-time comparison against every live token.
+            s.routes.first { SessionToken($0.key)?.matches(candidate) ?? false }?.value
+        }
+        guard let route else { return .error(.notFound) }
+        let entry: CachedMediaEntry
+        do {
+            entry = try self.entry(key: route.key, url: route.url)
+        } catch {
+            return .error(.internalServerError)
+        }
+        var hint: UInt64 = 0
+        let rangeRequest = request.headers.first(name: "Range").flatMap { RangeRequest.parse($0) }
+        if let first = rangeRequest?.specifiers.first, case .range(let start, _) = first { hint = start }
+        let info: CachedContentInfo
+        do {
+            info = try await entry.contentInfo(hint: hint, headers: route.headers)
+        } catch {
+            if let status = error.status, (400..<500).contains(status) {
+                return .error(HTTPStatus(code: status))
+            }
+            return .error(error.code == .timedOut ? HTTPStatus(code: 504) : .badGateway)
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: info.contentType)
+        headers.add(name: "Accept-Ranges", value: "bytes")
+        var range = ByteRange(offset: 0, length: info.length)
+        var status = HTTPStatus.ok
+        if let rangeRequest {
+            switch rangeRequest.resolve(length: info.length, maxRanges: 1) {
+            case .full:
+                break
+            case .unsatisfiable:
+                var fields = HTTPHeaders()
+                fields.add(name: "Content-Range", value: ContentRange.unsatisfiedValue(completeLength: info.length))
+                return HTTPResponse(status: .rangeNotSatisfiable, headers: fields)
+            case .partial(let ranges):
+                if ranges.count == 1, let only = ranges.first {
+                    range = only
+                    status = .partialContent
+                    headers.add(
+                        name: "Content-Range", value: ContentRange.value(for: only, completeLength: info.length))
+                }
+            }
+        }
+        guard let range else { return .error(.internalServerError) }
+        if request.method == .head || range.isEmpty {
+            return HTTPResponse(
+                status: status, headers: headers, body: .stream(.init(length: range.length, EmptyChunks())))
+        }
+        let body = CachedRangeSequence(entry: entry, range: range, headers: route.headers, epoch: entry.epoch)
+        return HTTPResponse(status: status, headers: headers, body: .stream(.init(length: range.length, body)))
+    }
+}
+
+/// No chunks (for HEAD, whose body is never sent).
+struct EmptyChunks: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    struct AsyncIterator: AsyncIteratorProtocol {
+        mutating func next() async -> [UInt8]? { nil }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
+}
+
+/// The bytes of one range of a cached resource, in order: read from the cache where held, waiting for (and
+/// starting) origin fetches for the gaps. Ends with an error, which closes the player's connection, rather than
+/// send a byte of another version or one the origin never gave.
+struct CachedRangeSequence: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    let entry: CachedMediaEntry
+    let range: ByteRange
+    let headers: [(name: String, value: String)]
+    let epoch: UInt64
+    static let chunk: UInt64 = 256 << 10
+
+    struct ReadFailure: Error {
+        var detail: String
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let sequence: CachedRangeSequence
+        var position: UInt64
+        let startFailures: Int
+
+        mutating func next() async throws -> [UInt8]? {
+            let entry = sequence.entry
+            let end = sequence.range.upperBound
+            guard position < end else { return nil }
+            var waits = 0
+            while true {
+                if Task.isCancelled { throw ReadFailure(detail: "cancelled") }
+                guard entry.epoch == sequence.epoch else { throw ReadFailure(detail: "the origin's resource changed") }
+                let seen = entry.generation
+                let run = entry.heldRun(from: position, limit: Swift.min(end - position, CachedRangeSequence.chunk))
+                if run > 0, let wanted = ByteRange(offset: position, length: run),
+                    let bytes = try entry.cache.read(wanted)
+                {
+                    guard entry.epoch == sequence.epoch else {
+                        throw ReadFailure(detail: "the origin's resource changed")
+                    }
+                    position += run
+                    return bytes
+                }
+                if entry.failures > startFailures + 2 {
+                    throw ReadFailure(detail: "the origin keeps failing: \(entry.lastError.map { "\($0)" } ?? "")")
+                }
+                entry.ensureFetch(covering: position, until: end, headers: sequence.headers)
+                waits += 1
+                if waits > 60 && entry.isIdle {
+                    throw ReadFailure(detail: "no fetch progresses at \(position)")
+                }
+                await entry.wait(since: seen)
+            }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(sequence: self, position: range.offset, startFailures: entry.failures)
+    }
+}
