@@ -237,7 +237,7 @@ private let wrapModulus: Int64 = 1 << 33
     @Test(arguments: [(2.5, UInt64(126_000)), (4.0, (UInt64(1) << 33) - 2 * 90_000)])
     func slate(seconds: Double, start: UInt64) throws {
         guard let tool = EndToEnd.product("tsinspect"), let ffmpeg = EndToEnd.tool("ffmpeg"),
-            let ffprobe = EndToEnd.tool("ffprobe")
+            EndToEnd.tool("ffprobe") != nil
         else { return }
         let made = try EndToEnd.run(tool, ["--make-slate", "\(seconds)", "--start-pts", "\(start)"])
         #expect(made.status == 0, "\(made.err)")
