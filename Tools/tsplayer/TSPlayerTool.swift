@@ -20,6 +20,7 @@ enum TSPlayerTool {
         TasksCommand.subcommand,
         AdFilterCommand.subcommand,
         ProxyCommand.subcommand,
+        CacheProxyCommand.subcommand,
     ]
 
     static var help: String {
