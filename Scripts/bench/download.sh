@@ -12,8 +12,9 @@ cd "$(dirname "$0")/../.."
 
 seconds=120
 [[ "${1:-}" == "--seconds" ]] && seconds="$2"
-crf="${BENCH_CRF:-4}"
+crf="${BENCH_CRF:-24}"
 work="$(mktemp -d /tmp/download-bench.XXXXXX)"
+chmod 755 "$work"  # nginx workers run as an unprivileged user
 port=$((20000 + RANDOM % 30000))
 nginx_pid=""
 cleanup() {
@@ -37,8 +38,8 @@ ours=/tmp/build-bench-download/release/tsplayer
 
 echo "making the stream (${seconds} s)..." >&2
 mkdir -p "$work/www/vod" "$work/tmp"
-ffmpeg -loglevel error -f lavfi -i "testsrc2=size=1280x720:rate=10" -t "$seconds" \
-    -vf "noise=alls=20:allf=t" -c:v libx264 -preset ultrafast -crf "$crf" -g 2 \
+ffmpeg -nostdin -loglevel error -f lavfi -i "testsrc2=size=1280x720:rate=10" -t "$seconds" \
+    -vf "noise=alls=12:allf=t" -c:v libx264 -preset ultrafast -crf "$crf" -g 2 \
     -f hls -hls_time 0.2 -hls_playlist_type vod -hls_segment_filename "$work/www/vod/s%04d.ts" "$work/www/vod/index.m3u8"
 segments=$(grep -c '^#EXTINF' "$work/www/vod/index.m3u8")
 bytes=$(cat "$work"/www/vod/*.ts | wc -c)
@@ -76,12 +77,11 @@ elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 run() {
     local name="$1" url="http://127.0.0.1:$port/$2/index.m3u8" out="$work/out-$1-$3"
     rm -rf "$out"; mkdir -p "$out"
-    sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
     local start end
     start=$(now)
     case "$name" in
         ours) /usr/bin/time -f "%M" -o "$out.rss" "$ours" download "$url" -o "$out" --id bench >/dev/null 2>&1 ;;
-        ffmpeg) ffmpeg -loglevel error -i "$url" -c copy -f mpegts "$out/all.ts" ;;
+        ffmpeg) ffmpeg -nostdin -loglevel error -i "$url" -c copy -f mpegts "$out/all.ts" ;;
         yt-dlp) python3 -m yt_dlp -q --no-warnings --no-part -o "$out/all.%(ext)s" "$url" >/dev/null 2>&1 ;;
     esac
     end=$(now)

@@ -166,6 +166,7 @@ struct Fetcher: Sendable {
     func fetch(_ job: Job, index: Int, folder: String, counters: TaskCounters, report: @Sendable () async -> Void)
         async throws -> UInt64
     {
+        try Task.checkCancellation()
         let final = folder + "/" + job.path
         let part = final + ".part"
         let validatorPath = final + ".validator"
@@ -317,6 +318,8 @@ struct Fetcher: Sendable {
                 try? writer.sync()
                 return .retry(after: nil, reason: DownloadError(.transport, error.message, url: job.url))
             }
+            // A cancelled transfer ends its body early without an error: never take that for a whole body.
+            try Task.checkCancellation()
             try writer.sync()
             writer.close()
             let total = appendTo + received
