@@ -3,7 +3,8 @@
 #   1. C loop counting packets per PID          vs  tsinspect FILE          (target: tsinspect <= 1.5x)
 #   2. C loop printing every PES's PTS/DTS      vs  tsinspect --pts FILE    (target: tsinspect <= 2x)
 #   3. ffprobe -show_entries packet=pts,dts     (the peer most people would reach for)
-#   4. tsinspect --probe (head and tail only)
+#   4. tsinspect --probe (head and tail only) vs ffprobe's format probe; tsinspect --probe on a sparse 12 GiB file
+#   5. peak memory of the summary (flat: no growth with file size)
 # The file is made once by looping .fixtures/h264_aac.ts with ffmpeg (-stream_loop, -c copy) into .bench/.
 # Usage: Scripts/bench/tsinspect.sh [SIZE_MIB]   (default 1024)
 set -euo pipefail
@@ -22,7 +23,8 @@ if [[ ! -s "$big" ]]; then
     mv "$big.tmp" "$big"
 fi
 echo "bench: building release tsinspect and the C loop" >&2
-swift build -c release --product tsinspect --scratch-path /tmp/build-bench-tsinspect >/dev/null
+swift build -c release --product tsinspect --scratch-path /tmp/build-bench-tsinspect >/tmp/bench-tsinspect-build.log 2>&1 \
+    || { cat /tmp/bench-tsinspect-build.log >&2; exit 1; }
 tsinspect=/tmp/build-bench-tsinspect/release/tsinspect
 cc -O2 -o "$bench/tspidcount" Scripts/bench/tspidcount.c
 cat "$big" >/dev/null  # page cache
@@ -43,6 +45,21 @@ best() {
     awk -v ns="$best_ns" 'BEGIN { printf "%.4f", ns / 1e9 }'
 }
 
+# A sparse 12 GiB file: the fixture at the start, 10 hours later another clip at the end, holes between.
+sparse="$bench/sparse-12g.ts"
+if [[ ! -s "$sparse" ]]; then
+    ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi -i "testsrc2=size=320x240:rate=25" \
+        -f lavfi -i "sine=frequency=440:sample_rate=48000" -t 2 -c:v libx264 -preset veryfast -g 25 \
+        -pix_fmt yuv420p -c:a aac -output_ts_offset 36001.4587 -f mpegts -pes_payload_size 0 -muxrate 0 \
+        "$bench/tail.ts"
+    truncate -s $((12 * 1024 * 1024 * 1024)) "$sparse.tmp"
+    dd if=.fixtures/h264_aac.ts of="$sparse.tmp" conv=notrunc status=none
+    tail_size=$(stat -c %s "$bench/tail.ts")
+    dd if="$bench/tail.ts" of="$sparse.tmp" bs=188 seek=$(( (12 * 1024 * 1024 * 1024 - tail_size) / 188 )) \
+        conv=notrunc status=none
+    mv "$sparse.tmp" "$sparse"
+fi
+
 bytes=$(stat -c %s "$big")
 c_count=$(best 5 "$bench/tspidcount" count "$big")
 ts_summary=$(best 5 "$tsinspect" "$big")
@@ -51,6 +68,9 @@ ts_pts=$(best 5 "$tsinspect" --pts "$big")
 ff_pts=$(best 1 ffprobe -v error -show_entries packet=pts,dts -of csv "$big")
 ts_probe=$(best 5 "$tsinspect" --probe "$big")
 ff_probe=$(best 5 ffprobe -v error -show_entries format=duration -of csv "$big")
+ts_probe_sparse=$(best 5 "$tsinspect" --probe "$sparse")
+rss_summary=$(/usr/bin/time -f %M "$tsinspect" "$big" 2>&1 >/dev/null | tail -1)
+rss_small=$(/usr/bin/time -f %M "$tsinspect" .fixtures/h264_aac.ts 2>&1 >/dev/null | tail -1)
 
 report() { awk -v name="$1" -v t="$2" -v b="$bytes" 'BEGIN { printf "  %-44s %8.3f s  %7.2f GB/s\n", name, t, b / t / 1e9 }'; }
 ratio() { awk -v a="$2" -v b="$3" -v label="$1" 'BEGIN { printf "  %-44s %6.2fx\n", label, a / b }'; }
@@ -61,7 +81,11 @@ report "C loop: print PES PTS/DTS" "$c_pts"
 report "tsinspect --pts FILE" "$ts_pts"
 report "ffprobe -show_entries packet=pts,dts" "$ff_pts"
 awk -v t="$ts_probe" 'BEGIN { printf "  %-44s %8.4f s\n", "tsinspect --probe FILE", t }'
-awk -v t="$ff_probe" 'BEGIN { printf "  %-44s %8.4f s\n", "ffprobe -show_entries format=duration", t }'
+awk -v t="$ff_probe" 'BEGIN { printf "  %-44s %8.4f s\n", "ffprobe -show_entries format=duration FILE", t }'
+awk -v t="$ts_probe_sparse" 'BEGIN { printf "  %-44s %8.4f s\n", "tsinspect --probe (12 GiB sparse file)", t }'
+echo "  --probe duration of the 12 GiB file: $("$tsinspect" --probe --json "$sparse" | grep durationSeconds | tr -d ' ,')"
+echo "  (ffprobe is not run on the sparse file: it reads through the holes, minutes for 12 GiB)"
+echo "  peak RSS of the summary: $rss_summary KiB on $bytes bytes, $rss_small KiB on the 247 KB fixture"
 echo "ratios (lower is better for tsinspect)"
 ratio "summary / C count        (target <= 1.5)" "$ts_summary" "$c_count"
 ratio "--pts / C pts            (target <= 2.0)" "$ts_pts" "$c_pts"
