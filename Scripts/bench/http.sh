@@ -4,10 +4,14 @@
 #   each with 1, 16 and 256 connections. Prints requests/s and MB/s for both and the ratio ours / nginx
 #   (target >= 0.8 in every cell), wrk errors, and the server's RSS before and after (memory flat).
 # wrk runs with --timeout 10s: with 256 connections a 4 MB response can legitimately take over wrk's 2 s default.
-# Usage: Scripts/bench/http.sh [seconds-per-cell]   (default 5; needs wrk and nginx: Scripts/deps.sh --bench)
+# Each cell runs REPS times alternating ours / nginx (so that load from elsewhere hits both alike) and reports the
+# medians.
+# Usage: Scripts/bench/http.sh [seconds-per-run] [reps]   (default 3 s, 3 reps; needs wrk and nginx:
+#        Scripts/deps.sh --bench)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-seconds=${1:-5}
+seconds=${1:-3}
+reps=${2:-3}
 work=.bench/http
 mkdir -p "$work/www" "$work/nginx"
 root=$(cd "$work/www" && pwd)
@@ -53,16 +57,16 @@ CONF
 "$nginx_bin" -c "$nginx_dir/nginx.conf" -p "$nginx_dir/"
 
 # Ours: 2 event-loop threads, the same root.
-coproc OURS { sleep 100000 | "$ours_bin" --root "$root" --threads 2; }
-ours_pid=$(pgrep -n -f "$ours_bin --root $root" || true)
+# Its stdin is the coproc's pipe, which this script holds open: the server runs until the script ends.
+coproc OURS { exec "$ours_bin" --root "$root" --threads 2; }
 read -r line <&"${OURS[0]}"
 ours_port=${line#PORT }
 read -r _ <&"${OURS[0]}"
+ours_pid=$OURS_PID
 
 cleanup() {
     [[ -f $nginx_dir/nginx.pid ]] && kill "$(cat "$nginx_dir/nginx.pid")" 2>/dev/null || true
     [[ -n ${ours_pid:-} ]] && kill "$ours_pid" 2>/dev/null || true
-    [[ -n ${OURS_PID:-} ]] && kill "$OURS_PID" 2>/dev/null || true
 }
 trap cleanup EXIT
 sleep 0.5
@@ -99,16 +103,29 @@ rss_before=$(rss "$ours_pid")
 printf '%-14s %5s | %12s %10s | %12s %10s | %7s | %s\n' workload conns "ours req/s" "ours MB/s" "nginx req/s" "nginx MB/s" ratio errors
 printf -- '-%.0s' {1..100}; echo
 min_ratio=999
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for workload in whole 1mib 188b; do
     for conns in 1 16 256; do
-        read -r ours_rps ours_mbs ours_err <<<"$(run "http://127.0.0.1:$ours_port" $workload $conns)"
-        read -r nginx_rps nginx_mbs nginx_err <<<"$(run "http://127.0.0.1:$nginx_port" $workload $conns)"
+        ours_rps_all=() ours_mbs_all=() nginx_rps_all=() nginx_mbs_all=() ours_err="" nginx_err=""
+        for _ in $(seq "$reps"); do
+            read -r rps mbs err <<<"$(run "http://127.0.0.1:$ours_port" $workload $conns)"
+            ours_rps_all+=("$rps") ours_mbs_all+=("$mbs")
+            [[ $err != none ]] && ours_err+="$err "
+            read -r rps mbs err <<<"$(run "http://127.0.0.1:$nginx_port" $workload $conns)"
+            nginx_rps_all+=("$rps") nginx_mbs_all+=("$mbs")
+            [[ $err != none ]] && nginx_err+="$err "
+        done
+        ours_rps=$(printf '%s\n' "${ours_rps_all[@]}" | median)
+        ours_mbs=$(printf '%s\n' "${ours_mbs_all[@]}" | median)
+        nginx_rps=$(printf '%s\n' "${nginx_rps_all[@]}" | median)
+        nginx_mbs=$(printf '%s\n' "${nginx_mbs_all[@]}" | median)
         ratio=$(echo "$ours_rps / $nginx_rps" | bc -l)
         min_ratio=$(echo "if ($ratio < $min_ratio) $ratio else $min_ratio" | bc -l)
-        errs="ours: $ours_err; nginx: $nginx_err"
+        errs="ours: ${ours_err:-none}; nginx: ${nginx_err:-none}"
         printf '%-14s %5d | %12.0f %10.1f | %12.0f %10.1f | %6.2fx | %s\n' \
             "$workload" "$conns" "$ours_rps" "$ours_mbs" "$nginx_rps" "$nginx_mbs" "$ratio" "$errs"
     done
 done
 rss_after=$(rss "$ours_pid")
-printf 'lowest ratio: %.2fx (target 0.80x)   ours RSS: %d KiB before, %d KiB after\n' "$min_ratio" "$rss_before" "$rss_after"
+printf 'lowest ratio: %.2fx (target 0.80x)   ours RSS: %d KiB before, %d KiB after   load average: %s\n' \
+    "$min_ratio" "$rss_before" "$rss_after" "$(cut -d' ' -f1-3 /proc/loadavg)"

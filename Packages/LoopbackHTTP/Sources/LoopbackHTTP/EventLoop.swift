@@ -172,6 +172,7 @@ final class EventLoopRunner {
     private let configuration: HTTPServerConfiguration
 
     private static let scratchSize = 64 * 1024
+    private static let acceptBatch = 2
     private static let maxBufferedInput = 64 * 1024
     private static let inlineFileLimit: UInt64 = 16 * 1024
     private static let sweepInterval: UInt64 = 250_000_000
@@ -236,7 +237,9 @@ final class EventLoopRunner {
 
     private func acceptConnections(_ listener: Int32) {
         guard shutdownDeadline == nil, acceptPausedUntil == nil else { return }
-        for _ in 0..<64 {
+        // A few per wake-up, like nginx without multi_accept: the listener is level-triggered and exclusive, so
+        // the remaining connections wake a loop that is idle instead of piling onto the busy one.
+        for _ in 0..<Self.acceptBatch {
             let accepted: (fd: Int32, peer: String)?
             do {
                 accepted = try SocketOps.accept(listener)
