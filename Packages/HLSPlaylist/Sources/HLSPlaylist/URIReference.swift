@@ -249,45 +249,44 @@ struct URIScan {
 
     init(_ u: UnsafeBufferPointer<UInt8>) {
         let n = u.count
-        guard n > 0, let base = u.baseAddress else { return }
-        var dotAfterSlash = u[0] == 0x2E
+        guard n > 0 else { return }
+        var dotAfterSlash = false
+        var brace = false
+        var previous: UInt8 = 0x2F  // a leading "." counts as following a slash
+        var colon = -1  // the first ":" before any "/", "?" or "#": a scheme may end there
+        var firstSegment = true
         var i = 0
-        let raw = UnsafeRawPointer(base)
-        // Words with neither "." nor "{" are skipped eight bytes at a time.
-        while i &+ 8 <= n {
-            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            let d = w ^ 0x2E2E_2E2E_2E2E_2E2E
-            let b = w ^ 0x7B7B_7B7B_7B7B_7B7B
-            let hasDot = (d &- 0x0101_0101_0101_0101) & ~d & 0x8080_8080_8080_8080
-            let hasBraceByte = (b &- 0x0101_0101_0101_0101) & ~b & 0x8080_8080_8080_8080
-            if hasDot | hasBraceByte != 0 {
-                for k in i..<(i &+ 8) {
-                    let c = u[k]
-                    if c == 0x7B { hasBrace = true }
-                    if c == 0x2E && k > 0 && u[k &- 1] == 0x2F { dotAfterSlash = true }
-                }
-            }
-            i &+= 8
-        }
         while i < n {
             let c = u[i]
-            if c == 0x7B { hasBrace = true }
-            if c == 0x2E && i > 0 && u[i &- 1] == 0x2F { dotAfterSlash = true }
+            if c == 0x7B { brace = true }
+            if c == 0x2E && previous == 0x2F { dotAfterSlash = true }
+            if firstSegment {
+                if c == asciiColon {
+                    colon = i
+                    firstSegment = false
+                } else if c == 0x2F || c == 0x3F || c == asciiHash {
+                    firstSegment = false
+                }
+            }
+            previous = c
             i &+= 1
         }
+        hasBrace = brace
         if dotAfterSlash { return }
         let first = u[0]
-        if (first | 0x20) >= 0x61 && (first | 0x20) <= 0x7A {
-            var j = 1
-            while j < n {
+        if colon > 0, (first | 0x20) >= 0x61 && (first | 0x20) <= 0x7A {
+            var schemeCharacters = true
+            for j in 1..<colon {
                 let b = u[j]
-                if b == asciiColon {
-                    shape = .absoluteWithoutDots
-                    return
-                }
                 let alpha = (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A
-                if !(alpha || ASCII.isDigit(b) || b == 0x2B || b == 0x2D || b == 0x2E) { break }
-                j &+= 1
+                if !(alpha || ASCII.isDigit(b) || b == 0x2B || b == 0x2D || b == 0x2E) {
+                    schemeCharacters = false
+                    break
+                }
+            }
+            if schemeCharacters {
+                shape = .absoluteWithoutDots
+                return
             }
         }
         if first == 0x2F || first == 0x3F || first == asciiHash { return }
