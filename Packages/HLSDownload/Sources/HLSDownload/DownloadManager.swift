@@ -358,6 +358,7 @@ public actor DownloadManager {
             }
             counters.values.withLock { $0.jobsTotal = plan.jobs.count }
             await manager.report(id, generation: generation, force: true)
+            let gate = RequestGate(permits: concurrency)
             let report: @Sendable () async -> Void = { await manager.report(id, generation: generation, force: false) }
             try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
                 var next = 0
@@ -369,7 +370,7 @@ public actor DownloadManager {
                     group.addTask {
                         do {
                             _ = try await fetcher.fetch(
-                                job, index: index, folder: folder, counters: counters, report: report)
+                                job, index: index, folder: folder, counters: counters, gate: gate, report: report)
                             return (index, false)
                         } catch let error as DownloadError
                             where error.code == .notFound && skipMissing && job.kind == .segment
@@ -378,7 +379,8 @@ public actor DownloadManager {
                         }
                     }
                 }
-                for _ in 0..<concurrency { add() }
+                // More jobs than request slots: the extra ones flush and check finished files meanwhile.
+                for _ in 0..<(concurrency + max(16, 2 * concurrency)) { add() }
                 while let (index, wasSkipped) = try await group.next() {
                     counters.values.withLock { $0.jobsDone += 1 }
                     if wasSkipped {

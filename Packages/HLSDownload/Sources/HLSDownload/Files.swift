@@ -84,6 +84,14 @@ enum Files {
         }
     }
 
+    /// Flushes a file's data to the disk.
+    static func sync(_ path: String) throws(DownloadError) {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw error(.current, "opening to flush", path: path) }
+        defer { _ = posixClose(fd) }
+        guard fsync(fd) == 0 else { throw error(.current, "flushing", path: path) }
+    }
+
     /// Flushes a folder's entries (after a rename into it).
     static func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY)

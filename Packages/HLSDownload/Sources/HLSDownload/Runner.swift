@@ -163,7 +163,10 @@ struct Fetcher: Sendable {
     }
 
     /// Fetches `job` into `folder/job.path`, resuming a partial file; returns the final size.
-    func fetch(_ job: Job, index: Int, folder: String, counters: TaskCounters, report: @Sendable () async -> Void)
+    func fetch(
+        _ job: Job, index: Int, folder: String, counters: TaskCounters, gate: RequestGate,
+        report: @Sendable () async -> Void
+    )
         async throws -> UInt64
     {
         try Task.checkCancellation()
@@ -174,6 +177,10 @@ struct Fetcher: Sendable {
         let isKey = job.kind == .key
         var integrityFailures = 0
         try await withRetries(url: job.url) {
+            // The request slot is held only while bytes come in; flushing and checking happen outside it, so
+            // slow fsyncs never idle the connections.
+            let permit = await gate.acquire()
+            defer { permit.release() }
             var existing = Files.size(part) ?? 0
             let validator = existing > 0 ? (try? Files.read(validatorPath, limit: 4096)) : nil
             if existing > 0, validator == nil || validator?.isEmpty == true {
@@ -320,7 +327,6 @@ struct Fetcher: Sendable {
             }
             // A cancelled transfer ends its body early without an error: never take that for a whole body.
             try Task.checkCancellation()
-            try writer.sync()
             writer.close()
             let total = appendTo + received
             if let expected, received != expected {
@@ -331,6 +337,8 @@ struct Fetcher: Sendable {
                         reason: DownloadError(.contentLength, "got \(received) of \(expected) bytes", url: job.url))
                 }
             }
+            permit.release()
+            try Files.sync(part)
             if let length = job.rangeLength, total != length {
                 counters.add(-Int64(total))
                 Files.remove(part)
@@ -451,5 +459,56 @@ struct Fetcher: Sendable {
         try Files.rename(temporary, final)
         Files.syncDirectory(Files.parent(of: final))
         for piece in assembly.pieces { Files.remove(folder + "/" + piece) }
+    }
+}
+
+/// A counting semaphore for the requests of one task.
+final class RequestGate: Sendable {
+    private let state: Mutex<(permits: Int, waiters: [CheckedContinuation<Void, Never>])>
+
+    init(permits: Int) {
+        state = Mutex((max(1, permits), []))
+    }
+
+    /// Waits for a free slot; the returned permit gives it back once.
+    func acquire() async -> Permit {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let go = state.withLock { s -> Bool in
+                if s.permits > 0 {
+                    s.permits -= 1
+                    return true
+                }
+                s.waiters.append(continuation)
+                return false
+            }
+            if go { continuation.resume() }
+        }
+        return Permit(gate: self)
+    }
+
+    fileprivate func release() {
+        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if s.waiters.isEmpty {
+                s.permits += 1
+                return nil
+            }
+            return s.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+
+    /// One held slot.
+    final class Permit: Sendable {
+        private let gate: RequestGate
+        private let held = Mutex(true)
+        fileprivate init(gate: RequestGate) { self.gate = gate }
+        func release() {
+            if held.withLock({ h in
+                defer { h = false }
+                return h
+            }) {
+                gate.release()
+            }
+        }
     }
 }
