@@ -1,0 +1,400 @@
+// End-to-end tests of `tsplayer cache-proxy` against a real origin (nginx on loopback that answers 403 without
+// the right Authorization header) and real clients (ffprobe, ffmpeg, curl).
+import Foundation
+import Synchronization
+import Testing
+
+/// Media made by ffmpeg once per run: an mp3, an mp4 (moov at the end, so readers seek) and a .ts.
+enum CacheProxyFixtures {
+    static let folder: URL? = make()
+    static let names = ["tone.mp3", "clip.mp4", "clip.ts"]
+
+    private static func make() -> URL? {
+        guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return nil }
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("cacheproxy-\(UUID())")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let jobs: [[String]] = [
+            ["-f", "lavfi", "-i", "sine=frequency=440:duration=6", "-c:a", "libmp3lame", "-b:a", "128k", "tone.mp3"],
+            [
+                "-f", "lavfi", "-i", "testsrc=size=640x360:rate=25:duration=4", "-f", "lavfi", "-i",
+                "sine=frequency=300:duration=4", "-vf", "noise=alls=30:allf=t", "-c:v", "libx264", "-preset",
+                "ultrafast", "-b:v", "6M", "-c:a", "aac",
+                "-shortest", "clip.mp4",
+            ],
+            [
+                "-f", "lavfi", "-i", "testsrc=size=640x360:rate=25:duration=4", "-vf", "noise=alls=30:allf=t", "-c:v",
+                "libx264", "-preset",
+                "ultrafast", "-b:v", "6M", "-f", "mpegts", "clip.ts",
+            ],
+        ]
+        for job in jobs {
+            guard
+                let result = try? EndToEnd.run(
+                    ffmpeg,
+                    ["-v", "error", "-y"] + job.dropLast() + [folder.appendingPathComponent(job.last ?? "").path]),
+                result.status == 0
+            else { return nil }
+        }
+        return folder
+    }
+
+    static func bytes(_ name: String) -> Data {
+        guard let folder else { return Data() }
+        return (try? Data(contentsOf: folder.appendingPathComponent(name))) ?? Data()
+    }
+}
+
+/// A digest of the bytes (FNV-1a 64 and the length), so that a failure prints something short.
+func cacheProxySHA(_ data: Data) -> String {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in data { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+    return "\(data.count):" + String(hash, radix: 16)
+}
+
+/// nginx on loopback serving the fixtures: 403 unless `Authorization: Bearer <token>`; `/slow/` is throttled.
+/// The access log line is `$request_uri $status $body_bytes_sent "$http_authorization" "$http_range"`.
+final class CacheProxyOrigin {
+    static let token = "e2e-token-1234"
+    let process: Process
+    let port: UInt16
+    let directory: URL
+    var accessLog: URL { directory.appendingPathComponent("access.log") }
+
+    init?(root: URL, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        guard let nginx = EndToEnd.tool("nginx", sourceLocation: sourceLocation) else { return nil }
+        directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("cpnginx-\(UUID())")
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        for _ in 0..<20 {
+            let port = UInt16.random(in: 20_000...60_000)
+            let d = directory.path
+            let config = """
+                worker_processes 1;
+                daemon off;
+                master_process off;
+                error_log \(d)/error.log;
+                pid \(d)/nginx.pid;
+                events { worker_connections 256; }
+                http {
+                  log_format cp '$request_uri $status $body_bytes_sent "$http_authorization" "$http_range"';
+                  access_log \(d)/access.log cp;
+                  client_body_temp_path \(d)/tmp;
+                  proxy_temp_path \(d)/tmp;
+                  fastcgi_temp_path \(d)/tmp;
+                  uwsgi_temp_path \(d)/tmp;
+                  scgi_temp_path \(d)/tmp;
+                  types { audio/mpeg mp3; video/mp4 mp4; video/mp2t ts; }
+                  server {
+                    listen 127.0.0.1:\(port);
+                    root \(root.path);
+                    if ($http_authorization != "Bearer \(CacheProxyOrigin.token)") { return 403; }
+                    location /slow/ { alias \(root.path)/; limit_rate 1m; }
+                  }
+                }
+
+                """
+            let configURL = directory.appendingPathComponent("nginx.conf")
+            try Data(config.utf8).write(to: configURL)
+            let process = Process()
+            process.executableURL = nginx
+            process.arguments = ["-c", configURL.path, "-e", directory.appendingPathComponent("error.log").path]
+            process.standardError = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            for _ in 0..<100 {
+                if !process.isRunning { break }
+                if CacheProxyOrigin.connects(port) {
+                    self.process = process
+                    self.port = port
+                    return
+                }
+                usleep(20_000)
+            }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        Issue.record("nginx did not start", sourceLocation: sourceLocation)
+        return nil
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
+
+    func stop() {
+        // Single-process nginx started from a test thread may block SIGTERM: SIGKILL it.
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+
+    /// Access log rows.
+    func requests() -> [(uri: String, status: Int, bytes: Int, authorization: String, range: String)] {
+        let text = (try? String(contentsOf: accessLog, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let quoted = line.split(separator: "\"", omittingEmptySubsequences: false)
+            let head = quoted.first?.split(separator: " ") ?? []
+            guard head.count >= 3, let status = Int(head[1]), let bytes = Int(head[2]) else { return nil }
+            return (
+                String(head[0]), status, bytes, quoted.count > 1 ? String(quoted[1]) : "",
+                quoted.count > 3 ? String(quoted[3]) : ""
+            )
+        }
+    }
+
+    static func connects(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
+
+/// A running `tsplayer cache-proxy` and the local URL it printed.
+final class CacheProxyProcess {
+    let process = Process()
+    let localURL: String
+
+    init?(_ url: String, cacheDirectory: URL, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return nil }
+        process.executableURL = tool
+        process.arguments = [
+            "cache-proxy", url, "-H", "Authorization: Bearer \(CacheProxyOrigin.token)", "--cache-dir",
+            cacheDirectory.path, "--allow-private",
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var buffer = Data()
+        while !buffer.contains(UInt8(ascii: "\n")) {
+            let more = out.fileHandleForReading.availableData
+            if more.isEmpty { break }
+            buffer.append(more)
+        }
+        let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        guard line.hasPrefix("http://127.0.0.1:") else {
+            Issue.record("cache-proxy printed '\(line)'", sourceLocation: sourceLocation)
+            kill(process.processIdentifier, SIGKILL)
+            return nil
+        }
+        localURL = line
+    }
+
+    func kill9() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGINT)
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { kill9() }
+}
+
+func cacheProxyTempDirectory() -> URL {
+    let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("cpcache-\(UUID())")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// `curl -s [-r range] url` → body (nil when curl fails).
+func cacheProxyCurl(_ url: String, range: String? = nil) throws -> Data? {
+    guard let curl = EndToEnd.tool("curl") else { return nil }
+    let result = try EndToEnd.run(curl, ["-sf"] + (range.map { ["-r", $0] } ?? []) + [url])
+    return result.status == 0 ? result.stdout : nil
+}
+
+@Suite("tsplayer cache-proxy end to end", .serialized)
+struct CacheProxyEndToEndTests {
+    /// The MD5 of every demuxed packet, as ffmpeg reports it.
+    func packetHash(_ input: String) throws -> String? {
+        guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return nil }
+        let result = try EndToEnd.run(
+            ffmpeg, ["-v", "error", "-i", input, "-map", "0", "-c", "copy", "-f", "md5", "-"])
+        #expect(result.status == 0, "ffmpeg failed on \(input): \(result.err)")
+        return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func probe(_ input: String) throws -> String? {
+        guard let ffprobe = EndToEnd.tool("ffprobe") else { return nil }
+        let result = try EndToEnd.run(
+            ffprobe,
+            ["-v", "error", "-show_entries", "format=duration,size:stream=codec_name", "-of", "csv=p=0", input])
+        #expect(result.status == 0, "ffprobe failed on \(input): \(result.err)")
+        return result.out
+    }
+
+    @Test("ffprobe and ffmpeg read an mp3, an mp4 and a .ts through the proxy, with the header, then offline")
+    func readsWithHeaderThenOffline() throws {
+        let root = try #require(CacheProxyFixtures.folder)
+        let origin = try #require(try CacheProxyOrigin(root: root))
+        let cache = cacheProxyTempDirectory()
+        // Without the header the origin refuses.
+        #expect(try cacheProxyCurl(origin.url("tone.mp3")) == nil)
+
+        var expected: [String: (probe: String?, packets: String?)] = [:]
+        for name in CacheProxyFixtures.names {
+            let local = root.appendingPathComponent(name).path
+            expected[name] = (try probe(local), try packetHash(local))
+        }
+        var proxies: [String: CacheProxyProcess] = [:]
+        for name in CacheProxyFixtures.names {
+            let proxy = try #require(try CacheProxyProcess(origin.url(name), cacheDirectory: cache))
+            proxies[name] = proxy
+            #expect(proxy.localURL.hasSuffix("/" + name))
+            #expect(try probe(proxy.localURL) == expected[name]?.probe, "\(name)")
+            #expect(try packetHash(proxy.localURL) == expected[name]?.packets, "\(name)")
+            let body = try #require(try cacheProxyCurl(proxy.localURL))
+            #expect(cacheProxySHA(body) == cacheProxySHA(CacheProxyFixtures.bytes(name)), "\(name)")
+        }
+        let log = origin.requests()
+        #expect(!log.isEmpty)
+        for row in log where row.uri != "/tone.mp3" || row.status != 403 {
+            #expect(row.authorization == "Bearer \(CacheProxyOrigin.token)", "\(row)")
+            #expect(row.status == 206 || row.status == 304, "\(row)")
+        }
+        // Each file came from the origin once (the later reads were served from the cache).
+        for name in CacheProxyFixtures.names {
+            let sent = log.filter { $0.uri == "/" + name && $0.status == 206 }.reduce(0) { $0 + $1.bytes }
+            #expect(sent == CacheProxyFixtures.bytes(name).count, "\(name)")
+        }
+
+        // The listing shows every file fully held.
+        let tool = try #require(EndToEnd.product("tsplayer"))
+        let listing = try EndToEnd.run(tool, ["cache-proxy", "--list", "--cache-dir", cache.path])
+        #expect(listing.status == 0)
+        for name in CacheProxyFixtures.names {
+            let size = CacheProxyFixtures.bytes(name).count
+            #expect(listing.out.contains("100.0%  \(size)"), "\(listing.out)")
+            #expect(listing.out.contains(origin.url(name)))
+        }
+
+        // Offline: the origin is gone; the same proxies and freshly started ones read the same bytes.
+        origin.stop()
+        for name in CacheProxyFixtures.names {
+            let running = try #require(proxies[name])
+            #expect(try packetHash(running.localURL) == expected[name]?.packets, "\(name) offline")
+            running.stop()
+            let restarted = try #require(try CacheProxyProcess(origin.url(name), cacheDirectory: cache))
+            #expect(try probe(restarted.localURL) == expected[name]?.probe, "\(name) offline after restart")
+            let body = try #require(try cacheProxyCurl(restarted.localURL))
+            #expect(cacheProxySHA(body) == cacheProxySHA(CacheProxyFixtures.bytes(name)), "\(name) offline")
+            restarted.stop()
+        }
+    }
+
+    @Test("a Range into the middle of an uncached file fetches only that neighbourhood")
+    func seekFetchesNeighbourhood() throws {
+        let root = try #require(CacheProxyFixtures.folder)
+        let origin = try #require(try CacheProxyOrigin(root: root))
+        let proxy = try #require(
+            try CacheProxyProcess(origin.url("clip.mp4"), cacheDirectory: cacheProxyTempDirectory()))
+        let file = CacheProxyFixtures.bytes("clip.mp4")
+        #expect(file.count > 2_500_000, "fixture too small for a seek test: \(file.count)")
+        let start = file.count / 2
+        let body = try #require(try cacheProxyCurl(proxy.localURL, range: "\(start)-\(start + 9999)"))
+        #expect(body == file.subdata(in: start..<(start + 10000)))
+        let rows = origin.requests()
+        let sent = rows.reduce(0) { $0 + $1.bytes }
+        #expect(sent >= 10000 && sent <= 1 << 20, "origin sent \(sent) of \(file.count)")
+        #expect(rows.allSatisfy { $0.range.hasPrefix("bytes=\(start)-") }, "\(rows)")
+        proxy.stop()
+    }
+
+    @Test("SIGKILL during a fetch never leaves a wrong byte claimed, and the next read completes the file")
+    func crashSafety() throws {
+        let root = try #require(CacheProxyFixtures.folder)
+        let origin = try #require(try CacheProxyOrigin(root: root))
+        let cache = cacheProxyTempDirectory()
+        let url = origin.url("slow/clip.ts")
+        let file = CacheProxyFixtures.bytes("clip.ts")
+        let proxy = try #require(try CacheProxyProcess(url, cacheDirectory: cache))
+        let curl = try #require(EndToEnd.tool("curl"))
+        let reader = Process()
+        reader.executableURL = curl
+        reader.arguments = ["-s", "-o", "/dev/null", proxy.localURL]
+        try reader.run()
+        // The origin sends 1 MiB/s: kill the proxy in the middle of the transfer.
+        usleep(2_200_000)
+        proxy.kill9()
+        reader.waitUntilExit()
+
+        // Every range the map claims holds the origin's bytes.
+        let names = try FileManager.default.contentsOfDirectory(atPath: cache.path)
+        let mapName = try #require(names.first { $0.hasSuffix(".media.ranges") })
+        let map = try String(contentsOf: cache.appendingPathComponent(mapName), encoding: .utf8)
+        let data = try Data(contentsOf: cache.appendingPathComponent(String(mapName.dropLast(".ranges".count))))
+        var claimed = 0
+        for line in map.split(separator: "\n") where line.hasPrefix("range ") {
+            let fields = line.split(separator: " ")
+            let offset = try #require(Int(fields[1]))
+            let length = try #require(Int(fields[2]))
+            #expect(offset + length <= file.count && offset + length <= data.count)
+            #expect(data.subdata(in: offset..<(offset + length)) == file.subdata(in: offset..<(offset + length)))
+            claimed += length
+        }
+        #expect(claimed > 0 && claimed < file.count, "claimed \(claimed) of \(file.count) at the kill")
+
+        let restarted = try #require(try CacheProxyProcess(url, cacheDirectory: cache))
+        let body = try #require(try cacheProxyCurl(restarted.localURL))
+        #expect(cacheProxySHA(body) == cacheProxySHA(file))
+        let tool = try #require(EndToEnd.product("tsplayer"))
+        let listing = try EndToEnd.run(tool, ["cache-proxy", "--list", "--cache-dir", cache.path])
+        #expect(listing.out.contains("100.0%  \(file.count)"), "\(listing.out)")
+        restarted.stop()
+    }
+
+    @Test("8 concurrent readers of overlapping ranges get the right bytes, and nginx sends each byte once")
+    func concurrentReaders() throws {
+        let root = try #require(CacheProxyFixtures.folder)
+        let origin = try #require(try CacheProxyOrigin(root: root))
+        let proxy = try #require(
+            try CacheProxyProcess(origin.url("clip.ts"), cacheDirectory: cacheProxyTempDirectory()))
+        let file = CacheProxyFixtures.bytes("clip.ts")
+        let size = file.count
+        let curl = try #require(EndToEnd.tool("curl"))
+        let spans: [(Int, Int)] = [
+            (0, size), (size / 8, size / 2), (size / 4, size * 3 / 4), (0, size / 3),
+            (size / 2, size), (size / 3, size * 5 / 6), (size * 3 / 5, size * 2 / 3), (size / 10, size),
+        ]
+        let outputs = cacheProxyTempDirectory()
+        var readers: [Process] = []
+        for (index, span) in spans.enumerated() {
+            let reader = Process()
+            reader.executableURL = curl
+            reader.arguments = [
+                "-sf", "-r", "\(span.0)-\(span.1 - 1)", "-o", outputs.appendingPathComponent("\(index)").path,
+                proxy.localURL,
+            ]
+            try reader.run()
+            readers.append(reader)
+        }
+        for reader in readers { reader.waitUntilExit() }
+        for (index, span) in spans.enumerated() {
+            #expect(readers[index].terminationStatus == 0)
+            let got = try Data(contentsOf: outputs.appendingPathComponent("\(index)"))
+            #expect(got == file.subdata(in: span.0..<span.1), "reader \(index) \(span)")
+        }
+        let sent = origin.requests().filter { $0.uri == "/clip.ts" }.reduce(0) { $0 + $1.bytes }
+        #expect(sent == size, "nginx sent \(sent) bytes for a \(size)-byte file")
+        proxy.stop()
+    }
+}
