@@ -382,7 +382,14 @@ public struct IPTVStreamParser: Sendable {
     /// Reads `key="value" key=value ...` up to the first comma outside quotes. Returns the attributes and the
     /// index just past that comma (nil when there is none). A quote closes a value only when followed by the end,
     /// a comma, or spaces and then another `key=` or a comma, so stray quotes inside values survive.
-    static func attributes(_ b: ArraySlice<UInt8>) -> ([(name: String, value: String)], ArraySlice<UInt8>.Index?) {
+    static func attributes(_ slice: ArraySlice<UInt8>) -> ([(name: String, value: String)], ArraySlice<UInt8>.Index?) {
+        let base = slice.startIndex
+        let (list, title) = slice.withUnsafeBufferPointer { attributes($0) }
+        return (list, title.map { base + $0 })
+    }
+
+    /// The same over a buffer (indices from 0), so the scanning loops carry no bounds checks.
+    private static func attributes(_ b: UnsafeBufferPointer<UInt8>) -> ([(name: String, value: String)], Int?) {
         var out: [(name: String, value: String)] = []
         out.reserveCapacity(8)
         var i = b.startIndex
@@ -397,7 +404,7 @@ public struct IPTVStreamParser: Sendable {
             let keyStart = i
             while i < end, b[i] != asciiEquals, b[i] != asciiComma, !ASCII.isWhitespace(b[i]) { i += 1 }
             guard i < end, b[i] == asciiEquals else { continue }  // a stray token: skipped
-            let key = String(decoding: b[keyStart..<i], as: UTF8.self)
+            let key = String(decoding: UnsafeBufferPointer(rebasing: b[keyStart..<i]), as: UTF8.self)
             i += 1
             if i < end, b[i] == asciiQuote {
                 let valueStart = i + 1
@@ -411,25 +418,26 @@ public struct IPTVStreamParser: Sendable {
                     j += 1
                 }
                 if let close {
-                    out.append((key, String(decoding: b[valueStart..<close], as: UTF8.self)))
+                    out.append(
+                        (key, String(decoding: UnsafeBufferPointer(rebasing: b[valueStart..<close]), as: UTF8.self)))
                     i = close + 1
                 } else {
                     // Unterminated: the value runs to the first comma.
                     var k = valueStart
                     while k < end, b[k] != asciiComma { k += 1 }
-                    out.append((key, String(decoding: b[valueStart..<k], as: UTF8.self)))
+                    out.append((key, String(decoding: UnsafeBufferPointer(rebasing: b[valueStart..<k]), as: UTF8.self)))
                     i = k
                 }
             } else {
                 let valueStart = i
                 while i < end, b[i] != asciiComma, !ASCII.isWhitespace(b[i]) { i += 1 }
-                out.append((key, String(decoding: b[valueStart..<i], as: UTF8.self)))
+                out.append((key, String(decoding: UnsafeBufferPointer(rebasing: b[valueStart..<i]), as: UTF8.self)))
             }
         }
         return (out, nil)
     }
 
-    private static func closesValue(_ b: ArraySlice<UInt8>, _ quote: Int) -> Bool {
+    private static func closesValue(_ b: UnsafeBufferPointer<UInt8>, _ quote: Int) -> Bool {
         var k = quote + 1
         if k >= b.endIndex || b[k] == asciiComma { return true }
         guard ASCII.isWhitespace(b[k]) else { return false }
