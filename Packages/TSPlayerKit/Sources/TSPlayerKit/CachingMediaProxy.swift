@@ -65,8 +65,9 @@ public final class CachingMediaProxy: Sendable {
         public var server = HTTPServerConfiguration()
         /// The most bytes one origin request asks for: a seek fetches only this neighbourhood.
         public var fetchWindow: UInt64 = 1 << 20
-        /// Fetched bytes are made durable (data flushed, then the map replaced) at least this often.
-        public var commitInterval: UInt64 = 1 << 20
+        /// Fetched bytes are made durable (data flushed, then the map replaced) after this many bytes or a second,
+        /// whichever comes first.
+        public var commitInterval: UInt64 = 8 << 20
 
         /// Options with a cache folder.
         public init(cacheDirectory: String) {
@@ -342,7 +343,11 @@ struct CachedRangeSequence: AsyncSequence, Sendable {
                 if entry.failures > startFailures + 2 {
                     throw ReadFailure(detail: "the origin keeps failing: \(entry.lastError.map { "\($0)" } ?? "")")
                 }
-                entry.ensureFetch(covering: position, until: end, headers: sequence.headers)
+                let covered = entry.ensureFetch(covering: position, until: end, headers: sequence.headers)
+                // Read ahead one window, so that the next origin request overlaps this one's transfer.
+                if let covered, covered < end, covered - position <= entry.window {
+                    entry.ensureFetch(covering: covered, until: end, headers: sequence.headers)
+                }
                 waits += 1
                 if waits > 60 && entry.isIdle {
                     throw ReadFailure(detail: "no fetch progresses at \(position)")

@@ -26,6 +26,8 @@ final class CachedMediaEntry: Sendable {
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiterID = 0
         var uncommitted: UInt64 = 0
+        var lastCommit = ContinuousClock.now
+        var commitScheduled = false
     }
 
     let key: String
@@ -164,34 +166,37 @@ final class CachedMediaEntry: Sendable {
     }
 
     /// Makes sure a fetch in flight will write `position` (starting one when none will): returns without waiting.
-    func ensureFetch(covering position: UInt64, until end: UInt64, headers: [(name: String, value: String)]) {
-        let start = state.withLock { s -> (Int, UInt64, UInt64, Bool)? in
-            guard let info = s.info else { return nil }
+    /// Returns where the fetch that covers `position` stops, when it is a ranged fetch.
+    @discardableResult
+    func ensureFetch(covering position: UInt64, until end: UInt64, headers: [(name: String, value: String)])
+        -> UInt64?
+    {
+        let (start, coveredEnd) = state.withLock { s -> ((Int, UInt64, UInt64, Bool)?, UInt64?) in
+            guard let info = s.info else { return (nil, nil) }
             if !info.acceptsRanges {
-                if !s.fetches.isEmpty { return nil }
+                if !s.fetches.isEmpty { return (nil, nil) }
                 s.nextFetchID += 1
                 s.fetches[s.nextFetchID] = Fetch(position: 0, end: info.length, sequential: true)
-                return (s.nextFetchID, 0, info.length, true)
+                return ((s.nextFetchID, 0, info.length, true), nil)
             }
             var stop = min(end, info.length, position &+ window)
             for fetch in s.fetches.values {
-                if fetch.sequential || (fetch.position <= position && position < fetch.end) { return nil }
+                if fetch.sequential { return (nil, nil) }
+                if fetch.position <= position && position < fetch.end { return (nil, fetch.end) }
                 if fetch.position > position { stop = min(stop, fetch.position) }
             }
-            guard stop > position, let range = ByteRange(lowerBound: position, upperBound: stop) else { return nil }
-            if let gap = cache.missing(in: range).first {
-                guard gap.offset == position else { return nil }
-                stop = gap.upperBound
-            } else {
-                return nil
-            }
+            guard stop > position, let range = ByteRange(lowerBound: position, upperBound: stop),
+                let gap = cache.missing(in: range).first, gap.offset == position
+            else { return (nil, nil) }
+            stop = gap.upperBound
             s.nextFetchID += 1
             s.fetches[s.nextFetchID] = Fetch(position: position, end: stop, sequential: false)
-            return (s.nextFetchID, position, stop, false)
+            return ((s.nextFetchID, position, stop, false), stop)
         }
         if let (id, from, to, sequential) = start {
             startFetch(id: id, start: from, end: to, sequential: sequential, headers: headers)
         }
+        return coveredEnd
     }
 
     // MARK: Fetching
@@ -210,17 +215,50 @@ final class CachedMediaEntry: Sendable {
     }
 
     private func finishFetch(_ id: Int, error: ProxyError?) {
-        try? cache.commit()
-        state.withLock { s in
+        let commitNow = state.withLock { s -> Bool in
             s.fetches[id] = nil
-            s.uncommitted = 0
             if let error {
                 s.failures += 1
                 s.lastError = error
             }
+            let complete = s.info.flatMap { ByteRange(offset: 0, length: $0.length) }.map(cache.contains) ?? false
+            return dueForCommit(&s) || (s.fetches.isEmpty && complete)
+        }
+        if commitNow {
+            try? cache.commit()
+        } else {
+            scheduleCommit()
         }
         signal()
         onFetchEnd(self)
+    }
+
+    /// Whether enough bytes or time went by since the last commit (each commit costs three flushes); resets the
+    /// counters when it is.
+    private func dueForCommit(_ s: inout State) -> Bool {
+        let now = ContinuousClock.now
+        guard s.uncommitted >= commitInterval || now - s.lastCommit >= .seconds(1) else { return false }
+        s.uncommitted = 0
+        s.lastCommit = now
+        return true
+    }
+
+    /// Commits within about a second, so that bytes of a finished fetch do not stay unclaimed for long.
+    private func scheduleCommit() {
+        let schedule = state.withLock { s -> Bool in
+            defer { s.commitScheduled = true }
+            return !s.commitScheduled
+        }
+        guard schedule else { return }
+        Task.detached {
+            try? await Task.sleep(for: .seconds(1))
+            self.state.withLock { s in
+                s.commitScheduled = false
+                s.uncommitted = 0
+                s.lastCommit = ContinuousClock.now
+            }
+            try? self.cache.commit()
+        }
     }
 
     private func runFetch(
@@ -285,11 +323,7 @@ final class CachedMediaEntry: Sendable {
                 let commitNow = state.withLock { s -> Bool in
                     s.fetches[id]?.position = position
                     s.uncommitted += UInt64(usable)
-                    if s.uncommitted >= commitInterval {
-                        s.uncommitted = 0
-                        return true
-                    }
-                    return false
+                    return dueForCommit(&s)
                 }
                 if commitNow { try? cache.commit() }
                 signal()
