@@ -1,5 +1,6 @@
 // A child process for the crash-safety test of SparseRangeCache: it writes pseudo-random ranges of a known byte
-// pattern into a cache, committing as it goes, until the test kills it with SIGKILL at a random moment.
+// pattern into a cache, committing as it goes, until the test kills it with SIGKILL at a random moment. It prints
+// "ready" once its first write is durable.
 //
 // Usage: SparseCacheCrashWriter DATA-PATH SEED
 import FileRange
@@ -29,14 +30,19 @@ do {
         state ^= state << 17
         return state
     }
-    let ready = Array("ready\n".utf8)
-    _ = ready.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+    var announced = false
     while true {
         let offset = next() % (4 << 20)
         let length = Int(next() % (256 << 10)) + 1
         let bytes = (0..<length).map { patternByte(at: offset + UInt64($0)) }
-        // Every third write is left uncommitted for a while, to exercise batching.
-        try cache.write(bytes, at: offset, commit: next() % 3 != 0)
+        // Every third write is left uncommitted for a while, to exercise batching; the first is always committed,
+        // and only then does the writer say it is ready to be killed.
+        try cache.write(bytes, at: offset, commit: !announced || next() % 3 != 0)
+        if !announced {
+            announced = true
+            let ready = Array("ready\n".utf8)
+            _ = ready.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        }
     }
 } catch {
     print("error: \(error)")
