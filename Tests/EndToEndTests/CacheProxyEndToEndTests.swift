@@ -366,8 +366,8 @@ struct CacheProxyEndToEndTests {
     func concurrentReaders() throws {
         let root = try #require(CacheProxyFixtures.folder)
         let origin = try #require(try CacheProxyOrigin(root: root))
-        let proxy = try #require(
-            try CacheProxyProcess(origin.url("clip.ts"), cacheDirectory: cacheProxyTempDirectory()))
+        let cache = cacheProxyTempDirectory()
+        let proxy = try #require(try CacheProxyProcess(origin.url("clip.ts"), cacheDirectory: cache))
         let file = CacheProxyFixtures.bytes("clip.ts")
         let size = file.count
         let curl = try #require(EndToEnd.tool("curl"))
@@ -396,5 +396,42 @@ struct CacheProxyEndToEndTests {
         let sent = origin.requests().filter { $0.uri == "/clip.ts" }.reduce(0) { $0 + $1.bytes }
         #expect(sent == size, "nginx sent \(sent) bytes for a \(size)-byte file")
         proxy.stop()
+
+        // The machine-readable listing.
+        let tool = try #require(EndToEnd.product("tsplayer"))
+        let listing = try EndToEnd.run(tool, ["cache-proxy", "--list", "--json", "--cache-dir", cache.path])
+        #expect(listing.status == 0)
+        let objects = try #require(try JSONSerialization.jsonObject(with: listing.stdout) as? [[String: Any]])
+        #expect(objects.count == 1)
+        #expect(objects.first?["url"] as? String == origin.url("clip.ts"))
+        #expect((objects.first?["heldBytes"] as? NSNumber)?.intValue == size)
+        #expect((objects.first?["length"] as? NSNumber)?.intValue == size)
+        #expect((objects.first?["fractionHeld"] as? NSNumber)?.doubleValue == 1)
+    }
+
+    @Test("usage: help on stdout with 0, mistakes on stderr with 64")
+    func usage() throws {
+        let tool = try #require(EndToEnd.product("tsplayer"))
+        let help = try EndToEnd.run(tool, ["cache-proxy", "--help"])
+        #expect(help.status == 0)
+        #expect(help.out.hasPrefix("OVERVIEW: Serve a remote media file on a loopback port, with request headers"))
+        #expect(help.out.contains("USAGE: tsplayer cache-proxy <url> [-H <header>]... [--cache-dir <dir>]"))
+        let cases: [([String], String)] = [
+            (["cache-proxy"], "Error: missing <url>\n"),
+            (["cache-proxy", "ftp://example.com/a.mp3"], "Error: <url> must be an absolute http or https URL\n"),
+            (["cache-proxy", "http://example.com/a.mp3", "--max-size", "12X"], "Error: invalid size '12X'\n"),
+            (
+                ["cache-proxy", "http://example.com/a.mp3", "-H", "NoColon"],
+                "Error: header 'NoColon' is not 'Name: value'\n"
+            ),
+            (["cache-proxy", "--list", "http://example.com/a.mp3"], "Error: --list takes no <url>\n"),
+        ]
+        for (arguments, message) in cases {
+            let result = try EndToEnd.run(tool, arguments)
+            #expect(result.status == 64, "\(arguments)")
+            #expect(result.err.hasPrefix(message), "\(arguments): \(result.err)")
+            #expect(result.err.contains("USAGE: tsplayer cache-proxy"))
+            #expect(result.out.isEmpty)
+        }
     }
 }
