@@ -141,7 +141,9 @@ final class CachedMediaEntry: Sendable {
         hint: UInt64, headers: [(name: String, value: String)]
     ) async throws(ProxyError) -> CachedContentInfo {
         let startFailures = failures
-        var attempts = 0
+        // Past every attempt the fetcher makes (each bounded by its timeout), give up.
+        let options = fetcher.options
+        let deadline = ContinuousClock.now + .seconds(options.timeout * Double(options.retries + 1) + 5)
         while true {
             let seen = generation
             if let info { return info }
@@ -157,8 +159,7 @@ final class CachedMediaEntry: Sendable {
             if let probing {
                 startFetch(id: probing, start: hint, end: hint &+ window, sequential: false, headers: headers)
             }
-            attempts += 1
-            if attempts > 200 {
+            if ContinuousClock.now > deadline {
                 throw ProxyError(.timedOut, url: url, detail: "no content information from the origin")
             }
             await wait(since: seen)
