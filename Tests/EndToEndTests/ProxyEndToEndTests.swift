@@ -1,0 +1,198 @@
+// The ad-stripping proxy end to end: a python test origin in its own process (Tests/Origins/hls_origin.py) serving
+// ffmpeg-made segments in which ad segments are solid red and requiring an Authorization header, then
+// `tsplayer proxy` with that header, then ffmpeg reading through the proxy. No red frame may come out, and
+// timestamps must run on without a gap.
+import Foundation
+import Synchronization
+import Testing
+
+/// A child process whose first stdout line is read (a port or a URL); stopped with SIGINT/SIGTERM.
+final class ProxyTestProcess: Sendable {
+    let process: Process
+    let firstLine: String
+    private let errors: ProxyLog
+
+    init(_ executable: URL, _ arguments: [String]) throws {
+        process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let log = ProxyLog()
+        err.fileHandleForReading.readabilityHandler = { handle in log.append(handle.availableData) }
+        errors = log
+        var text = ""
+        let deadline = Date().addingTimeInterval(20)
+        while !text.contains("\n"), Date() < deadline, process.isRunning {
+            let data = out.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
+        firstLine = String(text.split(separator: "\n").first ?? "")
+    }
+
+    var stderr: String { errors.text }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+private final class ProxyLog: Sendable {
+    private let value = Mutex(Data())
+    func append(_ data: Data) { value.withLock { $0.append(data) } }
+    var text: String { value.withLock { String(decoding: $0, as: UTF8.self) } }
+}
+
+/// Segments made once per test process: 40 two-second MPEG-TS segments (320x180, 25 fps, stereo AAC) of one
+/// continuous stream; the pictures of segments 8-10 and 14-15 (16-22 s and 28-32 s) are solid red: the "ads".
+enum ProxyMedia {
+    static let segments = 40
+    static let adSegments: Set<Int> = [8, 9, 10, 14, 15]
+    static let directory: Result<URL, any Error> = Result {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-e2e-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        guard let ffmpeg = EndToEnd.tool("ffmpeg") else { throw CocoaError(.fileNoSuchFile) }
+        let result = try EndToEnd.run(
+            ffmpeg,
+            [
+                "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f",
+                "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "80", "-filter_complex",
+                "[0:v]drawbox=x=0:y=0:w=iw:h=ih:color=red:t=fill:enable='gte(t,16)*lt(t,22)+gte(t,28)*lt(t,32)'[v]",
+                "-map", "[v]", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-keyint_min",
+                "50", "-sc_threshold", "0", "-force_key_frames", "expr:gte(t,n_forced*2)", "-c:a", "aac", "-ac", "2",
+                "-b:a", "64k", "-f", "hls", "-hls_time", "2", "-hls_list_size", "0", "-hls_segment_filename",
+                dir.appendingPathComponent("seg%d.ts").path, dir.appendingPathComponent("ffmpeg.m3u8").path,
+            ])
+        guard result.status == 0 else { throw CocoaError(.fileWriteUnknown) }
+        return dir
+    }
+}
+
+@Suite(.serialized) struct ProxyEndToEndTests {
+    struct Reading {
+        var frames: [[UInt8]]
+        var times: [Double]
+        var log: String
+        var status: Int32
+    }
+
+    /// Starts the origin and the proxy, then lets ffmpeg read `seconds` (all of it when nil) of video through the
+    /// proxy, each picture averaged to one RGB pixel.
+    func read(mode: String, seconds: Int?, breaks: String, extraProxyArguments: [String] = []) throws -> Reading {
+        let dir = try ProxyMedia.directory.get()
+        let python = try #require(EndToEnd.tool("python3"))
+        let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
+        let origin = try ProxyTestProcess(
+            python,
+            [
+                script, "--dir", dir.path, "--mode", mode, "--segments", "\(ProxyMedia.segments)", "--breaks", breaks,
+                "--auth", "Bearer e2e-secret",
+            ])
+        defer { origin.stop() }
+        let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
+        let proxy = try ProxyTestProcess(
+            tsplayer,
+            [
+                "proxy", "http://127.0.0.1:\(port)/stream.m3u8", "-H", "Authorization: Bearer e2e-secret",
+                "--allow-private", "--explain",
+            ] + extraProxyArguments)
+        defer { proxy.stop() }
+        #expect(proxy.firstLine.hasPrefix("http://127.0.0.1:"))
+        #expect(proxy.firstLine.hasSuffix("/master.m3u8"))
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-e2e-\(UUID().uuidString).raw")
+        defer { try? FileManager.default.removeItem(at: output) }
+        var arguments = ["-hide_banner", "-nostdin", "-loglevel", "info", "-i", proxy.firstLine]
+        if let seconds { arguments += ["-t", "\(seconds)"] }
+        arguments += [
+            "-map", "0:v", "-fps_mode", "passthrough", "-vf", "scale=1:1,showinfo", "-f", "rawvideo", "-pix_fmt",
+            "rgb24", "-y", output.path,
+        ]
+        let result = try EndToEnd.run(ffmpeg, arguments)
+        let bytes = [UInt8]((try? Data(contentsOf: output)) ?? Data())
+        var frames: [[UInt8]] = []
+        var i = 0
+        while i + 3 <= bytes.count {
+            frames.append(Array(bytes[i..<(i + 3)]))
+            i += 3
+        }
+        var times: [Double] = []
+        for line in result.err.split(separator: "\n") where line.contains("Parsed_showinfo") {
+            guard let range = line.range(of: "pts_time:") else { continue }
+            let value = line[range.upperBound...].prefix { $0 != " " }
+            if let t = Double(value) { times.append(t) }
+        }
+        return Reading(
+            frames: frames, times: times, log: result.err + "\n--- proxy ---\n" + proxy.stderr, status: result.status)
+    }
+
+    static func isRed(_ p: [UInt8]) -> Bool { p.count == 3 && p[0] > 150 && p[1] < 90 && p[2] < 90 }
+
+    static func problems(_ log: String) -> [Substring] {
+        log.split(separator: "\n").filter { line in
+            !line.contains("showinfo") && !line.contains("--- proxy ---")
+                && (line.contains("rror") || line.contains("corrupt") || line.contains("Failed")
+                    || line.contains("5XX") || line.contains("Non-monotonic"))
+        }
+    }
+
+    @Test func liveBreaksBecomeSlatesOnTheContentTimeline() throws {
+        let reading = try read(mode: "live", seconds: 30, breaks: "cue:8-10,daterange:14-15")
+        #expect(reading.status == 0, "\(reading.log.suffix(3000))")
+        #expect(reading.frames.count >= 740, "\(reading.frames.count) frames")
+        let red = reading.frames.indices.filter { Self.isRed(reading.frames[$0]) }
+        #expect(red.isEmpty, "red (ad) frames at \(red.prefix(10))")
+        let gaps = zip(reading.times, reading.times.dropFirst()).filter { abs($1 - $0 - 0.04) > 0.002 }
+        #expect(gaps.isEmpty, "timestamp gaps \(gaps.prefix(5))")
+        #expect(Self.problems(reading.log).isEmpty, "\(Self.problems(reading.log).prefix(5))")
+        // The proxy explained both breaks.
+        #expect(reading.log.contains("[EXT-X-CUE-OUT break cue-out-8]"))
+        #expect(reading.log.contains("[EXT-X-DATERANGE:SCTE35 break ad-14]"))
+    }
+
+    @Test func vodBreaksAreRemoved() throws {
+        let reading = try read(mode: "vod", seconds: nil, breaks: "cue:8-10,daterange:14-15")
+        #expect(reading.status == 0, "\(reading.log.suffix(3000))")
+        let expected = (ProxyMedia.segments - ProxyMedia.adSegments.count) * 50
+        #expect(abs(reading.frames.count - expected) <= 2, "\(reading.frames.count) frames, \(expected) expected")
+        let red = reading.frames.indices.filter { Self.isRed(reading.frames[$0]) }
+        #expect(red.isEmpty, "red (ad) frames at \(red.prefix(10))")
+        // At each of the two joins the continuity counters jump (the segments between are gone; the playlist says
+        // EXT-X-DISCONTINUITY there), which ffmpeg's demuxer reports as a corrupt packet: nothing else may appear.
+        let problems = Self.problems(reading.log).filter { !$0.contains("orrupt") }
+        #expect(problems.isEmpty, "\(problems.prefix(5))")
+        #expect(Self.problems(reading.log).filter { $0.hasPrefix("[mpegts") }.count <= 2)
+    }
+
+    @Test func withoutTheHeaderTheOriginRefusesAndTheProxyAnswers502() throws {
+        let dir = try ProxyMedia.directory.get()
+        let python = try #require(EndToEnd.tool("python3"))
+        let curl = try #require(EndToEnd.tool("curl"))
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
+        let origin = try ProxyTestProcess(
+            python, [script, "--dir", dir.path, "--segments", "40", "--auth", "Bearer e2e-secret"])
+        defer { origin.stop() }
+        let proxy = try ProxyTestProcess(
+            tsplayer, ["proxy", "http://127.0.0.1:\(origin.firstLine)/s.m3u8", "--allow-private"])
+        defer { proxy.stop() }
+        let result = try EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
+        #expect(result.out.hasSuffix("\n502"))
+        #expect(result.out.contains("upstream answered 403"))
+        // Loopback upstreams are refused unless allowed.
+        let strict = try ProxyTestProcess(tsplayer, ["proxy", "http://127.0.0.1:\(origin.firstLine)/s.m3u8"])
+        defer { strict.stop() }
+        let refused = try EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", strict.firstLine])
+        #expect(refused.out.hasSuffix("\n502"))
+        #expect(refused.out.contains("address not allowed"))
+    }
+}
