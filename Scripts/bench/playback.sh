@@ -29,37 +29,43 @@ cat "$big" > /dev/null
 t0=$(date +%s.%N); cat "$big" > /dev/null; t1=$(date +%s.%N)
 cat_s=$(echo "$t1 - $t0" | bc -l)
 
-serve() {  # starts tsplayer serve, sets $pid and $url; prints the launch-to-URL seconds
+serve() {  # starts tsplayer serve; sets $pid, $url (the media playlist) and $launch (seconds from launch to URL)
     local out; out=$(mktemp)
     local start; start=$(date +%s.%N)
     "$tsplayer" serve "$big" > "$out" 2>/dev/null & pid=$!
     while [[ ! -s "$out" ]]; do sleep 0.001; done
+    launch=$(echo "$(date +%s.%N) - $start" | bc -l)
     url=$(head -1 "$out" | sed 's/master.m3u8$/index.m3u8/')
-    echo "$(date +%s.%N) - $start" | bc -l
 }
 
-launch=$(serve)
+serve
+first_launch=$launch
 first=$(curl -s -o /dev/null -w '%{time_starttransfer}' "$url")
 start=$(date +%s.%N)
 until curl -s "$url" | grep -q ENDLIST; do sleep 0.05; done
 index_s=$(echo "$(date +%s.%N) - $start" | bc -l)
 segments=$(curl -s "$url" | grep -c '^#EXTINF')
+playlist_duration=$(curl -s "$url" | grep '^#EXTINF:' | sed 's/#EXTINF:\([0-9.]*\),.*/\1/' | paste -sd+ | bc -l)
+ffprobe_duration=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$big")
 media=${url%index.m3u8}media.ts
 ttfb=$(for i in $(seq 21); do
     off=$(( bytes / 2 + i * 7340033 ))
     curl -s -o /dev/null -r "$off-$((off + 1048575))" -w '%{time_starttransfer}\n' "$media"
 done | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 kill -INT $pid; wait $pid 2>/dev/null || true
-relaunch=$(serve)
+serve
+relaunch=$launch
 reopen=$(curl -s -o /dev/null -w '%{time_starttransfer}' "$url")
 vod=$(curl -s "$url" | grep -c 'PLAYLIST-TYPE:VOD' || true)
 kill -INT $pid; wait $pid 2>/dev/null || true
 
 printf 'first playlist byte (cold, growing EVENT playlist): %.1f ms after the URL (launch to URL %.1f ms)\n' \
-    "$(echo "$first * 1000" | bc -l)" "$(echo "$launch * 1000" | bc -l)"
+    "$(echo "$first * 1000" | bc -l)" "$(echo "$first_launch * 1000" | bc -l)"
 printf 'full index: %.2f s for %d segments = %.2f GB/s; cat: %.2f s = %.2f GB/s; ratio %.2fx cat\n' \
     "$index_s" "$segments" "$(echo "$bytes / $index_s / 1e9" | bc -l)" "$cat_s" "$(echo "$bytes / $cat_s / 1e9" | bc -l)" \
     "$(echo "$cat_s / $index_s" | bc -l)"
+printf 'final VOD playlist: %.3f s in %d segments; ffprobe: %.3f s; difference %.3f s (one frame is 0.033 s)\n' \
+    "$playlist_duration" "$segments" "$ffprobe_duration" "$(echo "$playlist_duration - $ffprobe_duration" | bc -l)"
 printf 'reopen with sidecar: first playlist byte %.1f ms (launch to URL %.1f ms), VOD: %s\n' \
     "$(echo "$reopen * 1000" | bc -l)" "$(echo "$relaunch * 1000" | bc -l)" "$([[ $vod == 1 ]] && echo yes || echo no)"
 printf '1 MiB Range in the middle: median time to first byte %.3f ms\n' "$(echo "$ttfb * 1000" | bc -l)"

@@ -230,6 +230,25 @@ func waitForEndList(_ url: String) throws -> String {
         #expect(server.logText.components(separatedBy: "media.ts 206").count - 1 >= 4, "\(server.logText)")
     }
 
+    /// The I-frame playlist lists each keyframe's I-frame exactly: decoded through HLS, each byte range gives one
+    /// video frame, one per second of the 1 s GOP fixture.
+    @Test func iFramePlaylistHoldsOneFramePerRange() async throws {
+        let movie = try #require(PlaybackFixtures.movie)
+        let session = try TSPlaybackSession(tsFile: movie.path, options: .init(writesSidecar: false))
+        let server = PlaybackServer()
+        let base = try await server.add(session)
+        await session.waitUntilIndexed()
+        let master = try fetch(base + "master.m3u8")
+        #expect(master.contains("#EXT-X-I-FRAME-STREAM-INF:") && master.contains("URI=\"iframes.m3u8\""), "\(master)")
+        let iframes = try fetch(base + "iframes.m3u8")
+        #expect(iframes.contains("#EXT-X-I-FRAMES-ONLY"), "\(iframes)")
+        let ranges = iframes.components(separatedBy: "#EXT-X-BYTERANGE:").count - 1
+        #expect(ranges == 8, "\(iframes)")
+        let frames = try decodedFrames(base + "iframes.m3u8")
+        #expect(frames["video"] == ranges, "\(frames)")
+        await server.remove(session)
+    }
+
     /// m3u8lint finds no error and no warning in what the session serves (informational notes only).
     @Test func servedPlaylistsPassTheLinter() throws {
         let movie = try #require(PlaybackFixtures.movie)
@@ -238,7 +257,13 @@ func waitForEndList(_ url: String) throws -> String {
         defer { server.stop() }
         let master = try #require(server.lines.first)
         let mediaText = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
-        for text in [try fetch(master), mediaText] {
+        var masterText = try fetch(master)
+        for _ in 0..<50 where !masterText.contains("I-FRAME-STREAM-INF") {
+            usleep(100_000)
+            masterText = try fetch(master)
+        }
+        let iFrameText = try fetch(master.replacingOccurrences(of: "master.m3u8", with: "iframes.m3u8"))
+        for text in [masterText, mediaText, iFrameText] {
             let result = try EndToEnd.run(lint, ["-"], input: Data(text.utf8))
             #expect(result.status == 0, "\(result.out)\n\(text)")
             #expect(!result.out.contains(": error:") && !result.out.contains(": warning:"), "\(result.out)")

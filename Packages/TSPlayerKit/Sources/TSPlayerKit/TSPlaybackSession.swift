@@ -41,6 +41,8 @@ public final class TSPlaybackSession: PlaybackSource {
     /// Segments the caller gave (a file of concatenated segments); nil when the file is indexed instead.
     private let givenSegments: [PlannedSegment]?
     private let indexState: Mutex<TSIndex?>
+    /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete.
+    private let iFrames = Mutex<[PlannedSegment]?>(nil)
     private let indexing = Mutex<Task<Void, Never>?>(nil)
 
     /// Opens `path`. Reads only both ends of the file (the probe) and, when present and current, its sidecar index.
@@ -120,7 +122,15 @@ public final class TSPlaybackSession: PlaybackSource {
     /// Starts indexing in the background unless the index is already complete or the segments were given. Safe to
     /// call more than once.
     public func startIndexing() {
-        guard !isIndexed, givenSegments == nil else { return }
+        guard givenSegments == nil else { return }
+        if let index, index.isComplete {
+            // Opened from the sidecar: only the I-frame ranges remain to be measured.
+            indexing.withLock { task in
+                guard task == nil else { return }
+                task = Task.detached(priority: .utility) { [self] in self.measureIFrames(index) }
+            }
+            return
+        }
         indexing.withLock { task in
             guard task == nil else { return }
             task = Task.detached(priority: .utility) { [self] in
@@ -165,9 +175,90 @@ public final class TSPlaybackSession: PlaybackSource {
             if options.writesSidecar {
                 try? complete.saveSidecar(for: path)
             }
+            measureIFrames(complete)
         } catch {
             // The file became unreadable: keep serving what was indexed; the playlist stays an EVENT playlist.
         }
+    }
+
+    /// Measures each keyframe's I-frame: from the packet that starts its PES to the next PES start on the same PID
+    /// (capped at 8 MiB), reading only those bytes. Its duration runs to the next keyframe.
+    private func measureIFrames(_ index: TSIndex) {
+        guard let pid = index.keyframePID, !index.keyframes.isEmpty else { return }
+        let packetSize = index.packetSize
+        let chunk = 64 << 10
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk + 256, alignment: 64)
+        defer { buffer.deallocate() }
+        var result: [PlannedSegment] = []
+        let end = index.durationTicks ?? 0
+        for (number, keyframe) in index.keyframes.enumerated() {
+            guard !Task.isCancelled, let start = UInt64(exactly: keyframe.offset) else { return }
+            let nextTicks = number + 1 < index.keyframes.count ? index.keyframes[number + 1].ticks : end
+            let duration = Double(nextTicks - keyframe.ticks) / 90_000
+            guard duration > 0,
+                let length = Self.pesLength(file, from: start, pid: pid, packetSize: packetSize, buffer: buffer)
+            else { continue }
+            result.append(PlannedSegment(offset: start, length: length, duration: duration))
+        }
+        iFrames.withLock { $0 = result }
+    }
+
+    /// The bytes from the packet at `start` (which starts a PES on `pid`) to the next packet that starts a PES on
+    /// `pid`, or to the end of the file; nil when `start` is not such a packet.
+    static func pesLength(
+        _ file: FileStreamer, from start: UInt64, pid: UInt16, packetSize: Int, buffer: UnsafeMutableRawBufferPointer
+    ) -> UInt64? {
+        let prefix = packetSize == 192 ? 4 : 0
+        let limit: UInt64 = 8 << 20
+        let perChunk = (buffer.count - 256) / packetSize * packetSize
+        var offset = start
+        while offset - start < limit {
+            guard
+                let count = try? file.read(
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<perChunk]), at: offset),
+                count >= packetSize
+            else { return offset > start ? offset - start : nil }
+            var position = 0
+            while position + packetSize <= count {
+                let header = position + prefix
+                guard buffer[header] == 0x47 else {
+                    return offset == start && position == 0 ? nil : offset + UInt64(position) - start
+                }
+                let packetPID = (UInt16(buffer[header + 1] & 0x1F) << 8) | UInt16(buffer[header + 2])
+                let startsPES = buffer[header + 1] & 0x40 != 0
+                if packetPID == pid && startsPES {
+                    if offset == start && position == 0 {
+                        // The keyframe's own first packet.
+                    } else {
+                        return offset + UInt64(position) - start
+                    }
+                } else if offset == start && position == 0 {
+                    return nil
+                }
+                position += packetSize
+            }
+            offset += UInt64(position)
+        }
+        return limit
+    }
+
+    /// The I-frame playlist's segments, once measured.
+    public var iFrameSegments: [PlannedSegment]? {
+        iFrames.withLock { $0 }
+    }
+
+    /// The I-frame playlist's text (EXT-X-I-FRAMES-ONLY), once the I-frames are measured.
+    public func iFramePlaylist() -> String? {
+        guard let frames = iFrameSegments, !frames.isEmpty else { return nil }
+        var builder = MediaPlaylistBuilder(kind: .vod)
+        builder.iFramesOnly = true
+        builder.independentSegments = true
+        builder.segments = frames.map { frame in
+            MediaPlaylistBuilder.Segment(
+                uri: "media.ts", duration: frame.duration,
+                byteRange: HLSPlaylist.ByteRange(length: frame.length, offset: frame.offset))
+        }
+        return builder.build().text
     }
 
     /// The segments: as given, or as planned from the current index.
@@ -220,6 +311,17 @@ public final class TSPlaybackSession: PlaybackSource {
                 codecs: codecs.isEmpty ? nil : codecs.joined(separator: ","), resolution: resolution,
                 frameRate: video?.frameRate.map { ($0 * 1000).rounded() / 1000 })
         ]
+        if let frames = iFrameSegments, !frames.isEmpty {
+            let peakIFrame = frames.map { Double($0.length * 8) / $0.duration }.max() ?? 1
+            let iFrameBits = frames.reduce(0) { $0 + Double($1.length * 8) }
+            let iFrameDuration = frames.reduce(0) { $0 + $1.duration }
+            builder.iFrameVariants = [
+                MultivariantPlaylistBuilder.Variant(
+                    uri: "iframes.m3u8", bandwidth: UInt64(max(1, peakIFrame).rounded(.up)),
+                    averageBandwidth: iFrameDuration > 0 ? UInt64((iFrameBits / iFrameDuration).rounded(.up)) : nil,
+                    codecs: video?.codecString, resolution: resolution)
+            ]
+        }
         return builder.build().text
     }
 
@@ -232,6 +334,9 @@ public final class TSPlaybackSession: PlaybackSource {
             return .bytes(Array(multivariantPlaylist().utf8), contentType: "application/vnd.apple.mpegurl")
         case "index.m3u8":
             return .bytes(Array(mediaPlaylist().utf8), contentType: "application/vnd.apple.mpegurl")
+        case "iframes.m3u8":
+            guard let text = iFramePlaylist() else { return .error(.notFound) }
+            return .bytes(Array(text.utf8), contentType: "application/vnd.apple.mpegurl")
         case "media.ts":
             do {
                 return try .file(file, contentType: "video/mp2t")
