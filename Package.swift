@@ -16,6 +16,8 @@ struct Module {
     var name: String
     var dependencies: [String]
     var testDependencies: [String] = []
+    /// Files in the test target that are fixtures read through #filePath, not sources or resources.
+    var testExclude: [String] = []
     var linkerSettings: [LinkerSetting] = []
     var extraTargets: [Target] = []
 }
@@ -34,7 +36,10 @@ let modules: [Module] = [
         ]
     ),
     // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
-    Module(name: "HLSPlaylist", dependencies: [], linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+    Module(
+        name: "HLSPlaylist", dependencies: [], testExclude: ["Fixtures"],
+        linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
+    ),
     Module(name: "MPEGTS", dependencies: ["FileRange"]),
     Module(
         name: "LoopbackHTTP",
@@ -48,7 +53,7 @@ let modules: [Module] = [
             )
         ]
     ),
-    Module(name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"]),
+    Module(name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testExclude: ["Fixtures"]),
     Module(name: "HLSDownload", dependencies: ["HLSPlaylist", "FileRange"]),
     Module(
         name: "TSPlayerKit",
@@ -78,6 +83,7 @@ for module in modules {
             name: "\(module.name)Tests",
             dependencies: ([module.name] + module.testDependencies).map { .target(name: $0) },
             path: "Packages/\(module.name)/Tests/\(module.name)Tests",
+            exclude: module.testExclude,
             swiftSettings: swiftSettings
         )
     )

@@ -49,8 +49,9 @@ def describe(target, package_rel):
     path = os.path.normpath(os.path.join(package_rel, target.get("path") or default))
     settings = sorted(json.dumps(s, sort_keys=True) for s in target.get("settings", []))
     resources = sorted(json.dumps(r, sort_keys=True) for r in target.get("resources", []))
+    exclude = sorted(target.get("exclude", []))
     return {"type": kind, "path": path, "dependencies": dependency_names(target),
-            "settings": settings, "resources": resources}
+            "settings": settings, "resources": resources, "exclude": exclude}
 
 
 def compare(root, packages):
@@ -73,7 +74,7 @@ def compare(root, packages):
             if theirs is None:
                 problems.append(f"{name}: target {target['name']} is missing from the root manifest")
                 continue
-            for field in ("type", "path", "dependencies", "settings", "resources"):
+            for field in ("type", "path", "dependencies", "settings", "resources", "exclude"):
                 if mine[field] != theirs[field]:
                     problems.append(f"{name}: target {target['name']} {field} differs: "
                                     f"package {mine[field]} vs root {theirs[field]}")
