@@ -366,10 +366,25 @@ public struct AdDetector: Sendable {
 
     func runs(_ media: MediaPlaylist) -> [Run] {
         var runs: [Run] = []
+        // Host and host-pattern results per authority (most segments share a few), paths only when a pattern
+        // looks at path components.
+        var byAuthority: [Substring: (host: String, pattern: AdHostPattern?)] = [:]
+        let pathPatterns = options.adHosts.filter(\.needsPath)
         for (index, segment) in media.segments.enumerated() {
-            let reference = URIReference(segment.uri)
-            let host = (reference.authority ?? "").lowercased()
-            let pattern = options.adHosts.first { $0.matches(host: hostName(host), path: reference.path) }
+            let (authority, path) = AdDetector.authorityAndPath(segment.uri)
+            let hostInfo: (host: String, pattern: AdHostPattern?)
+            if let cached = byAuthority[authority] {
+                hostInfo = cached
+            } else {
+                let host = hostName(authority).lowercased()
+                hostInfo = (host, options.adHosts.first { !$0.needsPath && $0.matches(host: host, path: "") })
+                byAuthority[authority] = hostInfo
+            }
+            var pattern = hostInfo.pattern
+            if pattern == nil, !pathPatterns.isEmpty {
+                pattern = pathPatterns.first { $0.matches(host: hostInfo.host, path: String(path)) }
+            }
+            let host = String(authority).lowercased()
             if segment.discontinuity || runs.isEmpty {
                 runs.append(Run(range: index..<(index + 1), hosts: [host], adHost: pattern, duration: segment.duration))
             } else if var last = runs.popLast() {
@@ -383,15 +398,29 @@ public struct AdDetector: Sendable {
         return runs
     }
 
-    func hostName(_ authority: String) -> String {
-        var a = Substring(authority)
-        if let at = a.lastIndex(of: "@") { a = a[a.index(after: at)...] }
-        if a.hasPrefix("[") { return String(a) }
-        if let colon = a.lastIndex(of: ":") { a = a[..<colon] }
+    /// The authority and path of an absolute URI, by bytes.
+    static func authorityAndPath(_ uri: String) -> (Substring, Substring) {
+        let u = uri.utf8
+        guard let schemeEnd = uri.firstRange(of: "://") else { return ("", Substring(uri)) }
+        let rest = uri[schemeEnd.upperBound...]
+        let end = rest.utf8.firstIndex { $0 == 0x2F || $0 == 0x3F || $0 == 0x23 } ?? u.endIndex
+        let authority = rest[..<end]
+        let afterAuthority = rest[end...]
+        let pathEnd = afterAuthority.utf8.firstIndex { $0 == 0x3F || $0 == 0x23 } ?? u.endIndex
+        return (authority, afterAuthority[..<pathEnd])
+    }
+
+    func hostName(_ authority: Substring) -> String {
+        var a = authority
+        if let at = a.utf8.lastIndex(of: 0x40) { a = a[a.utf8.index(after: at)...] }
+        if a.utf8.first == 0x5B { return String(a) }
+        if let colon = a.utf8.lastIndex(of: 0x3A) { a = a[..<colon] }
         return String(a)
     }
 
     func serverSideInsertion(_ media: MediaPlaylist, live: Bool, known: [Bool], into detection: inout Detection) {
+        // Runs are bounded by discontinuities: without one there is nothing to find.
+        guard media.segments.contains(where: { $0.discontinuity }) else { return }
         let runs = runs(media)
         guard runs.count > 1 else { return }
         var hostDurations: [String: Double] = [:]
@@ -435,6 +464,7 @@ public struct AdDetector: Sendable {
     // MARK: Duration heuristic
 
     func durationHeuristic(_ media: MediaPlaylist, known: [Bool], into detection: inout Detection) {
+        guard media.segments.contains(where: { $0.discontinuity }) else { return }
         let runs = runs(media)
         guard runs.count > 2 else { return }
         for r in 1..<(runs.count - 1) {

@@ -124,6 +124,12 @@ public struct AdHostPattern: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether the pattern looks at path components (rather than the host).
+    public var needsPath: Bool {
+        if case .pathComponent = kind { return true }
+        return false
+    }
+
     /// Whether a URL with this host and path matches.
     public func matches(host: String, path: String) -> Bool {
         let h = host.lowercased()
