@@ -62,7 +62,7 @@ http {
   server {
     listen 127.0.0.1:$port;
     root $work/www;
-    location /slow/ { alias $work/www/; limit_rate 2m; }
+    location /slow/ { alias $work/www/; limit_rate 2m; sendfile off; }  # sendfile would send a whole segment at once
   }
 }
 CONF
@@ -90,8 +90,9 @@ run() {
 
 declare -A times
 for mode in vod slow; do
+    path=$([[ $mode == vod ]] && echo vod || echo slow/vod)
     for tool in ours ffmpeg yt-dlp; do
-        run "$tool" "$mode" "$mode"
+        run "$tool" "$path" "$mode"
         times[$tool-$mode]=$result
         echo "  $mode $tool: ${result}s" >&2
     done

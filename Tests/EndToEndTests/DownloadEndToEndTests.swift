@@ -38,6 +38,12 @@ import Testing
         let originFrames = try DownloadTool.frameCount(nginx.url("www/ts/index.m3u8"))
         let localFrames = try DownloadTool.frameCount(nginx.url(store.served + "/ts/index.m3u8"))
         #expect(originFrames != nil && originFrames == localFrames)
+        // The same through `tsplayer tasks play`, the loopback server of TSPlayerKit.
+        try DownloadTool.withPlay(store: store.url.path, id: "ts") { url in
+            #expect(url.hasSuffix("/index.m3u8"))
+            let frames = try DownloadTool.frameCount(url)
+            #expect(frames == originFrames)
+        }
     }
 
     @Test func fmp4VOD() throws {
@@ -136,6 +142,11 @@ import Testing
         let originFrames = try DownloadTool.frameCount(nginx.url("www/mv/1/index.m3u8"))
         let localFrames = try DownloadTool.frameCount(nginx.url(store.served + "/mv/master.m3u8"))
         #expect(originFrames != nil && originFrames == localFrames)
+        try DownloadTool.withPlay(store: store.url.path, id: "mv") { url in
+            #expect(url.hasSuffix("/master.m3u8"))
+            let frames = try DownloadTool.frameCount(url)
+            #expect(frames == originFrames)
+        }
     }
 
     @Test func jsonLinesTasksListExportAndDelete() throws {

@@ -310,4 +310,34 @@ enum DownloadTool {
         // HLS input lists the stream under its program too: the first number is the count.
         return result.out.split(separator: "\n").lazy.compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.first
     }
+
+    /// Runs `tsplayer tasks play <id>`, hands its playlist URL to `body`, then interrupts it (exit 0 expected).
+    static func withPlay(
+        store: String, id: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: (String) throws -> Void
+    ) throws {
+        guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return }
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = tool
+        process.arguments = ["tasks", "play", id, "--store", store]
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        while !text.hasSuffix("\n") {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
+        let url = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(url.hasPrefix("http://127.0.0.1:"), "tasks play printed \(text)", sourceLocation: sourceLocation)
+        defer {
+            kill(process.processIdentifier, SIGINT)
+            for _ in 0..<100 where process.isRunning { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, sourceLocation: sourceLocation)
+        }
+        try body(url)
+    }
 }

@@ -1,22 +1,27 @@
 import Foundation
 import HLSDownload
+import LoopbackHTTP
+import TSPlayerKit
 
 /// `tsplayer tasks`: lists and manages the download tasks of a store.
 enum TasksCommand {
     static let usage = """
         OVERVIEW: List and manage download tasks.
 
-        USAGE: tsplayer tasks [list | pause <id> | resume <id> | delete <id> | export <id> <file>] [--store <dir>] [--json]
+        USAGE: tsplayer tasks [list | pause <id> | resume <id> | delete <id> | play <id> | export <id> <file>]
+                      [--store <dir>] [--port <port>] [--json]
 
         SUBCOMMANDS:
           list                    List the tasks in creation order (the default).
           pause <id>              Pause a task of this store.
           resume <id>             Resume a task and follow it until it completes, stops or is interrupted.
           delete <id>             Delete a task and its files.
+          play <id>               Serve a completed task on loopback: prints its playlist URL, serves until Ctrl-C.
           export <id> <file>      Concatenate a completed, unencrypted TS task into one .ts file.
 
         OPTIONS:
           --store <dir>           The store folder (default: ./downloads).
+          --port <port>           The loopback port for play (default: an ephemeral port).
           --json                  Print JSON.
           -h, --help              Show help information.
 
@@ -28,7 +33,7 @@ enum TasksCommand {
     @Sendable static func run(_ arguments: [String]) async -> Int32 {
         let parsed: ParsedArguments
         do {
-            parsed = try ParsedArguments(arguments, valued: ["--store"], flags: ["--json", "-h", "--help"])
+            parsed = try ParsedArguments(arguments, valued: ["--store", "--port"], flags: ["--json", "-h", "--help"])
         } catch {
             Console.usageError(error.message, usage: usage)
         }
@@ -42,7 +47,7 @@ enum TasksCommand {
         let expected: Int
         switch action {
         case "list": expected = 0
-        case "pause", "resume", "delete": expected = 1
+        case "pause", "resume", "delete", "play": expected = 1
         case "export": expected = 2
         default: Console.usageError("unknown action '\(action)'", usage: usage)
         }
@@ -76,6 +81,12 @@ enum TasksCommand {
             case "resume":
                 try await manager.resume(operands[0])
                 return await DownloadCommand.follow(manager, id: operands[0], json: json)
+            case "play":
+                guard let playlist = await manager.playlistPath(forTask: operands[0]) else {
+                    Console.error("task '\(operands[0])' is not a completed task of this store")
+                    return 1
+                }
+                return await play(playlist: playlist, port: parsed.value("--port"), json: json)
             case "delete":
                 try await manager.delete(operands[0])
                 if json { Console.output("{\"deleted\":\"\(operands[0])\"}") }
@@ -94,5 +105,40 @@ enum TasksCommand {
         guard let info else { return }
         Console.output(
             json ? ProgressReporter.json(info, event: "task") : info.id + "  " + ProgressReporter.summary(info))
+    }
+
+    /// Serves the folder of `playlist` through the shared playback server until Ctrl-C.
+    static func play(playlist: String, port: String?, json: Bool) async -> Int32 {
+        var configuration = HTTPServerConfiguration()
+        if let port {
+            guard let number = UInt16(port) else { Console.usageError("invalid port '\(port)'", usage: usage) }
+            configuration.port = number
+        }
+        let slash = playlist.lastIndex(of: "/") ?? playlist.startIndex
+        let folder = String(playlist[..<slash])
+        let entry = String(playlist[playlist.index(after: slash)...])
+        let server = PlaybackServer.shared
+        await server.setConfiguration(configuration)
+        let session: HLSFolderSession
+        let base: String
+        do {
+            session = try HLSFolderSession(folder: folder, entry: entry)
+            base = try await server.add(session)
+        } catch {
+            Console.error("\(error)")
+            return 1
+        }
+        let url = base + session.entryPlaylist
+        if json {
+            let data = (try? JSONSerialization.data(withJSONObject: ["url": url, "folder": folder])) ?? Data()
+            Console.output(String(decoding: data, as: UTF8.self))
+        } else {
+            Console.output(url)
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DownloadSignals.onInterrupt { continuation.resume() }
+        }
+        await server.remove(session)
+        return 0
     }
 }

@@ -181,6 +181,49 @@ struct Fetcher: Sendable {
             // slow fsyncs never idle the connections.
             let permit = await gate.acquire()
             defer { permit.release() }
+            /// Flushes, checks and renames a complete `.part` file of `total` bytes into place.
+            func finalize(_ total: UInt64) throws -> Outcome {
+                permit.release()
+                try Files.sync(part)
+                if let length = job.rangeLength, total != length {
+                    counters.add(-Int64(total))
+                    Files.remove(part)
+                    return .retry(
+                        after: nil, reason: DownloadError(.contentLength, "range length mismatch", url: job.url))
+                }
+                if isKey, total != 16 {
+                    throw DownloadError(.keyUnavailable, "the key has \(total) bytes, not 16", url: job.url)
+                }
+                if job.expectTS {
+                    switch try TSIntegrity.check(path: part) {
+                    case .valid(let header):
+                        if header > 0 {
+                            guard job.mayStrip else {
+                                throw DownloadError(.integrity, "a fake header inside a byte range", url: job.url)
+                            }
+                            try Self.strip(header, path: part)
+                            counters.add(-Int64(header))
+                        }
+                    case .invalid(let offset):
+                        integrityFailures += 1
+                        counters.add(-Int64(total))
+                        Files.remove(part)
+                        let error = DownloadError(.integrity, "no TS sync byte at offset \(offset)", url: job.url)
+                        if integrityFailures >= 3 { throw error }
+                        return .retry(after: nil, reason: error)
+                    case .notTS:
+                        integrityFailures += 1
+                        counters.add(-Int64(total))
+                        Files.remove(part)
+                        let error = DownloadError(.integrity, "the segment is not MPEG-TS", url: job.url)
+                        if integrityFailures >= 3 { throw error }
+                        return .retry(after: nil, reason: error)
+                    }
+                }
+                try Files.rename(part, final)
+                Files.remove(validatorPath)
+                return .done
+            }
             var existing = Files.size(part) ?? 0
             let validator = existing > 0 ? (try? Files.read(validatorPath, limit: 4096)) : nil
             if existing > 0, validator == nil || validator?.isEmpty == true {
@@ -193,6 +236,10 @@ struct Fetcher: Sendable {
                 counters.add(-Int64(existing))
                 Files.remove(part)
                 existing = 0
+            }
+            if let length = job.rangeLength, existing == length, existing > 0 {
+                // Received in full before an interruption, never renamed: nothing to fetch.
+                return try finalize(existing)
             }
             var request = TransportRequest(url: job.url, headers: headers)
             let start = (job.rangeOffset ?? 0) + existing
@@ -208,6 +255,12 @@ struct Fetcher: Sendable {
             }
             let response = try await transport.send(request)
             if response.status == 416, existing > 0 {
+                if let value = response.header("Content-Range"), value.trimmingSpaces.hasPrefix("bytes */"),
+                    UInt64(value.trimmingSpaces.dropFirst(8)) == existing
+                {
+                    // The partial file already holds the whole resource.
+                    return try finalize(existing)
+                }
                 counters.add(-Int64(existing))
                 Files.remove(part)
                 return .retry(
@@ -337,45 +390,7 @@ struct Fetcher: Sendable {
                         reason: DownloadError(.contentLength, "got \(received) of \(expected) bytes", url: job.url))
                 }
             }
-            permit.release()
-            try Files.sync(part)
-            if let length = job.rangeLength, total != length {
-                counters.add(-Int64(total))
-                Files.remove(part)
-                return .retry(after: nil, reason: DownloadError(.contentLength, "range length mismatch", url: job.url))
-            }
-            if isKey, total != 16 {
-                throw DownloadError(.keyUnavailable, "the key has \(total) bytes, not 16", url: job.url)
-            }
-            if job.expectTS {
-                switch try TSIntegrity.check(path: part) {
-                case .valid(let header):
-                    if header > 0 {
-                        guard job.mayStrip else {
-                            throw DownloadError(.integrity, "a fake header inside a byte range", url: job.url)
-                        }
-                        try Self.strip(header, path: part)
-                        counters.add(-Int64(header))
-                    }
-                case .invalid(let offset):
-                    integrityFailures += 1
-                    counters.add(-Int64(total))
-                    Files.remove(part)
-                    let error = DownloadError(.integrity, "no TS sync byte at offset \(offset)", url: job.url)
-                    if integrityFailures >= 3 { throw error }
-                    return .retry(after: nil, reason: error)
-                case .notTS:
-                    integrityFailures += 1
-                    counters.add(-Int64(total))
-                    Files.remove(part)
-                    let error = DownloadError(.integrity, "the segment is not MPEG-TS", url: job.url)
-                    if integrityFailures >= 3 { throw error }
-                    return .retry(after: nil, reason: error)
-                }
-            }
-            try Files.rename(part, final)
-            Files.remove(validatorPath)
-            return .done
+            return try finalize(total)
         }
         let size = Files.size(final) ?? 0
         counters.values.withLock { $0.knownSizes[index] = size }

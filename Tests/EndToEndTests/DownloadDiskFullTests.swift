@@ -1,0 +1,54 @@
+// Disk full: the store lives on a small tmpfs (mounting needs root; as another user the test has nothing to
+// mount and returns). The download pauses with the path in the error, keeps what it wrote, and completes
+// byte-identical once the tmpfs is made larger.
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite struct DownloadDiskFullTests {
+    @Test func diskFullPausesAndResumingAfterSpaceIsFreedCompletes() throws {
+        guard geteuid() == 0 else { return }
+        guard let fixtures = DownloadFixtures.get(), let nginx = try NginxOrigin(root: fixtures.root),
+            let mount = EndToEnd.tool("mount"), let umount = EndToEnd.tool("umount")
+        else { return }
+        defer { nginx.stop() }
+        let point = DownloadTool.temporaryStore()
+        let mounted = try EndToEnd.run(mount, ["-t", "tmpfs", "-o", "size=3m", "tmpfs", point.path])
+        guard mounted.status == 0 else {
+            Issue.record("cannot mount a tmpfs as root: \(mounted.err)")
+            return
+        }
+        defer { _ = try? EndToEnd.run(umount, [point.path]) }
+
+        let full = try DownloadTool.run(["download", nginx.url("www/ts/index.m3u8"), "-o", point.path, "--id", "df"])
+        #expect(full?.status == 1)
+        #expect(full?.err.contains("diskFull: no space left while writing") == true, "\(full?.err ?? "")")
+        #expect(full?.err.contains(point.path + "/df/seg") == true)
+        let list = try DownloadTool.run(["tasks", "--store", point.path, "--json"])
+        let tasks = (try? JSONSerialization.jsonObject(with: list?.stdout ?? Data())) as? [[String: Any]]
+        #expect(tasks?.first?["state"] as? String == "paused")
+        #expect((tasks?.first?["error"] as? [String: Any])?["code"] as? String == "diskFull")
+
+        // What was written is kept, and is right.
+        let origin = fixtures.www.appendingPathComponent("ts/index.m3u8")
+        let kept = DownloadFixtures.references(origin).indices.filter {
+            FileManager.default.fileExists(
+                atPath: point.appendingPathComponent(String(format: "df/seg%05d.ts", $0)).path)
+        }
+        #expect(kept.count > 10)
+
+        let grown = try EndToEnd.run(mount, ["-o", "remount,size=64m", point.path])
+        #expect(grown.status == 0, "\(grown.err)")
+        let before = nginx.requests().count
+        let resumed = try DownloadTool.run(["tasks", "resume", "df", "--store", point.path])
+        #expect(resumed?.status == 0, "\(resumed?.err ?? "")")
+        #expect(
+            DownloadFixtures.expectIdentical(origin: origin, local: point.appendingPathComponent("df/index.m3u8"))
+                == 600)
+        // Only what was missing was fetched again.
+        #expect(nginx.requests().count - before == 600 - kept.count)
+    }
+}
