@@ -471,12 +471,19 @@ struct ProxyState {
 
     /// The file extension of a URL's last path segment (letters and digits only), or `default`.
     static func extensionOf(_ url: String, default fallback: String) -> String {
-        let path = URIReference(url).path
-        guard let last = path.split(separator: "/").last, let dot = last.lastIndex(of: ".") else { return fallback }
-        let ext = last[last.index(after: dot)...]
-        guard !ext.isEmpty, ext.count <= 5, ext.allSatisfy({ $0.isLetter || $0.isNumber }), ext.allSatisfy(\.isASCII)
+        // By bytes: the path ends at `?` or `#`; the name starts after the last `/` (after any `//authority`).
+        let u = url.utf8
+        let end = u.firstIndex { $0 == 0x3F || $0 == 0x23 } ?? u.endIndex
+        var start = u.startIndex
+        if let scheme = url[..<end].firstRange(of: "://") { start = scheme.upperBound }
+        guard let slash = url[start..<end].utf8.lastIndex(of: 0x2F) else { return fallback }
+        let name = url[url.utf8.index(after: slash)..<end]
+        guard let dot = name.utf8.lastIndex(of: 0x2E) else { return fallback }
+        let ext = name.utf8[name.utf8.index(after: dot)...]
+        guard !ext.isEmpty, ext.count <= 5,
+            ext.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
         else { return fallback }
-        return String(ext).lowercased()
+        return String(decoding: ext, as: UTF8.self).lowercased()
     }
 
     static func contentType(for url: String) -> String {

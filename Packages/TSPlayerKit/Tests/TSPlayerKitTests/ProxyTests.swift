@@ -246,6 +246,16 @@ import Testing
         #expect(stalled && resumed)
     }
 
+    @Test func routeExtensionsComeFromThePathOnly() {
+        #expect(ProxyState.extensionOf("https://a.example.com/x/seg1.ts?v=1.mp4", default: "ts") == "ts")
+        #expect(ProxyState.extensionOf("https://a.example.com/x/init.MP4#f.ts", default: "ts") == "mp4")
+        #expect(ProxyState.extensionOf("https://a.example.com/x/noext?a=b.ts", default: "ts") == "ts")
+        #expect(ProxyState.extensionOf("https://a.example.com/x.y/seg", default: "aac") == "aac")
+        #expect(ProxyState.extensionOf("https://a.example.com", default: "ts") == "ts")
+        #expect(ProxyState.extensionOf("https://a.example.com/a.b/../c.m4s", default: "ts") == "m4s")
+        #expect(ProxyState.extensionOf("https://a.example.com/c.t%20s", default: "ts") == "ts")
+    }
+
     @Test func privateAddressesAreRecognised() {
         for a in [
             "127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.1.1", "::1", "fd00::1",

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# AdStrippingProxy benchmark, against nginx on loopback in the same run:
+#  1. playlist polls: a 1,000-segment live window (with two CUE-OUT breaks) fetched directly from nginx and through
+#     `tsplayer proxy` (which fetches it from that nginx, filters it, rewrites every URI); the median difference is
+#     the proxy's added time per poll (its work plus one extra loopback hop). Target: under 1 ms.
+#  2. segment relay: the same VOD segments downloaded by curl directly from nginx and through the proxy's
+#     stream mode. Target: at least 0.9x the direct throughput.
+#
+# Usage: Scripts/bench/proxy.sh [--polls N]   (default 300)
+# Needs: swift, ffmpeg, nginx, curl, python3.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+polls=300
+[[ "${1:-}" == "--polls" ]] && polls="$2"
+work="$(mktemp -d /tmp/proxy-bench.XXXXXX)"
+port=$((20000 + RANDOM % 30000))
+nginx_pid=""
+proxy_pid=""
+cleanup() {
+    [[ -n "$proxy_pid" ]] && kill "$proxy_pid" 2>/dev/null || true
+    [[ -n "$nginx_pid" ]] && kill "$nginx_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+command -v nginx >/dev/null || PATH="$PATH:/usr/sbin"
+for tool in ffmpeg nginx curl python3; do
+    command -v "$tool" >/dev/null || { echo "proxy.sh: $tool is missing (Scripts/deps.sh --bench)" >&2; exit 1; }
+done
+
+ours="${TSPLAYER:-}"
+if [[ -z "$ours" ]]; then
+    echo "building tsplayer (release)..." >&2
+    swift build -c release --scratch-path /tmp/build-bench-proxy --product tsplayer >&2
+    ours=/tmp/build-bench-proxy/release/tsplayer
+fi
+
+echo "making the media..." >&2
+mkdir -p "$work/www/vod" "$work/tmp"
+ffmpeg -loglevel error -f lavfi -i "testsrc2=size=1280x720:rate=25" -t 40 -vf "noise=alls=30:allf=t" \
+    -c:v libx264 -preset ultrafast -crf 10 -g 50 -f hls -hls_time 2 -hls_playlist_type vod \
+    -hls_segment_filename "$work/www/vod/s%02d.ts" "$work/www/vod/index.m3u8"
+bytes=$(cat "$work"/www/vod/*.ts | wc -c)
+BENCH_WINDOW="${BENCH_WINDOW:-1000}" python3 - "$work/www/live.m3u8" <<'PY'
+import sys
+lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:2", "#EXT-X-MEDIA-SEQUENCE:50000"]
+for i in range(int(__import__("os").environ.get("BENCH_WINDOW", "1000"))):
+    m = 50000 + i
+    if i in (300, 700): lines.append("#EXT-X-CUE-OUT:30.000")
+    if i in (315, 715): lines.append("#EXT-X-CUE-IN")
+    lines += ["#EXTINF:2.000,", "https://cdn%d.example.com/live/1080p/segment_%d.ts?session=abcdef0123456789" % (m % 3, m)]
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+
+chmod -R a+rX "$work"  # nginx workers run as another user
+cat > "$work/nginx.conf" <<CONF
+worker_processes 2;
+daemon off;
+error_log $work/error.log;
+pid $work/nginx.pid;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  client_body_temp_path $work/tmp;
+  proxy_temp_path $work/tmp;
+  fastcgi_temp_path $work/tmp;
+  uwsgi_temp_path $work/tmp;
+  scgi_temp_path $work/tmp;
+  types { application/vnd.apple.mpegurl m3u8; video/mp2t ts; }
+  server { listen 127.0.0.1:$port; root $work/www; }
+}
+CONF
+nginx -c "$work/nginx.conf" -e "$work/error.log" &
+nginx_pid=$!
+for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/live.m3u8" && break; sleep 0.1; done
+
+# start_proxy URL: runs `tsplayer proxy URL`; sets $proxy_pid and $local (the URL it printed).
+start_proxy() {
+    if [[ -n "$proxy_pid" ]]; then kill "$proxy_pid" 2>/dev/null || true; wait "$proxy_pid" 2>/dev/null || true; fi
+    rm -f "$work/proxy.out"
+    "$ours" proxy "$1" --allow-private > "$work/proxy.out" 2> "$work/proxy.err" &
+    proxy_pid=$!
+    for _ in $(seq 100); do [[ -s "$work/proxy.out" ]] && break; sleep 0.05; done
+    local="$(head -1 "$work/proxy.out")"
+}
+
+# Polls: one curl process per series (connections reused), time_total per request.
+poll_times() {
+    local url="$1" args=()
+    for _ in $(seq "$polls"); do args+=(-o /dev/null -w '%{time_total}\n' "$url"); done
+    curl -s "${args[@]}"
+}
+median_ms() { python3 -c "import sys,statistics; v=[float(x)*1000 for x in sys.stdin.read().split()]; print(f'{statistics.median(v):.3f}')"; }
+
+start_proxy "http://127.0.0.1:$port/live.m3u8"
+live_local="$local"
+curl -s -o "$work/filtered.m3u8" "$live_local"
+grep -q '^#EXTM3U' "$work/filtered.m3u8" || { echo "proxy.sh: the proxy answered:" >&2; cat "$work/filtered.m3u8" >&2; exit 1; }
+slates=$(grep -c '/slate/' "$work/filtered.m3u8" || true)
+direct_ms=$(poll_times "http://127.0.0.1:$port/live.m3u8" | median_ms)
+proxied_ms=$(poll_times "$live_local" | median_ms)
+added_ms=$(python3 -c "print(f'{$proxied_ms - $direct_ms:.3f}')")
+
+# Relay: all VOD segments, in one curl process each way, three rounds, best time.
+start_proxy "http://127.0.0.1:$port/vod/index.m3u8"
+vod_local="$local"
+host="${vod_local#http://}"; host="http://${host%%/*}"
+curl -fs "$vod_local" | grep -v '^#' | sed "s#^#$host#" > "$work/proxied.txt"
+ls "$work"/www/vod/*.ts | sed "s#^$work/www#http://127.0.0.1:$port#" > "$work/direct.txt"
+fetch_all() {
+    local args=()
+    while read -r u; do args+=(-o /dev/null "$u"); done < "$1"
+    local s e
+    s=$(date +%s.%N); curl -fs "${args[@]}"; e=$(date +%s.%N)
+    python3 -c "print($e - $s)"
+}
+best() { sort -g | head -1; }
+direct_s=$( (for _ in 1 2 3; do fetch_all "$work/direct.txt"; done) | best)
+proxied_s=$( (for _ in 1 2 3; do fetch_all "$work/proxied.txt"; done) | best)
+
+python3 - "$direct_ms" "$proxied_ms" "$added_ms" "$slates" "$bytes" "$direct_s" "$proxied_s" "$polls" <<'PY'
+import sys
+d, p, a, slates, size, ds, ps, polls = sys.argv[1:]
+size = int(size)
+print(f"playlist poll, 1,000-segment live window ({polls} polls, median; {slates} slates in the output):")
+print(f"  nginx direct        {float(d):8.3f} ms")
+print(f"  through tsplayer    {float(p):8.3f} ms")
+print(f"  added per poll      {float(a):8.3f} ms   (target < 1 ms)")
+print(f"segment relay, {size/1e6:.1f} MB in 20 segments (best of 3):")
+dt, pt = size / float(ds) / 1e6, size / float(ps) / 1e6
+print(f"  nginx direct        {dt:8.1f} MB/s")
+print(f"  through tsplayer    {pt:8.1f} MB/s")
+print(f"  ratio               {pt/dt:8.2f}x   (target >= 0.9x)")
+PY
