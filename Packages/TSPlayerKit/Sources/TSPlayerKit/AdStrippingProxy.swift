@@ -251,10 +251,8 @@ public final class AdStrippingProxy: Sendable {
                         continue
                     }
                     let url = resolvedByLine[index] ?? URIReference(raw).resolved(against: baseReference).description
-                    let id = s.id(for: url, kind: .segment, now: now)
-                    lines[index] = PlaylistLine(
-                        uri: prefix + "s/\(id).\(ProxyState.extensionOf(url, default: "ts"))",
-                        ending: lines[index].ending)
+                    let (id, ext) = s.route(for: url, kind: .segment, now: now, defaultExtension: "ts")
+                    lines[index] = PlaylistLine(uri: prefix + "s/\(id).\(ext)", ending: lines[index].ending)
                 case .tag(let tag):
                     guard let known = tag.known, var a = tag.attributes else { continue }
                     let kind: ProxyState.Kind
@@ -421,6 +419,8 @@ struct ProxyState {
         var url: String
         var kind: Kind
         var lastUsed: Double
+        /// The route's file extension (from the URL's path), computed once.
+        var fileExtension: String = ""
     }
     struct RouteKey: Hashable {
         var url: String
@@ -456,6 +456,15 @@ struct ProxyState {
         byID[id] = Entry(url: url, kind: kind, lastUsed: now)
         byURL[key] = id
         return id
+    }
+
+    /// The route ID and file extension of an upstream URL (the extension computed only for a new route).
+    mutating func route(for url: String, kind: Kind, now: Double, defaultExtension: String) -> (String, String) {
+        let id = id(for: url, kind: kind, now: now)
+        if let ext = byID[id]?.fileExtension, !ext.isEmpty { return (id, ext) }
+        let ext = ProxyState.extensionOf(url, default: defaultExtension)
+        byID[id]?.fileExtension = ext
+        return (id, ext)
     }
 
     /// Drops routes no playlist has referenced for `lifetime` seconds (at most every 10 s).
