@@ -514,7 +514,13 @@ public actor DownloadManager {
         }
         records[id] = record
         samples[id] = nil
-        try? save()
+        do {
+            try save()
+        } catch  where error.code == .diskFull {
+            // Make room for the store: drop the partial files (finished files stay), then record the pause.
+            Self.removePartials(storeRoot + "/" + record.folder)
+            try? save()
+        } catch {}
         emit(record, force: true)
         resumeWaiters(record)
         schedule()
@@ -556,6 +562,16 @@ public actor DownloadManager {
             filesDone: record.filesDone, filesTotal: record.filesTotal, folder: storeRoot + "/" + record.folder,
             playlistPath: record.playlist.map { storeRoot + "/" + record.folder + "/" + $0 },
             metadata: record.metadata, createdAt: record.createdAt)
+    }
+
+    /// Removes the `.part` files (and their validators) under a task folder.
+    private static func removePartials(_ folder: String) {
+        guard let walker = FileManager.default.enumerator(atPath: folder) else { return }
+        var doomed: [String] = []
+        while let name = walker.nextObject() as? String {
+            if name.hasSuffix(".part") || name.hasSuffix(".validator") { doomed.append(folder + "/" + name) }
+        }
+        for path in doomed { Files.remove(path) }
     }
 
     /// Writes the store atomically: temporary file, fsync, rename, fsync the folder.

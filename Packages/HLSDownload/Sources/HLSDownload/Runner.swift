@@ -181,6 +181,7 @@ struct Fetcher: Sendable {
             // slow fsyncs never idle the connections.
             let permit = await gate.acquire()
             defer { permit.release() }
+            try Task.checkCancellation()
             /// Flushes, checks and renames a complete `.part` file of `total` bytes into place.
             func finalize(_ total: UInt64) throws -> Outcome {
                 permit.release()

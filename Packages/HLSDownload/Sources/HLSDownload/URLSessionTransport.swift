@@ -34,6 +34,7 @@ public struct URLSessionTransport: DownloadTransport {
         else {
             throw TransportError(.invalidURL, "not an http(s) URL: \(request.url)")
         }
+        try Task.checkCancellation()
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = "GET"
         // URLSession would otherwise ask for gzip and hide the real length of media bodies.
@@ -51,6 +52,8 @@ public struct URLSessionTransport: DownloadTransport {
             try await withCheckedThrowingContinuation { (head: CheckedContinuation<HeadResult, any Error>) in
                 delegate.register(identifier, head: head, body: bodyContinuation)
                 task.resume()
+                // A task cancelled before it was resumed may never report back: cancel it again now it runs.
+                if Task.isCancelled { task.cancel() }
             }
         } onCancel: {
             task.cancel()
