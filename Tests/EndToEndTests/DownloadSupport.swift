@@ -202,7 +202,7 @@ final class NginxOrigin {
                   server {
                     listen 127.0.0.1:\(port);
                     root \(root.path);
-                    location /slow/ { alias \(root.path)/; limit_rate \(slowRate); }
+                    location /slow/ { alias \(root.path)/; limit_rate \(slowRate); sendfile off; output_buffers 1 8k; }
                   }
                 }
 

@@ -30,6 +30,15 @@ public actor DownloadManager {
     private var waiters: [String: [CheckedContinuation<DownloadTaskInfo, Never>]] = [:]
 
     static let storeName = "tasks.json"
+    /// A small file kept beside the store so that a pause on a full disk can still be recorded.
+    static let reserveName = ".reserve"
+
+    /// Creates the reserve file when it is missing (best effort).
+    private static func ensureReserve(_ root: String) {
+        let path = root + "/" + reserveName
+        guard !Files.exists(path) else { return }
+        try? Files.writeAtomically([UInt8](repeating: 0, count: 256 << 10), to: path)
+    }
 
     /// Opens (creating) the store in `storeRoot` and loads its tasks. Nothing starts until a task is created or
     /// resumed, or ``startQueue()`` is called.
@@ -49,6 +58,7 @@ public actor DownloadManager {
         self.clock = clock
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
         try Files.makeDirectories(root)
+        Self.ensureReserve(root)
         let path = root + "/" + Self.storeName
         if Files.exists(path) {
             let bytes = try Files.read(path)
@@ -283,6 +293,7 @@ public actor DownloadManager {
     }
 
     private func start(_ record: TaskRecord) {
+        Self.ensureReserve(storeRoot)
         generation += 1
         let generation = generation
         var record = record
@@ -519,7 +530,13 @@ public actor DownloadManager {
         } catch  where error.code == .diskFull {
             // Make room for the store: drop the partial files (finished files stay), then record the pause.
             Self.removePartials(storeRoot + "/" + record.folder)
-            try? save()
+            do {
+                try save()
+            } catch {
+                // Still no room: give up the space reserved for this moment.
+                Files.remove(storeRoot + "/" + Self.reserveName)
+                try? save()
+            }
         } catch {}
         emit(record, force: true)
         resumeWaiters(record)
