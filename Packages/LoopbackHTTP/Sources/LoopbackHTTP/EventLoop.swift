@@ -53,15 +53,29 @@ final class ServerShared: Sendable {
 final class LoopHandle: Sendable {
     let inbox = Mutex<[LoopMessage]>([])
     let descriptors: PollerDescriptors
+    /// Set, under `inbox`'s lock, before the loop closes its descriptors.
+    private let closed = Atomic<Bool>(false)
 
     init(descriptors: PollerDescriptors) { self.descriptors = descriptors }
 
+    /// Queues a message and wakes the loop. Once the loop has closed its descriptors the message is dropped: the
+    /// wake-up descriptor's number may already belong to another file (another server's socket, in a process that
+    /// runs several), and writing to it would corrupt that file. The wake-up is written while the lock is held,
+    /// so the loop cannot close the descriptor in the middle of it.
     func post(_ message: LoopMessage) {
-        let wasEmpty = inbox.withLock { box -> Bool in
+        inbox.withLock { box in
+            guard !closed.load(ordering: .acquiring) else { return }
             box.append(message)
-            return box.count == 1
+            if box.count == 1 { Poller.wake(descriptors) }
         }
-        if wasEmpty { Poller.wake(descriptors) }
+    }
+
+    /// Marks the loop closed; after this returns no `post` touches the descriptors.
+    func markClosed() {
+        inbox.withLock { box in
+            closed.store(true, ordering: .releasing)
+            box.removeAll()
+        }
     }
 }
 
@@ -209,6 +223,7 @@ final class EventLoopRunner {
         }
         for fd in 0..<connections.count { if let connection = connections[fd] { close(connection) } }
         for listener in listeners { poller.remove(listener) }
+        handle.markClosed()
         poller.closeDescriptors()
         shared.loopStopped()
     }
