@@ -62,7 +62,7 @@ kill -INT $pid; wait $pid 2>/dev/null || true
 printf 'first playlist byte (cold, growing EVENT playlist): %.1f ms after the URL (launch to URL %.1f ms)\n' \
     "$(echo "$first * 1000" | bc -l)" "$(echo "$first_launch * 1000" | bc -l)"
 printf 'full index: %.2f s for %d segments = %.2f GB/s; cat: %.2f s = %.2f GB/s; ratio %.2fx cat\n' \
-    "$index_s" "$segments" "$(echo "$bytes / $index_s / 1e9" | bc -l)" "$cat_s" "$(echo "$bytes / $cat_s / 1e9" | bc -l)" \
+    "$index_s" "$segments" "$(echo "$bytes / $index_s / 1000000000" | bc -l)" "$cat_s" "$(echo "$bytes / $cat_s / 1000000000" | bc -l)" \
     "$(echo "$cat_s / $index_s" | bc -l)"
 printf 'final VOD playlist: %.3f s in %d segments; ffprobe: %.3f s; difference %.3f s (one frame is 0.033 s)\n' \
     "$playlist_duration" "$segments" "$ffprobe_duration" "$(echo "$playlist_duration - $ffprobe_duration" | bc -l)"

@@ -190,7 +190,7 @@ public final class TSPlaybackSession: PlaybackSource {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk + 256, alignment: 64)
         defer { buffer.deallocate() }
         var result: [PlannedSegment] = []
-        let end = index.durationTicks ?? 0
+        let end = Self.presentationEndTicks(index) ?? 0
         for (number, keyframe) in index.keyframes.enumerated() {
             guard !Task.isCancelled, let start = UInt64(exactly: keyframe.offset) else { return }
             let nextTicks = number + 1 < index.keyframes.count ? index.keyframes[number + 1].ticks : end
@@ -271,7 +271,19 @@ public final class TSPlaybackSession: PlaybackSource {
         }
         return SegmentPlanner.plan(
             keyframes: cuts, fileSize: index.isComplete ? index.fileSize : index.bytesIndexed,
-            endTicks: index.isComplete ? index.durationTicks : nil, targetDuration: options.segmentDuration)
+            endTicks: index.isComplete ? Self.presentationEndTicks(index) : nil, targetDuration: options.segmentDuration
+        )
+    }
+
+    /// Where the presentation ends, in ticks from its start. With video, the video's end (its latest PTS plus one
+    /// frame) is exact; an audio PES often carries several frames, so its last step overstates the audio's end.
+    /// Without video, the index's own end.
+    static func presentationEndTicks(_ index: TSIndex) -> Int64? {
+        guard let start = index.firstPTS,
+            let video = index.streams.first(where: { $0.codec.kind == .video && $0.durationTicks != nil }),
+            let videoFirst = video.firstPTS, let videoDuration = video.durationTicks
+        else { return index.durationTicks }
+        return start.distance(to: videoFirst) + videoDuration
     }
 
     /// The media playlist's text.
