@@ -214,6 +214,38 @@ func waitForEndList(_ url: String) throws -> String {
         }
     }
 
+    /// `tsplayer serve` behaves like an argument-parser tool: help on stdout with exit 0, a usage mistake on stderr
+    /// with exit 64, a missing file exits 1 with an error, and Ctrl-C stops the server with exit 0.
+    @Test func serveCommandLine() throws {
+        let tool = try #require(EndToEnd.product("tsplayer"))
+        let help = try EndToEnd.run(tool, ["serve", "--help"])
+        #expect(help.status == 0 && help.err.isEmpty)
+        #expect(help.out.hasPrefix("OVERVIEW: Serve MPEG-TS files as HLS on a loopback port."), "\(help.out)")
+        for heading in ["USAGE: tsplayer serve", "ARGUMENTS:", "OPTIONS:", "--segment-duration", "--cors", "--json"] {
+            #expect(help.out.contains(heading), "help mentions \(heading)")
+        }
+        let unknown = try EndToEnd.run(tool, ["serve", "--bogus"])
+        #expect(unknown.status == 64 && unknown.out.isEmpty)
+        #expect(unknown.err.hasPrefix("Error: unknown option '--bogus'\n\nOVERVIEW:"), "\(unknown.err)")
+        let badPort = try EndToEnd.run(tool, ["serve", "--port", "70000"])
+        #expect(badPort.status == 64 && badPort.err.hasPrefix("Error: invalid port '70000'"), "\(badPort.err)")
+        let missing = try EndToEnd.run(tool, ["serve", "/no/such/file.ts"])
+        #expect(
+            missing.status == 1 && missing.err.hasPrefix("Error: cannot open input '/no/such/file.ts'"),
+            "\(missing.err)")
+        let top = try EndToEnd.run(tool, ["--help"])
+        #expect(top.status == 0 && top.out.contains("SUBCOMMANDS:") && top.out.contains("  serve "), "\(top.out)")
+        let none = try EndToEnd.run(tool, [])
+        #expect(none.status == 64 && none.err.hasPrefix("Error: missing subcommand"), "\(none.err)")
+
+        // The built-in sample is served with no argument, and Ctrl-C ends the process cleanly.
+        let server = try ServerProcess(arguments: [])
+        let url = try #require(server.lines.first)
+        #expect(try fetch(url).contains("#EXT-X-STREAM-INF:"))
+        server.stop()
+        #expect(server.process.terminationStatus == 0 && server.process.terminationReason == .exit)
+    }
+
     /// A second real client: GStreamer's playbin (hlsdemux, libav decoders) plays the served playlist to the end.
     @Test func gstreamerPlaysToTheEnd() throws {
         let movie = try #require(PlaybackFixtures.movie)
