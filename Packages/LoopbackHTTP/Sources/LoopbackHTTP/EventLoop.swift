@@ -729,6 +729,7 @@ final class EventLoopRunner {
 
     private func sweep(now: UInt64) {
         resumeAcceptingIfDue(now: now)
+        OpenFiles.shared.sweep(now: now)
         if let deadline = shutdownDeadline, now >= deadline {
             for fd in 0..<connections.count { if let connection = connections[fd] { close(connection) } }
             running = false

@@ -11,6 +11,8 @@ struct FileStatus: Equatable {
     var nanoseconds: Int64
     var device: UInt64
     var inode: UInt64
+    /// The number of links to the file (0 once it was deleted or renamed over while open).
+    var links: UInt64 = 1
 
     static func of(_ fd: Int32) -> FileStatus? {
         var info = stat()
@@ -22,7 +24,8 @@ struct FileStatus: Equatable {
         #endif
         return FileStatus(
             size: UInt64(max(0, info.st_size)), seconds: seconds, nanoseconds: nanoseconds,
-            device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino))
+            device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino),
+            links: UInt64(truncatingIfNeeded: info.st_nlink))
     }
 }
 

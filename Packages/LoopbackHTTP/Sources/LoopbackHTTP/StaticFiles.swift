@@ -45,11 +45,25 @@ public enum MediaType {
 public struct StaticFileHandler: Sendable {
     /// The root as given.
     public let root: String
+    /// How long an opened file is reused for later requests of the same path before it is opened anew.
+    public let openFileValidity: Duration
     private let realRoot: String?
     private let verified = VerifiedFiles()
+    private let validityNanoseconds: UInt64
 
-    public init(root: String) {
+    /// Serves `root`. An opened file is reused for `openFileValidity` (one second by default; `.zero` opens every
+    /// request's file anew), so a burst of Range requests into one file costs no path walk, `open` and `close`
+    /// each. A reused descriptor is checked with `fstat` on every request: size, times and validators are always
+    /// current, and a file that was deleted or renamed over (no links left) is opened anew at once. Only a path
+    /// that comes to name another file while the old one keeps a link (a hard link, a swapped directory) can be
+    /// served from the old file, for at most the validity.
+    public init(root: String, openFileValidity: Duration = .seconds(1)) {
         self.root = root
+        self.openFileValidity = max(openFileValidity, .zero)
+        let (seconds, attoseconds) = self.openFileValidity.components
+        self.validityNanoseconds =
+            UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000).partialValue
+            &+ UInt64(attoseconds / 1_000_000_000)
         self.realRoot = StaticFileHandler.realPath(root)
     }
 
@@ -64,6 +78,13 @@ public struct StaticFileHandler: Sendable {
             return .error(.notFound)
         }
         let path = realRoot == "/" ? "/" + relative : realRoot + "/" + relative
+        let now = validityNanoseconds > 0 ? monotonicNow() : 0
+        if validityNanoseconds > 0, let reused = OpenFiles.shared.file(path: path, root: realRoot, now: now) {
+            if let status = try? HTTPResponse.fileStatus(reused), status.links > 0 {
+                return HTTPResponse.file(reused, status: status, contentType: MediaType.forPath(relative))
+            }
+            OpenFiles.shared.remove(path: path)
+        }
         let file: FileStreamer
         do {
             file = try FileStreamer(path: path)
@@ -93,6 +114,9 @@ public struct StaticFileHandler: Sendable {
                 return .error(.notFound)
             }
             verified.insert(path: path, identity: identity)
+        }
+        if validityNanoseconds > 0 {
+            OpenFiles.shared.insert(path: path, root: realRoot, file: file, expiry: now &+ validityNanoseconds)
         }
         return HTTPResponse.file(file, status: status, contentType: MediaType.forPath(relative))
     }
@@ -166,5 +190,76 @@ final class VerifiedFiles: Sendable {
             if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
             table[path] = identity
         }
+    }
+}
+
+/// Files that static-file handlers opened and verified recently, keyed by path and the root they were verified
+/// against, until their expiry. Process-wide, so that every event loop's periodic sweep closes what expired even
+/// when no request comes (a file is never held open for long after its last use); bounded.
+final class OpenFiles: Sendable {
+    static let shared = OpenFiles()
+
+    private struct Entry {
+        var root: String
+        var file: FileStreamer
+        var expiry: UInt64
+    }
+
+    private struct Table {
+        var entries: [String: Entry] = [:]
+        var earliestExpiry = UInt64.max
+    }
+
+    private let table = Mutex(Table())
+    private static let capacity = 256
+
+    /// The file opened for `path` under `root`, while it has not expired.
+    func file(path: String, root: String, now: UInt64) -> FileStreamer? {
+        table.withLock { table in
+            guard let entry = table.entries[path], entry.root == root, now < entry.expiry else { return nil }
+            return entry.file
+        }
+    }
+
+    func insert(path: String, root: String, file: FileStreamer, expiry: UInt64) {
+        // Descriptors close when the last response using them ends, outside the lock.
+        let dropped = table.withLock { table -> [Entry] in
+            var dropped: [Entry] = []
+            if table.entries.count >= Self.capacity {
+                dropped = Array(table.entries.values)
+                table.entries.removeAll(keepingCapacity: true)
+            }
+            if let old = table.entries.updateValue(Entry(root: root, file: file, expiry: expiry), forKey: path) {
+                dropped.append(old)
+            }
+            table.earliestExpiry = min(table.earliestExpiry, expiry)
+            return dropped
+        }
+        _ = dropped
+    }
+
+    func remove(path: String) {
+        let dropped = table.withLock { $0.entries.removeValue(forKey: path) }
+        _ = dropped
+    }
+
+    /// Drops the entries that expired by `now` (called from every event loop's sweep; cheap when none did).
+    func sweep(now: UInt64) {
+        let dropped = table.withLock { table -> [Entry] in
+            guard now >= table.earliestExpiry else { return [] }
+            var dropped: [Entry] = []
+            var earliest = UInt64.max
+            for (path, entry) in table.entries {
+                if now >= entry.expiry {
+                    dropped.append(entry)
+                    table.entries[path] = nil
+                } else {
+                    earliest = min(earliest, entry.expiry)
+                }
+            }
+            table.earliestExpiry = earliest
+            return dropped
+        }
+        _ = dropped
     }
 }
