@@ -30,4 +30,9 @@ if [[ $name == FuzzDemuxer ]]; then
     done
 fi
 echo "fuzz: running $name for $seconds s (corpus $corpus, crashers $crashers)" >&2
-"$binary" -max_total_time="$seconds" -max_len=8192 -artifact_prefix="$crashers/" -print_final_stats=1 "$corpus"
+dictionary=()
+for candidate in "Tests/Fuzz/Sources/$name"/*.dict; do
+    [[ -f $candidate ]] && dictionary=(-dict="$candidate")
+done
+"$binary" -max_total_time="$seconds" -max_len=8192 -artifact_prefix="$crashers/" -print_final_stats=1 \
+    "${dictionary[@]}" "$corpus"

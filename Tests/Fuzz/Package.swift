@@ -3,14 +3,16 @@
 // them with Scripts/fuzz.sh NAME SECONDS, which passes -sanitize=fuzzer,address and -DFUZZING.
 //
 // To add a fuzzer: put Sources/<Name>/main.swift (see FuzzDemuxer for the shape) and add one entry below with the
-// modules it needs; each module comes from Packages/<Module>.
+// modules it needs; each module comes from Packages/<Module>. A libFuzzer dictionary (a `.dict` file) beside
+// main.swift is passed to the fuzzer by Scripts/fuzz.sh; list it under the entry's `dictionaries` so that SwiftPM
+// does not take it for a source file.
 import PackageDescription
 
-let fuzzers: [(name: String, dependencies: [String])] = [
-    ("FuzzDemuxer", ["MPEGTS"]),
-    ("FuzzSCTE35", ["MPEGTS"]),
-    ("PlaylistFuzzer", ["HLSPlaylist"]),
-    ("HTTPRequestFuzzer", ["LoopbackHTTP", "FileRange"]),
+let fuzzers: [(name: String, dependencies: [String], dictionaries: [String])] = [
+    ("FuzzDemuxer", ["MPEGTS"], []),
+    ("FuzzSCTE35", ["MPEGTS"], []),
+    ("PlaylistFuzzer", ["HLSPlaylist"], []),
+    ("HTTPRequestFuzzer", ["LoopbackHTTP", "FileRange"], ["http.dict"]),
 ]
 
 let swiftSettings: [SwiftSetting] = [
@@ -30,6 +32,7 @@ let package = Package(
         .executableTarget(
             name: fuzzer.name,
             dependencies: fuzzer.dependencies.map { .product(name: $0, package: $0) },
+            exclude: fuzzer.dictionaries,
             swiftSettings: swiftSettings
         )
     }

@@ -6,8 +6,7 @@
 //  - every refusal maps to a 4xx or 5xx status;
 //  - a Range header (from a parsed request, or the raw input) resolves to ranges inside the representation, sorted,
 //    non-empty and neither overlapping nor touching.
-// Run with Scripts/fuzz.sh HTTPRequestFuzzer SECONDS; the dictionary is Sources/HTTPRequestFuzzer/http.dict
-// (pass -dict=... to the binary for faster coverage).
+// Run with Scripts/fuzz.sh HTTPRequestFuzzer SECONDS, which passes the dictionary Sources/HTTPRequestFuzzer/http.dict.
 import FileRange
 import LoopbackHTTP
 
