@@ -8,7 +8,7 @@ public struct CachingProxyError: Error, Hashable, Sendable, CustomStringConverti
     /// What went wrong. New codes may be added; switch over them with a default.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: Hashable, Sendable {
-            case cannotOpenCache, serverFailed, invalidURL
+            case cannotOpenCache, serverFailed, invalidURL, originFailed, rangeNotSatisfiable, readFailed
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -19,12 +19,21 @@ public struct CachingProxyError: Error, Hashable, Sendable, CustomStringConverti
         public static let serverFailed = Code(.serverFailed)
         /// The remote URL is not an absolute http(s) URL.
         public static let invalidURL = Code(.invalidURL)
+        /// The origin refused or failed the request (its HTTP status, when it sent one, is in ``status``).
+        public static let originFailed = Code(.originFailed)
+        /// The requested offset lies at or past the resource's end.
+        public static let rangeNotSatisfiable = Code(.rangeNotSatisfiable)
+        /// A read stopped: the origin kept failing, or its resource changed while it was read.
+        public static let readFailed = Code(.readFailed)
 
         public var description: String {
             switch value {
             case .cannotOpenCache: "cannot open cache"
             case .serverFailed: "loopback server failed"
             case .invalidURL: "invalid URL"
+            case .originFailed: "origin failed"
+            case .rangeNotSatisfiable: "range not satisfiable"
+            case .readFailed: "read failed"
             }
         }
     }
@@ -33,11 +42,14 @@ public struct CachingProxyError: Error, Hashable, Sendable, CustomStringConverti
     public var code: Code
     /// What the lower layer said.
     public var detail: String
+    /// The origin's HTTP status, for ``Code/originFailed`` when it answered.
+    public var status: Int?
 
     /// An error with context.
-    public init(_ code: Code, detail: String) {
+    public init(_ code: Code, detail: String, status: Int? = nil) {
         self.code = code
         self.detail = detail
+        self.status = status
     }
 
     public var description: String { "\(code): \(detail)" }
@@ -120,12 +132,58 @@ public final class CachingMediaProxy: Sendable {
     public func localURL(for remoteURL: String, headers: [(name: String, value: String)] = [])
         async throws(CachingProxyError) -> String
     {
+        let parsed = try Self.parse(remoteURL)
+        let port = try await startIfNeeded()
+        let opened = try await open(remoteURL, parsed: parsed, headers: headers)
+        let token = SessionToken.random()
+        state.withLock {
+            $0.routes[token.value] = Route(key: opened.entry.key, url: opened.entry.url, headers: opened.headers)
+        }
+        return "http://127.0.0.1:\(port)/\(token.value)/\(CachingMediaProxy.fileName(of: parsed))"
+    }
+
+    /// Reads `remoteURL` in process, through the same cache and origin fetches as the loopback URLs, without the
+    /// server: the content information, and the bytes from `offset` (to the end, or `length` bytes), which stream
+    /// as they arrive from the cache or the origin. This is what a resource loader (such as
+    /// ``CachingResourceLoader`` on Apple platforms) answers a player with.
+    public func read(
+        _ remoteURL: String, headers: [(name: String, value: String)] = [], from offset: UInt64 = 0,
+        length: UInt64? = nil
+    ) async throws(CachingProxyError) -> CachedRead {
+        let opened = try await open(remoteURL, parsed: try Self.parse(remoteURL), headers: headers)
+        let info: CachedContentInfo
+        do {
+            info = try await opened.entry.contentInfo(hint: offset, headers: opened.headers)
+        } catch {
+            throw CachingProxyError(.originFailed, detail: "\(error)", status: error.status)
+        }
+        guard offset < info.length || (offset == 0 && info.length == 0) else {
+            throw CachingProxyError(
+                .rangeNotSatisfiable, detail: "offset \(offset) of \(remoteURL), which has \(info.length) bytes")
+        }
+        let available = info.length - offset
+        let count = min(length ?? available, available)
+        let range = ByteRange(offset: offset, length: count)
+        let bytes = range.map {
+            CachedBytes(
+                CachedRangeSequence(entry: opened.entry, range: $0, headers: opened.headers, epoch: opened.entry.epoch))
+        }
+        return CachedRead(info: info, offset: offset, length: count, bytes: bytes ?? CachedBytes(nil))
+    }
+
+    private static func parse(_ remoteURL: String) throws(CachingProxyError) -> URL {
         guard let parsed = URL(string: remoteURL), let scheme = parsed.scheme?.lowercased(),
             scheme == "http" || scheme == "https", parsed.host != nil
         else {
             throw CachingProxyError(.invalidURL, detail: "\(remoteURL) is not an absolute http(s) URL")
         }
-        let port = try await startIfNeeded()
+        return parsed
+    }
+
+    /// The entry for a remote URL, marked used, revalidated with the origin, and the headers its fetches send.
+    private func open(_ remoteURL: String, parsed: URL, headers: [(name: String, value: String)])
+        async throws(CachingProxyError) -> (entry: CachedMediaEntry, headers: [(name: String, value: String)])
+    {
         let url = CacheIndex.canonicalURL(remoteURL)
         let key = CacheIndex.key(for: remoteURL)
         let entry = try entry(key: key, url: url)
@@ -140,9 +198,7 @@ public final class CachingMediaProxy: Sendable {
         index.update(
             key: key, url: url, length: entry.info?.length, held: entry.cache.available.totalLength, access: now)
         await entry.revalidate(headers: fetchHeaders, using: revalidator)
-        let token = SessionToken.random()
-        state.withLock { $0.routes[token.value] = Route(key: key, url: url, headers: fetchHeaders) }
-        return "http://127.0.0.1:\(port)/\(token.value)/\(CachingMediaProxy.fileName(of: parsed))"
+        return (entry, fetchHeaders)
     }
 
     /// The port the server listens on, once started.
@@ -360,4 +416,44 @@ struct CachedRangeSequence: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(sequence: self, position: range.offset, startFailures: entry.failures)
     }
+}
+
+/// One in-process read of a cached resource (see ``CachingMediaProxy/read(_:headers:from:length:)``).
+public struct CachedRead: Sendable {
+    /// The resource's content information (length, type, validators).
+    public var info: CachedContentInfo
+    /// Where the bytes start.
+    public var offset: UInt64
+    /// How many bytes ``bytes`` yields.
+    public var length: UInt64
+    /// The bytes, in order, as they become available.
+    public var bytes: CachedBytes
+}
+
+/// The bytes of a ``CachedRead``: chunks of at most 256 KiB read from the cache, waiting for origin fetches where
+/// the cache has a gap. Throws ``CachingProxyError`` (``CachingProxyError/Code/readFailed``) when the origin keeps
+/// failing or its resource changes during the read, rather than yield a byte of another version.
+public struct CachedBytes: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
+    private let sequence: CachedRangeSequence?
+
+    init(_ sequence: CachedRangeSequence?) { self.sequence = sequence }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var inner: CachedRangeSequence.AsyncIterator?
+
+        public mutating func next() async throws(CachingProxyError) -> [UInt8]? {
+            guard var iterator = inner else { return nil }
+            defer { inner = iterator }
+            do {
+                return try await iterator.next()
+            } catch let failure as CachedRangeSequence.ReadFailure {
+                throw CachingProxyError(.readFailed, detail: failure.detail)
+            } catch {
+                throw CachingProxyError(.readFailed, detail: "\(error)")
+            }
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(inner: sequence?.makeAsyncIterator()) }
 }
