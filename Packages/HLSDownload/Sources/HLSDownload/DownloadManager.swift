@@ -52,9 +52,12 @@ public actor DownloadManager {
         self.configuration = configuration
         self.transport =
             transport
-            ?? URLSessionTransport(
+            ?? SocketTransport(
                 stallTimeout: configuration.stallTimeout, maxRedirects: configuration.maxRedirects,
-                maxConnectionsPerHost: max(16, configuration.maxConcurrentRequests * configuration.maxConcurrentTasks))
+                fallback: URLSessionTransport(
+                    stallTimeout: configuration.stallTimeout, maxRedirects: configuration.maxRedirects,
+                    maxConnectionsPerHost: max(
+                        16, configuration.maxConcurrentRequests * configuration.maxConcurrentTasks)))
         self.clock = clock
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
         try Files.makeDirectories(root)

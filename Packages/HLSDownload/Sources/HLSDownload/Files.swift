@@ -1,3 +1,4 @@
+import Dispatch
 import FileRange
 
 #if canImport(Glibc)
@@ -125,6 +126,22 @@ enum Files {
         syncDirectory(parent(of: path))
     }
 
+    /// Replaces `path` with `bytes` without flushing (for hints such as a resume validator, whose loss or damage
+    /// only costs a refetch).
+    static func writeQuickly(_ bytes: [UInt8], to path: String) throws(DownloadError) {
+        let temporary = path + ".tmp"
+        let writer = try FileWriter(path: temporary, truncate: true)
+        do {
+            try writer.write(bytes[...])
+            writer.close()
+        } catch {
+            writer.close()
+            remove(temporary)
+            throw error
+        }
+        try rename(temporary, path)
+    }
+
     static func parent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
@@ -194,4 +211,26 @@ final class FileWriter {
     }
 
     deinit { close() }
+}
+
+/// Runs blocking file work (fsync, integrity reads, renames) on a dispatch queue, so that slow disks never stall
+/// Swift's cooperative thread pool.
+enum Blocking {
+    private static let queue = DispatchQueue(label: "HLSDownload.files", attributes: .concurrent)
+
+    static func run<T: Sendable>(
+        _ work: @escaping @Sendable () throws(DownloadError) -> T
+    ) async throws(DownloadError) -> T {
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<T, DownloadError>, Never>) in
+            queue.async {
+                do throws(DownloadError) {
+                    continuation.resume(returning: .success(try work()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
 }

@@ -182,48 +182,34 @@ struct Fetcher: Sendable {
             let permit = await gate.acquire()
             defer { permit.release() }
             try Task.checkCancellation()
-            /// Flushes, checks and renames a complete `.part` file of `total` bytes into place.
-            func finalize(_ total: UInt64) throws -> Outcome {
+            /// Flushes, checks and renames a complete `.part` file of `total` bytes into place, on the file
+            /// queue (never on the cooperative pool, which a slow fsync would stall).
+            func finalize(_ total: UInt64) async throws -> Outcome {
                 permit.release()
-                try Files.sync(part)
-                if let length = job.rangeLength, total != length {
+                let settled = try await Blocking.run { () throws(DownloadError) -> Settled in
+                    try Self.settle(job, part: part, final: final, validator: validatorPath, total: total)
+                }
+                switch settled {
+                case .done(let stripped):
+                    if stripped > 0 { counters.add(-Int64(stripped)) }
+                    return .done
+                case .rangeMismatch:
                     counters.add(-Int64(total))
-                    Files.remove(part)
                     return .retry(
                         after: nil, reason: DownloadError(.contentLength, "range length mismatch", url: job.url))
+                case .invalid(let offset):
+                    integrityFailures += 1
+                    counters.add(-Int64(total))
+                    let error = DownloadError(.integrity, "no TS sync byte at offset \(offset)", url: job.url)
+                    if integrityFailures >= 3 { throw error }
+                    return .retry(after: nil, reason: error)
+                case .notTS:
+                    integrityFailures += 1
+                    counters.add(-Int64(total))
+                    let error = DownloadError(.integrity, "the segment is not MPEG-TS", url: job.url)
+                    if integrityFailures >= 3 { throw error }
+                    return .retry(after: nil, reason: error)
                 }
-                if isKey, total != 16 {
-                    throw DownloadError(.keyUnavailable, "the key has \(total) bytes, not 16", url: job.url)
-                }
-                if job.expectTS {
-                    switch try TSIntegrity.check(path: part) {
-                    case .valid(let header):
-                        if header > 0 {
-                            guard job.mayStrip else {
-                                throw DownloadError(.integrity, "a fake header inside a byte range", url: job.url)
-                            }
-                            try Self.strip(header, path: part)
-                            counters.add(-Int64(header))
-                        }
-                    case .invalid(let offset):
-                        integrityFailures += 1
-                        counters.add(-Int64(total))
-                        Files.remove(part)
-                        let error = DownloadError(.integrity, "no TS sync byte at offset \(offset)", url: job.url)
-                        if integrityFailures >= 3 { throw error }
-                        return .retry(after: nil, reason: error)
-                    case .notTS:
-                        integrityFailures += 1
-                        counters.add(-Int64(total))
-                        Files.remove(part)
-                        let error = DownloadError(.integrity, "the segment is not MPEG-TS", url: job.url)
-                        if integrityFailures >= 3 { throw error }
-                        return .retry(after: nil, reason: error)
-                    }
-                }
-                try Files.rename(part, final)
-                Files.remove(validatorPath)
-                return .done
             }
             var existing = Files.size(part) ?? 0
             let validator = existing > 0 ? (try? Files.read(validatorPath, limit: 4096)) : nil
@@ -240,7 +226,7 @@ struct Fetcher: Sendable {
             }
             if let length = job.rangeLength, existing == length, existing > 0 {
                 // Received in full before an interruption, never renamed: nothing to fetch.
-                return try finalize(existing)
+                return try await finalize(existing)
             }
             var request = TransportRequest(url: job.url, headers: headers)
             let start = (job.rangeOffset ?? 0) + existing
@@ -260,7 +246,7 @@ struct Fetcher: Sendable {
                     UInt64(value.trimmingSpaces.dropFirst(8)) == existing
                 {
                     // The partial file already holds the whole resource.
-                    return try finalize(existing)
+                    return try await finalize(existing)
                 }
                 counters.add(-Int64(existing))
                 Files.remove(part)
@@ -304,9 +290,9 @@ struct Fetcher: Sendable {
                     expected = response.contentLength
                 }
                 if let etag = response.header("ETag"), !etag.hasPrefix("W/") {
-                    try Files.writeAtomically(Array(etag.utf8), to: validatorPath)
+                    try Files.writeQuickly(Array(etag.utf8), to: validatorPath)
                 } else if let modified = response.header("Last-Modified") {
-                    try Files.writeAtomically(Array(modified.utf8), to: validatorPath)
+                    try Files.writeQuickly(Array(modified.utf8), to: validatorPath)
                 } else {
                     Files.remove(validatorPath)
                 }
@@ -391,11 +377,60 @@ struct Fetcher: Sendable {
                         reason: DownloadError(.contentLength, "got \(received) of \(expected) bytes", url: job.url))
                 }
             }
-            return try finalize(total)
+            return try await finalize(total)
         }
         let size = Files.size(final) ?? 0
         counters.values.withLock { $0.knownSizes[index] = size }
         return size
+    }
+
+    /// What ``settle(_:part:final:validator:total:)`` found.
+    enum Settled: Sendable {
+        /// In place; `stripped` bytes of a fake header were removed.
+        case done(stripped: Int)
+        /// The part file (removed) does not have the byte range's length.
+        case rangeMismatch
+        /// The part file (removed) misses a TS sync byte at this offset.
+        case invalid(offset: UInt64)
+        /// The part file (removed) is not MPEG-TS.
+        case notTS
+    }
+
+    /// Flushes a complete part file, checks it, and renames it into place: a file only ever gets its final name
+    /// (which is what counts as done) after its bytes are on the disk.
+    static func settle(
+        _ job: Job, part: String, final: String, validator: String, total: UInt64
+    ) throws(DownloadError) -> Settled {
+        try Files.sync(part)
+        if let length = job.rangeLength, total != length {
+            Files.remove(part)
+            return .rangeMismatch
+        }
+        if job.kind == .key, total != 16 {
+            throw DownloadError(.keyUnavailable, "the key has \(total) bytes, not 16", url: job.url)
+        }
+        var stripped = 0
+        if job.expectTS {
+            switch try TSIntegrity.check(path: part) {
+            case .valid(let header):
+                if header > 0 {
+                    guard job.mayStrip else {
+                        throw DownloadError(.integrity, "a fake header inside a byte range", url: job.url)
+                    }
+                    try strip(header, path: part)
+                    stripped = header
+                }
+            case .invalid(let offset):
+                Files.remove(part)
+                return .invalid(offset: offset)
+            case .notTS:
+                Files.remove(part)
+                return .notTS
+            }
+        }
+        try Files.rename(part, final)
+        Files.remove(validator)
+        return .done(stripped: stripped)
     }
 
     /// `first` and `last` of a `Content-Range: bytes first-last/total`.

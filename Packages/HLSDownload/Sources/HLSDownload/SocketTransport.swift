@@ -1,0 +1,686 @@
+import Dispatch
+import FileRange
+import HLSPlaylist
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// HTTP/1.1 GET over POSIX sockets for `http://` URLs, with keep-alive connections reused per host and bodies
+/// read in large chunks (up to ``chunkSize`` bytes per read, where URLSession on Linux delivers 16 KiB); `https://`
+/// URLs, and redirects to them, go to a fallback transport (``URLSessionTransport`` by default).
+///
+/// Blocking socket calls run on dispatch queues, never on Swift's cooperative pool; cancelling the calling task
+/// shuts the connection down, which ends a blocked read at once. A read that receives nothing for the stall
+/// timeout fails with ``TransportError/Code/timedOut``.
+public struct SocketTransport: DownloadTransport {
+    private let pool: ConnectionPool
+    private let fallback: (any DownloadTransport)?
+    private let maxRedirects: Int
+    /// The largest body chunk delivered at once.
+    public let chunkSize: Int
+
+    /// A transport whose reads time out after `stallTimeout` seconds without data, following at most
+    /// `maxRedirects` redirects; `https://` goes to `fallback` (refused when nil).
+    public init(
+        stallTimeout: Double = 20, maxRedirects: Int = 5, chunkSize: Int = 512 << 10,
+        fallback: (any DownloadTransport)? = nil
+    ) {
+        self.pool = ConnectionPool(stallTimeout: max(0.01, stallTimeout))
+        self.maxRedirects = max(0, maxRedirects)
+        self.chunkSize = max(4096, chunkSize)
+        self.fallback = fallback
+    }
+
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var url = request.url
+        var redirects = 0
+        while true {
+            try Task.checkCancellation()
+            let target = try Target(url)
+            if target.secure {
+                guard let fallback else { throw TransportError(.invalidURL, "https is not supported here: \(url)") }
+                var forwarded = request
+                forwarded.url = url
+                return try await fallback.send(forwarded)
+            }
+            let response = try await exchange(target, headers: request.headers)
+            if [301, 302, 303, 307, 308].contains(response.status), let location = response.header("Location") {
+                redirects += 1
+                guard redirects <= maxRedirects else {
+                    throw TransportError(.tooManyRedirects, "redirect refused at \(url)")
+                }
+                let next = URIReference(location).resolved(against: URIReference(url)).description
+                let scheme = URIReference(next).scheme?.lowercased()
+                guard scheme == "http" || scheme == "https" else {
+                    throw TransportError(.tooManyRedirects, "redirect refused at \(url)")
+                }
+                url = next
+                continue
+            }
+            return response
+        }
+    }
+
+    /// One request on a pooled connection (a stale idle connection is replaced once).
+    private func exchange(_ target: Target, headers: [HTTPHeaderField]) async throws -> TransportResponse {
+        let head = Self.requestHead(target, headers: headers)
+        var reused = pool.take(target.key)
+        while true {
+            let connection: Connection
+            if let idle = reused {
+                connection = idle
+            } else {
+                connection = try await Connection.run(nil) { [pool] () throws(TransportError) -> Connection in
+                    try Connection.connect(target, pool: pool)
+                }
+            }
+            do {
+                let parsed = try await Connection.run(connection) { () throws(TransportError) -> ResponseHead in
+                    try connection.sendAll(head)
+                    return try connection.readHead()
+                }
+                let reader = BodyReader(
+                    connection: connection, framing: parsed.framing, reusable: parsed.keepAlive, pool: pool,
+                    key: target.key, chunkSize: chunkSize)
+                let body = AsyncThrowingStream<[UInt8], any Error>(unfolding: { try await reader.next() })
+                if parsed.framing == .none { reader.finishIfEmpty() }
+                return TransportResponse(status: parsed.status, headers: parsed.headers, body: body)
+            } catch let error as TransportError where reused != nil && error.code == .connectionReset {
+                // The server closed the idle connection: try once more on a fresh one.
+                connection.close()
+                reused = nil
+                continue
+            }
+        }
+    }
+
+    /// The request head: the caller's headers, minus those the transport owns.
+    static func requestHead(_ target: Target, headers: [HTTPHeaderField]) -> [UInt8] {
+        var text = "GET \(target.requestTarget) HTTP/1.1\r\nHost: \(target.hostHeader)\r\n"
+        let owned: Set<String> = ["host", "connection", "accept-encoding", "content-length", "transfer-encoding"]
+        for field in headers where !owned.contains(field.name.lowercased()) {
+            let clean =
+                field.name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x3A }
+                && field.value.utf8.allSatisfy { $0 != 0x0D && $0 != 0x0A && $0 != 0 }
+            guard clean else { continue }
+            text += field.name + ": " + field.value + "\r\n"
+        }
+        text += "Accept-Encoding: identity\r\nConnection: keep-alive\r\n\r\n"
+        return Array(text.utf8)
+    }
+}
+
+/// Where a request goes.
+struct Target: Sendable {
+    var secure: Bool
+    var host: String
+    var port: UInt16
+    var requestTarget: String
+    var hostHeader: String
+    var key: String { host + "|" + String(port) }
+
+    init(_ url: String) throws(TransportError) {
+        let reference = URIReference(url)
+        guard let scheme = reference.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            var authority = reference.authority, !authority.isEmpty
+        else {
+            throw TransportError(.invalidURL, "not an http(s) URL: \(url)")
+        }
+        secure = scheme == "https"
+        if let at = authority.lastIndex(of: "@") { authority = String(authority[authority.index(after: at)...]) }
+        var hostPart = Substring(authority)
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else {
+                throw TransportError(.invalidURL, "bad IPv6 host: \(url)")
+            }
+            hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            let rest = authority[authority.index(after: close)...]
+            if rest.hasPrefix(":") { portText = rest.dropFirst() }
+        } else if let colon = authority.lastIndex(of: ":") {
+            hostPart = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        }
+        guard !hostPart.isEmpty else { throw TransportError(.invalidURL, "no host: \(url)") }
+        host = String(hostPart)
+        if let portText, !portText.isEmpty {
+            guard let number = UInt16(portText), number > 0 else {
+                throw TransportError(.invalidURL, "bad port: \(url)")
+            }
+            port = number
+        } else {
+            port = secure ? 443 : 80
+        }
+        let path = reference.path.isEmpty ? "/" : reference.path
+        requestTarget = path + (reference.query.map { "?" + $0 } ?? "")
+        guard requestTarget.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw TransportError(.invalidURL, "the URL holds spaces or control bytes: \(url)")
+        }
+        hostHeader = authority
+    }
+}
+
+/// How a response body is delimited.
+enum BodyFraming: Equatable, Sendable {
+    case none
+    case length(UInt64)
+    case chunked
+    case untilClose
+}
+
+/// A parsed response head.
+struct ResponseHead: Sendable {
+    var status: Int
+    var headers: [HTTPHeaderField]
+    var framing: BodyFraming
+    var keepAlive: Bool
+}
+
+/// Idle keep-alive connections by host and port.
+final class ConnectionPool: Sendable {
+    let stallTimeout: Double
+    private let idle = Mutex<[String: [Connection]]>([:])
+    static let maxIdlePerHost = 32
+
+    init(stallTimeout: Double) {
+        self.stallTimeout = stallTimeout
+    }
+
+    /// An idle connection that the server has not closed, if any.
+    func take(_ key: String) -> Connection? {
+        while let connection = idle.withLock({ $0[key]?.popLast() }) {
+            if connection.isIdleAndOpen() { return connection }
+            connection.close()
+        }
+        return nil
+    }
+
+    func put(_ connection: Connection, key: String) {
+        let kept = idle.withLock { table -> Bool in
+            guard (table[key]?.count ?? 0) < Self.maxIdlePerHost else { return false }
+            table[key, default: []].append(connection)
+            return true
+        }
+        if !kept { connection.close() }
+    }
+
+    deinit {
+        for list in idle.withLock({ $0.values }) {
+            for connection in list { connection.close() }
+        }
+    }
+}
+
+/// One TCP connection. Its descriptor is closed once, under a lock, so that shutting it down from a cancellation
+/// handler never touches a descriptor number that was reused.
+final class Connection: Sendable {
+    private struct State {
+        var fd: Int32
+        var aborted = false
+        /// Bytes read past the response head, not yet consumed.
+        var buffer: [UInt8] = []
+    }
+    private let state: Mutex<State>
+    private let queue = DispatchQueue(label: "HLSDownload.SocketTransport.connection")
+
+    private init(fd: Int32) {
+        state = Mutex(State(fd: fd))
+    }
+
+    deinit {
+        let fd = state.withLock { $0.fd }
+        if fd >= 0 { _ = socketClose(fd) }
+    }
+
+    /// Runs blocking `work` on the connection's queue (a fresh queue when there is no connection yet); a
+    /// cancellation of the calling task shuts the connection down so that a blocked call returns.
+    static func run<T: Sendable>(
+        _ connection: Connection?, _ work: @escaping @Sendable () throws(TransportError) -> T
+    ) async throws -> T {
+        try Task.checkCancellation()
+        let queue = connection?.queue ?? DispatchQueue(label: "HLSDownload.SocketTransport.connect")
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, TransportError>, Never>) in
+                queue.async {
+                    do throws(TransportError) {
+                        continuation.resume(returning: .success(try work()))
+                    } catch {
+                        continuation.resume(returning: .failure(error))
+                    }
+                }
+            }
+        } onCancel: {
+            connection?.abort()
+        }
+        if Task.isCancelled {
+            connection?.close()
+            throw CancellationError()
+        }
+        return try result.get()
+    }
+
+    /// Shuts the connection down (a blocked read or write returns); it is never reused.
+    func abort() {
+        state.withLock { s in
+            s.aborted = true
+            if s.fd >= 0 { _ = shutdown(s.fd, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    func close() {
+        let fd = state.withLock { s -> Int32 in
+            let fd = s.fd
+            s.fd = -1
+            s.aborted = true
+            return fd
+        }
+        if fd >= 0 { _ = socketClose(fd) }
+    }
+
+    private var fd: Int32 { state.withLock { $0.fd } }
+
+    /// Whether the connection is idle and still open: nothing to read (a readable idle socket is closed or
+    /// holding junk).
+    func isIdleAndOpen() -> Bool {
+        let fd = self.fd
+        guard fd >= 0, state.withLock({ !$0.aborted && $0.buffer.isEmpty }) else { return false }
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) == 0
+    }
+
+    /// Opens a connection to the target's host, trying each address, with the stall timeout as connect timeout.
+    static func connect(_ target: Target, pool: ConnectionPool) throws(TransportError) -> Connection {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Darwin)
+            hints.ai_socktype = SOCK_STREAM
+        #else
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(target.host, String(target.port), &hints, &list)
+        guard status == 0, let first = list else {
+            throw TransportError(.connectionFailed, "cannot resolve \(target.host)")
+        }
+        defer { freeaddrinfo(first) }
+        var last = "no address"
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            cursor = entry.pointee.ai_next
+            let fd = socket(entry.pointee.ai_family, entry.pointee.ai_socktype, entry.pointee.ai_protocol)
+            guard fd >= 0 else {
+                last = "\(Errno.current)"
+                continue
+            }
+            let flags = fcntl(fd, F_GETFL)
+            _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+            var result = socketConnect(fd, entry.pointee.ai_addr, entry.pointee.ai_addrlen)
+            if result != 0 && Errno.current == .inProgress {
+                var descriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                let ready = poll(&descriptor, 1, Int32(clamping: Int(pool.stallTimeout * 1000)))
+                var error: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                if ready == 1, getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 {
+                    result = 0
+                } else {
+                    last = ready == 0 ? "connect timed out" : "\(Errno(rawValue: error == 0 ? ETIMEDOUT : error))"
+                }
+            } else if result != 0 {
+                last = "\(Errno.current)"
+            }
+            guard result == 0 else {
+                _ = socketClose(fd)
+                continue
+            }
+            _ = fcntl(fd, F_SETFL, flags)
+            var timeout = timeval()
+            timeout.tv_sec = .init(pool.stallTimeout.rounded(.down))
+            timeout.tv_usec = .init(pool.stallTimeout.truncatingRemainder(dividingBy: 1) * 1e6)
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            #if canImport(Darwin)
+                _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+            #endif
+            return Connection(fd: fd)
+        }
+        throw TransportError(.connectionFailed, "cannot connect to \(target.host):\(target.port): \(last)")
+    }
+
+    /// The error for a failed socket call.
+    private func failure(_ errno: Errno, _ what: String) -> TransportError {
+        if state.withLock({ $0.aborted }) { return TransportError(.connectionReset, "the connection was closed") }
+        if errno == .wouldBlock { return TransportError(.timedOut, "no data for the stall timeout") }
+        if errno == .connectionReset || errno == .brokenPipe || errno == .notConnected {
+            return TransportError(.connectionReset, "the connection was lost while \(what)")
+        }
+        return TransportError(.other, "\(what) failed: \(errno)")
+    }
+
+    func sendAll(_ bytes: [UInt8]) throws(TransportError) {
+        let fd = self.fd
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { raw in
+                socketSend(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset, Self.sendFlags)
+            }
+            if sent < 0 {
+                let e = Errno.current
+                if e == .interrupted { continue }
+                throw failure(e, "sending the request")
+            }
+            offset += sent
+        }
+    }
+
+    #if canImport(Darwin)
+        static let sendFlags: Int32 = 0
+    #else
+        static let sendFlags = Int32(MSG_NOSIGNAL)
+    #endif
+
+    /// Reads up to `count` bytes into a new array; `waitAll` waits until all arrived (or the timeout, or the end).
+    /// An empty result means the peer closed the connection.
+    func receive(_ count: Int, waitAll: Bool) throws(TransportError) -> [UInt8] {
+        let pending = state.withLock { s -> [UInt8] in
+            guard !s.buffer.isEmpty else { return [] }
+            let n = min(count, s.buffer.count)
+            let taken = Array(s.buffer[0..<n])
+            s.buffer.removeFirst(n)
+            return taken
+        }
+        if !pending.isEmpty { return pending }
+        let fd = self.fd
+        var failed: Errno?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            while true {
+                let n = recv(fd, buffer.baseAddress, count, waitAll ? Int32(MSG_WAITALL) : 0)
+                if n < 0 {
+                    let e = Errno.current
+                    if e == .interrupted { continue }
+                    failed = e
+                    initialized = 0
+                } else {
+                    initialized = n
+                }
+                return
+            }
+        }
+        if let failed {
+            // A timed-out MSG_WAITALL read may still have returned data; that case reports a count, not an error.
+            throw failure(failed, "reading")
+        }
+        return bytes
+    }
+
+    /// Gives back bytes read past what was needed.
+    func unread(_ bytes: ArraySlice<UInt8>) {
+        guard !bytes.isEmpty else { return }
+        state.withLock { $0.buffer.insert(contentsOf: bytes, at: 0) }
+    }
+
+    /// Reads and parses a response head (skipping 1xx interim responses); body bytes read with it are kept.
+    func readHead() throws(TransportError) -> ResponseHead {
+        var data: [UInt8] = []
+        while true {
+            var end: Int?
+            var scanned = 0
+            while end == nil {
+                if let found = Self.headEnd(data, from: max(0, scanned - 3)) {
+                    end = found
+                    break
+                }
+                scanned = data.count
+                guard data.count < 64 << 10 else { throw TransportError(.other, "response head too large") }
+                let more = try receive(16 << 10, waitAll: false)
+                if more.isEmpty {
+                    throw TransportError(.connectionReset, "the connection closed before a response")
+                }
+                data += more
+            }
+            guard let end else { continue }
+            let head = try Self.parseHead(data[0..<end])
+            data.removeFirst(end)
+            if (100..<200).contains(head.status) { continue }
+            unread(data[...])
+            return head
+        }
+    }
+
+    /// The index just past the first CRLFCRLF at or after `from`.
+    static func headEnd(_ data: [UInt8], from: Int) -> Int? {
+        var i = from
+        while i + 3 < data.count {
+            if data[i] == 0x0D && data[i + 1] == 0x0A && data[i + 2] == 0x0D && data[i + 3] == 0x0A { return i + 4 }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Parses a status line and header fields (RFC 9112 §4, §5).
+    static func parseHead(_ bytes: ArraySlice<UInt8>) throws(TransportError) -> ResponseHead {
+        let text = String(decoding: bytes, as: UTF8.self)
+        var lines = text.split(separator: "\r\n", omittingEmptySubsequences: true)
+        guard !lines.isEmpty else { throw TransportError(.other, "empty response head") }
+        let statusLine = lines.removeFirst()
+        let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].utf8.count == 3,
+            let status = Int(parts[1])
+        else {
+            throw TransportError(.other, "malformed status line")
+        }
+        var headers: [HTTPHeaderField] = []
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            var value = line[line.index(after: colon)...]
+            while value.first == " " || value.first == "\t" { value = value.dropFirst() }
+            while value.last == " " || value.last == "\t" { value = value.dropLast() }
+            headers.append(HTTPHeaderField(name: String(line[..<colon]), value: String(value)))
+        }
+        func values(_ name: String) -> [String] {
+            headers.filter { $0.name.lowercased() == name }.map { $0.value.lowercased() }
+        }
+        let connection = values("connection").flatMap { $0.split(separator: ",").map { $0.trimmingSpaces } }
+        var keepAlive = parts[0] == "HTTP/1.1" ? !connection.contains("close") : connection.contains("keep-alive")
+        let framing: BodyFraming
+        if (100..<200).contains(status) || status == 204 || status == 304 {
+            framing = .none
+        } else if let coding = values("transfer-encoding").last {
+            guard coding.split(separator: ",").last.map({ $0.trimmingSpaces }) == "chunked" else {
+                throw TransportError(.other, "unsupported transfer coding '\(coding)'")
+            }
+            framing = .chunked
+        } else if let lengths = Optional(values("content-length")), !lengths.isEmpty {
+            guard Set(lengths).count == 1, let length = UInt64(lengths[0].trimmingSpaces) else {
+                throw TransportError(.other, "invalid Content-Length")
+            }
+            framing = length == 0 ? .none : .length(length)
+        } else {
+            framing = .untilClose
+            keepAlive = false
+        }
+        return ResponseHead(status: status, headers: headers, framing: framing, keepAlive: keepAlive)
+    }
+}
+
+extension Substring {
+    fileprivate var trimmingSpaces: Substring {
+        var s = self
+        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
+        while s.last == " " || s.last == "\t" { s = s.dropLast() }
+        return s
+    }
+}
+
+/// Delivers one response body in chunks, then gives the connection back to the pool when it can be reused.
+final class BodyReader: Sendable {
+    private struct State {
+        var framing: BodyFraming
+        /// Data bytes left in the current chunk (chunked framing), nil before a chunk-size line.
+        var chunkLeft: UInt64?
+        var finished = false
+    }
+    private let state: Mutex<State>
+    private let connection: Connection
+    private let reusable: Bool
+    private let pool: ConnectionPool
+    private let key: String
+    private let chunkSize: Int
+
+    init(
+        connection: Connection, framing: BodyFraming, reusable: Bool, pool: ConnectionPool, key: String,
+        chunkSize: Int
+    ) {
+        self.state = Mutex(State(framing: framing))
+        self.connection = connection
+        self.reusable = reusable
+        self.pool = pool
+        self.key = key
+        self.chunkSize = chunkSize
+    }
+
+    deinit {
+        // Dropped before the end: the connection is in an unknown place of the body and cannot be reused.
+        if !state.withLock({ $0.finished }) { connection.close() }
+    }
+
+    /// Marks a body without content done (the connection goes back to the pool).
+    func finishIfEmpty() {
+        if state.withLock({ $0.framing }) == .none { complete() }
+    }
+
+    private func complete() {
+        let first = state.withLock { s -> Bool in
+            defer { s.finished = true }
+            return !s.finished
+        }
+        if first {
+            if reusable { pool.put(connection, key: key) } else { connection.close() }
+        }
+    }
+
+    /// The next chunk, or nil at the end of the body.
+    func next() async throws -> [UInt8]? {
+        let snapshot = state.withLock { $0 }
+        if snapshot.finished { return nil }
+        switch snapshot.framing {
+        case .none:
+            complete()
+            return nil
+        case .length(let left):
+            let want = Int(min(left, UInt64(chunkSize)))
+            let bytes = try await Connection.run(connection) { [connection] () throws(TransportError) -> [UInt8] in
+                try connection.receive(want, waitAll: true)
+            }
+            if bytes.isEmpty {
+                state.withLock { $0.finished = true }
+                connection.close()
+                throw TransportError(.connectionReset, "the connection closed with \(left) body bytes missing")
+            }
+            let remaining = left - UInt64(bytes.count)
+            state.withLock { $0.framing = .length(remaining) }
+            if remaining == 0 { complete() }
+            return bytes
+        case .untilClose:
+            let bytes = try await Connection.run(connection) { [connection, chunkSize] () throws(TransportError) in
+                try connection.receive(chunkSize, waitAll: true)
+            }
+            if bytes.isEmpty {
+                state.withLock { $0.finished = true }
+                connection.close()
+                return nil
+            }
+            return bytes
+        case .chunked:
+            let result = try await Connection.run(connection) {
+                [connection, chunkSize, chunkLeft = snapshot.chunkLeft] () throws(TransportError) -> ChunkStep in
+                try Self.readChunked(connection, chunkLeft: chunkLeft, limit: chunkSize)
+            }
+            switch result {
+            case .data(let bytes, let left):
+                state.withLock { $0.chunkLeft = left }
+                return bytes
+            case .end:
+                complete()
+                return nil
+            }
+        }
+    }
+
+    enum ChunkStep: Sendable {
+        case data([UInt8], left: UInt64?)
+        case end
+    }
+
+    /// Reads a line ending in CRLF (at most 8 KiB).
+    static func readLine(_ connection: Connection) throws(TransportError) -> [UInt8] {
+        var line: [UInt8] = []
+        while true {
+            let bytes = try connection.receive(1024, waitAll: false)
+            if bytes.isEmpty { throw TransportError(.connectionReset, "the connection closed inside a chunked body") }
+            if let newline = bytes.firstIndex(of: 0x0A) {
+                line += bytes[..<newline]
+                connection.unread(bytes[(newline + 1)...])
+                if line.last == 0x0D { line.removeLast() }
+                return line
+            }
+            line += bytes
+            guard line.count < 8192 else { throw TransportError(.other, "chunk line too long") }
+        }
+    }
+
+    /// The next piece of a chunked body (RFC 9112 §7.1).
+    static func readChunked(
+        _ connection: Connection, chunkLeft: UInt64?, limit: Int
+    ) throws(TransportError) -> ChunkStep {
+        var left = chunkLeft
+        if left == nil || left == 0 {
+            if left == 0 {
+                // The CRLF after a chunk's data.
+                _ = try readLine(connection)
+            }
+            let line = try readLine(connection)
+            let sizeText = line.prefix { $0 != 0x3B && $0 != 0x20 && $0 != 0x09 }
+            guard !sizeText.isEmpty, sizeText.count <= 16,
+                let size = UInt64(String(decoding: sizeText, as: UTF8.self), radix: 16)
+            else {
+                throw TransportError(.other, "malformed chunk size")
+            }
+            if size == 0 {
+                // Trailer fields, up to the empty line.
+                var count = 0
+                while try !readLine(connection).isEmpty {
+                    count += 1
+                    guard count < 100 else { throw TransportError(.other, "too many trailer fields") }
+                }
+                return .end
+            }
+            left = size
+        }
+        let want = Int(min(left ?? 0, UInt64(limit)))
+        let bytes = try connection.receive(want, waitAll: true)
+        if bytes.isEmpty { throw TransportError(.connectionReset, "the connection closed inside a chunk") }
+        return .data(bytes, left: (left ?? 0) - UInt64(bytes.count))
+    }
+}
+
+#if canImport(Glibc)
+    private let socketClose = Glibc.close
+    private let socketConnect = Glibc.connect
+    private let socketSend = Glibc.send
+#elseif canImport(Musl)
+    private let socketClose = Musl.close
+    private let socketConnect = Musl.connect
+    private let socketSend = Musl.send
+#elseif canImport(Darwin)
+    private let socketClose = Darwin.close
+    private let socketConnect = Darwin.connect
+    private let socketSend = Darwin.send
+#endif
