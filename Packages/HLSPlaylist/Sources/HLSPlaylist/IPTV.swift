@@ -178,6 +178,7 @@ public struct IPTVStreamParser: Sendable {
                 if partial.count > limits.maxLineLength {
                     throw PlaylistError(.lineTooLong, line: lineNumber + 1, column: limits.maxLineLength + 1)
                 }
+                detachPendingLines()
                 return
             }
             if partial.isEmpty {
@@ -193,6 +194,13 @@ public struct IPTVStreamParser: Sendable {
             }
             i = j + 1
         }
+        detachPendingLines()
+    }
+
+    /// Copies the lines held for the next channel out of the caller's chunk, so that a caller reusing one read
+    /// buffer does not have it copied on every read because a held line still refers to it.
+    private mutating func detachPendingLines() {
+        for k in pendingLines.indices { pendingLines[k].bytes = ArraySlice(Array(pendingLines[k].bytes)) }
     }
 
     /// The index of the next LF at or after `from`, or `chunk.endIndex`; eight bytes at a time.
@@ -256,7 +264,9 @@ public struct IPTVStreamParser: Sendable {
         while let f = trimmed.first, ASCII.isWhitespace(f) { trimmed = trimmed.dropFirst() }
         while let l = trimmed.last, ASCII.isWhitespace(l) { trimmed = trimmed.dropLast() }
         if lineNumber == 1, trimmed.starts(with: Array("#EXTM3U".utf8)) {
-            header = IPTVHeader(attributes: IPTVStreamParser.attributes(trimmed.dropFirst(7)).0, line: stored)
+            // The header line is kept for the whole parse: a copy, so it does not pin the caller's chunk.
+            let own = IPTVLine(bytes: ArraySlice(Array(content)), ending: lineEnding)
+            header = IPTVHeader(attributes: IPTVStreamParser.attributes(trimmed.dropFirst(7)).0, line: own)
             return
         }
         if pendingLines.isEmpty {

@@ -83,6 +83,14 @@ public enum KnownTag: String, Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// Whether ``Playlist/media(url:parent:)`` reads the tag's value while walking the segments.
+    var usedByMediaResolution: Bool {
+        switch scope {
+        case .mediaSegment, .mediaMetadata: return true
+        default: return false
+        }
+    }
+
     /// The shape of the value after the colon.
     public enum ValueShape: Sendable, Hashable {
         case none

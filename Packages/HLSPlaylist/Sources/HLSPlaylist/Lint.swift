@@ -120,6 +120,35 @@ public struct PlaylistLinter: Sendable {
             id: "HLS-SESSION-KEY-NONE", severity: .error, section: "4.4.6.5",
             summary: "EXT-X-SESSION-KEY METHOD is not NONE"),
         LintRule(
+            id: "HLS-DATERANGE-ID-CONFLICT", severity: .error, section: "4.4.5.1",
+            summary: "EXT-X-DATERANGE tags with one ID give shared attributes the same value"),
+        LintRule(
+            id: "HLS-SKIP-CAN-SKIP", severity: .error, section: "6.2.5.1",
+            summary: "EXT-X-SKIP only with CAN-SKIP-UNTIL and without EXT-X-ENDLIST; skipped date ranges need "
+                + "CAN-SKIP-DATERANGES=YES"),
+        LintRule(
+            id: "HLS-CAN-SKIP-DATERANGES", severity: .error, section: "4.4.3.8",
+            summary: "CAN-SKIP-DATERANGES requires CAN-SKIP-UNTIL"),
+        LintRule(
+            id: "HLS-PRELOAD-HINT-ENDLIST", severity: .error, section: "4.4.5.3",
+            summary: "a playlist with EXT-X-ENDLIST has no EXT-X-PRELOAD-HINT"),
+        LintRule(
+            id: "HLS-PRELOAD-HINT-PART-INF", severity: .error, section: "4.4.3.7",
+            summary: "a TYPE=PART preload hint needs EXT-X-PART-INF"),
+        LintRule(
+            id: "HLS-PRELOAD-HINT-DUPLICATE", severity: .warning, section: "6.2.6",
+            summary: "at most one EXT-X-PRELOAD-HINT of each TYPE"),
+        LintRule(
+            id: "HLS-PART-TAG-ORDER", severity: .error, section: "4.4.4.9",
+            summary: "EXT-X-DISCONTINUITY, KEY, MAP and PROGRAM-DATE-TIME of a segment come before its first EXT-X-PART"
+        ),
+        LintRule(
+            id: "HLS-PART-DURATION-MIN", severity: .error, section: "4.4.4.9",
+            summary: "a part lasts at least 85% of PART-TARGET (independent, gap, before-gap and final parts excepted)"),
+        LintRule(
+            id: "HLS-IFRAME-ATTR", severity: .error, section: "4.4.6.3",
+            summary: "EXT-X-I-FRAME-STREAM-INF has no FRAME-RATE, AUDIO, SUBTITLES or CLOSED-CAPTIONS"),
+        LintRule(
             id: "HLS-VOD-ENDLIST", severity: .warning, section: "4.4.3.5",
             summary: "a VOD playlist ends with EXT-X-ENDLIST"),
         LintRule(
@@ -456,10 +485,26 @@ struct LintContext {
         var previousByteRange: (uri: String, present: Bool)?
         var pendingByteRange: (ByteRangeSpec, Int)?
         var skipLine: Int?
+        var endListLine: Int?
+        var partInSegment = false
+        var preloadHints: [(type: String, index: Int)] = []
         for (index, line) in lines.enumerated() {
             switch line.content {
             case .tag(let t):
                 switch t.known {
+                case .part: partInSegment = true
+                case .discontinuity, .key, .map, .programDateTime:
+                    if partInSegment, let known = t.known {
+                        add(
+                            "HLS-PART-TAG-ORDER", index,
+                            "#\(known.rawValue) applies to the segment and must come before its first EXT-X-PART")
+                    }
+                default: break
+                }
+                switch t.known {
+                case .endList: endListLine = index
+                case .preloadHint:
+                    if let type = t.attributes?["TYPE"]?.rawValue { preloadHints.append((type, index)) }
                 case .targetDuration: targetLine = index
                 case .partInf: partInfLine = index
                 case .programDateTime: sawPDT = true
@@ -495,6 +540,7 @@ struct LintContext {
                 }
                 pendingByteRange = nil
                 sawExtinf = false
+                partInSegment = false
             default: break
             }
         }
@@ -558,10 +604,93 @@ struct LintContext {
                     "CAN-SKIP-UNTIL \(Numbers.formatShort(skip)) is less than six target durations")
             }
         }
+        lowLatencyRules(media, skipLine: skipLine, endListLine: endListLine, preloadHints: preloadHints)
+        dateRangeConflicts(media)
         if media.playlistType == "VOD", !media.endList, skipLine == nil,
             let typeLine = lines.firstIndex(where: { $0.knownTag == .playlistType })
         {
             add("HLS-VOD-ENDLIST", typeLine, "a VOD playlist should end with EXT-X-ENDLIST")
+        }
+    }
+
+    /// EXT-X-SKIP, EXT-X-PRELOAD-HINT, CAN-SKIP-DATERANGES and the shortest part duration (LL-HLS).
+    mutating func lowLatencyRules(
+        _ media: MediaPlaylist, skipLine: Int?, endListLine: Int?, preloadHints: [(type: String, index: Int)]
+    ) {
+        let lines = playlist.lines
+        let serverControlLine = lines.firstIndex { $0.knownTag == .serverControl }
+        let sc = media.serverControl
+        let canSkipUntil = sc?["CAN-SKIP-UNTIL"] != nil
+        if let sc, let scLine = serverControlLine, sc["CAN-SKIP-DATERANGES"] != nil, !canSkipUntil {
+            add(
+                "HLS-CAN-SKIP-DATERANGES", scLine, column: column(of: "CAN-SKIP-DATERANGES", inLine: scLine),
+                "CAN-SKIP-DATERANGES requires CAN-SKIP-UNTIL")
+        }
+        if let skipLine {
+            if !canSkipUntil {
+                add(
+                    "HLS-SKIP-CAN-SKIP", skipLine,
+                    "EXT-X-SKIP (a delta update) needs CAN-SKIP-UNTIL in EXT-X-SERVER-CONTROL")
+            }
+            if endListLine != nil {
+                add("HLS-SKIP-CAN-SKIP", skipLine, "a playlist with EXT-X-ENDLIST is never a delta update")
+            }
+            let removed = lines[skipLine].tag?.attributes?["RECENTLY-REMOVED-DATERANGES"] != nil
+            if removed, sc?.yesNo("CAN-SKIP-DATERANGES") != true {
+                add(
+                    "HLS-SKIP-CAN-SKIP", skipLine,
+                    column: column(of: "RECENTLY-REMOVED-DATERANGES", inLine: skipLine),
+                    "RECENTLY-REMOVED-DATERANGES (skipped date ranges) needs CAN-SKIP-DATERANGES=YES")
+            }
+        }
+        var firstOfType: [String: Int] = [:]
+        for hint in preloadHints {
+            if endListLine != nil {
+                add("HLS-PRELOAD-HINT-ENDLIST", hint.index, "a playlist with EXT-X-ENDLIST must not hint a resource")
+            }
+            if hint.type == "PART", media.partTarget == nil, lines.allSatisfy({ $0.knownTag != .partInf }) {
+                add("HLS-PRELOAD-HINT-PART-INF", hint.index, "a TYPE=PART hint needs EXT-X-PART-INF")
+            }
+            if let first = firstOfType[hint.type] {
+                add(
+                    "HLS-PRELOAD-HINT-DUPLICATE", hint.index,
+                    "a second TYPE=\(hint.type) hint (the first is on line \(first + 1))")
+            } else {
+                firstOfType[hint.type] = hint.index
+            }
+        }
+        guard let partTarget = media.partTarget, partTarget > 0 else { return }
+        // Parts of complete segments: the last part of each is exempt; trailing parts: the newest is exempt
+        // (it may turn out to be its segment's last).
+        for parts in media.segments.map(\.parts) + [media.trailingParts] where !parts.isEmpty {
+            for k in 0..<(parts.count - 1) {
+                let p = parts[k]
+                if p.independent || p.gap || parts[k + 1].gap { continue }
+                if p.duration < 0.85 * partTarget - 1e-9 {
+                    add(
+                        "HLS-PART-DURATION-MIN", p.lineIndex, column: column(of: "DURATION", inLine: p.lineIndex),
+                        "part duration \(Numbers.formatShort(p.duration)) is below 85% of PART-TARGET "
+                            + Numbers.formatShort(partTarget))
+                }
+            }
+        }
+    }
+
+    /// Two EXT-X-DATERANGE tags with one ID must agree on every attribute both carry.
+    mutating func dateRangeConflicts(_ media: MediaPlaylist) {
+        var firstByID: [String: DateRange] = [:]
+        for d in media.dateRanges {
+            guard let first = firstByID[d.id] else {
+                firstByID[d.id] = d
+                continue
+            }
+            for a in d.attributes {
+                guard let earlier = first.attributes[a.name], earlier.rawValue != a.rawValue else { continue }
+                add(
+                    "HLS-DATERANGE-ID-CONFLICT", d.lineIndex, column: column(of: a.name, inLine: d.lineIndex),
+                    "\(a.name)=\(a.rawValue) differs from \(earlier.rawValue) in the EXT-X-DATERANGE with the same ID "
+                        + "on line \(first.lineIndex + 1)")
+            }
         }
     }
 
@@ -590,6 +719,13 @@ struct LintContext {
                         "HLS-GROUP-UNDEFINED", v.lineIndex, column: column(of: attr, inLine: v.lineIndex),
                         "\(attr)=\"\(group)\" names no EXT-X-MEDIA group of TYPE=\(type)")
                 }
+            }
+        }
+        for v in m.iFrameVariants {
+            for name in ["FRAME-RATE", "AUDIO", "SUBTITLES", "CLOSED-CAPTIONS"] where v.attributes[name] != nil {
+                add(
+                    "HLS-IFRAME-ATTR", v.lineIndex, column: column(of: name, inLine: v.lineIndex),
+                    "EXT-X-I-FRAME-STREAM-INF does not take \(name)")
             }
         }
         for v in m.variants {

@@ -89,9 +89,17 @@ public struct PartialSegment: Sendable, Hashable {
 /// One media segment with every tag in effect for it resolved.
 public struct MediaSegment: Sendable, Hashable {
     /// The URI, variables substituted, resolved against the playlist URL.
-    public var uri: String
+    public var uri: String {
+        get { location.resolved }
+        set { location.resolved = newValue }
+    }
     /// The URI line as written (trimmed).
-    public var rawURI: String
+    public var rawURI: String {
+        get { location.rawText }
+        set { location.rawText = newValue }
+    }
+    /// Both URIs; the resolved one is built when first read.
+    var location: LazyURI
     public var duration: Double
     public var title: String
     /// The absolute byte range (an implicit offset made explicit), when the segment is a sub-range.
@@ -159,7 +167,8 @@ extension Playlist {
         var defines: [(index: Int, attributes: AttributeList)] = []
         // Playlist-wide tags first: their values apply from the first segment wherever they appear.
         for index in lines.indices {
-            guard case .tag(let t) = lines[index].content, let known = t.known, known != .extinf else { continue }
+            guard let known = lines[index].storedKnownTag, known.scope != .mediaSegment else { continue }
+            guard case .tag(let t) = lines[index].content else { continue }
             switch known {
             case .version: result.version = t.decimalInteger
             case .targetDuration: result.targetDuration = t.decimalInteger
@@ -180,25 +189,24 @@ extension Playlist {
         result.variables = variables
         var diagnostics = variableProblems
         let resolver = URIResolver(base: url)
-        func resolve(_ raw: String, _ lineIndex: Int) -> String {
-            var text = raw
-            let scan = URIScan(raw)
-            if scan.hasBrace {
-                if let (s, undefined) = variables.substitute(raw) {
-                    text = s
-                    for name in undefined {
-                        diagnostics.append(
-                            ParseDiagnostic(
-                                PlaylistError(
-                                    .undefinedVariable, line: lineIndex + 1, column: 1, "undefined variable {$\(name)}")
-                            ))
-                    }
-                } else {
-                    diagnostics.append(
-                        ParseDiagnostic(PlaylistError(.substitutionTooLong, line: lineIndex + 1, column: 1)))
-                }
+        func substitute(_ raw: String, _ lineIndex: Int) -> String {
+            guard let (s, undefined) = variables.substitute(raw) else {
+                diagnostics.append(ParseDiagnostic(PlaylistError(.substitutionTooLong, line: lineIndex + 1, column: 1)))
+                return raw
             }
-            return scan.hasBrace ? resolver.resolve(text) : resolver.resolve(text, shape: scan.shape)
+            for name in undefined {
+                diagnostics.append(
+                    ParseDiagnostic(
+                        PlaylistError(
+                            .undefinedVariable, line: lineIndex + 1, column: 1, "undefined variable {$\(name)}")
+                    ))
+            }
+            return s
+        }
+        func resolve(_ raw: String, _ lineIndex: Int) -> String {
+            let scan = URIScan(raw)
+            if scan.hasBrace { return resolver.resolve(substitute(raw, lineIndex)) }
+            return resolver.resolve(raw, shape: scan.shape)
         }
 
         var segments: [MediaSegment] = []
@@ -216,23 +224,19 @@ extension Playlist {
         var nextDate: Double?
         var parts: [PartialSegment] = []
         var firstLine: Int?
-        var previousRange: (uri: String, end: UInt64)?
+        var previousRange: (location: LazyURI, end: UInt64)?
         var previousPartRange: (uri: String, end: UInt64)?
 
         for index in lines.indices {
-            switch lines[index].content {
-            case .blank, .comment:
-                continue
-            case .tag(let t):
-                guard let known = t.known else {
-                    if firstLine == nil { firstLine = index }
-                    continue
-                }
+            if lines[index].storedIsURI {
+                // The segment's URI line; handled after the switch.
+            } else if let known = lines[index].storedKnownTag {
                 switch known.scope {
                 case .mediaSegment, .adMarker:
                     if firstLine == nil { firstLine = index }
                 default: break
                 }
+                guard known.usedByMediaResolution, case .tag(let t) = lines[index].content else { continue }
                 switch known {
                 case .extinf: extinf = t.extinf
                 case .byteRange: byteRangeSpec = t.byteRange
@@ -289,15 +293,22 @@ extension Playlist {
                 case .renditionReport: if let a = t.attributes { result.renditionReports.append(a) }
                 default: break
                 }
-            case .uri:
-                let raw = lines[index].uri ?? ""
-                let uri = resolve(raw, index)
+                continue
+            } else {
+                if firstLine == nil, case .tag = lines[index].content { firstLine = index }
+                continue
+            }
+            do {
+                let location = resolver.lazy(lines[index].uriBytes ?? [], substitute: { substitute($0, index) })
                 if discontinuity { discontinuitySequence = discontinuitySequence &+ 1 }
                 var range: ByteRange?
                 if let spec = byteRangeSpec {
-                    let offset = spec.offset ?? (previousRange?.uri == uri ? previousRange?.end ?? 0 : 0)
+                    let offset =
+                        spec.offset
+                        ?? (previousRange.map { $0.location.resolvesLike(location) } == true
+                            ? previousRange?.end ?? 0 : 0)
                     range = ByteRange(length: spec.length, offset: offset)
-                    previousRange = (uri, range?.end ?? 0)
+                    previousRange = (location, range?.end ?? 0)
                 } else {
                     previousRange = nil
                 }
@@ -312,7 +323,7 @@ extension Playlist {
                 for i in parts.indices { parts[i].mediaSequence = sequence }
                 segments.append(
                     MediaSegment(
-                        uri: uri, rawURI: raw, duration: duration, title: extinf?.title ?? "", byteRange: range,
+                        location: location, duration: duration, title: extinf?.title ?? "", byteRange: range,
                         keys: keys, map: map, discontinuity: discontinuity,
                         discontinuitySequence: discontinuitySequence, mediaSequence: sequence,
                         programDateTime: date, gap: gap, bitrate: bitrate, parts: parts,

@@ -17,8 +17,16 @@ public struct VariantStream: Sendable, Hashable {
     public var pathwayID: String?
     public var stableVariantID: String?
     /// The URI, variables substituted, resolved against the playlist URL.
-    public var uri: String
-    public var rawURI: String
+    public var uri: String {
+        get { location.resolved }
+        set { location.resolved = newValue }
+    }
+    public var rawURI: String {
+        get { location.rawText }
+        set { location.rawText = newValue }
+    }
+    /// Both URIs; the resolved one is built when first read.
+    var location: LazyURI
     public var attributes: AttributeList
     /// 0-based index of the tag line; the URI line follows it.
     public var lineIndex: Int
@@ -38,7 +46,7 @@ public struct VariantStream: Sendable, Hashable {
         return table
     }()
 
-    init(_ a: AttributeList, uri: String, rawURI: String, lineIndex: Int, uriLineIndex: Int) {
+    init(_ a: AttributeList, location: LazyURI, lineIndex: Int, uriLineIndex: Int) {
         attributes = a
         // One pass over the attributes; the first of each name wins, as with AttributeList's subscript.
         var seen: UInt32 = 0
@@ -69,8 +77,7 @@ public struct VariantStream: Sendable, Hashable {
             default: break
             }
         }
-        self.uri = uri
-        self.rawURI = rawURI
+        self.location = location
         self.lineIndex = lineIndex
         self.uriLineIndex = uriLineIndex
     }
@@ -145,10 +152,9 @@ extension Playlist {
             sessionData: [], sessionKeys: [], contentSteeringServerURI: nil, contentSteeringPathwayID: nil,
             variables: variables, diagnostics: [])
         var pending: (AttributeList, Int)?
-        for (index, line) in lines.enumerated() {
-            switch line.content {
-            case .tag(let t):
-                guard let known = t.known else { continue }
+        for index in lines.indices {
+            if let known = lines[index].storedKnownTag {
+                guard case .tag(let t) = lines[index].content else { continue }
                 switch known {
                 case .version: result.version = t.decimalInteger
                 case .independentSegments: result.independentSegments = true
@@ -157,8 +163,9 @@ extension Playlist {
                 case .iFrameStreamInf:
                     guard let a = t.attributes else { break }
                     let raw = a.quotedString("URI") ?? ""
+                    let location = LazyURI(raw: ArraySlice(raw.utf8), resolved: resolve(raw, index))
                     result.iFrameVariants.append(
-                        VariantStream(a, uri: resolve(raw, index), rawURI: raw, lineIndex: index, uriLineIndex: index))
+                        VariantStream(a, location: location, lineIndex: index, uriLineIndex: index))
                 case .media:
                     guard let a = t.attributes else { break }
                     result.renditions.append(
@@ -187,15 +194,10 @@ extension Playlist {
                     result.contentSteeringPathwayID = t.attributes?.quotedString("PATHWAY-ID")
                 default: break
                 }
-            case .uri:
-                if let (a, tagIndex) = pending {
-                    let raw = line.uri ?? ""
-                    result.variants.append(
-                        VariantStream(
-                            a, uri: resolve(raw, index), rawURI: raw, lineIndex: tagIndex, uriLineIndex: index))
-                    pending = nil
-                }
-            default: break
+            } else if lines[index].storedIsURI, let (a, tagIndex) = pending {
+                let location = resolver.lazy(lines[index].uriBytes ?? [], substitute: { substitute($0, index) })
+                result.variants.append(VariantStream(a, location: location, lineIndex: tagIndex, uriLineIndex: index))
+                pending = nil
             }
         }
         result.diagnostics = diagnostics

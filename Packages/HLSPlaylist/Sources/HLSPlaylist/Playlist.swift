@@ -35,30 +35,46 @@ public struct PlaylistLine: Sendable, Hashable {
     public private(set) var bytes: ArraySlice<UInt8>
     public var ending: LineEnding
     public private(set) var content: Content
+    /// The known tag of a tag line, kept beside ``content`` so hot loops can test it without copying the tag.
+    let storedKnownTag: KnownTag?
+    /// Whether the line is a URI line (see ``storedKnownTag``).
+    let storedIsURI: Bool
 
     init(bytes: ArraySlice<UInt8>, ending: LineEnding, content: Content) {
         self.bytes = bytes
         self.ending = ending
         self.content = content
+        switch content {
+        case .tag(let t):
+            storedKnownTag = t.known
+            storedIsURI = false
+        case .uri:
+            storedKnownTag = nil
+            storedIsURI = true
+        case .blank, .comment:
+            storedKnownTag = nil
+            storedIsURI = false
+        }
+    }
+    init(bytes: ArraySlice<UInt8>, ending: LineEnding, tag: Tag, known: KnownTag?) {
+        self.bytes = bytes
+        self.ending = ending
+        self.content = .tag(tag)
+        storedKnownTag = known
+        storedIsURI = false
     }
 
     /// A tag line, rendered canonically.
     public init(tag: Tag, ending: LineEnding = .lf) {
-        self.bytes = ArraySlice(tag.rendered.utf8)
-        self.ending = ending
-        self.content = .tag(tag)
+        self.init(bytes: ArraySlice(tag.rendered.utf8), ending: ending, tag: tag, known: tag.known)
     }
     /// A URI line.
     public init(uri: String, ending: LineEnding = .lf) {
-        self.bytes = ArraySlice(uri.utf8)
-        self.ending = ending
-        self.content = .uri
+        self.init(bytes: ArraySlice(uri.utf8), ending: ending, content: .uri)
     }
     /// A comment line; `text` is written after the `#`.
     public init(comment text: String, ending: LineEnding = .lf) {
-        self.bytes = ArraySlice(("#" + text).utf8)
-        self.ending = ending
-        self.content = .comment
+        self.init(bytes: ArraySlice(("#" + text).utf8), ending: ending, content: .comment)
     }
     /// An empty line.
     public static func blank(ending: LineEnding = .lf) -> PlaylistLine {
@@ -73,17 +89,19 @@ public struct PlaylistLine: Sendable, Hashable {
         return nil
     }
     /// The known tag, for tag lines of a known tag.
-    public var knownTag: KnownTag? { tag?.known }
-    public var isURI: Bool { content == .uri }
+    public var knownTag: KnownTag? { storedKnownTag }
+    public var isURI: Bool { storedIsURI }
     public var isComment: Bool { content == .comment }
     public var isBlank: Bool { content == .blank }
     /// The URI of a URI line with surrounding whitespace removed.
-    public var uri: String? {
-        guard content == .uri else { return nil }
+    public var uri: String? { uriBytes.map { String(decoding: $0, as: UTF8.self) } }
+    /// The bytes of ``uri``: a view into the line's bytes.
+    var uriBytes: ArraySlice<UInt8>? {
+        guard storedIsURI else { return nil }
         var s = bytes
         while let f = s.first, ASCII.isWhitespace(f) || f == asciiCR { s = s.dropFirst() }
         while let l = s.last, ASCII.isWhitespace(l) || l == asciiCR { s = s.dropLast() }
-        return String(decoding: s, as: UTF8.self)
+        return s
     }
 }
 
@@ -296,8 +314,13 @@ public struct PlaylistParser: Sendable {
                 if highBits & 0x80 != 0, String(validating: slice, as: UTF8.self) == nil {
                     try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
                 }
-                let line = try state.classify(slice, ending: ending, lineNumber: lineNumber)
-                lines.append(line)
+                if lineNumber > 1, contentEnd - lineStart >= 8,
+                    let line = state.extinfLine(buffer, lineStart, contentEnd, slice, ending, lineNumber)
+                {
+                    lines.append(line)
+                } else {
+                    lines.append(try state.classify(slice, ending: ending, lineNumber: lineNumber))
+                }
                 lineStart = i + 1
             }
         }
@@ -363,7 +386,7 @@ struct ParseState {
             let s = bytes.startIndex
             if bytes.count >= 4, bytes[s + 1] == 0x45, bytes[s + 2] == 0x58, bytes[s + 3] == 0x54 {
                 let tag = try parseTag(bytes, lineNumber: lineNumber)
-                return PlaylistLine(bytes: bytes, ending: ending, content: .tag(tag))
+                return PlaylistLine(bytes: bytes, ending: ending, tag: tag, known: tag.known)
             }
             if lineNumber == 1 { try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U") }
             return PlaylistLine(bytes: bytes, ending: ending, content: .comment)
@@ -386,6 +409,37 @@ struct ParseState {
             try checkMixed(lineNumber)
         }
         return PlaylistLine(bytes: bytes, ending: ending, content: .uri)
+    }
+
+    /// The most common line, `#EXTINF:<duration>,[<title>]`, read straight from the buffer (no slicing, so no
+    /// reference counting per step). Nil when the line is not a well-formed EXTINF (the general path then reads
+    /// and reports it), or when it would need a diagnostic.
+    mutating func extinfLine(
+        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ slice: ArraySlice<UInt8>,
+        _ ending: LineEnding, _ lineNumber: Int
+    ) -> PlaylistLine? {
+        // "#EXTINF:" as one little-endian word.
+        guard let base = buffer.baseAddress, start >= 0, end <= buffer.count, end - start >= 8,
+            UnsafeRawPointer(base + start).loadUnaligned(as: UInt64.self) == 0x3A46_4E49_5458_4523
+        else { return nil }
+        var valueEnd = end
+        while valueEnd > start + 8, ASCII.isWhitespace(base[valueEnd - 1]) { valueEnd -= 1 }
+        var comma = start + 8
+        while comma < valueEnd, base[comma] != asciiComma { comma += 1 }
+        let durationBytes = UnsafeBufferPointer(start: base + start + 8, count: comma - start - 8)
+        guard let duration = Numbers.decimalFloat(durationBytes, signed: false) else { return nil }
+        if sawMultivariant && !reportedMixed { return nil }
+        sawMedia = true
+        pendingSegmentLine = lineNumber
+        let hasComma = comma < valueEnd
+        let title =
+            hasComma && comma + 1 < valueEnd
+            ? String(decoding: UnsafeBufferPointer(start: base + comma + 1, count: valueEnd - comma - 1), as: UTF8.self)
+            : ""
+        let value = ExtInf(
+            duration: duration, durationText: String(decoding: durationBytes, as: UTF8.self), title: title,
+            hasComma: hasComma)
+        return PlaylistLine(bytes: slice, ending: ending, tag: Tag(.extinf, .extinf(value)), known: .extinf)
     }
 
     mutating func checkMixed(_ lineNumber: Int) throws(PlaylistError) {

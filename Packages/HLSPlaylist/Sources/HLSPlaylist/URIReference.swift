@@ -191,8 +191,11 @@ struct URIResolver {
     let base: URIReference?
     let baseText: String
     let directoryPrefix: String?
+    /// Whether there is a base (kept apart so the hot path never copies ``base``).
+    let hasBase: Bool
 
     init(base text: String?) {
+        hasBase = text.map { !$0.isEmpty } ?? false
         guard let text, !text.isEmpty else {
             base = nil
             baseText = ""
@@ -230,6 +233,45 @@ struct URIResolver {
 
 /// One pass over a URI reference: whether it holds `{` (a variable reference) and which resolution path fits it.
 struct URIScan {
+    /// The common case found eight bytes at a time: a reference that does not start with `/`, `?`, `#` or `.`
+    /// and holds no `{`, no `:` and no `/.` is a simple relative path. False means "scan fully", not "not simple".
+    static func isPlainRelative(_ u: UnsafeBufferPointer<UInt8>) -> Bool {
+        #if _endian(little)
+            let n = u.count
+            guard n > 0, let base = u.baseAddress else { return false }
+            let first = u[0]
+            if first == 0x2F || first == 0x3F || first == asciiHash || first == 0x2E { return false }
+            let raw = UnsafeRawPointer(base)
+            let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            // High bit set exactly in the bytes of `w` equal to `c`.
+            func equal(_ w: UInt64, _ c: UInt8) -> UInt64 {
+                let x = w ^ (ones &* UInt64(c))
+                return ~(((x & low) &+ low) | x | low)
+            }
+            var i = 0
+            var slashCarry: UInt64 = 0
+            while i &+ 8 <= n {
+                let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if equal(w, 0x7B) | equal(w, asciiColon) != 0 { return false }
+                let slash = equal(w, 0x2F)
+                if ((slash << 8) | slashCarry) & equal(w, 0x2E) != 0 { return false }
+                slashCarry = slash >> 56
+                i &+= 8
+            }
+            var previousSlash = slashCarry != 0
+            while i < n {
+                let c = u[i]
+                if c == 0x7B || c == asciiColon || (c == 0x2E && previousSlash) { return false }
+                previousSlash = c == 0x2F
+                i &+= 1
+            }
+            return true
+        #else
+            return false
+        #endif
+    }
+
     enum Shape {
         /// Has a scheme and no dot segment: resolution returns it unchanged (§5.2.2 with §5.2.4 a no-op).
         case absoluteWithoutDots
@@ -248,6 +290,10 @@ struct URIScan {
     }
 
     init(_ u: UnsafeBufferPointer<UInt8>) {
+        if URIScan.isPlainRelative(u) {
+            shape = .simpleRelative
+            return
+        }
         let n = u.count
         guard n > 0 else { return }
         var dotAfterSlash = false
@@ -291,5 +337,101 @@ struct URIScan {
         }
         if first == 0x2F || first == 0x3F || first == asciiHash { return }
         shape = .simpleRelative
+    }
+}
+
+/// A URI line's reference as written and its resolved form. When resolution is only the base directory followed
+/// by the reference (the common case) or the reference itself, the resolved text is built on first read, so
+/// resolving a playlist creates no string per URI.
+struct LazyURI: Sendable, Hashable {
+    /// The reference as written (trimmed): a view into the playlist's bytes.
+    private(set) var raw: ArraySlice<UInt8>
+    /// The resolved URI (`isPrefix` false), or the text that goes before ``raw`` to make it (`isPrefix` true).
+    private var text: String
+    private var isPrefix: Bool
+
+    /// A resolved URI computed eagerly.
+    init(raw: ArraySlice<UInt8>, resolved: String) {
+        self.raw = raw
+        self.text = resolved
+        self.isPrefix = false
+    }
+    /// A resolved URI that is `prefix` followed by `raw`.
+    init(raw: ArraySlice<UInt8>, prefix: String) {
+        self.raw = raw
+        self.text = prefix
+        self.isPrefix = true
+    }
+
+    var rawText: String {
+        get { String(decoding: raw, as: UTF8.self) }
+        set {
+            if isPrefix { resolved = resolved }
+            raw = ArraySlice(newValue.utf8)
+        }
+    }
+
+    var resolved: String {
+        get {
+            guard isPrefix else { return text }
+            if text.isEmpty { return String(decoding: raw, as: UTF8.self) }
+            var prefix = text
+            return prefix.withUTF8 { p in
+                raw.withUnsafeBufferPointer { r in
+                    String(unsafeUninitializedCapacity: p.count + r.count) { out in
+                        var k = 0
+                        for b in p {
+                            out[k] = b
+                            k &+= 1
+                        }
+                        for b in r {
+                            out[k] = b
+                            k &+= 1
+                        }
+                        return k
+                    }
+                }
+            }
+        }
+        set {
+            text = newValue
+            isPrefix = false
+        }
+    }
+
+    /// Whether both resolve to the same URI (cheap when both are the same prefix before a reference).
+    func resolvesLike(_ other: LazyURI) -> Bool {
+        if isPrefix && other.isPrefix && text == other.text { return raw.elementsEqual(other.raw) }
+        return resolved == other.resolved
+    }
+
+    static func == (a: LazyURI, b: LazyURI) -> Bool {
+        if a.isPrefix == b.isPrefix && a.text == b.text { return a.raw.elementsEqual(b.raw) }
+        return a.raw.elementsEqual(b.raw) && a.resolved == b.resolved
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(resolved)
+        raw.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+}
+
+extension URIResolver {
+    /// Resolves a reference given as bytes, deferring the string work when the result is the reference itself or
+    /// the base directory followed by it. References holding `{` are substituted by `substitute` first.
+    func lazy(_ raw: ArraySlice<UInt8>, substitute: (String) -> String) -> LazyURI {
+        let scan = raw.withUnsafeBufferPointer { URIScan($0) }
+        if !scan.hasBrace {
+            if !hasBase || scan.shape == .absoluteWithoutDots { return LazyURI(raw: raw, prefix: "") }
+            if scan.shape == .simpleRelative, let directoryPrefix { return LazyURI(raw: raw, prefix: directoryPrefix) }
+        }
+        return lazySlow(raw, scan: scan, substitute: substitute)
+    }
+
+    @inline(never)
+    private func lazySlow(_ raw: ArraySlice<UInt8>, scan: URIScan, substitute: (String) -> String) -> LazyURI {
+        let text = String(decoding: raw, as: UTF8.self)
+        if scan.hasBrace { return LazyURI(raw: raw, resolved: resolve(substitute(text))) }
+        return LazyURI(raw: raw, resolved: resolve(text, shape: scan.shape))
     }
 }

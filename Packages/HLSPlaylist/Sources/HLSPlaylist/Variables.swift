@@ -11,10 +11,9 @@ public struct Variables: Sendable, Hashable {
         Variables, [ParseDiagnostic]
     ) {
         var defines: [(index: Int, attributes: AttributeList)] = []
-        for (index, line) in playlist.lines.enumerated() {
-            if case .tag(let tag) = line.content, tag.known == .define, let a = tag.attributes {
-                defines.append((index, a))
-            }
+        let lines = playlist.lines
+        for index in lines.indices where lines[index].storedKnownTag == .define {
+            if case .tag(let tag) = lines[index].content, let a = tag.attributes { defines.append((index, a)) }
         }
         return collect(defines: defines, url: url, parent: parent)
     }
