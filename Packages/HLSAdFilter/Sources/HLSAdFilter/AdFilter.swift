@@ -19,7 +19,11 @@ public struct AdFilter: Sendable {
 
     /// Cleans a VOD (or any non-live) playlist by removing its ad segments.
     public func cleanVOD(_ playlist: Playlist, url: String? = nil) -> AdFilterResult {
-        let media = playlist.media(url: url)
+        cleanVOD(playlist, media: playlist.media(url: url))
+    }
+
+    /// Cleans a VOD playlist whose media view the caller already has (`playlist.media(url:)`).
+    public func cleanVOD(_ playlist: Playlist, media: MediaPlaylist) -> AdFilterResult {
         let detection = AdDetector(options: options).detect(playlist, media: media)
         var warnings = detection.warnings
         let breaks = AdFilter.breaks(detection.decisions)
@@ -69,6 +73,11 @@ struct CleanWriter {
     var outputKeys: [String: Tag] = [:]
     var sourceMap: Tag?
     var outputMap: Tag?
+    /// Live fMP4: the media sequence numbers an EXT-X-DISCONTINUITY is put before, the slates' EXT-X-MAP, and how
+    /// many inserted discontinuities have left the window (added to EXT-X-DISCONTINUITY-SEQUENCE).
+    var insertedDiscontinuities: Set<UInt64> = []
+    var slateMap: Tag?
+    var discontinuityOffset: UInt64 = 0
 
     init(playlist: Playlist, media: MediaPlaylist, detection: AdDetector.Detection, live: Bool) {
         self.playlist = playlist
@@ -181,7 +190,9 @@ struct CleanWriter {
             let owner: Owner = decision.isAd ? (live ? .slate : .removed) : .kept
             let preambleStart = previousURILine + 1
             previousURILine = uriLine
-            let joinHere = owner == .kept && pendingJoin && keptBefore && !segment.discontinuity
+            let joinHere =
+                owner == .kept && pendingJoin && keptBefore && !segment.discontinuity
+                || insertedDiscontinuities.contains(segment.mediaSequence)
             var ownDate = false
             var insertedJoin = false
             for index in preambleStart..<uriLine {
@@ -259,6 +270,11 @@ struct CleanWriter {
             case .removed:
                 pendingJoin = true
             case .slate:
+                if joinHere, !insertedJoin { out.append(PlaylistLine(tag: Tag(.discontinuity))) }
+                if let slateMap, outputMap != slateMap {
+                    out.append(PlaylistLine(tag: slateMap))
+                    outputMap = slateMap
+                }
                 syncKeys(to: [:])
                 out.append(PlaylistLine(uri: slateURI(segment.mediaSequence), ending: lines[uriLine].ending))
                 outputSequence &+= 1
@@ -278,6 +294,11 @@ struct CleanWriter {
                 out.append(line)
             }
         }
+        if live, discontinuityOffset > 0 {
+            setDiscontinuitySequence(
+                media.discontinuitySequence &+ discontinuityOffset, sequenceLine: sequenceLine,
+                discontinuitySequenceLine: discontinuitySequenceLine)
+        }
         if !live, let first = firstKeptIndex, first > 0 {
             fixSequenceNumbers(
                 first: segments[first], sequenceLine: sequenceLine, discontinuitySequenceLine: discontinuitySequenceLine
@@ -291,6 +312,12 @@ struct CleanWriter {
     mutating func fixSequenceNumbers(first: MediaSegment, sequenceLine: Int?, discontinuitySequenceLine: Int?) {
         let value = first.discontinuitySequence &- (first.discontinuity ? 1 : 0)
         guard value != media.discontinuitySequence else { return }
+        setDiscontinuitySequence(
+            value, sequenceLine: sequenceLine, discontinuitySequenceLine: discontinuitySequenceLine)
+    }
+
+    /// Writes EXT-X-DISCONTINUITY-SEQUENCE (in place, or after EXT-X-MEDIA-SEQUENCE or EXT-X-TARGETDURATION).
+    mutating func setDiscontinuitySequence(_ value: UInt64, sequenceLine: Int?, discontinuitySequenceLine: Int?) {
         let line = PlaylistLine(tag: Tag(.discontinuitySequence, .decimalInteger(value)))
         if let discontinuitySequenceLine {
             out[discontinuitySequenceLine] = line

@@ -189,10 +189,13 @@ public struct SlateSlot: Sendable, Hashable {
     public var offsetFromAnchor: Double
     /// Whether the segments around are fMP4 (EXT-X-MAP) rather than MPEG-TS.
     public var isFragmentedMP4: Bool
+    /// fMP4: the URI of the anchor segment's initialization section (EXT-X-MAP, resolved), which holds the
+    /// timescale its decode times count in.
+    public var anchorMapURI: String?
 
     public init(
         mediaSequence: UInt64, duration: Double, anchorURI: String?, anchorMediaSequence: UInt64?,
-        offsetFromAnchor: Double, isFragmentedMP4: Bool
+        offsetFromAnchor: Double, isFragmentedMP4: Bool, anchorMapURI: String? = nil
     ) {
         self.mediaSequence = mediaSequence
         self.duration = duration
@@ -200,6 +203,7 @@ public struct SlateSlot: Sendable, Hashable {
         self.anchorMediaSequence = anchorMediaSequence
         self.offsetFromAnchor = offsetFromAnchor
         self.isFragmentedMP4 = isFragmentedMP4
+        self.anchorMapURI = anchorMapURI
     }
 }
 

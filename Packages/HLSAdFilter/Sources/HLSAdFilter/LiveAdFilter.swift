@@ -8,11 +8,21 @@ public import HLSPlaylist
 /// every later poll, and a break that began before the window (its CUE-OUT gone) goes on being recognised. The key
 /// scope is closed (METHOD=NONE) over slates and re-opened after them; LL-HLS parts, preload hints and rendition
 /// reports are removed and blocking reload is turned off.
+///
+/// fMP4 streams (EXT-X-MAP): a run of ad segments becomes fMP4 slates (`slate/<msn>.m4s`) declared with their own
+/// initialization section (``slateMapURI``) between EXT-X-DISCONTINUITY tags, and the content's EXT-X-MAP is
+/// re-declared after the run. The discontinuities it adds are remembered by media sequence number, and
+/// EXT-X-DISCONTINUITY-SEQUENCE counts those that have left the window, so every segment keeps its discontinuity
+/// sequence number from poll to poll.
 public struct LiveAdFilter: Sendable {
     public var options: AdFilterOptions
     public var state: State
     /// The URI written for the slate of media sequence number `msn`.
     public var slateURI: @Sendable (UInt64) -> String = { "slate/\($0).ts" }
+    /// The URI written for the fMP4 slate of media sequence number `msn`.
+    public var fragmentedSlateURI: @Sendable (UInt64) -> String = { "slate/\($0).m4s" }
+    /// The URI of the fMP4 slates' initialization section.
+    public var slateMapURI = "slate/init.mp4"
     /// How many media sequence numbers behind the window decisions and slates are kept (so a slow client can still
     /// fetch a slate that just left the window).
     public var retention: UInt64 = 64
@@ -23,8 +33,15 @@ public struct LiveAdFilter: Sendable {
         public var slates: [UInt64: SlateSlot] = [:]
         /// The last content segment seen before the newest slate: (media sequence number, URI, duration).
         public var lastContent: ContentAnchor?
+        /// fMP4: the initialization section (EXT-X-MAP URI) of ``lastContent``.
+        public var lastContentMap: String?
         /// The first media sequence number of the last poll.
         public var lastFirstSequence: UInt64?
+        /// fMP4: the media sequence numbers (in or just before the window) the filter put an EXT-X-DISCONTINUITY
+        /// before.
+        public var insertedDiscontinuities: Set<UInt64> = []
+        /// fMP4: how many inserted discontinuities have left the window (added to the discontinuity sequence).
+        public var discontinuitiesBefore: UInt64 = 0
 
         public init() {}
     }
@@ -46,28 +63,45 @@ public struct LiveAdFilter: Sendable {
 
     /// Cleans one poll and updates the state.
     public mutating func filter(_ playlist: Playlist, url: String? = nil) -> AdFilterResult {
-        let media = playlist.media(url: url)
+        filter(playlist, media: playlist.media(url: url))
+    }
+
+    /// Cleans one poll whose media view the caller already has (`playlist.media(url:)`), and updates the state.
+    public mutating func filter(_ playlist: Playlist, media: MediaPlaylist) -> AdFilterResult {
         var warnings: [String] = []
         if let last = state.lastFirstSequence, media.mediaSequence < last {
             warnings.append("media sequence went back from \(last) to \(media.mediaSequence); the state was reset")
             state = State()
         }
         let initial = media.mediaSequence > 0 ? state.decisions[media.mediaSequence &- 1]?.after : nil
-        var detection = AdDetector(options: options).detect(
+        let detection = AdDetector(options: options).detect(
             playlist, media: media, live: !media.endList, initial: initial, remembered: state.decisions)
         warnings += detection.warnings
         let fragmented = media.segments.contains { $0.map != nil }
+        // fMP4: a discontinuity where a run of slates starts and where content comes back (unless the origin has
+        // one there already). Decided once per media sequence number; those that left the window are counted.
         if fragmented {
-            if detection.decisions.contains(where: \.isAd) {
-                warnings.append("fMP4 slates are not supported; ad segments of this fMP4 stream are left in place")
+            for m in state.insertedDiscontinuities where m < media.mediaSequence {
+                state.insertedDiscontinuities.remove(m)
+                state.discontinuitiesBefore &+= 1
             }
-            for i in detection.decisions.indices where detection.decisions[i].isAd {
-                detection.decisions[i].isAd = false
-                detection.decisions[i].reason = "left in place (fMP4): " + detection.decisions[i].reason
+            var previous: Bool? =
+                media.mediaSequence > 0 ? state.decisions[media.mediaSequence &- 1]?.decision.isAd : nil
+            for (i, segment) in media.segments.enumerated() {
+                let isAd = detection.decisions[i].isAd
+                if let previous {
+                    if previous != isAd, !segment.discontinuity {
+                        state.insertedDiscontinuities.insert(segment.mediaSequence)
+                    } else {
+                        state.insertedDiscontinuities.remove(segment.mediaSequence)
+                    }
+                }
+                previous = isAd
             }
         }
         // Slates: each placed after the last content segment before it.
         var anchor = state.lastContent
+        var anchorMap = state.lastContentMap
         var offset = 0.0
         var slates: [SlateSlot] = []
         for (i, segment) in media.segments.enumerated() {
@@ -79,13 +113,14 @@ public struct LiveAdFilter: Sendable {
                     ?? SlateSlot(
                         mediaSequence: segment.mediaSequence, duration: segment.duration, anchorURI: anchor?.uri,
                         anchorMediaSequence: anchor?.mediaSequence, offsetFromAnchor: offset,
-                        isFragmentedMP4: fragmented)
+                        isFragmentedMP4: fragmented, anchorMapURI: fragmented ? anchorMap : nil)
                 slates.append(slot)
                 state.slates[segment.mediaSequence] = slot
                 offset = slot.offsetFromAnchor + segment.duration
             } else {
                 anchor = ContentAnchor(
                     mediaSequence: segment.mediaSequence, uri: segment.uri, duration: segment.duration)
+                anchorMap = segment.map?.uri
                 offset = 0
             }
             if !detection.provisional[i] {
@@ -94,13 +129,19 @@ public struct LiveAdFilter: Sendable {
             }
         }
         state.lastContent = anchor
+        state.lastContentMap = anchorMap
         state.lastFirstSequence = media.mediaSequence
         let floor = media.mediaSequence > retention ? media.mediaSequence - retention : 0
         state.decisions = state.decisions.filter { $0.key >= floor }
         state.slates = state.slates.filter { $0.key >= floor }
 
         var writer = CleanWriter(playlist: playlist, media: media, detection: detection, live: true)
-        let uri = slateURI
+        if fragmented {
+            writer.insertedDiscontinuities = state.insertedDiscontinuities
+            writer.discontinuityOffset = state.discontinuitiesBefore
+            writer.slateMap = Tag.attributes(.map, [Attribute(name: "URI", rawValue: "\"\(slateMapURI)\"")])
+        }
+        let uri = fragmented ? fragmentedSlateURI : slateURI
         let out = writer.run(slateURI: uri)
         return AdFilterResult(
             playlist: out, decisions: detection.decisions, breaks: AdFilter.breaks(detection.decisions),
@@ -116,6 +157,9 @@ extension LiveAdFilter.State {
         var out = "TSPLAYER-ADFILTER-STATE 1\n"
         if let f = lastFirstSequence { out += "F\t\(f)\n" }
         if let c = lastContent { out += "C\t\(c.mediaSequence)\t\(c.duration)\t\(clean(c.uri))\n" }
+        if let m = lastContentMap { out += "M\t\(clean(m))\n" }
+        if discontinuitiesBefore > 0 { out += "B\t\(discontinuitiesBefore)\n" }
+        for m in insertedDiscontinuities.sorted() { out += "I\t\(m)\n" }
         for key in decisions.keys.sorted() {
             guard let r = decisions[key] else { continue }
             let d = r.decision
@@ -132,7 +176,8 @@ extension LiveAdFilter.State {
             guard let s = slates[key] else { continue }
             out +=
                 "S\t\(s.mediaSequence)\t\(s.duration)\t\(s.anchorMediaSequence.map { "\($0)" } ?? "-")\t"
-                + "\(s.offsetFromAnchor)\t\(s.isFragmentedMP4 ? 1 : 0)\t\(clean(s.anchorURI ?? ""))\n"
+                + "\(s.offsetFromAnchor)\t\(s.isFragmentedMP4 ? 1 : 0)\t\(clean(s.anchorURI ?? ""))\t"
+                + "\(clean(s.anchorMapURI ?? ""))\n"
         }
         return out
     }
@@ -170,14 +215,25 @@ extension LiveAdFilter.State {
                 guard f.count == 7, let m = UInt64(f[1]), let rule = AdRule(id: f[3]), let elapsed = Double(f[5])
                 else { return nil }
                 afters[m] = OpenBreak(id: f[2], rule: rule, reason: f[6], remaining: Double(f[4]), elapsed: elapsed)
+            case "M":
+                guard f.count == 2 else { return nil }
+                lastContentMap = f[1]
+            case "B":
+                guard f.count == 2, let v = UInt64(f[1]) else { return nil }
+                discontinuitiesBefore = v
+            case "I":
+                guard f.count == 2, let v = UInt64(f[1]) else { return nil }
+                insertedDiscontinuities.insert(v)
             case "S":
-                guard f.count == 7, let m = UInt64(f[1]), let d = Double(f[2]), let o = Double(f[4]) else {
+                guard f.count == 7 || f.count == 8, let m = UInt64(f[1]), let d = Double(f[2]), let o = Double(f[4])
+                else {
                     return nil
                 }
+                let map = f.count == 8 && !f[7].isEmpty ? f[7] : nil
                 slates[m] = SlateSlot(
                     mediaSequence: m, duration: d, anchorURI: f[6].isEmpty ? nil : f[6],
                     anchorMediaSequence: UInt64(f[3]),
-                    offsetFromAnchor: o, isFragmentedMP4: f[5] == "1")
+                    offsetFromAnchor: o, isFragmentedMP4: f[5] == "1", anchorMapURI: map)
             default:
                 return nil
             }

@@ -46,6 +46,9 @@ struct LiveOrigin {
         return ads.contains(m) != ads.contains(m - 1)
     }
 
+    /// The content's initialization section (fMP4).
+    var initURI: String { "https://cdn.example.com/live/init.mp4" }
+
     func uri(_ m: UInt64) -> String {
         if marker == .originChange, ads.contains(m) { return "https://stitcher.example-ads.net/pod/\(m).ts" }
         return "https://cdn.example.com/live/seg\(m).\(fragmented ? "m4s" : "ts")"

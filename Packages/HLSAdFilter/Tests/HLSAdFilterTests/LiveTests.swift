@@ -15,6 +15,9 @@ import Testing
         var restarted = LiveAdFilter()
         var previous: Playlist?
         var results: [AdFilterResult] = []
+        // fMP4: each segment's discontinuity sequence number, as first published (it must never change).
+        var published: [UInt64: UInt64] = [:]
+        let start = polls.first ?? 0
         for first in polls {
             let input = try Playlist(origin.poll(first))
             #expect(lintErrors(input, url: Self.url).isEmpty, "origin poll \(first)", sourceLocation: sourceLocation)
@@ -26,14 +29,38 @@ import Testing
             let context = "poll \(first):\n\(out.text)"
             // Same sequence numbers, same count, one decision per segment, ads exactly where the origin put them.
             #expect(media.mediaSequence == source.mediaSequence, sourceLocation: sourceLocation)
-            #expect(media.discontinuitySequence == source.discontinuitySequence, sourceLocation: sourceLocation)
+            if !origin.fragmented {
+                #expect(media.discontinuitySequence == source.discontinuitySequence, sourceLocation: sourceLocation)
+            }
             #expect(media.segments.count == source.segments.count, sourceLocation: sourceLocation)
             #expect(result.decisions.count == source.segments.count, sourceLocation: sourceLocation)
             for (segment, decision) in zip(media.segments, result.decisions) {
                 let m = segment.mediaSequence
                 #expect(decision.isAd == origin.ads.contains(m), "msn \(m) \(context)", sourceLocation: sourceLocation)
+                if origin.fragmented {
+                    // A discontinuity wherever slates start or content comes back (after the first poll's start),
+                    // slates on their own init section, the content's re-declared after them.
+                    let boundary = m > start && origin.ads.contains(m) != origin.ads.contains(m - 1)
+                    #expect(
+                        segment.discontinuity == (boundary || origin.discontinuity(m)), "disc \(m) \(context)",
+                        sourceLocation: sourceLocation)
+                    let added = (start + 1..<max(start + 1, m + 1)).filter {
+                        origin.ads.contains($0) != origin.ads.contains($0 - 1) && !origin.discontinuity($0)
+                    }.count
+                    let sourceSequence = source.segments.first { $0.mediaSequence == m }?.discontinuitySequence ?? 0
+                    #expect(
+                        segment.discontinuitySequence == sourceSequence + UInt64(added), "dseq \(m) \(context)",
+                        sourceLocation: sourceLocation)
+                    if let earlier = published[m] {
+                        #expect(segment.discontinuitySequence == earlier, sourceLocation: sourceLocation)
+                    }
+                    published[m] = segment.discontinuitySequence
+                    let map = decision.isAd ? "https://cdn.example.com/live/slate/init.mp4" : origin.initURI
+                    #expect(segment.map?.uri == map, "map of \(m) \(context)", sourceLocation: sourceLocation)
+                }
                 if decision.isAd {
-                    #expect(segment.rawURI == "slate/\(m).ts", sourceLocation: sourceLocation)
+                    let ext = origin.fragmented ? "m4s" : "ts"
+                    #expect(segment.rawURI == "slate/\(m).\(ext)", sourceLocation: sourceLocation)
                     #expect(segment.keys.isEmpty, "key scope open over slate \(m)", sourceLocation: sourceLocation)
                     #expect(result.slates.contains { $0.mediaSequence == m }, sourceLocation: sourceLocation)
                 } else {
@@ -121,13 +148,45 @@ import Testing
         #expect(filter.slate(9)?.duration == 4)
     }
 
-    @Test func fragmentedMP4AdsAreLeftInPlaceWithAWarning() throws {
-        var origin = LiveOrigin(ads: Set(8...9))
+    @Test func fragmentedMP4BreakEntersFillsAndLeavesTheWindow() throws {
+        var origin = LiveOrigin(ads: Set(8...10))
         origin.fragmented = true
-        var filter = LiveAdFilter()
-        let result = filter.filter(try Playlist(origin.poll(5)), url: Self.url)
-        #expect(result.warnings.contains { $0.contains("fMP4") })
-        #expect(result.playlist.media(url: Self.url).segments.map(\.uri) == (5...10).map { origin.uri($0) })
+        let results = try check(origin, polls: [3, 5, 7, 9, 11, 13])
+        #expect(results.allSatisfy { $0.warnings.isEmpty })
+        // The slates carry the content's init section as their anchor's, for the decode time.
+        let slates = results.flatMap(\.slates)
+        #expect(!slates.isEmpty)
+        #expect(slates.allSatisfy { $0.isFragmentedMP4 && $0.anchorMapURI == origin.initURI })
+        #expect(slates.allSatisfy { $0.anchorMediaSequence == 7 })
+    }
+
+    @Test func fragmentedMP4BackToBackBreaksAndKeyRotation() throws {
+        var origin = LiveOrigin(ads: [6, 7, 9, 10, 11])
+        origin.fragmented = true
+        origin.windowSize = 5
+        origin.keyRotation = 3
+        try check(origin, polls: [2, 4, 5, 7, 9, 11])
+    }
+
+    @Test func fragmentedMP4WithOriginDiscontinuities() throws {
+        // The origin marks its own discontinuities around the ads: none is added, the sequence stays the origin's.
+        var origin = LiveOrigin(ads: Set(8...10), marker: .originChange)
+        origin.fragmented = true
+        let results = try check(origin, polls: [3, 5, 7, 9, 11, 12])
+        for r in results {
+            #expect(
+                r.playlist.media(url: Self.url).discontinuitySequence
+                    == (try Playlist(origin.poll(r.decisions[0].mediaSequence))).media().discontinuitySequence)
+        }
+    }
+
+    @Test func fragmentedMP4WindowOfOnlyAds() throws {
+        var origin = LiveOrigin(ads: Set(4...30))
+        origin.fragmented = true
+        let results = try check(origin, polls: [2, 6, 8, 10, 12])
+        for r in results.dropFirst() {
+            #expect(r.decisions.allSatisfy { $0.isAd })
+        }
     }
 
     @Test func aSequenceThatGoesBackResetsTheState() throws {

@@ -138,6 +138,10 @@ public final class AdStrippingProxy: Sendable {
             guard let entry = lookup(stem(parts[1]), kind: .raw) else { return expired() }
             return await small(entry, contentType: nil)
         case ("slate", 3):
+            if parts[2] == "init.mp4" {
+                guard let bytes = slates.fragmentedSlateInit else { return .error(.notFound) }
+                return .bytes(bytes, contentType: "video/mp4")
+            }
             return await slate(playlist: parts[1], msn: stem(parts[2]))
         default:
             return .error(.notFound)
@@ -192,102 +196,172 @@ public final class AdStrippingProxy: Sendable {
     }
 
     /// Filters one poll of a media playlist and rewrites its URIs. Exposed for benchmarks and tests.
+    ///
+    /// A live poll whose bytes are those of the previous poll of the same playlist (players often reload faster
+    /// than the window moves) is answered with the previous output, for at most ten seconds (so routes stay fresh).
     public func media(_ fetched: FetchedPlaylist, playlistID: String) -> [UInt8] {
         let now = ProxyClock.now
         let input = fetched.playlist
-        let view = input.media(url: fetched.url)
+        let parent = state.withLock { $0.multivariantVariables }
+        let view = input.media(url: fetched.url, parent: parent)
         let isVOD = view.endList || view.playlistType == "VOD"
-        let result: AdFilterResult
         var stallEvent: Event?
         if isVOD {
-            result = AdFilter(options: options.filter).cleanVOD(input, url: fetched.url)
-        } else {
-            let target = Double(view.targetDuration ?? 6)
-            let stallAfter = options.stallTimeout ?? max(3 * target, 6)
-            var hasher = Hasher()
-            hasher.combine(fetched.bytes)
-            let digest = hasher.finalize()
-            let filterOptions = options.filter
-            result = state.withLock { s in
-                var watch = s.watches[playlistID] ?? ProxyState.Watch(digest: digest, changedAt: now)
-                if watch.digest != digest {
-                    if watch.stalled { stallEvent = .resumed(playlist: fetched.url) }
-                    watch = ProxyState.Watch(digest: digest, changedAt: now)
-                } else if !watch.stalled, now - watch.changedAt >= stallAfter {
-                    watch.stalled = true
-                    stallEvent = .stalled(playlist: fetched.url, seconds: now - watch.changedAt)
-                }
-                s.watches[playlistID] = watch
-                var filter = s.filters[playlistID] ?? LiveAdFilter(options: filterOptions)
-                let result = filter.filter(input, url: fetched.url)
-                s.filters[playlistID] = filter
-                return result
+            let result = AdFilter(options: options.filter).cleanVOD(input, media: view)
+            eventSink.yield(.poll(playlist: fetched.url, decisions: result.decisions, warnings: result.warnings))
+            return rewriteMedia(
+                result.playlist, base: fetched.url, variables: view.variables, playlistID: playlistID, live: false,
+                now: now)
+        }
+        let target = Double(view.targetDuration ?? 6)
+        let stallAfter = options.stallTimeout ?? max(3 * target, 6)
+        var hasher = Hasher()
+        fetched.bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        let digest = hasher.finalize()
+        let filterOptions = options.filter
+        let reuseFor = min(10, options.mappingLifetime / 4)
+        let (result, reused) = state.withLock { s -> (AdFilterResult, [UInt8]?) in
+            var watch = s.watches[playlistID] ?? ProxyState.Watch(digest: digest, changedAt: now)
+            if watch.digest != digest {
+                if watch.stalled { stallEvent = .resumed(playlist: fetched.url) }
+                watch = ProxyState.Watch(digest: digest, changedAt: now)
+            } else if !watch.stalled, now - watch.changedAt >= stallAfter {
+                watch.stalled = true
+                stallEvent = .stalled(playlist: fetched.url, seconds: now - watch.changedAt)
             }
+            s.watches[playlistID] = watch
+            if let last = s.lastPolls[playlistID], now - last.at < reuseFor, last.url == fetched.url,
+                ProxyState.same(last.input, fetched.bytes)
+            {
+                return (last.result, last.output)
+            }
+            var filter = s.filters.removeValue(forKey: playlistID) ?? LiveAdFilter(options: filterOptions)
+            let result = filter.filter(input, media: view)
+            s.filters[playlistID] = filter
+            return (result, nil)
         }
         if let stallEvent { eventSink.yield(stallEvent) }
         eventSink.yield(.poll(playlist: fetched.url, decisions: result.decisions, warnings: result.warnings))
-        return rewriteMedia(result.playlist, base: fetched.url, playlistID: playlistID, live: !isVOD, now: now)
+        if let reused { return reused }
+        let output = rewriteMedia(
+            result.playlist, base: fetched.url, variables: view.variables, playlistID: playlistID, live: true, now: now)
+        state.withLock { s in
+            s.lastPolls[playlistID] = ProxyState.LastPoll(
+                url: fetched.url, input: fetched.bytes, result: result, output: output, at: now)
+        }
+        return output
     }
 
-    private func rewriteMedia(_ playlist: Playlist, base: String, playlistID: String, live: Bool, now: Double)
-        -> [UInt8]
-    {
-        let prefix = "/\(token.value)/"
-        let baseReference = URIReference(base)
-        var lines = playlist.lines
-        let media = playlist.media(url: base)
-        var resolvedByLine: [Int: String] = [:]
-        resolvedByLine.reserveCapacity(media.segments.count)
-        for segment in media.segments { resolvedByLine[segment.lineRange.upperBound - 1] = segment.uri }
+    /// Writes a cleaned media playlist with every URI turned into a proxy route. Routes of URI lines are cached per
+    /// playlist by the line's text, so a poll of a sliding window resolves and maps only its new segments; the
+    /// output bytes are written directly.
+    private func rewriteMedia(
+        _ playlist: Playlist, base: String, variables: Variables, playlistID: String, live: Bool, now: Double
+    ) -> [UInt8] {
+        let prefix = Array("/\(token.value)/".utf8)
+        let slatePrefix = prefix + Array("slate/\(playlistID)/".utf8)
+        let lifetime = options.mappingLifetime
+        let refreshEvery = min(10, lifetime / 4)
+        var size = 0
+        for line in playlist.lines { size &+= line.bytes.count &+ 2 }
+        var out: [UInt8] = []
+        out.reserveCapacity(size + size / 4)
         state.withLock { s in
-            s.prune(now: now, lifetime: options.mappingLifetime)
-            for index in lines.indices {
-                switch lines[index].content {
+            s.prune(now: now, lifetime: lifetime)
+            var cache =
+                s.routeCaches.removeValue(forKey: playlistID) ?? ProxyState.RouteCache(base: base, variables: variables)
+            if cache.base != base || cache.variables != variables {
+                cache = ProxyState.RouteCache(base: base, variables: variables)
+            }
+            let baseReference = URIReference(base)
+            for line in playlist.lines {
+                switch line.content {
                 case .uri:
-                    let raw = lines[index].uri ?? ""
-                    if live, raw.hasPrefix("slate/") {
-                        lines[index] = PlaylistLine(
-                            uri: prefix + "slate/\(playlistID)/" + raw.dropFirst(6), ending: lines[index].ending)
-                        continue
+                    if live, line.bytes.starts(with: ProxyState.slateStem) {
+                        out += slatePrefix
+                        out += line.bytes.dropFirst(ProxyState.slateStem.count)
+                        break
                     }
-                    let url = resolvedByLine[index] ?? URIReference(raw).resolved(against: baseReference).description
-                    let (id, ext) = s.route(for: url, kind: .segment, now: now, defaultExtension: "ts")
-                    lines[index] = PlaylistLine(uri: prefix + "s/\(id).\(ext)", ending: lines[index].ending)
+                    let raw = line.uri ?? ""
+                    if let index = cache.entries.index(forKey: raw) {
+                        let cached = cache.entries.values[index]
+                        if now - cached.refreshed >= refreshEvery {
+                            if s.touch(cached.id, now: now) {
+                                cache.entries.values[index].refreshed = now
+                            } else {
+                                cache.entries.remove(at: index)
+                                out += s.segmentRoute(raw, cache: &cache, base: baseReference, prefix: prefix, now: now)
+                                break
+                            }
+                        }
+                        cache.entries.values[index].seen = now
+                        out += cached.line
+                    } else {
+                        out += s.segmentRoute(raw, cache: &cache, base: baseReference, prefix: prefix, now: now)
+                    }
                 case .tag(let tag):
-                    guard let known = tag.known, var a = tag.attributes else { continue }
-                    let kind: ProxyState.Kind
-                    switch known {
-                    case .key, .sessionKey: kind = .key
-                    case .map: kind = .segment
-                    default: continue
+                    guard let known = tag.known, var a = tag.attributes else {
+                        out += line.bytes
+                        break
                     }
-                    guard let raw = a.quotedString("URI") else { continue }
-                    let url = URIReference(raw).resolved(against: baseReference).description
-                    let id = s.id(for: url, kind: kind, now: now)
-                    let route =
-                        kind == .key
-                        ? prefix + "k/\(id).key" : prefix + "s/\(id).\(ProxyState.extensionOf(url, default: "mp4"))"
-                    a.setQuoted("URI", route)
-                    lines[index] = PlaylistLine(tag: .attributes(known, a), ending: lines[index].ending)
+                    switch known {
+                    case .key, .sessionKey, .map:
+                        guard let raw = a.quotedString("URI") else {
+                            out += line.bytes
+                            break
+                        }
+                        if live, known == .map, raw.hasPrefix("slate/") {
+                            // The fMP4 slates' init section (LiveAdFilter's slateMapURI).
+                            a.setQuoted("URI", String(decoding: slatePrefix, as: UTF8.self) + raw.dropFirst(6))
+                            out += Array(Tag.attributes(known, a).rendered.utf8)
+                            break
+                        }
+                        let url = ProxyState.resolve(raw, variables: variables, base: baseReference)
+                        let kind: ProxyState.Kind = known == .map ? .segment : .key
+                        let id = s.id(for: url, kind: kind, now: now)
+                        let route =
+                            kind == .key
+                            ? "/\(token.value)/k/\(id).key"
+                            : "/\(token.value)/s/\(id).\(ProxyState.extensionOf(url, default: "mp4"))"
+                        a.setQuoted("URI", route)
+                        out += Array(Tag.attributes(known, a).rendered.utf8)
+                    case .define:
+                        if let defined = ProxyState.definition(a, variables: variables) {
+                            out += Array(Tag.attributes(.define, defined).rendered.utf8)
+                        } else {
+                            out += line.bytes
+                        }
+                    default:
+                        out += line.bytes
+                    }
                 default:
-                    continue
+                    out += line.bytes
+                }
+                switch line.ending {
+                case .lf: out.append(0x0A)
+                case .crlf: out += [0x0D, 0x0A]
+                case .none: break
                 }
             }
+            cache.trim(now: now, lifetime: lifetime)
+            s.routeCaches[playlistID] = cache
         }
-        return Playlist(lines: lines, hasByteOrderMark: false).write()
+        return out
     }
 
     private func rewriteMultivariant(_ playlist: Playlist, base: String) -> [UInt8] {
         let prefix = "/\(token.value)/"
         let baseReference = URIReference(base)
         let now = ProxyClock.now
+        let variables = playlist.multivariant(url: base).variables
         var lines = playlist.lines
         state.withLock { s in
+            s.multivariantVariables = variables
             s.prune(now: now, lifetime: options.mappingLifetime)
             for index in lines.indices {
                 switch lines[index].content {
                 case .uri:
-                    let url = URIReference(lines[index].uri ?? "").resolved(against: baseReference).description
+                    let url = ProxyState.resolve(lines[index].uri ?? "", variables: variables, base: baseReference)
                     let id = s.id(for: url, kind: .playlist, now: now)
                     lines[index] = PlaylistLine(uri: prefix + "p/\(id).m3u8", ending: lines[index].ending)
                 case .tag(let tag):
@@ -303,11 +377,16 @@ public final class AdStrippingProxy: Sendable {
                         (name, kind) = ("URI", .raw)
                     case .contentSteering:
                         (name, kind) = ("SERVER-URI", .raw)
+                    case .define:
+                        if let defined = ProxyState.definition(a, variables: variables) {
+                            lines[index] = PlaylistLine(tag: .attributes(.define, defined), ending: lines[index].ending)
+                        }
+                        continue
                     default:
                         continue
                     }
                     guard let raw = a.quotedString(name) else { continue }
-                    let url = URIReference(raw).resolved(against: baseReference).description
+                    let url = ProxyState.resolve(raw, variables: variables, base: baseReference)
                     let id = s.id(for: url, kind: kind, now: now)
                     let route: String
                     switch kind {
@@ -383,12 +462,25 @@ public final class AdStrippingProxy: Sendable {
         let slot = state.withLock { $0.filters[playlist]?.slate(sequence) }
         guard let slot else { return expired() }
         let cached = state.withLock { $0.slateCache[ProxyState.SlateKey(playlist: playlist, sequence: sequence)] }
-        if let cached { return .bytes(cached, contentType: "video/mp2t") }
+        if let cached { return .bytes(cached, contentType: slot.isFragmentedMP4 ? "video/mp4" : "video/mp2t") }
         var anchor: [UInt8]?
         if let anchorURI = slot.anchorURI {
             anchor = try? await fetcher.fetchSmall(anchorURI, maxBytes: 64 << 20).1
         }
-        guard let bytes = await slates.slate(for: slot, anchor: anchor) else {
+        let bytes: [UInt8]?
+        let type: String
+        if slot.isFragmentedMP4 {
+            var anchorInit: [UInt8]?
+            if let mapURI = slot.anchorMapURI {
+                anchorInit = try? await fetcher.fetchSmall(mapURI, maxBytes: options.fetch.maxSmallBodyBytes).1
+            }
+            bytes = await slates.fragmentedSlate(for: slot, anchor: anchor, anchorInit: anchorInit)
+            type = "video/mp4"
+        } else {
+            bytes = await slates.slate(for: slot, anchor: anchor)
+            type = "video/mp2t"
+        }
+        guard let bytes else {
             return .text("503 Service Unavailable: no slate could be made for \(msn)\n", status: .serviceUnavailable)
         }
         state.withLock { s in
@@ -397,7 +489,7 @@ public final class AdStrippingProxy: Sendable {
                 s.slateCache[oldest] = nil
             }
         }
-        return .bytes(bytes, contentType: "video/mp2t")
+        return .bytes(bytes, contentType: type)
     }
 }
 
@@ -436,8 +528,56 @@ struct ProxyState {
         var sequence: UInt64
     }
 
+    /// A media playlist's routes by the text of its URI lines, so a poll maps only the segments it has not seen.
+    struct RouteCache {
+        struct Route {
+            var id: String
+            /// The rewritten URI line (without its line ending).
+            var line: [UInt8]
+            /// When the route's ``Entry/lastUsed`` was last refreshed.
+            var refreshed: Double
+            /// When a poll last held this URI.
+            var seen: Double
+        }
+        var base: String
+        var variables = Variables()
+        var entries: [String: Route] = [:]
+        var lastTrim: Double = 0
+
+        /// Forgets URIs no poll has held for `lifetime` seconds (checked at most every 10 s).
+        mutating func trim(now: Double, lifetime: Double) {
+            guard now - lastTrim >= min(10, lifetime / 4) else { return }
+            lastTrim = now
+            entries = entries.filter { now - $0.value.seen <= lifetime }
+        }
+    }
+    static let slateStem = Array("slate/".utf8)
+    /// The last live poll of a playlist: its input bytes, the filter's result and the bytes served.
+    struct LastPoll {
+        var url: String
+        var input: [UInt8]
+        var result: AdFilterResult
+        var output: [UInt8]
+        var at: Double
+    }
+    var lastPolls: [String: LastPoll] = [:]
+
+    /// Byte equality by memcmp.
+    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in
+                guard let p = x.baseAddress, let q = y.baseAddress else { return true }
+                return memcmp(p, q, x.count) == 0
+            }
+        }
+    }
+
     var byID: [String: Entry] = [:]
     var byURL: [RouteKey: String] = [:]
+    var routeCaches: [String: RouteCache] = [:]
+    /// The multivariant playlist's EXT-X-DEFINE variables (media playlists may IMPORT them).
+    var multivariantVariables: Variables?
     var next: UInt64 = 0
     var filters: [String: LiveAdFilter] = [:]
     var watches: [String: Watch] = [:]
@@ -465,6 +605,40 @@ struct ProxyState {
         let ext = ProxyState.extensionOf(url, default: defaultExtension)
         byID[id]?.fileExtension = ext
         return (id, ext)
+    }
+
+    /// Marks a route as used now; false when it is gone (pruned).
+    mutating func touch(_ id: String, now: Double) -> Bool {
+        guard let index = byID.index(forKey: id) else { return false }
+        byID.values[index].lastUsed = now
+        return true
+    }
+
+    /// Maps a segment URI line to its route (made on first use) and caches the rewritten line.
+    mutating func segmentRoute(
+        _ raw: String, cache: inout RouteCache, base: URIReference, prefix: [UInt8], now: Double
+    ) -> [UInt8] {
+        let url = ProxyState.resolve(raw, variables: cache.variables, base: base)
+        let (id, ext) = route(for: url, kind: .segment, now: now, defaultExtension: "ts")
+        var line = prefix
+        line += Array("s/\(id).\(ext)".utf8)
+        cache.entries[raw] = RouteCache.Route(id: id, line: line, refreshed: now, seen: now)
+        return line
+    }
+
+    /// A URI with its `{$name}` variables substituted (RFC 8216bis §4.3), resolved against the playlist's URL.
+    static func resolve(_ raw: String, variables: Variables, base: URIReference) -> String {
+        let substituted = variables.values.isEmpty ? raw : (variables.substitute(raw)?.text ?? raw)
+        return URIReference(substituted).resolved(against: base).description
+    }
+
+    /// An EXT-X-DEFINE that takes its value from somewhere the player cannot see through the proxy (IMPORT from
+    /// the upstream multivariant playlist, QUERYPARAM of the upstream URL), restated as NAME/VALUE; nil when the
+    /// tag can stay as it is.
+    static func definition(_ a: AttributeList, variables: Variables) -> AttributeList? {
+        let name = a.quotedString("IMPORT") ?? a.quotedString("QUERYPARAM")
+        guard let name, let value = variables.values[name], !value.contains("\"") else { return nil }
+        return [Attribute(name: "NAME", rawValue: "\"\(name)\""), Attribute(name: "VALUE", rawValue: "\"\(value)\"")]
     }
 
     /// Drops routes no playlist has referenced for `lifetime` seconds (at most every 10 s).
@@ -511,4 +685,26 @@ struct ProxyState {
 public protocol ProxySlateSource: Sendable {
     /// The slate's bytes for `slot`; `anchor` holds the last content segment before it, when it could be fetched.
     func slate(for slot: SlateSlot, anchor: [UInt8]?) async -> [UInt8]?
+    /// An fMP4 slate (fragments for the init section ``fragmentedSlateInit``); `anchor` and `anchorInit` hold the
+    /// last content segment before it and that segment's init section, when they could be fetched.
+    func fragmentedSlate(for slot: SlateSlot, anchor: [UInt8]?, anchorInit: [UInt8]?) async -> [UInt8]?
+    /// The init section every fMP4 slate plays with (served at `slate/<playlist>/init.mp4`).
+    var fragmentedSlateInit: [UInt8]? { get }
+}
+
+extension ProxySlateSource {
+    /// The shipped template's slate, its first decode time where the content timeline is (the anchor's video
+    /// decode time plus the slot's offset; the offset alone when the anchor cannot be read).
+    public func fragmentedSlate(for slot: SlateSlot, anchor: [UInt8]?, anchorInit: [UInt8]?) async -> [UInt8]? {
+        guard let template = FragmentedSlateTemplate.shipped else { return nil }
+        var start = slot.offsetFromAnchor
+        if let anchor, let anchorInit,
+            let content = FragmentedSlateTemplate.contentStart(segment: anchor, initSection: anchorInit)
+        {
+            start += content
+        }
+        return template.slate(duration: slot.duration, start: start)
+    }
+
+    public var fragmentedSlateInit: [UInt8]? { FragmentedSlateTemplate.shipped?.initSection }
 }

@@ -7,7 +7,7 @@ import Synchronization
 
 /// GET over URLSession with streamed bodies: the caller's headers on every request, a stall timeout, bounded
 /// redirects whose every target is checked against the upstream policy, and flow control (the transfer is
-/// suspended while more than a few MiB wait for the consumer).
+/// suspended while more than a few MiB wait for the consumer; see ``TransferBody``).
 final class ProxyHTTPClient: Sendable {
     private let session: URLSession
     private let delegate: ProxyClientDelegate
@@ -57,16 +57,12 @@ final class ProxyHTTPClient: Sendable {
         for field in headers { request.setValue(field.value, forHTTPHeaderField: field.name) }
         let task = session.dataTask(with: request)
         let identifier = task.taskIdentifier
-        let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-        let flow = FlowControl(task: task)
-        continuation.onTermination = { termination in
-            if case .cancelled = termination { task.cancel() }
-        }
+        let body = TransferBody(task: task)
         let head: RemoteHead
         do {
             head = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<RemoteHead, any Error>) in
-                    delegate.register(identifier, url: urlString, head: waiter, body: continuation, flow: flow)
+                    delegate.register(identifier, url: urlString, head: waiter, body: body)
                     task.resume()
                 }
             } onCancel: {
@@ -77,65 +73,168 @@ final class ProxyHTTPClient: Sendable {
         } catch {
             throw ProxyError(.connectionFailed, url: urlString, detail: "\(error)")
         }
-        // Each chunk the consumer takes is reported, so a suspended transfer resumes.
-        let counted = AsyncThrowingStream<[UInt8], any Error> { out in
-            let reader = Task {
-                do {
-                    for try await chunk in body {
-                        flow.consumed(chunk.count)
-                        out.yield(chunk)
-                    }
-                    out.finish()
-                } catch {
-                    out.finish(throwing: error)
-                }
-            }
-            out.onTermination = { termination in
-                if case .cancelled = termination {
-                    reader.cancel()
-                    task.cancel()
-                }
-            }
-        }
-        return RemoteStream(head: head, body: counted, cancelTask: { task.cancel() })
+        // The consumer pulls straight from the gathering buffer (no task or stream in between); when the last
+        // reference to the sequence goes, a transfer still running is cancelled.
+        let reader = TransferBody.Reader(body)
+        return RemoteStream(
+            head: head, body: AsyncThrowingStream(unfolding: { try await reader.next() }), cancelTask: { task.cancel() }
+        )
     }
 }
 
-/// Suspends a transfer while too much of its body waits for the consumer.
-final class FlowControl: Sendable {
+/// The body of one transfer. URLSession hands over small pieces (16 KiB with libcurl on Linux); they are gathered
+/// into one buffer that the consumer takes whole, so a relay writes large blocks and pays its per-chunk costs
+/// (a task switch, a wake-up of the server's event loop, a send) a few times per megabyte rather than per piece.
+/// A waiting consumer is woken once ``wakeBytes`` have gathered, or on the first piece after ``wakeDelay``
+/// (so a slow upstream is relayed as it arrives), or at the end. The transfer is suspended while more than
+/// ``highWater`` bytes wait for the consumer (backpressure) and resumed when the consumer takes them.
+final class TransferBody: Sendable {
     private struct State {
-        var buffered = 0
+        var pending: [UInt8] = []
+        var finished = false
+        var failure: (any Error)?
+        var waiter: CheckedContinuation<[UInt8]?, any Error>?
+        var waitingSince: ContinuousClock.Instant?
+        /// When the oldest byte in `pending` arrived.
+        var pendingSince: ContinuousClock.Instant?
         var suspended = false
+        var cancelled = false
     }
     private let state = Mutex(State())
     private let task: URLSessionDataTask
+    static let wakeBytes = 256 << 10
+    static let wakeDelay = Duration.milliseconds(5)
     static let highWater = 8 << 20
-    static let lowWater = 2 << 20
 
     init(task: URLSessionDataTask) { self.task = task }
 
-    func received(_ count: Int) {
+    /// A piece from URLSession.
+    func append(_ data: Data) {
+        var wake: (CheckedContinuation<[UInt8]?, any Error>, [UInt8])?
         let suspend = state.withLock { s -> Bool in
-            s.buffered += count
-            if !s.suspended, s.buffered > FlowControl.highWater {
+            if s.pending.isEmpty {
+                s.pending.reserveCapacity(max(TransferBody.wakeBytes * 2, data.count))
+                s.pendingSince = ContinuousClock.now
+            }
+            data.withUnsafeBytes { s.pending.append(contentsOf: $0) }
+            if let waiter = s.waiter,
+                s.pending.count >= TransferBody.wakeBytes
+                    || s.waitingSince.map({ ContinuousClock.now - $0 >= TransferBody.wakeDelay }) ?? true
+            {
+                s.waiter = nil
+                s.waitingSince = nil
+                s.pendingSince = nil
+                wake = (waiter, s.pending)
+                s.pending = []
+            }
+            if !s.suspended, s.pending.count > TransferBody.highWater {
                 s.suspended = true
                 return true
             }
             return false
         }
+        if let wake { wake.0.resume(returning: wake.1) }
         if suspend { task.suspend() }
     }
 
-    func consumed(_ count: Int) {
-        let resume = state.withLock { s -> Bool in
-            s.buffered -= count
-            if s.suspended, s.buffered < FlowControl.lowWater {
-                s.suspended = false
-                return true
-            }
-            return false
+    /// The transfer ended (`error` nil: complete).
+    func finish(_ error: (any Error)?) {
+        let waiter = state.withLock { s -> (CheckedContinuation<[UInt8]?, any Error>, [UInt8])? in
+            s.finished = true
+            s.failure = error
+            guard let waiter = s.waiter else { return nil }
+            s.waiter = nil
+            let bytes = s.pending
+            s.pending = []
+            s.pendingSince = nil
+            return (waiter, bytes)
         }
-        if resume { task.resume() }
+        guard let (continuation, bytes) = waiter else { return }
+        if !bytes.isEmpty {
+            continuation.resume(returning: bytes)
+        } else if let error {
+            continuation.resume(throwing: error)
+        } else {
+            continuation.resume(returning: nil)
+        }
+    }
+
+    /// The next block: everything gathered so far (nil at the end).
+    func next() async throws -> [UInt8]? {
+        enum Step {
+            case bytes([UInt8], resume: Bool)
+            case end
+            case fail(any Error)
+            case wait
+        }
+        let step = state.withLock { s -> Step in
+            let stale = s.pendingSince.map { ContinuousClock.now - $0 >= TransferBody.wakeDelay } ?? false
+            if !s.pending.isEmpty, s.pending.count >= TransferBody.wakeBytes || s.finished || s.suspended || stale {
+                let bytes = s.pending
+                s.pending = []
+                s.pendingSince = nil
+                let resume = s.suspended
+                s.suspended = false
+                return .bytes(bytes, resume: resume)
+            }
+            if s.finished {
+                if let failure = s.failure, s.pending.isEmpty { return .fail(failure) }
+                if s.pending.isEmpty { return .end }
+            }
+            if s.cancelled { return .fail(CancellationError()) }
+            return .wait
+        }
+        switch step {
+        case .bytes(let bytes, let resume):
+            if resume { task.resume() }
+            return bytes
+        case .end:
+            return nil
+        case .fail(let error):
+            throw error
+        case .wait:
+            break
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, any Error>) in
+                let immediate = state.withLock { s -> Result<[UInt8]?, any Error>? in
+                    if s.cancelled { return .failure(CancellationError()) }
+                    if s.finished {
+                        let bytes = s.pending
+                        s.pending = []
+                        s.pendingSince = nil
+                        if !bytes.isEmpty { return .success(bytes) }
+                        if let failure = s.failure { return .failure(failure) }
+                        return .success(nil)
+                    }
+                    s.waiter = continuation
+                    s.waitingSince = s.pending.isEmpty ? nil : ContinuousClock.now
+                    return nil
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    /// Stops the transfer; a waiting consumer gets a CancellationError.
+    func cancel() {
+        let waiter = state.withLock { s -> CheckedContinuation<[UInt8]?, any Error>? in
+            s.cancelled = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        task.cancel()
+        waiter?.resume(throwing: CancellationError())
+    }
+
+    /// Owns a transfer for its consumer: when the consumer lets go before the end, the transfer is cancelled.
+    final class Reader: Sendable {
+        let body: TransferBody
+        init(_ body: TransferBody) { self.body = body }
+        deinit { body.cancel() }
+        func next() async throws -> [UInt8]? { try await body.next() }
     }
 }
 
@@ -144,8 +243,7 @@ final class ProxyClientDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private struct Pending: Sendable {
         var url: String
         var head: CheckedContinuation<RemoteHead, any Error>?
-        var body: AsyncThrowingStream<[UInt8], any Error>.Continuation
-        var flow: FlowControl
+        var body: TransferBody
         var redirects = 0
     }
     private let pending = Mutex<[Int: Pending]>([:])
@@ -158,10 +256,9 @@ final class ProxyClientDelegate: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     func register(
-        _ identifier: Int, url: String, head: CheckedContinuation<RemoteHead, any Error>,
-        body: AsyncThrowingStream<[UInt8], any Error>.Continuation, flow: FlowControl
+        _ identifier: Int, url: String, head: CheckedContinuation<RemoteHead, any Error>, body: TransferBody
     ) {
-        pending.withLock { $0[identifier] = Pending(url: url, head: head, body: body, flow: flow) }
+        pending.withLock { $0[identifier] = Pending(url: url, head: head, body: body) }
     }
 
     func urlSession(
@@ -185,10 +282,8 @@ final class ProxyClientDelegate: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let entry = pending.withLock { $0[dataTask.taskIdentifier] }
-        guard let entry else { return }
-        entry.flow.received(data.count)
-        entry.body.yield([UInt8](data))
+        let body = pending.withLock { $0[dataTask.taskIdentifier]?.body }
+        body?.append(data)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
@@ -196,12 +291,12 @@ final class ProxyClientDelegate: NSObject, URLSessionDataDelegate, Sendable {
         if let error {
             let mapped = ProxyClientDelegate.map(error, url: entry.url)
             entry.head?.resume(throwing: mapped)
-            entry.body.finish(throwing: mapped)
+            entry.body.finish(mapped)
         } else {
             entry.head?.resume(
                 throwing: ProxyError(.connectionFailed, url: entry.url, detail: "the transfer ended without a response")
             )
-            entry.body.finish()
+            entry.body.finish(nil)
         }
     }
 
@@ -235,7 +330,7 @@ final class ProxyClientDelegate: NSObject, URLSessionDataDelegate, Sendable {
         task.cancel()
         let entry = pending.withLock { $0.removeValue(forKey: task.taskIdentifier) }
         entry?.head?.resume(throwing: refusal)
-        entry?.body.finish(throwing: refusal)
+        entry?.body.finish(refusal)
     }
 
     static func map(_ error: any Error, url: String) -> ProxyError {

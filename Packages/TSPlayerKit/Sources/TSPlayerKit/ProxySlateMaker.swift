@@ -1,3 +1,4 @@
+import Foundation
 public import HLSAdFilter
 import MPEGTS
 
@@ -175,5 +176,201 @@ public struct ProxySlateMaker: ProxySlateSource {
             best = pts
         }
         return best
+    }
+}
+
+// MARK: fMP4 slates
+
+/// fMP4 slates from the shipped template (``ProxySlateTemplate``: an init section and one fragment holding one
+/// black IDR frame). A slate is the fragment repeated once per frame, each copy with the next `mfhd` sequence number
+/// and a `tfdt` decode time one frame further on; the last copy's sample duration is cut so the slate lasts exactly
+/// the ad segment's duration. The first decode time is where the content timeline is: the anchor segment's video
+/// `tfdt` (in the timescale of its init section's video track) plus the slot's offset.
+public struct FragmentedSlateTemplate: Sendable {
+    /// The initialization section (ftyp + moov) the slates play with.
+    public let initSection: [UInt8]
+    let fragment: [UInt8]
+    /// The template's video timescale and frame duration (in that timescale).
+    let timescale: UInt64
+    let frameDuration: UInt64
+    /// Offsets in `fragment` of the mfhd sequence number, the tfhd default sample duration and the 64-bit tfdt.
+    let sequenceOffset: Int
+    let durationOffset: Int
+    let decodeTimeOffset: Int
+
+    /// The shipped template.
+    public static let shipped: FragmentedSlateTemplate? = {
+        guard let data = Data(base64Encoded: ProxySlateTemplate.base64) else { return nil }
+        return FragmentedSlateTemplate([UInt8](data))
+    }()
+
+    /// Reads a template: boxes before the first `moof` are the init section; the first `moof` + `mdat` the fragment,
+    /// which must have a version-1 `tfdt` and a `tfhd` default sample duration.
+    public init?(_ bytes: [UInt8]) {
+        let top = MP4Boxes.children(bytes, 0..<bytes.count)
+        guard let moofIndex = top.firstIndex(where: { $0.type == "moof" }), moofIndex + 1 < top.count,
+            top[moofIndex + 1].type == "mdat"
+        else { return nil }
+        let moov = top[..<moofIndex].first { $0.type == "moov" }
+        guard let moov, let mdhd = MP4Boxes.find(bytes, moov.body, path: ["trak", "mdia", "mdhd"]),
+            let scale = MP4Boxes.timescale(bytes, mdhd)
+        else { return nil }
+        let start = top[moofIndex].range.lowerBound
+        let end = top[moofIndex + 1].range.upperBound
+        let fragment = Array(bytes[start..<end])
+        let local = MP4Boxes.children(fragment, 0..<fragment.count)
+        guard let moof = local.first, let mfhd = MP4Boxes.find(fragment, moof.body, path: ["mfhd"]),
+            let tfhd = MP4Boxes.find(fragment, moof.body, path: ["traf", "tfhd"]),
+            let tfdt = MP4Boxes.find(fragment, moof.body, path: ["traf", "tfdt"]),
+            mfhd.body.count >= 8, tfdt.body.count >= 12, fragment[tfdt.body.lowerBound] == 1, tfhd.body.count >= 8
+        else { return nil }
+        // tfhd: version/flags, track_ID, then the optional fields in flag order.
+        let flags =
+            UInt32(fragment[tfhd.body.lowerBound + 1]) << 16 | UInt32(fragment[tfhd.body.lowerBound + 2]) << 8
+            | UInt32(fragment[tfhd.body.lowerBound + 3])
+        guard flags & 0x08 != 0 else { return nil }
+        var offset = tfhd.body.lowerBound + 8
+        if flags & 0x01 != 0 { offset += 8 }
+        if flags & 0x02 != 0 { offset += 4 }
+        guard offset + 4 <= tfhd.body.upperBound else { return nil }
+        initSection = Array(bytes[0..<start])
+        self.fragment = fragment
+        timescale = scale
+        frameDuration = UInt64(MP4Boxes.uint32(fragment, offset))
+        sequenceOffset = mfhd.body.lowerBound + 4
+        durationOffset = offset
+        decodeTimeOffset = tfdt.body.lowerBound + 4
+        guard frameDuration > 0 else { return nil }
+    }
+
+    /// A slate of `duration` seconds whose first decode time is `start` seconds on the content timeline.
+    public func slate(duration: Double, start: Double) -> [UInt8]? {
+        guard duration > 0, duration < 600, start >= 0, start < 1e9 else { return nil }
+        let total = UInt64((duration * Double(timescale)).rounded())
+        guard total > 0 else { return nil }
+        let frames = max(1, (total + frameDuration / 2) / frameDuration)
+        let first = UInt64((start * Double(timescale)).rounded())
+        var out: [UInt8] = []
+        out.reserveCapacity(Int(frames) * fragment.count)
+        var copy = fragment
+        for i in 0..<frames {
+            let length = i == frames - 1 ? total - min(total, (frames - 1) * frameDuration) : frameDuration
+            MP4Boxes.put32(&copy, sequenceOffset, UInt32(truncatingIfNeeded: i + 1))
+            MP4Boxes.put32(&copy, durationOffset, UInt32(truncatingIfNeeded: max(1, length)))
+            MP4Boxes.put64(&copy, decodeTimeOffset, first &+ i &* frameDuration)
+            out += copy
+        }
+        return out
+    }
+
+    /// Where a content segment starts, in seconds: the `tfdt` of its video track (the first track when the init
+    /// section names no video handler) divided by that track's timescale.
+    public static func contentStart(segment: [UInt8], initSection: [UInt8]) -> Double? {
+        guard let moov = MP4Boxes.children(initSection, 0..<initSection.count).first(where: { $0.type == "moov" })
+        else { return nil }
+        var tracks: [(id: UInt32, scale: UInt64, video: Bool)] = []
+        for trak in MP4Boxes.children(initSection, moov.body) where trak.type == "trak" {
+            guard let tkhd = MP4Boxes.find(initSection, trak.body, path: ["tkhd"]), tkhd.body.count >= 4,
+                let mdhd = MP4Boxes.find(initSection, trak.body, path: ["mdia", "mdhd"]),
+                let scale = MP4Boxes.timescale(initSection, mdhd)
+            else { continue }
+            let version = initSection[tkhd.body.lowerBound]
+            let idOffset = tkhd.body.lowerBound + (version == 1 ? 20 : 12)
+            guard idOffset + 4 <= tkhd.body.upperBound else { continue }
+            var video = false
+            if let hdlr = MP4Boxes.find(initSection, trak.body, path: ["mdia", "hdlr"]), hdlr.body.count >= 12 {
+                video = initSection[(hdlr.body.lowerBound + 8)..<(hdlr.body.lowerBound + 12)].elementsEqual("vide".utf8)
+            }
+            tracks.append((MP4Boxes.uint32(initSection, idOffset), scale, video))
+        }
+        guard let track = tracks.first(where: \.video) ?? tracks.first else { return nil }
+        for moof in MP4Boxes.children(segment, 0..<segment.count) where moof.type == "moof" {
+            for traf in MP4Boxes.children(segment, moof.body) where traf.type == "traf" {
+                guard let tfhd = MP4Boxes.find(segment, traf.body, path: ["tfhd"]), tfhd.body.count >= 8,
+                    MP4Boxes.uint32(segment, tfhd.body.lowerBound + 4) == track.id,
+                    let tfdt = MP4Boxes.find(segment, traf.body, path: ["tfdt"]), tfdt.body.count >= 8
+                else { continue }
+                let base = tfdt.body.lowerBound + 4
+                let time: UInt64
+                if segment[tfdt.body.lowerBound] == 1 {
+                    guard tfdt.body.count >= 12 else { return nil }
+                    time = UInt64(MP4Boxes.uint32(segment, base)) << 32 | UInt64(MP4Boxes.uint32(segment, base + 4))
+                } else {
+                    time = UInt64(MP4Boxes.uint32(segment, base))
+                }
+                return Double(time) / Double(track.scale)
+            }
+            break
+        }
+        return nil
+    }
+}
+
+/// ISO BMFF box walking over bytes: every size checked against what is left, nesting and counts bounded.
+enum MP4Boxes {
+    struct Box {
+        var type: String
+        /// The whole box.
+        var range: Range<Int>
+        /// The payload after the header.
+        var body: Range<Int>
+    }
+
+    /// The boxes directly inside `range` (stops at the first malformed one; at most 4096).
+    static func children(_ bytes: [UInt8], _ range: Range<Int>) -> [Box] {
+        var out: [Box] = []
+        var offset = range.lowerBound
+        while offset + 8 <= range.upperBound, out.count < 4096 {
+            var size = UInt64(uint32(bytes, offset))
+            var header = 8
+            if size == 1 {
+                guard offset + 16 <= range.upperBound else { break }
+                size = UInt64(uint32(bytes, offset + 8)) << 32 | UInt64(uint32(bytes, offset + 12))
+                header = 16
+            } else if size == 0 {
+                size = UInt64(range.upperBound - offset)
+            }
+            guard size >= UInt64(header), size <= UInt64(range.upperBound - offset) else { break }
+            let end = offset + Int(size)
+            let type = String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self)
+            out.append(Box(type: type, range: offset..<end, body: (offset + header)..<end))
+            offset = end
+        }
+        return out
+    }
+
+    /// The first box found by following `path` from the boxes in `range`.
+    static func find(_ bytes: [UInt8], _ range: Range<Int>, path: [String]) -> Box? {
+        var current = range
+        var found: Box?
+        for name in path.prefix(16) {
+            guard let box = children(bytes, current).first(where: { $0.type == name }) else { return nil }
+            found = box
+            current = box.body
+        }
+        return found
+    }
+
+    /// An `mdhd`'s timescale.
+    static func timescale(_ bytes: [UInt8], _ mdhd: Box) -> UInt64? {
+        guard mdhd.body.count >= 4 else { return nil }
+        let offset = mdhd.body.lowerBound + (bytes[mdhd.body.lowerBound] == 1 ? 20 : 12)
+        guard offset + 4 <= mdhd.body.upperBound else { return nil }
+        let scale = UInt64(uint32(bytes, offset))
+        return scale > 0 ? scale : nil
+    }
+
+    static func uint32(_ b: [UInt8], _ i: Int) -> UInt32 {
+        UInt32(b[i]) << 24 | UInt32(b[i + 1]) << 16 | UInt32(b[i + 2]) << 8 | UInt32(b[i + 3])
+    }
+    static func put32(_ b: inout [UInt8], _ i: Int, _ v: UInt32) {
+        b[i] = UInt8(v >> 24)
+        b[i + 1] = UInt8(v >> 16 & 0xFF)
+        b[i + 2] = UInt8(v >> 8 & 0xFF)
+        b[i + 3] = UInt8(v & 0xFF)
+    }
+    static func put64(_ b: inout [UInt8], _ i: Int, _ v: UInt64) {
+        put32(&b, i, UInt32(v >> 32))
+        put32(&b, i + 4, UInt32(v & 0xFFFF_FFFF))
     }
 }

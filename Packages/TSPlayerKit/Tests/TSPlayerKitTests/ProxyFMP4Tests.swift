@@ -1,0 +1,251 @@
+import Foundation
+import HLSAdFilter
+import HLSPlaylist
+import Testing
+
+@testable import TSPlayerKit
+
+/// fMP4 slates (the shipped template repeated onto the content timeline), the proxy's fMP4 live routes, EXT-X-DEFINE
+/// substitution before URIs are rewritten, and the per-playlist route cache.
+@Suite(.serialized) struct ProxyFMP4Tests {
+    // MARK: Synthetic ISO BMFF
+
+    static func box(_ type: String, _ body: [UInt8]) -> [UInt8] {
+        let size = UInt32(8 + body.count)
+        return [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)]
+            + Array(type.utf8) + body
+    }
+    static func u32(_ v: UInt32) -> [UInt8] {
+        [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]
+    }
+    static func u64(_ v: UInt64) -> [UInt8] { u32(UInt32(v >> 32)) + u32(UInt32(v & 0xFFFF_FFFF)) }
+
+    static func trak(id: UInt32, timescale: UInt32, handler: String) -> [UInt8] {
+        let tkhd = box("tkhd", [0, 0, 0, 3] + u32(0) + u32(0) + u32(id) + [UInt8](repeating: 0, count: 68))
+        let mdhd = box("mdhd", [0, 0, 0, 0] + u32(0) + u32(0) + u32(timescale) + u32(0) + [0x55, 0xC4, 0, 0])
+        let hdlr = box("hdlr", [0, 0, 0, 0] + u32(0) + Array(handler.utf8) + [UInt8](repeating: 0, count: 13))
+        return box("trak", tkhd + box("mdia", mdhd + hdlr))
+    }
+
+    /// An init section with an audio track (id 2, 48 kHz) before the video track (id 1, `videoScale`).
+    static func initSection(videoScale: UInt32) -> [UInt8] {
+        box("ftyp", Array("iso6".utf8) + u32(0))
+            + box(
+                "moov",
+                trak(id: 2, timescale: 48000, handler: "soun")
+                    + trak(id: 1, timescale: videoScale, handler: "vide"))
+    }
+
+    /// A segment with one fragment: an audio traf then a video traf, each with a version-1 tfdt.
+    static func segment(videoTime: UInt64, audioTime: UInt64) -> [UInt8] {
+        func traf(_ id: UInt32, _ time: UInt64) -> [UInt8] {
+            box("traf", box("tfhd", [0, 2, 0, 0] + u32(id)) + box("tfdt", [1, 0, 0, 0] + u64(time)))
+        }
+        return box("moof", box("mfhd", [0, 0, 0, 0] + u32(7)) + traf(2, audioTime) + traf(1, videoTime))
+            + box("mdat", [1, 2, 3])
+    }
+
+    /// The fragments of an fMP4 body: (mfhd sequence, tfdt, tfhd default sample duration).
+    static func fragments(_ bytes: [UInt8]) -> [(sequence: UInt32, time: UInt64, duration: UInt32)] {
+        var out: [(UInt32, UInt64, UInt32)] = []
+        for moof in MP4Boxes.children(bytes, 0..<bytes.count) where moof.type == "moof" {
+            guard let mfhd = MP4Boxes.find(bytes, moof.body, path: ["mfhd"]),
+                let tfhd = MP4Boxes.find(bytes, moof.body, path: ["traf", "tfhd"]),
+                let tfdt = MP4Boxes.find(bytes, moof.body, path: ["traf", "tfdt"])
+            else { continue }
+            let time =
+                UInt64(MP4Boxes.uint32(bytes, tfdt.body.lowerBound + 4)) << 32
+                | UInt64(MP4Boxes.uint32(bytes, tfdt.body.lowerBound + 8))
+            // tfhd flags 0x020038 in the template: track_ID, then default duration.
+            out.append(
+                (
+                    MP4Boxes.uint32(bytes, mfhd.body.lowerBound + 4), time,
+                    MP4Boxes.uint32(bytes, tfhd.body.lowerBound + 8)
+                ))
+        }
+        return out
+    }
+
+    // MARK: Template and timeline
+
+    @Test func theShippedTemplateIsReadable() throws {
+        let template = try #require(FragmentedSlateTemplate.shipped)
+        #expect(template.timescale == 90000)
+        #expect(template.frameDuration == 3600)
+        let types = MP4Boxes.children(template.initSection, 0..<template.initSection.count).map(\.type)
+        #expect(types == ["ftyp", "moov"])
+    }
+
+    @Test func aSlateLastsExactlyTheDurationAndStartsWhereTheContentIs() throws {
+        let template = try #require(FragmentedSlateTemplate.shipped)
+        for (duration, start) in [(4.0, 100.0), (2.002, 0.0), (0.03, 7.5), (6.006, 86_400.25)] {
+            let slate = try #require(template.slate(duration: duration, start: start))
+            let f = Self.fragments(slate)
+            let total = UInt64((duration * 90000).rounded())
+            #expect(f.map { UInt64($0.duration) }.reduce(0, +) == total, "\(duration)")
+            #expect(f.map(\.sequence) == (1...UInt32(f.count)).map { $0 })
+            let first = UInt64((start * 90000).rounded())
+            var t = first
+            for fragment in f {
+                #expect(fragment.time == t, "decode times run on without a gap (\(duration) at \(start))")
+                t += UInt64(fragment.duration)
+            }
+            #expect(t == first + total)
+        }
+        #expect(template.slate(duration: 0, start: 0) == nil)
+        #expect(template.slate(duration: 4, start: -1) == nil)
+    }
+
+    @Test func theContentStartComesFromTheVideoTracksDecodeTimeAndTimescale() {
+        let initSection = Self.initSection(videoScale: 1000)
+        let segment = Self.segment(videoTime: 12_345_000, audioTime: 999)
+        #expect(FragmentedSlateTemplate.contentStart(segment: segment, initSection: initSection) == 12_345)
+        // Truncated or foreign input gives nil, never a trap.
+        for cut in stride(from: 0, to: segment.count, by: 7) {
+            _ = FragmentedSlateTemplate.contentStart(segment: Array(segment.prefix(cut)), initSection: initSection)
+        }
+        for cut in stride(from: 0, to: initSection.count, by: 5) {
+            _ = FragmentedSlateTemplate.contentStart(segment: segment, initSection: Array(initSection.prefix(cut)))
+        }
+        #expect(FragmentedSlateTemplate.contentStart(segment: [1, 2, 3], initSection: initSection) == nil)
+    }
+
+    // MARK: Through the proxy
+
+    static func fragmentedWindow(first: Int, ads: Set<Int>, count: Int = 5) -> String {
+        var t = "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+        t += "#EXT-X-MAP:URI=\"init.mp4\"\n"
+        for m in first..<(first + count) {
+            if ads.contains(m), !ads.contains(m - 1) { t += "#EXT-X-CUE-OUT:\(4 * ads.filter { $0 >= m }.count)\n" }
+            if !ads.contains(m), ads.contains(m - 1) { t += "#EXT-X-CUE-IN\n" }
+            t += "#EXTINF:4.000,\nseg\(m).m4s\n"
+        }
+        return t
+    }
+
+    @Test func fragmentedLiveSlatesThroughTheProxy() async throws {
+        let origin = try await ProxyTestOrigin()
+        let ads: Set<Int> = [12, 13]
+        origin.set("/live.m3u8", Self.fragmentedWindow(first: 10, ads: ads))
+        origin.set("/init.mp4", bytes: Self.initSection(videoScale: 1000), contentType: "video/mp4")
+        // Segment 11 (the anchor) starts at 44 s on the content timeline.
+        origin.set("/seg11.m4s", bytes: Self.segment(videoTime: 44_000, audioTime: 0), contentType: "video/mp4")
+        var options = AdStrippingProxy.Options()
+        options.fetch.allowPrivateUpstreams = true
+        options.fetch.retries = 0
+        let proxy = AdStrippingProxy(url: origin.base + "/live.m3u8", options: options)
+        let url = try await proxy.start()
+        defer {
+            Task {
+                await proxy.stop()
+                await origin.stop()
+            }
+        }
+        var previous: Playlist?
+        var published: [UInt64: UInt64] = [:]
+        for first in [10, 11, 12, 13, 14] {
+            origin.set("/live.m3u8", Self.fragmentedWindow(first: first, ads: ads))
+            let response = try await ProxyTestClient.get(url)
+            #expect(response.status == 200)
+            let playlist = try Playlist(response.text)
+            let media = playlist.media(url: url)
+            #expect(media.mediaSequence == UInt64(first))
+            #expect(media.segments.count == 5)
+            for segment in media.segments {
+                let m = Int(segment.mediaSequence)
+                let isAd = ads.contains(m)
+                #expect(segment.uri.contains("/slate/") == isAd, "\(m)\n\(response.text)")
+                #expect(segment.map?.uri.hasSuffix(isAd ? "/init.mp4" : ".mp4") == true)
+                #expect(segment.map?.uri.contains("/slate/") == isAd, "\(m)\n\(response.text)")
+                #expect(segment.discontinuity == (m == 12 || m == 14), "\(m)\n\(response.text)")
+                if let earlier = published[segment.mediaSequence] {
+                    #expect(segment.discontinuitySequence == earlier, "\(m)\n\(response.text)")
+                }
+                published[segment.mediaSequence] = segment.discontinuitySequence
+            }
+            let errors = PlaylistLinter(url: url).lint(playlist, previous: previous).filter { $0.severity == .error }
+            #expect(errors.isEmpty, "\(errors)\n\(response.text)")
+            previous = playlist
+            if first == 10 {
+                let slate = try #require(media.segments.first { $0.mediaSequence == 13 })
+                let initResponse = try await ProxyTestClient.get(try #require(slate.map?.uri))
+                #expect(initResponse.status == 200)
+                #expect(initResponse.header("Content-Type") == "video/mp4")
+                #expect(initResponse.body == FragmentedSlateTemplate.shipped?.initSection)
+                let body = try await ProxyTestClient.get(slate.uri)
+                #expect(body.status == 200)
+                #expect(body.header("Content-Type") == "video/mp4")
+                let f = Self.fragments(body.body)
+                // 13 starts 8 s after the anchor 11 (44 s): 52 s, in the template's timescale.
+                #expect(f.first?.time == 52 * 90000)
+                #expect(f.map { UInt64($0.duration) }.reduce(0, +) == 4 * 90000)
+            }
+        }
+        #expect(published[14] == 2)
+    }
+
+    // MARK: Variables and the route cache
+
+    @Test func variablesAreSubstitutedBeforeURIsAreRewritten() async throws {
+        let origin = try await ProxyTestOrigin()
+        origin.set(
+            "/master.m3u8?token=t1",
+            "#EXTM3U\n#EXT-X-DEFINE:NAME=\"path\",VALUE=\"media\"\n#EXT-X-DEFINE:QUERYPARAM=\"token\"\n"
+                + "#EXT-X-STREAM-INF:BANDWIDTH=1000\n{$path}/v.m3u8?token={$token}\n")
+        origin.set(
+            "/media/v.m3u8?token=t1",
+            "#EXTM3U\n#EXT-X-VERSION:8\n#EXT-X-DEFINE:IMPORT=\"token\"\n#EXT-X-DEFINE:NAME=\"k\",VALUE=\"keys\"\n"
+                + "#EXT-X-TARGETDURATION:4\n#EXT-X-KEY:METHOD=AES-128,URI=\"{$k}/1.key?token={$token}\"\n"
+                + "#EXTINF:4,\nseg0.ts?token={$token}\n#EXT-X-ENDLIST\n")
+        origin.set("/media/seg0.ts?token=t1", bytes: [7, 7, 7], contentType: "video/mp2t")
+        origin.set("/media/keys/1.key?token=t1", bytes: [UInt8](repeating: 1, count: 16), contentType: "x/key")
+        var options = AdStrippingProxy.Options()
+        options.fetch.allowPrivateUpstreams = true
+        options.fetch.retries = 0
+        let proxy = AdStrippingProxy(url: origin.base + "/master.m3u8?token=t1", options: options)
+        let url = try await proxy.start()
+        defer {
+            Task {
+                await proxy.stop()
+                await origin.stop()
+            }
+        }
+        let master = try await ProxyTestClient.get(url)
+        #expect(master.status == 200)
+        #expect(!master.text.contains("{$"))
+        // The QUERYPARAM the player cannot see (its URL has no query) is restated as NAME/VALUE.
+        #expect(master.text.contains("#EXT-X-DEFINE:NAME=\"token\",VALUE=\"t1\""))
+        let variant = try #require(try Playlist(master.text).multivariant(url: url).variants.first)
+        let media = try await ProxyTestClient.get(variant.uri)
+        #expect(media.status == 200, "\(media.text)")
+        #expect(media.text.contains("#EXT-X-DEFINE:NAME=\"token\",VALUE=\"t1\""))
+        let view = try Playlist(media.text).media(url: variant.uri)
+        #expect(view.diagnostics.isEmpty, "\(view.diagnostics)")
+        let segment = try #require(view.segments.first)
+        #expect((try await ProxyTestClient.get(segment.uri)).body == [7, 7, 7])
+        let key = try #require(segment.keys.first?.uri)
+        #expect((try await ProxyTestClient.get(key)).body == [UInt8](repeating: 1, count: 16))
+    }
+
+    @Test func aSlidingWindowKeepsEverySegmentsRoute() throws {
+        let proxy = AdStrippingProxy(url: "https://cdn.example.com/live.m3u8")
+        var routes: [String: String] = [:]
+        for first in 0..<20 {
+            var t = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+            for m in first..<(first + 10) { t += "#EXTINF:2,\nseg\(m).ts?q=\(m % 3)\n" }
+            let playlist = try Playlist(t)
+            let fetched = FetchedPlaylist(
+                bytes: Array(t.utf8), playlist: playlist, url: "https://cdn.example.com/live.m3u8")
+            let out = try Playlist(bytes: proxy.media(fetched, playlistID: "p1"))
+            let segments = out.media().segments
+            #expect(segments.count == 10)
+            for (segment, m) in zip(segments, first..<(first + 10)) {
+                if let earlier = routes["seg\(m)"] { #expect(segment.uri == earlier, "segment \(m) moved") }
+                routes["seg\(m)"] = segment.uri
+            }
+            // The same bytes again give the same output.
+            #expect(try Playlist(bytes: proxy.media(fetched, playlistID: "p1")).media().segments == segments)
+        }
+        #expect(Set(routes.values).count == routes.count)
+    }
+}
