@@ -57,6 +57,12 @@ wrap() {
     ff -f lavfi -i "$video" -f lavfi -i "$audio" -t 4 -c:v libx264 -preset veryfast -g 25 -bf 2 -pix_fmt yuv420p \
         -c:a aac -b:a 64k -output_ts_offset 95441.7 "${ts_opts[@]}" "$tmp"
 }
+mpeg2_multiframe() {
+    # MPEG-2 video (a sequence header and GOP before every I picture) and AAC packed several frames to a PES
+    # (ffmpeg's default PES size), 4.01 s so the last audio PES holds fewer frames than the ones before it.
+    ff -f lavfi -i "$video" -f lavfi -i "$audio" -t 4.01 -c:v mpeg2video -g 12 -bf 2 -q:v 4 \
+        -c:a aac -b:a 64k -ac 2 -f mpegts -muxrate 0 "$tmp"
+}
 cut() {
     # h264_aac.ts cut 100 bytes into a packet.
     local size
@@ -80,3 +86,4 @@ make m2ts.m2ts m2ts
 make wrap.ts wrap
 make cut.ts cut
 make garbage.ts garbage
+make mpeg2_multiframe.ts mpeg2_multiframe

@@ -219,6 +219,31 @@ private let wrapModulus: Int64 = 1 << 33
         #expect(text.out.split(separator: "\n").first == "offset=564 pts=133200 seconds=0.021")
     }
 
+    /// MPEG-2 video and AAC packed several frames to a PES (the last PES shorter): keyframes are the I pictures
+    /// ffprobe flags, the duration (full scan and --probe) is ffprobe's within one frame, not a PES step more.
+    @Test func mpeg2AndMultiFrameAudio() throws {
+        let file = try TSFixtures.url("mpeg2_multiframe.ts")
+        guard let tool = EndToEnd.product("tsinspect"), let probe = try FFProbeReport.load(file),
+            let ours = try InspectReport.load(file)
+        else { return }
+        #expect(ours.status == 0)
+        #expect(probe.codecs == [0x100: "mpeg2video", 0x101: "aac"])
+        let theirKeyframes = probe.packets.filter { $0.pid == 0x100 && $0.keyframe }
+        let ourKeyframes = ours.pes.filter { $0.pid == 0x100 && $0.keyframe }
+        #expect(ourKeyframes.map(\.pts) == theirKeyframes.map(\.pts))
+        #expect(ourKeyframes.map(\.position) == theirKeyframes.map(\.position))
+        #expect(ourKeyframes.count == 9, "4.01 s at 25 fps, one I picture every 12 frames")
+        #expect(ours.pes.filter { $0.pid == 0x100 }.count == probe.packets.filter { $0.pid == 0x100 }.count)
+        let duration = ours.json["durationSeconds"] as? Double
+        #expect(duration != nil && probe.duration != nil)
+        if let duration, let theirs = probe.duration {
+            #expect(abs(duration - theirs) <= 1024.0 / 48000 + 1e-6, "duration \(duration) vs ffprobe \(theirs)")
+        }
+        let probed = try EndToEnd.run(tool, ["--probe", "--json", file.path])
+        let probedJSON = try JSONSerialization.jsonObject(with: probed.stdout) as? [String: Any]
+        #expect(probedJSON?["durationSeconds"] as? Double == duration, "--probe agrees with the full scan")
+    }
+
     @Test func probeAgreesWithFullScan() throws {
         let file = try TSFixtures.url("wrap.ts")
         guard let tool = EndToEnd.product("tsinspect"), let ours = try InspectReport.load(file) else { return }
@@ -228,6 +253,17 @@ private let wrapModulus: Int64 = 1 << 33
         let probed = json?["durationSeconds"] as? Double
         let scanned = ours.json["durationSeconds"] as? Double
         #expect(probed != nil && probed == scanned)
+        #expect(json?["probeSeconds"] == nil, "no timing unless asked")
+        // --timing: the probe's own time, measured inside the process, in text and JSON.
+        let timed = try EndToEnd.run(tool, ["--probe", "--timing", "--json", file.path])
+        #expect(timed.status == 0)
+        let timedJSON = try JSONSerialization.jsonObject(with: timed.stdout) as? [String: Any]
+        let seconds = timedJSON?["probeSeconds"] as? Double
+        #expect(seconds.map { $0 > 0 } == true)
+        #expect(timedJSON?["durationSeconds"] as? Double == probed)
+        let text = try EndToEnd.run(tool, ["--probe", "--timing", file.path])
+        #expect(text.out.split(separator: "\n").last?.hasPrefix("Probe time:    ") == true)
+        #expect(text.out.hasSuffix(" ms\n"))
     }
 }
 
@@ -286,6 +322,7 @@ private let wrapModulus: Int64 = 1 << 33
             (["--bogus", "x.ts"], "Error: unknown option '--bogus'"),
             (["a.ts", "b.ts"], "Error: unexpected argument 'b.ts' after 'a.ts'"),
             (["--pts", "--keyframes", "a.ts"], "Error: '--keyframes' cannot be combined with '--pts'"),
+            (["--timing", "a.ts"], "Error: '--timing' needs '--probe'"),
         ]
         for (arguments, message) in cases {
             let result = try EndToEnd.run(tool, arguments)
@@ -293,7 +330,8 @@ private let wrapModulus: Int64 = 1 << 33
             #expect(result.out.isEmpty)
             #expect(
                 result.err
-                    == message + "\nUSAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe] <file>\n"
+                    == message
+                    + "\nUSAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe [--timing]] <file>\n"
                     + "       tsinspect --make-slate <seconds> [--start-pts <ticks>]\n"
                     + "  See 'tsinspect --help' for more information.\n", "\(arguments)")
         }
@@ -342,5 +380,192 @@ private let wrapModulus: Int64 = 1 << 33
         #expect(lines.contains { $0.hasPrefix("  0x0100  0x1b H.264") && $0.contains("133200 (1.480 s)") })
         #expect(lines.contains { $0.hasPrefix("  0x0101  0x0f AAC (ADTS)") && $0.contains("aac") })
         #expect(lines.contains("Sync losses:   0 (0 bytes skipped, 0 bytes in a truncated last packet)"))
+    }
+}
+
+/// SCTE-35 cues carried in a TS PID: tsinspect --scte35 --json against threefive reading the same file.
+@Suite struct SCTE35AgreesWithThreefive {
+    /// The examples of SCTE 35 section 14 (splice_insert with an avail descriptor; time_signal with one and with
+    /// two segmentation descriptors), plus a splice_null and the splice_insert again with a pts_adjustment.
+    static let examples = [
+        "/DAvAAAAAAAA///wFAVIAACPf+/+c2nALv4AUsz1AAAAAAAKAAhDVUVJAAABNWLbowo=",
+        "/DA0AAAAAAAA///wBQb+cr0AUAAeAhxDVUVJSAAAjn/PAAGlmbAICAAAAAAsoKGKNAIAmsnRfg==",
+        "/DBIAAAAAAAA///wBQb+ek2ItgAyAhdDVUVJSAAAGH+fCAgAAAAALMvDRBEAAAIXQ1VFSUgAABl/nwgIAAAAACyk26AQAACZcuND",
+    ]
+
+    /// CRC-32/MPEG-2 (polynomial 0x04C11DB7, no reflection, initial value all ones).
+    static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte) << 24
+            for _ in 0..<8 { crc = crc & 0x8000_0000 != 0 ? (crc << 1) ^ 0x04C1_1DB7 : crc << 1 }
+        }
+        return crc
+    }
+
+    static func withCRC(_ bytes: [UInt8]) -> [UInt8] {
+        let crc = crc32(bytes)
+        return bytes + [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]
+    }
+
+    /// The sections to carry: the three examples, a splice_null, and the first example with pts_adjustment
+    /// 900000 (ten seconds), its CRC recomputed.
+    static func sections() throws -> [[UInt8]] {
+        var sections = try examples.map { try #require(Data(base64Encoded: $0)).map { $0 } }
+        // splice_null: table_id, section_length 17, protocol 0, pts_adjustment 0, cw_index, tier 0xFFF, command
+        // length 0, type 0, descriptor_loop_length 0, CRC.
+        sections.append(withCRC([0xFC, 0x30, 0x11, 0x00, 0x00, 0, 0, 0, 0, 0xFF, 0xFF, 0xF0, 0x00, 0x00, 0x00, 0x00]))
+        var adjusted = Array(sections[0].dropLast(4))
+        adjusted[4] &= 0xFE
+        adjusted[5] = 0x00
+        adjusted[6] = 0x0D
+        adjusted[7] = 0xBB
+        adjusted[8] = 0xA0
+        sections.append(withCRC(adjusted))
+        return sections
+    }
+
+    /// 188-byte packets carrying one section (pointer field 0, then 0xFF stuffing).
+    static func packets(_ section: [UInt8], pid: UInt16, counter: inout UInt8) -> [UInt8] {
+        var data = [0] + section
+        var output: [UInt8] = []
+        var first = true
+        while !data.isEmpty {
+            let chunk = data.prefix(184)
+            data.removeFirst(chunk.count)
+            output += [0x47, (first ? 0x40 : 0) | UInt8(pid >> 8), UInt8(pid & 0xFF), 0x10 | counter]
+            output += chunk + Array(repeating: 0xFF, count: 184 - chunk.count)
+            counter = (counter + 1) & 0x0F
+            first = false
+        }
+        return output
+    }
+
+    /// The ffmpeg fixture with its PMT replaced by one that also lists stream type 0x86 on PID 0x1F0 (and a CUEI
+    /// registration descriptor), and one SCTE-35 section after every 250 packets.
+    static func makeFile(from fixture: URL, sections: [[UInt8]]) throws -> URL {
+        let source = [UInt8](try Data(contentsOf: fixture))
+        var pmtBody: [UInt8] = [0xE1, 0x00, 0xF0, 0x06, 0x05, 0x04] + Array("CUEI".utf8)
+        pmtBody += [0x1B, 0xE1, 0x00, 0xF0, 0x00, 0x0F, 0xE1, 0x01, 0xF0, 0x00, 0x86, 0xE1, 0xF0, 0xF0, 0x00]
+        let length = 5 + pmtBody.count + 4
+        let pmt = withCRC([0x02, 0xB0 | UInt8(length >> 8), UInt8(length & 0xFF), 0x00, 0x01, 0xC1, 0, 0] + pmtBody)
+        var pmtCounter: UInt8 = 0
+        var cueCounter: UInt8 = 0
+        var pending = sections[...]
+        var output: [UInt8] = []
+        var kept = 0
+        var index = 0
+        while index + 188 <= source.count {
+            let packet = source[index..<(index + 188)]
+            index += 188
+            let pid = UInt16(packet[packet.startIndex + 1] & 0x1F) << 8 | UInt16(packet[packet.startIndex + 2])
+            if pid == 0x1000 {
+                if packet[packet.startIndex + 1] & 0x40 != 0 {
+                    output += packets(pmt, pid: 0x1000, counter: &pmtCounter)
+                }
+                continue
+            }
+            output += packet
+            kept += 1
+            if kept % 250 == 0, let next = pending.popFirst() {
+                output += packets(next, pid: 0x1F0, counter: &cueCounter)
+            }
+        }
+        #expect(pending.isEmpty, "the fixture is long enough for every section")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("scte35-\(getpid()).ts")
+        try Data(output).write(to: file)
+        return file
+    }
+
+    static let threefiveScript = """
+        import json, sys, threefive
+        cues = []
+        threefive.Stream(sys.argv[1]).decode(func=lambda cue: cues.append(cue.get()))
+        print(json.dumps(cues))
+        """
+
+    @Test func cuesInATransportStream() throws {
+        let fixture = try TSFixtures.url("h264_aac.ts")
+        guard let tool = EndToEnd.product("tsinspect"), let python = EndToEnd.tool("python3") else { return }
+        let sections = try Self.sections()
+        let file = try Self.makeFile(from: fixture, sections: sections)
+        defer { try? FileManager.default.removeItem(at: file) }
+
+        let ours = try EndToEnd.run(tool, ["--scte35", "--json", file.path])
+        #expect(ours.status == 0, "\(ours.err)")
+        let ourCues =
+            (try JSONSerialization.jsonObject(with: ours.stdout) as? [String: Any])?["cues"] as? [[String: Any]]
+        let theirs = try EndToEnd.run(python, ["-c", Self.threefiveScript, file.path])
+        #expect(theirs.status == 0, "threefive (python3 -m pip install threefive): \(theirs.err)")
+        let theirCues = try JSONSerialization.jsonObject(with: theirs.stdout) as? [[String: Any]]
+        guard let ourCues, let theirCues else {
+            Issue.record("no cue list: ours \(ours.out), threefive \(theirs.out)")
+            return
+        }
+        #expect(ourCues.count == sections.count)
+        #expect(theirCues.count == sections.count, "threefive found \(theirCues.count) cues")
+        let names = [
+            "Splice Null": "splice_null", "Splice Insert": "splice_insert", "Time Signal": "time_signal",
+        ]
+        func number(_ value: Any?) -> Double? {
+            // Strings first: threefive writes some ids as "0x..." hex text.
+            if let text = value as? String {
+                return text.hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16).map { Double($0) } : Double(text)
+            }
+            return (value as? NSNumber)?.doubleValue
+        }
+        for (index, (mine, peer)) in zip(ourCues, theirCues).enumerated() {
+            let command = peer["command"] as? [String: Any] ?? [:]
+            let info = peer["info_section"] as? [String: Any] ?? [:]
+            #expect(mine["pid"] as? Int == 0x1F0)
+            #expect(mine["command"] as? String == (command["name"] as? String).flatMap { names[$0] }, "cue \(index)")
+            let adjustment = number(info["pts_adjustment"]) ?? 0
+            #expect(
+                abs((number(mine["ptsAdjustment"]) ?? -1) / 90_000 - adjustment) < 1e-6, "cue \(index) pts_adjustment")
+            // threefive prints pts_time in seconds (6 decimals) before pts_adjustment; ours is adjusted ticks.
+            if let time = number(command["pts_time"]) {
+                let expected = (time + adjustment).truncatingRemainder(dividingBy: 95_443.717_688_888)
+                let ticks = number(mine["ptsTime"]).map { $0 / 90_000 }
+                #expect(ticks.map { abs($0 - expected) < 2e-6 } == true, "cue \(index): \(ticks ?? -1) vs \(expected)")
+            } else {
+                #expect(mine["ptsTime"] == nil || mine["ptsTime"] is NSNull, "cue \(index)")
+            }
+            if let eventID = command["splice_event_id"] {
+                #expect(number(mine["eventId"]) == number(eventID), "cue \(index)")
+                #expect(mine["outOfNetwork"] as? Bool == command["out_of_network_indicator"] as? Bool)
+                #expect(mine["cancel"] as? Bool == command["splice_event_cancel_indicator"] as? Bool)
+                #expect(mine["immediate"] as? Bool == command["splice_immediate_flag"] as? Bool)
+                if let duration = number(command["break_duration"]) {
+                    #expect(abs((number(mine["breakDurationSeconds"]) ?? -1) - duration) < 2e-6, "cue \(index)")
+                    #expect(mine["autoReturn"] as? Bool == command["break_auto_return"] as? Bool)
+                }
+            }
+            let ourDescriptors = mine["descriptors"] as? [[String: Any]] ?? []
+            let theirDescriptors = peer["descriptors"] as? [[String: Any]] ?? []
+            #expect(ourDescriptors.count == theirDescriptors.count, "cue \(index) descriptors")
+            for (a, b) in zip(ourDescriptors, theirDescriptors) {
+                switch a["type"] as? String {
+                case "avail":
+                    #expect(number(a["providerAvailId"]) == number(b["provider_avail_id"]), "cue \(index)")
+                case "segmentation":
+                    #expect(number(a["eventId"]) == number(b["segmentation_event_id"]), "cue \(index)")
+                    #expect(number(a["typeId"]) == number(b["segmentation_type_id"]), "cue \(index)")
+                    #expect(a["typeName"] as? String == b["segmentation_message"] as? String, "cue \(index)")
+                    #expect(number(a["upidType"]) == number(b["segmentation_upid_type"]), "cue \(index)")
+                    let upid = (a["upid"] as? String).flatMap { UInt64($0, radix: 16) }.map { Double($0) }
+                    #expect(upid != nil && upid == number(b["segmentation_upid"]), "cue \(index) upid")
+                    #expect(number(a["segmentNum"]) == number(b["segment_num"]), "cue \(index)")
+                    #expect(number(a["segmentsExpected"]) == number(b["segments_expected"]), "cue \(index)")
+                    if let duration = number(b["segmentation_duration"]) {
+                        #expect(abs((number(a["durationSeconds"]) ?? -1) - duration) < 2e-6, "cue \(index)")
+                    }
+                default:
+                    Issue.record("cue \(index): unexpected descriptor \(a)")
+                }
+            }
+        }
+        // The text form lists the same cues, one line each.
+        let text = try EndToEnd.run(tool, ["--scte35", file.path])
+        #expect(text.out.split(separator: "\n").count == sections.count)
     }
 }

@@ -262,23 +262,26 @@ func writeKeyframes(_ analyzer: TSAnalyzer, json: Bool, into out: inout OutputBu
     }
 }
 
-func printProbe(_ probe: TSProbe, path: String, json: Bool) {
+/// Prints a probe's result; `nanoseconds` (with `--timing`) is the time the probe took inside the process.
+func printProbe(_ probe: TSProbe, path: String, json: Bool, nanoseconds: UInt64? = nil) {
     if json {
-        let document = JSON.object([
+        var members: [(String, JSON)] = [
             ("schemaVersion", .int(schemaVersion)),
             ("file", .object([("path", .string(path)), ("size", .int(probe.fileSize))])),
             ("packetSize", .int(probe.packetSize)),
             ("firstPts", .optional(probe.firstPTS?.value)), ("lastPts", .optional(probe.lastPTS?.value)),
             ("durationSeconds", probe.duration.map { .double($0) } ?? .null),
             ("bytesRead", .int(probe.bytesRead)),
-        ])
-        writeString(document.render() + "\n", to: 1)
+        ]
+        if let nanoseconds { members.append(("probeSeconds", .double(Double(nanoseconds) / 1e9))) }
+        writeString(JSON.object(members).render() + "\n", to: 1)
     } else {
         writeString(
             "File:          \(path)\nSize:          \(probe.fileSize) bytes\n"
                 + "Duration:      \(probe.duration.map { formatSeconds($0) + " s" } ?? "unknown")\n"
                 + "First PTS:     \(formatPTS(probe.firstPTS))\nLast PTS:      \(formatPTS(probe.lastPTS))\n"
-                + "Bytes read:    \(probe.bytesRead)\n", to: 1)
+                + "Bytes read:    \(probe.bytesRead)\n"
+                + (nanoseconds.map { "Probe time:    " + formatSeconds(Double($0) / 1e6) + " ms\n" } ?? ""), to: 1)
     }
 }
 

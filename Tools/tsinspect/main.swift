@@ -9,10 +9,12 @@ import MPEGTS
 #endif
 
 let toolVersion = "1.0.0"
+/// Bytes per read of a file: large enough that system calls do not count, small enough to stay in cache.
+let readSize = 1 << 20
 let schemaVersion = 1
 
 let usage =
-    "USAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe] <file>\n"
+    "USAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe [--timing]] <file>\n"
     + "       tsinspect --make-slate <seconds> [--start-pts <ticks>]"
 
 let help = """
@@ -35,6 +37,7 @@ let help = """
       --keyframes             Print the keyframes of the main stream: byte offset, PTS, seconds.
       --scte35                Print every SCTE-35 splice command.
       --probe                 Read only the head and tail of the file and print the duration.
+      --timing                With --probe: also print how long the probe took, measured inside the process.
       --make-slate <seconds>  Write a slate (black video, silent audio; H.264 + AAC) of that duration to
                               standard output instead of reading a file.
       --start-pts <ticks>     The slate's first PTS in 90 kHz ticks (default 126000).
@@ -42,6 +45,13 @@ let help = """
       -h, --help              Show help information.
 
     """
+
+/// CLOCK_MONOTONIC in nanoseconds.
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
 
 enum Mode {
     case summary
@@ -58,6 +68,7 @@ struct Options {
     var mode = Mode.summary
     var slateSeconds: Double?
     var startPTS: UInt64 = 126_000
+    var timing = false
 }
 
 func usageError(_ message: String) -> Never {
@@ -102,6 +113,7 @@ func parseArguments(_ arguments: [String]) -> Options {
             writeString(toolVersion + "\n", to: 1)
             exit(0)
         case "--json": options.json = true
+        case "--timing": options.timing = true
         case "--pts": setMode(.pts, argument)
         case "--keyframes": setMode(.keyframes, argument)
         case "--scte35": setMode(.scte35, argument)
@@ -122,6 +134,7 @@ func parseArguments(_ arguments: [String]) -> Options {
         default: usageError("unknown option '\(argument)'")
         }
     }
+    if options.timing && options.mode != .probe { usageError("'--timing' needs '--probe'") }
     if options.mode == .makeSlate {
         if let input = options.input { usageError("unexpected argument '\(input)' with '--make-slate'") }
         return options
@@ -152,8 +165,10 @@ if options.mode == .makeSlate, let seconds = options.slateSeconds {
 if options.mode == .probe {
     guard inputPath != "-" else { usageError("'--probe' needs a file, not standard input") }
     do {
+        let started = monotonicNanoseconds()
         let probe = try TSProbe.probe(path: inputPath)
-        printProbe(probe, path: inputPath, json: options.json)
+        let elapsed = monotonicNanoseconds() - started
+        printProbe(probe, path: inputPath, json: options.json, nanoseconds: options.timing ? elapsed : nil)
         exit(0)
     } catch {
         if error.code == .notTransportStream {
@@ -163,20 +178,34 @@ if options.mode == .probe {
     }
 }
 
-func inspect(_ options: Options, inputPath: String) -> Never {
-    var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: options.mode != .summary))
-    var analyzer = TSAnalyzer(recordKeyframes: options.mode == .keyframes, recordSCTE35: true)
+/// Where the demuxer's events go: the analyzer, or with `--pts` one output line per PES. A plain struct held in
+/// a local variable, so the per-event calls need no dynamic exclusivity checks.
+struct EventSink {
+    var analyzer: TSAnalyzer
     var out = OutputBuffer(fd: 1)
-    let printPTS = options.mode == .pts
-    let jsonLines = options.json
+    let printPTS: Bool
+    let jsonLines: Bool
 
-    func handle(_ event: DemuxEvent) {
-        if printPTS, case .pes(let info) = event {
-            writePTSLine(info, json: jsonLines, into: &out)
+    @inline(__always)
+    mutating func handle(_ event: DemuxEvent) {
+        if case .pes(let info) = event {
+            if printPTS {
+                writePTSLine(info, json: jsonLines, into: &out)
+            } else {
+                analyzer.consume(pes: info)
+            }
             return
         }
         analyzer.consume(event)
     }
+}
+
+func inspect(_ options: Options, inputPath: String) -> Never {
+    var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: options.mode != .summary))
+    var sink = EventSink(
+        analyzer: TSAnalyzer(recordKeyframes: options.mode == .keyframes, recordSCTE35: true),
+        printPTS: options.mode == .pts, jsonLines: options.json)
+    let printPTS = sink.printPTS
 
     var fileSize: UInt64 = 0
     if inputPath == "-" {
@@ -187,18 +216,27 @@ func inspect(_ options: Options, inputPath: String) -> Never {
             if count < 0 { failure("cannot read standard input: \(String(cString: strerror(errno)))") }
             if count == 0 { break }
             fileSize += UInt64(count)
-            demuxer.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { handle($0) }
-            if printPTS { out.flushIfLarge() }
+            demuxer.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { sink.handle($0) }
+            if printPTS { sink.out.flushIfLarge() }
         }
         buffer.deallocate()
+        demuxer.finish { sink.handle($0) }
     } else {
         do {
             let file = try FileStreamer(path: inputPath)
             fileSize = try file.size()
-            try TSFileReader.read(file) { chunk in
-                demuxer.feed(chunk) { handle($0) }
-                if printPTS { out.flushIfLarge() }
+            try TSFileReader.read(file, bufferSize: readSize) { chunk in
+                demuxer.feed(chunk) { sink.handle($0) }
+                if printPTS { sink.out.flushIfLarge() }
                 return true
+            }
+            demuxer.finish { sink.handle($0) }
+            if options.mode == .summary {
+                // Count the frames of each audio stream's last PES (its real end) by reading it again.
+                try sink.analyzer.measureLastAudioPES(fileSize: fileSize) {
+                    (offset, length) throws(FileStreamerError) in
+                    try file.read(at: offset, length: length)
+                }
             }
             file.close()
         } catch {
@@ -206,7 +244,8 @@ func inspect(_ options: Options, inputPath: String) -> Never {
             failure("cannot read \(inputPath): \(reason)")
         }
     }
-    demuxer.finish { handle($0) }
+    var out = sink.out
+    let analyzer = sink.analyzer
 
     if demuxer.statistics.packets == 0 {
         out.flush()

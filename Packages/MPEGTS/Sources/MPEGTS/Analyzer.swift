@@ -16,8 +16,15 @@ public struct StreamSummary: Hashable, Sendable {
     /// Ticks from the file's reference PTS (the first PTS of any stream) to ``firstPTS`` and ``lastPTS``.
     public var startTicks: Int64?
     public var endTicks: Int64?
-    /// The last step between consecutive decode times, used as the duration of the last PES.
+    /// The last step between consecutive decode times, used as the duration of the last PES unless
+    /// ``lastPESTicks`` is known.
     public var lastStepTicks: Int64?
+    /// The offset of the TS packet that starts the last PES seen on this stream.
+    public var lastPESOffset: Int64?
+    /// The last PES's own duration, when its frames were counted (see
+    /// ``TSAnalyzer/measureLastAudioPES(fileSize:limit:read:)``): audio PES often carry several frames and the
+    /// last one fewer than the rest, so the step before it overstates where the stream ends.
+    public var lastPESTicks: Int64?
     /// What the stream's own headers say (profile, level, size, CODECS string ...), when read.
     public var details: CodecDetails?
 
@@ -32,11 +39,14 @@ public struct StreamSummary: Hashable, Sendable {
         self.languages = stream.languages
     }
 
-    /// ``endTicks`` − ``startTicks`` plus the last PES's step: the time the stream covers.
+    /// ``endTicks`` − ``startTicks`` plus the last PES's duration: the time the stream covers.
     public var durationTicks: Int64? {
         guard let startTicks, let endTicks else { return nil }
-        return endTicks - startTicks + (lastStepTicks ?? 0)
+        return endTicks - startTicks + lastPESDuration
     }
+
+    /// The duration given to the last PES: ``lastPESTicks`` when measured, else ``lastStepTicks``.
+    public var lastPESDuration: Int64 { lastPESTicks ?? lastStepTicks ?? 0 }
 }
 
 /// A keyframe: the offset of the TS packet that starts its PES, and its PTS.
@@ -106,13 +116,13 @@ public struct TSAnalyzer: Sendable {
         self.recordSCTE35 = recordSCTE35
     }
 
-    /// The span from the earliest PTS to the latest PTS plus that stream's last step, over audio and video
-    /// streams (all streams when there is neither).
+    /// The span from the earliest PTS to the latest PTS plus that stream's last PES duration, over audio and
+    /// video streams (all streams when there is neither).
     public var durationTicks: Int64? {
         let timed = orderedStreams.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
         let candidates = timed.isEmpty ? orderedStreams : timed
         let starts = candidates.compactMap(\.startTicks)
-        let ends = candidates.compactMap { stream in stream.endTicks.map { $0 + (stream.lastStepTicks ?? 0) } }
+        let ends = candidates.compactMap { stream in stream.endTicks.map { $0 + stream.lastPESDuration } }
         guard let start = starts.min(), let end = ends.max() else { return nil }
         return end - start
     }
@@ -165,7 +175,7 @@ public struct TSAnalyzer: Sendable {
                     ?? table.streams.first { $0.codec.kind == .audio }?.pid
             }
         case .pes(let info):
-            pes(info)
+            consume(pes: info)
         case .section(let section, let pid, let offset):
             tables[section.tableID, default: 0] += 1
             if section.tableID == 0xFC && recordSCTE35 {
@@ -188,7 +198,44 @@ public struct TSAnalyzer: Sendable {
         }
     }
 
-    private mutating func pes(_ info: PESInfo) {
+    /// Counts the frames of each audio stream's last PES (ADTS AAC, AC-3, E-AC-3) by reading it again, so that
+    /// the stream ends where that PES ends instead of one PES step after its start (see
+    /// ``StreamSummary/lastPESTicks``). `read(offset, length)` returns bytes of the input, which is `fileSize`
+    /// bytes long. Streams whose last PES starts more than `limit` bytes before the end, or whose codec has no
+    /// frame lengths, keep the step.
+    public mutating func measureLastAudioPES<Failure: Error>(
+        fileSize: UInt64, limit: Int = 4 << 20, read: (_ offset: UInt64, _ length: Int) throws(Failure) -> [UInt8]
+    ) throws(Failure) {
+        guard let programAssociation else { return }
+        let maps = Array(programs.values)
+        for index in orderedStreams.indices {
+            let stream = orderedStreams[index]
+            guard stream.codec == .aac || stream.codec == .ac3 || stream.codec == .eac3,
+                let offset = stream.lastPESOffset, offset >= 0, UInt64(offset) < fileSize,
+                fileSize - UInt64(offset) <= UInt64(max(limit, 0))
+            else { continue }
+            let bytes = try read(UInt64(offset), Int(fileSize - UInt64(offset)))
+            var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: false, reassemblePES: true))
+            demuxer.prime(programAssociation: programAssociation, programMaps: maps)
+            var payload: [UInt8]?
+            demuxer.feed(bytes) { event in
+                if payload == nil, case .pesPacket(let pes) = event, pes.info.pid == stream.pid, pes.info.offset == 0 {
+                    payload = pes.payload
+                }
+            }
+            demuxer.finish { event in
+                if payload == nil, case .pesPacket(let pes) = event, pes.info.pid == stream.pid, pes.info.offset == 0 {
+                    payload = pes.payload
+                }
+            }
+            if let payload, let ticks = AudioFrames.ticks(codec: stream.codec, payload: payload) {
+                orderedStreams[index].lastPESTicks = ticks
+            }
+        }
+    }
+
+    /// Feeds one PES start (the same as `consume(.pes(info))`, without building the event).
+    public mutating func consume(pes info: PESInfo) {
         let index = Int(indexByPID[Int(info.pid & 0x1FFF)])
         guard index >= 0 else { return }
         if reference == nil, let first = info.dts ?? info.pts { reference = first }
@@ -204,6 +251,8 @@ extension StreamSummary {
     mutating func record(_ info: PESInfo, reference: Timestamp) -> Int64? {
         pesCount += 1
         if info.isKeyframe { keyframeCount += 1 }
+        lastPESOffset = info.offset
+        lastPESTicks = nil
         guard let pts = info.pts else { return nil }
         let decode = info.dts ?? pts
         let decodeTicks: Int64

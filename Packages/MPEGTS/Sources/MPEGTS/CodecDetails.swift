@@ -206,7 +206,101 @@ enum HEVCSPS {
         while constraintBytes.last == 0 { constraintBytes.removeLast() }
         for byte in constraintBytes { text += "." + String(byte, radix: 16, uppercase: true) }
         details.codecString = text
+        // The rest, up to the VUI's timing info, only for the frame rate: a failure there keeps what was read.
+        details.frameRate = try? frameRate(&reader, maxSubLayersMinus1: maxSubLayersMinus1)
         return details
+    }
+
+    /// Reads from after the conformance window to vui_timing_info (H.265 7.3.2.2.1, E.2.1): time_scale /
+    /// num_units_in_tick, or nil when the VUI does not signal timing.
+    static func frameRate(_ reader: inout BitReader, maxSubLayersMinus1: Int) throws(MPEGTSError) -> Double? {
+        _ = try reader.ue()  // bit_depth_luma_minus8
+        _ = try reader.ue()  // bit_depth_chroma_minus8
+        let pocLSBBits = Int(try reader.ue()) + 4
+        guard pocLSBBits <= 16 else { throw MPEGTSError(.invalidValue, "log2_max_pic_order_cnt_lsb_minus4") }
+        let orderingInfoForAll = try reader.bit() == 1
+        for _ in (orderingInfoForAll ? 0 : maxSubLayersMinus1)...maxSubLayersMinus1 {
+            _ = try reader.ue()  // sps_max_dec_pic_buffering_minus1
+            _ = try reader.ue()  // sps_max_num_reorder_pics
+            _ = try reader.ue()  // sps_max_latency_increase_plus1
+        }
+        for _ in 0..<6 { _ = try reader.ue() }  // coding/transform block sizes, hierarchy depths
+        if try reader.bit() == 1, try reader.bit() == 1 { try skipScalingListData(&reader) }
+        try reader.skip(2)  // amp_enabled_flag, sample_adaptive_offset_enabled_flag
+        if try reader.bit() == 1 {  // pcm_enabled_flag
+            try reader.skip(8)
+            _ = try reader.ue()
+            _ = try reader.ue()
+            try reader.skip(1)
+        }
+        let setCount = Int(try reader.ue())  // num_short_term_ref_pic_sets
+        guard setCount <= 64 else { throw MPEGTSError(.invalidValue, "num_short_term_ref_pic_sets \(setCount)") }
+        var deltaPocs: [Int] = []
+        for index in 0..<setCount { deltaPocs.append(try skipShortTermRefPicSet(&reader, index: index, deltaPocs)) }
+        if try reader.bit() == 1 {  // long_term_ref_pics_present_flag
+            let count = Int(try reader.ue())
+            guard count <= 32 else { throw MPEGTSError(.invalidValue, "num_long_term_ref_pics_sps \(count)") }
+            for _ in 0..<count { try reader.skip(pocLSBBits + 1) }
+        }
+        try reader.skip(2)  // sps_temporal_mvp_enabled_flag, strong_intra_smoothing_enabled_flag
+        guard try reader.bit() == 1 else { return nil }  // vui_parameters_present_flag
+        if try reader.bit() == 1, try reader.bits(8) == 255 { try reader.skip(32) }  // aspect ratio
+        if try reader.bit() == 1 { try reader.skip(1) }  // overscan
+        if try reader.bit() == 1 {  // video_signal_type_present_flag
+            try reader.skip(4)
+            if try reader.bit() == 1 { try reader.skip(24) }
+        }
+        if try reader.bit() == 1 {  // chroma_loc_info_present_flag
+            _ = try reader.ue()
+            _ = try reader.ue()
+        }
+        try reader.skip(3)  // neutral_chroma_indication_flag, field_seq_flag, frame_field_info_present_flag
+        if try reader.bit() == 1 { for _ in 0..<4 { _ = try reader.ue() } }  // default display window
+        guard try reader.bit() == 1 else { return nil }  // vui_timing_info_present_flag
+        let unitsInTick = try reader.bits(32)
+        let timeScale = try reader.bits(32)
+        guard unitsInTick > 0, timeScale > 0 else { return nil }
+        return Double(timeScale) / Double(unitsInTick)
+    }
+
+    /// scaling_list_data() (H.265 7.3.4).
+    static func skipScalingListData(_ reader: inout BitReader) throws(MPEGTSError) {
+        for sizeID in 0..<4 {
+            for _ in stride(from: 0, to: 6, by: sizeID == 3 ? 3 : 1) {
+                if try reader.bit() == 0 {
+                    _ = try reader.ue()  // scaling_list_pred_matrix_id_delta
+                } else {
+                    if sizeID > 1 { _ = try reader.se() }
+                    for _ in 0..<min(64, 1 << (4 + (sizeID << 1))) { _ = try reader.se() }
+                }
+            }
+        }
+    }
+
+    /// st_ref_pic_set(index) in an SPS (H.265 7.3.7); returns its NumDeltaPocs.
+    static func skipShortTermRefPicSet(_ reader: inout BitReader, index: Int, _ deltaPocs: [Int]) throws(MPEGTSError)
+        -> Int
+    {
+        if index > 0, try reader.bit() == 1 {  // inter_ref_pic_set_prediction_flag
+            try reader.skip(1)  // delta_rps_sign
+            _ = try reader.ue()  // abs_delta_rps_minus1
+            let reference = deltaPocs[index - 1]
+            var count = 0
+            for _ in 0...reference {
+                let used = try reader.bit() == 1
+                let useDelta = used ? true : try reader.bit() == 1
+                if used || useDelta { count += 1 }
+            }
+            return count
+        }
+        let negative = Int(try reader.ue())
+        let positive = Int(try reader.ue())
+        guard negative <= 16, positive <= 16 else { throw MPEGTSError(.invalidValue, "num_negative/positive_pics") }
+        for _ in 0..<(negative + positive) {
+            _ = try reader.ue()
+            try reader.skip(1)
+        }
+        return negative + positive
     }
 }
 

@@ -1,11 +1,20 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The start of one PES packet, as the demuxer reports it.
 public struct PESInfo: Hashable, Sendable {
     public var pid: UInt16
     public var streamID: UInt8
     public var pts: Timestamp?
     public var dts: Timestamp?
-    /// H.264 IDR / HEVC IRAP found at the start of the payload for video; true for audio (every frame is a
-    /// sync point); the random-access indicator otherwise, or when keyframe scanning is off.
+    /// H.264 IDR / HEVC IRAP / MPEG-2 I picture after a sequence or GOP header, found at the start of the payload
+    /// for video; true for audio (every frame is a sync point); the random-access indicator otherwise, or when
+    /// keyframe scanning is off.
     public var isKeyframe: Bool
     /// The adaptation field's random_access_indicator on the packet that starts this PES (a hint only).
     public var randomAccessIndicator: Bool
@@ -152,6 +161,9 @@ public struct Demuxer: Sendable {
         var continuityErrors: Int32 = 0
         var lastCC: UInt8 = 0xFF
         var duplicateSeen = false
+        /// Nothing but counting is needed for this PID's packets without a unit start while their continuity
+        /// counter goes up by one (no role, or a PES whose start was already read): see ``processPackets``.
+        var countOnly = true
     }
 
     struct StreamState: Sendable {
@@ -208,12 +220,16 @@ public struct Demuxer: Sendable {
     /// By stream slot: see ``refreshPayloadWanted(_:)``.
     private var payloadWanted: [Bool] = []
     private var assemblers: [UInt16: SectionAssembler] = [:]
-    private var lastTableCRC: [UInt32: UInt32] = [:]
+    private var lastTableCRC: [UInt32: UInt64] = [:]
+    /// Sections of multi-section PATs and PMTs gathered so far, by PID, table id and table id extension.
+    private var sectionSets: [UInt64: [PSISection]] = [:]
     private var lastSections: [UInt64: [UInt8]] = [:]
     /// By PID: the last single-packet table, and whether the PID's assembler is idle.
     private var repeatedSections: [[UInt8]] = Array(repeating: [], count: 8192)
     private var sectionIdle: [Bool] = Array(repeating: true, count: 8192)
     private var pcrPIDs: Set<UInt16> = []
+    /// The roles changed: the `countOnly` flags of the counters must be recomputed.
+    private var rolesChanged = true
     private var carry: [UInt8] = []
     private var carryOffset: Int64 = 0
     private var everSynced = false
@@ -341,7 +357,8 @@ public struct Demuxer: Sendable {
         var table = counters
         counters = []
         let used = table.withUnsafeMutableBufferPointer { table in
-            processPackets(buffer, at: offset, isFinal: isFinal, counters: table, handler)
+            if rolesChanged { refreshCountOnly(table) }
+            return processPackets(buffer, at: offset, isFinal: isFinal, counters: table, handler)
         }
         counters = table
         return used
@@ -359,18 +376,40 @@ public struct Demuxer: Sendable {
             if let size = packetSize {
                 let length = size.length
                 let syncOffset = size.syncOffset
+                var countedOnly: Int64 = 0
                 while position + length <= count {
-                    if base.load(fromByteOffset: position + syncOffset, as: UInt8.self) != 0x47 {
+                    let packet = base + position + syncOffset
+                    if packet.load(as: UInt8.self) != 0x47 {
                         statistics.syncLosses += 1
                         handler(.error(MPEGTSError(.syncLost, offset: offset + Int64(position), "sync byte missing")))
                         packetSize = nil
                         searchFrom = position + 1
                         break
                     }
-                    handlePacket(
-                        base + position + syncOffset, offset: offset + Int64(position), counters: counters, handler)
+                    // The common packet: no error or unit start flag, a payload, an adaptation field (if any) of a
+                    // possible length, the next continuity counter, and a PID that needs nothing but counting.
+                    // It touches the 4-byte header (and the adaptation field length) only.
+                    let byte1 = packet.load(fromByteOffset: 1, as: UInt8.self)
+                    let byte3 = packet.load(fromByteOffset: 3, as: UInt8.self)
+                    let pid = Int(byte1 & 0x1F) << 8 | Int(packet.load(fromByteOffset: 2, as: UInt8.self))
+                    let control = byte3 & 0x30
+                    let fieldLength = packet.load(fromByteOffset: 4, as: UInt8.self)
+                    let state = counters[pid]
+                    if byte1 & 0xC0 == 0 && byte3 & 0xC0 == 0 && state.countOnly
+                        && (control == 0x10 || (control == 0x30 && fieldLength <= 182))
+                        && byte3 & 0x0F == (state.lastCC &+ 1) & 0x0F
+                    {
+                        counters[pid].packets &+= 1
+                        counters[pid].lastCC = byte3 & 0x0F
+                        counters[pid].duplicateSeen = false
+                        countedOnly &+= 1
+                        position += length
+                        continue
+                    }
+                    handlePacket(packet, offset: offset + Int64(position), counters: counters, handler)
                     position += length
                 }
+                statistics.packets &+= countedOnly
                 if packetSize != nil { return position }
             }
             switch PacketSize.search(buffer, from: searchFrom, isFinal: isFinal) {
@@ -473,11 +512,15 @@ public struct Demuxer: Sendable {
             handlePES(
                 slot: slot, payload: payload, unitStart: unitStart, randomAccess: randomAccess, offset: offset,
                 handler)
-            if slot >= 0 && Int(slot) < payloadWanted.count { refreshPayloadWanted(Int(slot)) }
+            if slot >= 0 && Int(slot) < payloadWanted.count {
+                refreshPayloadWanted(Int(slot))
+                counters[pid].countOnly = !payloadWanted[Int(slot)]
+            }
         case .pat, .pmt, .section:
             handleSectionPayload(
                 pid: UInt16(pid), payload: payload, unitStart: unitStart,
                 payloadOffset: offset + Int64(payloadStart), handler)
+            if rolesChanged { refreshCountOnly(counters) }
         case .none:
             break
         }
@@ -503,12 +546,14 @@ public struct Demuxer: Sendable {
     // MARK: PES
 
     /// Whether a stream's next non-start packets must be looked at.
+    @inline(__always)
     private mutating func refreshPayloadWanted(_ index: Int) {
         payloadWanted[index] =
             streams[index].awaitingHeader || streams[index].pending != nil || streams[index].reassembling != nil
             || (streams[index].wantsDetails && !streams[index].detailsBuffer.isEmpty)
     }
 
+    @inline(__always)
     private mutating func handlePES(
         slot: Int32, payload: UnsafeRawBufferPointer, unitStart: Bool, randomAccess: Bool, offset: Int64,
         _ handler: (DemuxEvent) -> Void
@@ -565,6 +610,7 @@ public struct Demuxer: Sendable {
         if streams[index].reassembling != nil { appendPayload(index: index, payload, handler) }
     }
 
+    @inline(__always)
     private mutating func startPES(
         index: Int, bytes: UnsafeRawBufferPointer, offset: Int64, randomAccess: Bool, _ handler: (DemuxEvent) -> Void
     ) {
@@ -653,6 +699,7 @@ public struct Demuxer: Sendable {
         }
     }
 
+    @inline(__always)
     private mutating func endDetails(index: Int, _ handler: (DemuxEvent) -> Void) {
         guard streams[index].wantsDetails, !streams[index].detailsBuffer.isEmpty else { return }
         let buffer = streams[index].detailsBuffer
@@ -709,9 +756,11 @@ public struct Demuxer: Sendable {
         // the same bytes as last time on this PID, while nothing is being assembled.
         if unitStart && sectionIdle[Int(pid)] && payload.count >= 4 && payload[0] == 0 {
             let length = 3 + (Int(payload[2] & 0x0F) << 8 | Int(payload[3]))
-            let cached = repeatedSections[Int(pid)]
-            if 1 + length < payload.count && payload[1 + length] == 0xFF && cached.count == length
-                && cached.withUnsafeBytes({ $0.elementsEqual(payload[1..<(1 + length)]) })
+            if 1 + length < payload.count && payload[1 + length] == 0xFF
+                && repeatedSections[Int(pid)].count == length
+                && repeatedSections[Int(pid)].withUnsafeBytes({
+                    bytesEqual($0, UnsafeRawBufferPointer(rebasing: payload[1..<(1 + length)]))
+                })
             {
                 return
             }
@@ -768,9 +817,11 @@ public struct Demuxer: Sendable {
         let role = roles[Int(pid)]
         switch (section.tableID, role) {
         case (0x00, .pat) where section.sectionSyntaxIndicator:
-            guard isNewTable(pid: pid, section: section) else { return true }
+            guard let sections = gather(section, pid: pid), isNewTable(pid: pid, sections: sections) else {
+                return true
+            }
             do {
-                let table = try ProgramAssociationTable(section: section, offset: offset)
+                let table = try ProgramAssociationTable(sections: sections, offset: offset)
                 programAssociation = table
                 programMaps = programMaps.filter { entry in table.programs.contains { $0.programNumber == entry.key } }
                 rebuildRoles()
@@ -779,9 +830,11 @@ public struct Demuxer: Sendable {
                 handler(.error(error.located(pid: pid)))
             }
         case (0x02, .pmt) where section.sectionSyntaxIndicator:
-            guard isNewTable(pid: pid, section: section) else { return true }
+            guard let sections = gather(section, pid: pid), isNewTable(pid: pid, sections: sections) else {
+                return true
+            }
             do {
-                let table = try ProgramMapTable(section: section, offset: offset)
+                let table = try ProgramMapTable(sections: sections, offset: offset)
                 let listed = programAssociation?.programs.contains {
                     $0.programNumber == table.programNumber && $0.pmtPID == pid
                 }
@@ -798,21 +851,66 @@ public struct Demuxer: Sendable {
         return true
     }
 
-    /// Whether a PAT/PMT section differs from the last one seen for the same PID and table id extension.
-    private mutating func isNewTable(pid: UInt16, section: PSISection) -> Bool {
-        let key = UInt32(pid) << 16 | UInt32(section.tableIDExtension)
-        let count = section.bytes.count
-        guard count >= 4 else { return true }
-        let crc =
-            UInt32(section.bytes[count - 4]) << 24 | UInt32(section.bytes[count - 3]) << 16
-            | UInt32(section.bytes[count - 2]) << 8 | UInt32(section.bytes[count - 1])
-        if lastTableCRC[key] == crc { return false }
-        lastTableCRC[key] = crc
+    /// Whether a PAT/PMT (all its sections) differs from the last one seen for the same PID and table id
+    /// extension: compared by the sections' CRC_32 values.
+    private mutating func isNewTable(pid: UInt16, sections: [PSISection]) -> Bool {
+        guard let first = sections.first else { return false }
+        let key = UInt32(pid) << 16 | UInt32(first.tableIDExtension)
+        var signature: UInt64 = 0
+        for section in sections {
+            let count = section.bytes.count
+            guard count >= 4 else { return true }
+            let crc =
+                UInt32(section.bytes[count - 4]) << 24 | UInt32(section.bytes[count - 3]) << 16
+                | UInt32(section.bytes[count - 2]) << 8 | UInt32(section.bytes[count - 1])
+            signature = signature &* 0x1_0000_01B3 ^ UInt64(crc)
+        }
+        if lastTableCRC[key] == signature { return false }
+        lastTableCRC[key] = signature
         return true
+    }
+
+    /// Collects the sections of a PAT or PMT split over several sections (section_number 0 ...
+    /// last_section_number, one version); returns them in order once the set is complete, else nil. A table in
+    /// one section is returned at once.
+    private mutating func gather(_ section: PSISection, pid: UInt16) -> [PSISection]? {
+        guard section.sectionNumber <= section.lastSectionNumber else { return nil }
+        if section.lastSectionNumber == 0 { return [section] }
+        let key = UInt64(pid) << 24 | UInt64(section.tableID) << 16 | UInt64(section.tableIDExtension)
+        var set = (sectionSets[key] ?? []).filter {
+            $0.version == section.version && $0.lastSectionNumber == section.lastSectionNumber
+                && $0.sectionNumber != section.sectionNumber
+        }
+        set.append(section)
+        set.sort { $0.sectionNumber < $1.sectionNumber }
+        sectionSets[key] = set
+        return set.count == Int(section.lastSectionNumber) + 1 ? set : nil
+    }
+
+    /// Recomputes the `countOnly` flag of every PID from its role (and, for PES, whether the stream still
+    /// wants payload). The null PID never counts only: it has no continuity counter.
+    private mutating func refreshCountOnly(_ counters: UnsafeMutableBufferPointer<PIDCounters>) {
+        rolesChanged = false
+        for pid in 0..<min(counters.count, roles.count) {
+            let countOnly: Bool
+            switch roles[pid] {
+            case .none:
+                countOnly = pid != 0x1FFF && !(options.reportPCR && pcrPIDs.contains(UInt16(pid)))
+            case .pes:
+                let slot = Int(slots[pid])
+                countOnly =
+                    slot >= 0 && slot < payloadWanted.count && !payloadWanted[slot]
+                    && !(options.reportPCR && pcrPIDs.contains(UInt16(pid)))
+            case .pat, .pmt, .section:
+                countOnly = false
+            }
+            counters[pid].countOnly = countOnly
+        }
     }
 
     /// Recomputes which PIDs carry PMTs, PES and sections from the current PAT and PMTs.
     private mutating func rebuildRoles() {
+        rolesChanged = true
         for pid in 0..<8192 where pid != 0 && pid != 0x11 { roles[pid] = .none }
         pcrPIDs = []
         guard let programAssociation else { return }
@@ -850,8 +948,17 @@ public struct Demuxer: Sendable {
     private static func scanner(for codec: Codec) -> KeyframeScanner? {
         if codec == .h264 { return KeyframeScanner(syntax: .h264) }
         if codec == .hevc { return KeyframeScanner(syntax: .hevc) }
+        if codec == .mpeg2Video || codec == .mpeg1Video { return KeyframeScanner(syntax: .mpegVideo) }
         return nil
     }
+}
+
+/// Whether two buffers hold the same bytes (memcmp; no generic per-byte iteration).
+@inline(__always)
+func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+    return memcmp(x, y, a.count) == 0
 }
 
 extension MPEGTSError {

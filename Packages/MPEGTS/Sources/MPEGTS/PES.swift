@@ -42,6 +42,60 @@ public struct PESHeader: Hashable, Sendable {
 
     /// Parses a PES header from the start of `bytes`. `offset` is used in errors.
     public static func parse(_ bytes: UnsafeRawBufferPointer, offset: Int64 = 0) throws(MPEGTSError) -> PESHeader {
+        if let header = parseValid(bytes) { return header }
+        return try parseChecked(bytes, offset: offset)
+    }
+
+    /// The common case read with direct loads after one length check: a well-formed header with an optional
+    /// header and PTS or PTS+DTS (or neither). Nil for anything else, which ``parseChecked(_:offset:)`` then
+    /// reads (and reports) field by field.
+    @inline(__always)
+    static func parseValid(_ bytes: UnsafeRawBufferPointer) -> PESHeader? {
+        let count = bytes.count
+        guard count >= 9, bytes[0] == 0, bytes[1] == 0, bytes[2] == 1 else { return nil }
+        let streamID = bytes[3]
+        guard hasOptionalHeader(streamID) else { return nil }
+        let flags1 = bytes[6]
+        let flags2 = bytes[7]
+        let dataLength = Int(bytes[8])
+        let packetLength = Int(bytes[4]) << 8 | Int(bytes[5])
+        guard flags1 >> 6 == 0b10, 9 + dataLength <= count, packetLength == 0 || packetLength >= 3 + dataLength
+        else { return nil }
+        var header = PESHeader(
+            streamID: streamID, packetLength: packetLength, headerLength: 9 + dataLength,
+            scramblingControl: (flags1 >> 4) & 3, dataAlignment: flags1 & 0x04 != 0)
+        switch flags2 >> 6 {
+        case 0b10:
+            guard dataLength >= 5, let pts = timestampValid(bytes, at: 9) else { return nil }
+            header.pts = pts
+        case 0b11:
+            guard dataLength >= 10, let pts = timestampValid(bytes, at: 9),
+                let dts = timestampValid(bytes, at: 14)
+            else { return nil }
+            header.pts = pts
+            header.dts = dts
+        case 0b00:
+            break
+        default:
+            return nil
+        }
+        return header
+    }
+
+    /// A PTS/DTS at `index` (the caller checked that 5 bytes are there), nil when a marker bit is 0.
+    @inline(__always)
+    private static func timestampValid(_ bytes: UnsafeRawBufferPointer, at index: Int) -> Timestamp? {
+        let b0 = UInt64(bytes[index])
+        let b1 = UInt64(bytes[index + 1])
+        let b2 = UInt64(bytes[index + 2])
+        let b3 = UInt64(bytes[index + 3])
+        let b4 = UInt64(bytes[index + 4])
+        guard b0 & 1 != 0, b2 & 1 != 0, b4 & 1 != 0 else { return nil }
+        return Timestamp(wrapping: (b0 >> 1 & 7) << 30 | b1 << 22 | (b2 >> 1) << 15 | b3 << 7 | b4 >> 1)
+    }
+
+    /// Field-by-field parsing with an error for the first problem.
+    static func parseChecked(_ bytes: UnsafeRawBufferPointer, offset: Int64) throws(MPEGTSError) -> PESHeader {
         var cursor = ByteCursor(bytes, baseOffset: offset)
         let prefix = try cursor.readUInt24("packet_start_code_prefix")
         guard prefix == 1 else {
@@ -128,11 +182,14 @@ public struct PESHeader: Hashable, Sendable {
 }
 
 /// Finds the first VCL NAL unit of an access unit by scanning for start codes, across any number of chunks,
-/// and says whether it is a keyframe (H.264 IDR, NAL type 5; HEVC IRAP, NAL types 16-23).
+/// and says whether it is a keyframe (H.264 IDR, NAL type 5; HEVC IRAP, NAL types 16-23). For MPEG-1/2 video
+/// it finds the first picture header: a keyframe is an I picture (picture_coding_type 1) that follows a sequence
+/// header or a GOP header in the same PES.
 struct KeyframeScanner: Sendable {
     enum Syntax: UInt8, Sendable {
         case h264
         case hevc
+        case mpegVideo
     }
 
     enum Result: Sendable {
@@ -145,17 +202,26 @@ struct KeyframeScanner: Sendable {
     /// The last bytes seen, newest in the low byte.
     private var window: UInt32 = 0xFFFF_FFFF
     private(set) var result: Result = .undecided
+    /// MPEG video: a sequence or GOP header was seen; bytes still to read after a picture_start_code.
+    private var sawSequenceHeader = false
+    private var pictureHeaderBytes = 0
 
     init(syntax: Syntax) { self.syntax = syntax }
 
     mutating func reset() {
         window = 0xFFFF_FFFF
         result = .undecided
+        sawSequenceHeader = false
+        pictureHeaderBytes = 0
     }
 
-    /// Scans more payload; stops at the first VCL NAL unit.
+    /// Scans more payload; stops at the first VCL NAL unit (MPEG video: the first picture header).
     mutating func scan(_ bytes: UnsafeRawBufferPointer) {
         guard case .undecided = result else { return }
+        if syntax == .mpegVideo {
+            scanMPEGVideo(bytes)
+            return
+        }
         var window = self.window
         for byte in bytes {
             window = window << 8 | UInt32(byte)
@@ -176,8 +242,34 @@ struct KeyframeScanner: Sendable {
                     } else if type < 32 {
                         result = .notKeyframe
                     }
+                case .mpegVideo:
+                    break
                 }
                 if case .undecided = result {} else { break }
+            }
+        }
+        self.window = window
+    }
+
+    /// MPEG-1/2 video (ISO/IEC 13818-2 6.2.3): picture_start_code 00 00 01 00, then temporal_reference (10 bits)
+    /// and picture_coding_type (3 bits: 1 I, 2 P, 3 B); sequence_header_code B3, group_start_code B8.
+    private mutating func scanMPEGVideo(_ bytes: UnsafeRawBufferPointer) {
+        var window = self.window
+        for byte in bytes {
+            window = window << 8 | UInt32(byte)
+            if pictureHeaderBytes > 0 {
+                pictureHeaderBytes -= 1
+                if pictureHeaderBytes == 0 {
+                    result = (byte >> 3) & 0x07 == 1 && sawSequenceHeader ? .keyframe : .notKeyframe
+                    break
+                }
+                continue
+            }
+            guard window & 0xFFFF_FF00 == 0x0000_0100 else { continue }
+            switch byte {
+            case 0xB3, 0xB8: sawSequenceHeader = true
+            case 0x00: pictureHeaderBytes = 2
+            default: break
             }
         }
         self.window = window

@@ -298,6 +298,20 @@ public struct ProgramAssociationTable: Hashable, Sendable {
         }
     }
 
+    /// Decodes a PAT sent as several sections (section_number 0 ... last_section_number): the programs of all
+    /// of them, in section order.
+    public init(sections: [PSISection], offset: Int64 = 0) throws(MPEGTSError) {
+        guard let first = sections.first else {
+            throw MPEGTSError(.invalidValue, offset: offset, "a PAT needs at least one section")
+        }
+        self = try ProgramAssociationTable(section: first, offset: offset)
+        for section in sections.dropFirst() {
+            let part = try ProgramAssociationTable(section: section, offset: offset)
+            programs += part.programs
+            if networkPID == nil { networkPID = part.networkPID }
+        }
+    }
+
     /// The section bytes of this table.
     public var sectionBytes: [UInt8] {
         var body: [UInt8] = []
@@ -380,6 +394,20 @@ public struct ProgramMapTable: Hashable, Sendable {
         pcrPID = decoded.0
         descriptors = decoded.1
         streams = decoded.2
+    }
+
+    /// Decodes a PMT sent as several sections: the PCR PID and program descriptors of the first, the streams of
+    /// all of them in section order.
+    public init(sections: [PSISection], offset: Int64 = 0) throws(MPEGTSError) {
+        guard let first = sections.first else {
+            throw MPEGTSError(.invalidValue, offset: offset, "a PMT needs at least one section")
+        }
+        self = try ProgramMapTable(section: first, offset: offset)
+        for section in sections.dropFirst() {
+            let part = try ProgramMapTable(section: section, offset: offset)
+            streams += part.streams
+            guard streams.count <= 1024 else { throw MPEGTSError(.invalidLength, offset: offset, "too many streams") }
+        }
     }
 
     /// The section bytes of this table.

@@ -186,7 +186,14 @@ public struct TSIndexer: Sendable {
             return !stopped
         }
         self = copy
-        if !stopped && finishAtEnd { finish() }
+        if !stopped && finishAtEnd {
+            finish()
+            // The last audio PES of each stream is read again to count its frames (a few KiB near the end).
+            let end = bytesIndexed
+            try analyzer.measureLastAudioPES(fileSize: end) { (offset, length) throws(FileStreamerError) in
+                try file.read(at: offset, length: length)
+            }
+        }
         return !stopped
     }
 
@@ -270,38 +277,97 @@ public struct TSProbe: Hashable, Sendable {
     }
 
     /// Probes an open file.
+    ///
+    /// The head is read in 128 KiB steps until the tables are known and every audio and video stream has shown
+    /// ``pesPerStream`` PES (its earliest PTS is then among them, B-frame reordering included) or `headBytes` were
+    /// read; the tail likewise from a 128 KiB window at the end that doubles until every such stream has that many
+    /// PES in it or the window is `tailBytes`. One reused buffer; nothing per packet.
     public static func probe(_ file: FileStreamer, headBytes: Int = 1 << 20, tailBytes: Int = 1 << 20) throws
         -> TSProbe
     {
         let size = try file.size()
-        let head = try file.read(at: 0, length: Int(min(UInt64(headBytes), size)))
+        let step = 128 << 10
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: step, alignment: 64)
+        defer { buffer.deallocate() }
         var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
         var analyzer = TSAnalyzer(recordKeyframes: false, recordSCTE35: false)
-        demuxer.feed(head) { analyzer.consume($0) }
-        var bytesRead = UInt64(head.count)
-        let tailStart = size - min(size, UInt64(tailBytes))
-        if tailStart > UInt64(head.count), let pat = demuxer.programAssociation, let reference = analyzer.reference {
-            let tail = try file.read(at: tailStart, length: Int(size - tailStart))
-            bytesRead += UInt64(tail.count)
-            var tailDemuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
-            tailDemuxer.prime(programAssociation: pat, programMaps: Array(demuxer.programMaps.values))
+        let headLimit = min(size, UInt64(max(headBytes, 0)))
+        var position: UInt64 = 0
+        while position < headLimit {
+            let count = try file.read(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(UInt64(step), headLimit - position))]),
+                at: position)
+            if count == 0 { break }
+            position += UInt64(count)
+            demuxer.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { analyzer.consume($0) }
+            if headIsEnough(demuxer, analyzer) { break }
+        }
+        var bytesRead = position
+        let tailLimit = UInt64(max(tailBytes, 0))
+        if size - position > tailLimit, let pat = demuxer.programAssociation, let reference = analyzer.reference {
+            let timed = analyzer.orderedStreams.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
             var latest: [UInt16: Timestamp] = [:]
-            var headEnd: Int64?
-            tailDemuxer.feed(tail) { event in
-                if case .pes(let info) = event, let pts = info.pts {
-                    latest[info.pid] = Self.later(latest[info.pid], pts)
+            var counts: [UInt16: Int] = [:]
+            // The last PES of each audio stream, whole, to count its frames: (PTS, duration in ticks).
+            var lastAudio: [UInt16: (pts: Timestamp, ticks: Int64)] = [:]
+            let audioCodecs = Dictionary(
+                timed.filter { $0.codec.kind == .audio }.map { ($0.pid, $0.codec) }, uniquingKeysWith: { a, _ in a })
+            // Windows [size - window, end) read newest first; each earlier one ends where the previous began.
+            var end = size
+            var window = min(UInt64(step), tailLimit)
+            while end > position {
+                let start = max(position, size - min(window, size))
+                guard start < end else { break }
+                var tailDemuxer = Demuxer(
+                    options: DemuxOptions(scanKeyframes: false, reassemblePES: end == size && !audioCodecs.isEmpty))
+                tailDemuxer.prime(programAssociation: pat, programMaps: Array(demuxer.programMaps.values))
+                var lastPacket: [UInt16: PESPacket] = [:]
+                func collect(_ event: DemuxEvent) {
+                    switch event {
+                    case .pes(let info):
+                        if let pts = info.pts {
+                            latest[info.pid] = Self.later(latest[info.pid], pts)
+                            counts[info.pid, default: 0] += 1
+                        }
+                    case .pesPacket(let packet) where audioCodecs[packet.info.pid] != nil:
+                        lastPacket[packet.info.pid] = packet
+                    default:
+                        break
+                    }
                 }
+                var offset = start
+                while offset < end {
+                    let count = try file.read(
+                        into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(UInt64(step), end - offset))]),
+                        at: offset)
+                    if count == 0 { break }
+                    offset += UInt64(count)
+                    tailDemuxer.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { collect($0) }
+                }
+                tailDemuxer.finish { collect($0) }
+                // Only the window that reaches the end of the file holds each stream's last PES.
+                for (pid, packet) in lastPacket where lastAudio[pid] == nil {
+                    guard let codec = audioCodecs[pid], let pts = packet.info.pts,
+                        let ticks = AudioFrames.ticks(codec: codec, payload: packet.payload)
+                    else { continue }
+                    lastAudio[pid] = (pts, ticks)
+                }
+                bytesRead += offset - start
+                end = start
+                if timed.allSatisfy({ counts[$0.pid, default: 0] >= pesPerStream }) || window >= tailLimit { break }
+                window = min(window * 2, tailLimit)
             }
-            tailDemuxer.finish { _ in }
-            for stream in analyzer.orderedStreams where stream.codec.kind == .audio || stream.codec.kind == .video {
+            var headEnd: Int64?
+            for stream in timed {
                 guard let last = latest[stream.pid] else { continue }
+                // An audio stream's last PES, measured, ends it when it holds the latest PTS; else the step.
+                let measured = lastAudio[stream.pid].flatMap { $0.pts == last ? $0.ticks : nil }
                 var ticks = reference.distance(to: last)
                 if ticks < 0 { ticks += Int64(Timestamp.modulus) }  // the file is longer than half the PTS circle
-                let end = ticks + (stream.lastStepTicks ?? 0)
+                let end = ticks + (measured ?? stream.lastStepTicks ?? 0)
                 headEnd = max(headEnd ?? end, end)
             }
-            let starts = analyzer.orderedStreams.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
-                .compactMap(\.startTicks)
+            let starts = timed.compactMap(\.startTicks)
             let lastPTS = latest.values.reduce(nil as Timestamp?) { Self.later($0, $1) }
             return TSProbe(
                 fileSize: size, packetSize: demuxer.packetSize?.length ?? 188,
@@ -309,22 +375,44 @@ public struct TSProbe: Hashable, Sendable {
                 firstPTS: analyzer.firstPTS, lastPTS: lastPTS,
                 durationTicks: headEnd.flatMap { end in starts.min().map { end - $0 } }, bytesRead: bytesRead)
         }
-        // Small file (or no tables in the head): the head read is the whole story.
-        if UInt64(head.count) < size {
-            let rest = try file.read(
-                at: UInt64(head.count), length: Int(min(size - UInt64(head.count), UInt64(tailBytes))))
-            bytesRead += UInt64(rest.count)
-            demuxer.feed(rest) { analyzer.consume($0) }
+        // Small file (or no tables in the head): what follows the head, up to `tailBytes`, is read in order.
+        let restLimit = min(size, position + tailLimit)
+        while position < restLimit {
+            let count = try file.read(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(UInt64(step), restLimit - position))]),
+                at: position)
+            if count == 0 { break }
+            position += UInt64(count)
+            bytesRead += UInt64(count)
+            demuxer.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { analyzer.consume($0) }
         }
         demuxer.finish { analyzer.consume($0) }
         guard demuxer.statistics.packets > 0 else {
             throw TSFileError(.notTransportStream, path: file.path, offset: 0, "no MPEG-TS packets found")
+        }
+        if position == size {
+            try analyzer.measureLastAudioPES(fileSize: size) { (offset, length) throws(FileStreamerError) in
+                try file.read(at: offset, length: length)
+            }
         }
         let lastPTS = analyzer.orderedStreams.compactMap(\.lastPTS).reduce(nil as Timestamp?) { Self.later($0, $1) }
         return TSProbe(
             fileSize: size, packetSize: demuxer.packetSize?.length ?? 188,
             programs: demuxer.programMaps.keys.sorted().compactMap { demuxer.programMaps[$0] },
             firstPTS: analyzer.firstPTS, lastPTS: lastPTS, durationTicks: analyzer.durationTicks, bytesRead: bytesRead)
+    }
+
+    /// PES per audio/video stream read at each end before the probe stops early.
+    static let pesPerStream = 8
+
+    /// Whether the head read so far is enough: every program of the PAT has its PMT and every audio/video
+    /// stream has ``pesPerStream`` PES.
+    private static func headIsEnough(_ demuxer: Demuxer, _ analyzer: TSAnalyzer) -> Bool {
+        guard let pat = demuxer.programAssociation, !pat.programs.isEmpty,
+            pat.programs.allSatisfy({ demuxer.programMaps[$0.programNumber] != nil })
+        else { return false }
+        let timed = analyzer.orderedStreams.filter { $0.codec.kind == .audio || $0.codec.kind == .video }
+        return !timed.isEmpty && timed.allSatisfy { $0.pesCount >= Int64(pesPerStream) && $0.lastStepTicks != nil }
     }
 
     private static func later(_ a: Timestamp?, _ b: Timestamp) -> Timestamp {

@@ -34,6 +34,14 @@ private func bytes(hex: String) -> [UInt8] {
         #expect(details.codecString == "hvc1.1.6.L60.90")
         #expect(details.profile == 1 && details.level == 60)
         #expect(details.width == 320 && details.height == 240)
+        // x265's VUI: num_units_in_tick 1, time_scale 25.
+        #expect(details.frameRate == 25)
+        // Every prefix: the frame rate is either the right one or absent, and size and profile stay.
+        let sps = bytes(hex: Self.hevcSPS)
+        for length in 20..<sps.count {
+            let cut = CodecDetails.parse(codec: .hevc, payload: [0, 0, 1] + sps[..<length])
+            #expect(cut?.frameRate == nil || cut?.frameRate == 25, "prefix \(length)")
+        }
     }
 
     @Test func audioHeaders() throws {

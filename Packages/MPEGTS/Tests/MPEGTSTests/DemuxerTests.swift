@@ -37,6 +37,81 @@ import Testing
         }
     }
 
+    @Test func multiSectionPATAndPMTAreMerged() {
+        // PAT in two sections (program 1 in section 0, program 2 in section 1); program 1's PMT in two sections
+        // (video in section 0, audio in section 1). Only the complete sets are reported.
+        var builder = StreamBuilder()
+        func patSection(_ number: UInt8, program: UInt16, pmtPID: UInt16) -> [UInt8] {
+            PSISection.make(
+                tableID: 0, tableIDExtension: 7, version: 3, sectionNumber: number, lastSectionNumber: 1,
+                body: [UInt8(program >> 8), UInt8(program & 0xFF), 0xE0 | UInt8(pmtPID >> 8), UInt8(pmtPID & 0xFF)])
+        }
+        func pmtSection(_ number: UInt8, type: UInt8, pid: UInt16) -> [UInt8] {
+            PSISection.make(
+                tableID: 2, tableIDExtension: 1, version: 3, sectionNumber: number, lastSectionNumber: 1,
+                body: [0xE1, 0x00, 0xF0, 0x00, type, 0xE0 | UInt8(pid >> 8), UInt8(pid & 0xFF), 0xF0, 0x00])
+        }
+        for _ in 0..<2 {
+            builder.bytes += builder.packetizer.packets(section: patSection(0, program: 1, pmtPID: 0x1000), pid: 0)
+            builder.bytes += builder.packetizer.packets(section: patSection(1, program: 2, pmtPID: 0x1001), pid: 0)
+            builder.bytes += builder.packetizer.packets(section: pmtSection(0, type: 0x1B, pid: 0x100), pid: 0x1000)
+            builder.bytes += builder.packetizer.packets(section: pmtSection(1, type: 0x0F, pid: 0x101), pid: 0x1000)
+        }
+        for frame in 0..<4 {
+            builder.video(pts: 90_000 + UInt64(frame) * 3600, keyframe: frame == 0)
+            builder.audio(pts: 90_000 + UInt64(frame) * 1920)
+        }
+        let events = demux(builder.bytes)
+        #expect(events.errors.isEmpty, "\(events.errors)")
+        let pats = events.compactMap { if case .programAssociation(let pat, _) = $0 { pat } else { nil } }
+        #expect(pats.count == 1)
+        #expect(pats.first?.programs.map(\.programNumber) == [1, 2])
+        #expect(pats.first?.programs.map(\.pmtPID) == [0x1000, 0x1001])
+        let pmts = events.compactMap { if case .programMap(let pmt, _, _) = $0 { pmt } else { nil } }
+        #expect(pmts.count == 1)
+        #expect(pmts.first?.pcrPID == 0x100)
+        #expect(pmts.first?.streams.map(\.pid) == [0x100, 0x101])
+        #expect(pmts.first?.streams.map(\.codec) == [.h264, .aac])
+        #expect(events.pes.filter { $0.pid == 0x101 }.count == 4, "audio listed in the second PMT section is read")
+        // A section missing from the set: nothing is reported from an incomplete PAT.
+        var partial = StreamBuilder()
+        partial.bytes += partial.packetizer.packets(section: patSection(1, program: 2, pmtPID: 0x1001), pid: 0)
+        let partialEvents = demux(partial.bytes)
+        #expect(!partialEvents.contains { if case .programAssociation = $0 { true } else { false } })
+    }
+
+    @Test func mpeg2KeyframesFromPictureHeaders() {
+        // MPEG-2 video: I after a sequence header (keyframe), P, B, I without a sequence/GOP header (not), I after
+        // a GOP header only (keyframe). The random-access indicator is never set, so the flag comes from the bytes.
+        var packetizer = Packetizer()
+        var bytes: [UInt8] = []
+        bytes += packetizer.packets(
+            section: ProgramAssociationTable(transportStreamID: 1, programs: [.init(programNumber: 1, pmtPID: 0x1000)])
+                .sectionBytes, pid: 0)
+        bytes += packetizer.packets(
+            section: ProgramMapTable(
+                programNumber: 1, pcrPID: 0x100, streams: [ElementaryStream(streamType: .mpeg2Video, pid: 0x100)]
+            ).sectionBytes, pid: 0x1000)
+        let sequenceHeader: [UInt8] = [0, 0, 1, 0xB3, 0x14, 0x00, 0xF0, 0x13, 0xFF, 0xFF, 0xE0, 0x18]
+        let gopHeader: [UInt8] = [0, 0, 1, 0xB8, 0x00, 0x08, 0x00, 0x00]
+        func picture(type: UInt8) -> [UInt8] { [0, 0, 1, 0x00, 0x00, type << 3, 0xFF, 0xF8] + [0, 0, 1, 0x01] }
+        let units: [[UInt8]] = [
+            sequenceHeader + gopHeader + picture(type: 1), picture(type: 2), picture(type: 3), picture(type: 1),
+            gopHeader + picture(type: 1),
+        ]
+        for (index, unit) in units.enumerated() {
+            let header = PESHeader(streamID: 0xE0, pts: Timestamp(wrapping: UInt64(90_000 + index * 3600)))
+            bytes += packetizer.packets(pes: header, payload: unit + Array(repeating: 0x55, count: 400), pid: 0x100)
+        }
+        let events = demux(bytes)
+        #expect(events.errors.isEmpty, "\(events.errors)")
+        #expect(events.pes.map(\.isKeyframe) == [true, false, false, false, true])
+        #expect(events.pes.allSatisfy { !$0.randomAccessIndicator })
+        // The same, one byte at a time (a picture header split across feeds).
+        let dripped = demux(bytes, chunkSizes: [1])
+        #expect(dripped.pes.map(\.isKeyframe) == [true, false, false, false, true])
+    }
+
     @Test func dripFeedGivesSameEvents() {
         let bytes = StreamBuilder.typical()
         let oneShot = demux(bytes)

@@ -93,6 +93,31 @@ import Testing
         #expect(full.keyframes.count == 3)
     }
 
+    @Test func lastAudioPESIsMeasuredNotStepped() throws {
+        // Audio PES of 3 ADTS frames (5760 ticks apart), the last one holding a single frame (1920 ticks); video
+        // ends earlier. The file's end is the last audio frame's end, not one whole PES step after its start.
+        var builder = StreamBuilder()
+        builder.tables()
+        for frame in 0..<10 { builder.video(pts: 900_000 + UInt64(frame) * 3600, keyframe: frame == 0) }
+        for pes in 0..<8 { builder.audio(pts: 900_000 + UInt64(pes) * 5760, frames: pes == 7 ? 1 : 3) }
+        let bytes = builder.bytes
+        let expected: Int64 = 7 * 5760 + 1920
+        let path = try temporaryFile(bytes)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let index = try TSIndex.build(path: path)
+        #expect(index.durationTicks == expected)
+        #expect(index.streams.first { $0.pid == 0x101 }?.durationTicks == expected)
+        #expect(try TSProbe.probe(path: path).durationTicks == expected, "small file: read whole")
+        let probe = try TSProbe.probe(path: path, headBytes: 2 << 10, tailBytes: 2 << 10)
+        #expect(probe.bytesRead < UInt64(bytes.count), "head and tail only")
+        #expect(probe.durationTicks == expected, "tail window")
+        // Without the file to read again (a stream), the step between the last two PES stands in.
+        var analyzer = TSAnalyzer()
+        for event in demux(bytes) { analyzer.consume(event) }
+        let stepped: Int64 = 7 * 5760 + 5760
+        #expect(analyzer.durationTicks == stepped)
+    }
+
     @Test func headAndTailProbeMatchesFullScan() throws {
         // Enough frames that head and tail are separate reads.
         var builder = StreamBuilder()
