@@ -109,9 +109,10 @@ public struct HTTPApplication: Sendable {
             return .respond(response)
         }
         switch router.match(method: method, path: path) {
-        case .handler(let handler, let parameters, let wildcard, let logPath):
+        case .handler(let handler, let parameters, let wildcard, let session, let logPath):
             request.parameters = parameters
             request.wildcardSegments = wildcard
+            request.sessionToken = session
             return .handle(handler, logPath: logPath)
         case .methodNotAllowed(let allow):
             var response = HTTPResponse.error(.methodNotAllowed)

@@ -287,6 +287,8 @@ public struct HTTPRequest: Sendable {
     public var wildcardSegments: [String] = []
     /// The remote peer, for logs (e.g. `127.0.0.1:53122`).
     public var remoteAddress: String = ""
+    /// The session token the route matched, for routes under a ``SessionToken`` or a ``SessionTokenSet``.
+    public var sessionToken: SessionToken?
 
     public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = [:]) {
         self.method = method

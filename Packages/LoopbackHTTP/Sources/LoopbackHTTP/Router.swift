@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What answers a request.
 ///
 /// An ``immediate(_:)`` handler runs on the event-loop thread that read the request, with no task hop: use it
@@ -82,12 +84,47 @@ public struct SessionToken: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "SessionToken(…)" }
 }
 
+/// Session tokens that come and go while a server runs (one per playback session, proxied stream or cached
+/// resource), for routes registered with `sessions:`. Such a route's first path segment must equal one of the
+/// tokens in the set at the time of the request; each is compared in constant time, the match is
+/// ``HTTPRequest/sessionToken``, and the access log shows `{token}` in its place, as for a fixed session.
+public final class SessionTokenSet: Sendable {
+    private let tokens = Mutex<[SessionToken]>([])
+
+    public init() {}
+
+    /// Adds a token (adding one twice keeps one).
+    public func insert(_ token: SessionToken) {
+        tokens.withLock { list in
+            if !list.contains(token) { list.append(token) }
+        }
+    }
+
+    /// Removes a token: its routes answer 404 from the next request on.
+    public func remove(_ token: SessionToken) {
+        tokens.withLock { list in list.removeAll { $0 == token } }
+    }
+
+    /// The number of live tokens.
+    public var count: Int { tokens.withLock { $0.count } }
+
+    /// The token `candidate` equals, comparing with every live token in constant time.
+    public func match(_ candidate: some StringProtocol) -> SessionToken? {
+        tokens.withLock { list in
+            var found: SessionToken?
+            for token in list where token.matches(candidate) { found = token }
+            return found
+        }
+    }
+}
+
 /// Routes requests by method and path pattern.
 ///
 /// A pattern is a `/`-separated list of segments: a literal (`index.m3u8`), a parameter (`:name`, matching one
 /// segment, available as `request.parameters["name"]`), or a trailing `**` that matches the rest of the path
-/// (in `request.wildcardSegments`). A route may sit under a ``SessionToken``: its first segment must then equal
-/// the token (compared in constant time) and a wrong token is a plain 404. Segments are percent-decoded exactly
+/// (in `request.wildcardSegments`). A route may sit under a ``SessionToken``, or under any token of a
+/// ``SessionTokenSet``: its first segment must then equal the token (compared in constant time), a wrong token is a
+/// plain 404, and the access log shows `{token}`. Segments are percent-decoded exactly
 /// once before matching; a segment that does not decode (bad `%` escape, invalid UTF-8) matches nothing.
 /// `HEAD` is answered by the `GET` route; `OPTIONS` by the server (with `Allow` and, when enabled, CORS).
 public struct Router: Sendable {
@@ -100,6 +137,7 @@ public struct Router: Sendable {
     struct Route: Sendable {
         var method: HTTPMethod
         var token: SessionToken?
+        var sessions: SessionTokenSet?
         var segments: [Segment]
         var handler: HTTPHandler
     }
@@ -112,6 +150,20 @@ public struct Router: Sendable {
     public mutating func add(
         _ method: HTTPMethod, _ pattern: String, session token: SessionToken? = nil, handler: HTTPHandler
     ) {
+        add(method, pattern, session: token, sessions: nil, handler: handler)
+    }
+
+    /// Adds a route under whichever token of `sessions` the request names (`/<token>/<pattern>`).
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, sessions: SessionTokenSet, handler: HTTPHandler
+    ) {
+        add(method, pattern, session: nil, sessions: sessions, handler: handler)
+    }
+
+    private mutating func add(
+        _ method: HTTPMethod, _ pattern: String, session token: SessionToken?, sessions: SessionTokenSet?,
+        handler: HTTPHandler
+    ) {
         var segments: [Segment] = []
         for piece in pattern.split(separator: "/", omittingEmptySubsequences: true) {
             if piece == "**" {
@@ -122,7 +174,7 @@ public struct Router: Sendable {
                 segments.append(.literal(String(piece)))
             }
         }
-        routes.append(Route(method: method, token: token, segments: segments, handler: handler))
+        routes.append(Route(method: method, token: token, sessions: sessions, segments: segments, handler: handler))
     }
 
     /// Adds an async `GET` (and `HEAD`) route.
@@ -141,9 +193,24 @@ public struct Router: Sendable {
         add(.get, pattern, session: token, handler: .immediate(body))
     }
 
+    /// Adds an async `GET` (and `HEAD`) route under whichever token of `sessions` the request names.
+    public mutating func get(
+        _ pattern: String, sessions: SessionTokenSet, _ body: @escaping @Sendable (HTTPRequest) async -> HTTPResponse
+    ) {
+        add(.get, pattern, sessions: sessions, handler: HTTPHandler(body))
+    }
+
+    /// Adds a synchronous `GET` (and `HEAD`) route under whichever token of `sessions` the request names.
+    public mutating func getImmediate(
+        _ pattern: String, sessions: SessionTokenSet, _ body: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+    ) {
+        add(.get, pattern, sessions: sessions, handler: .immediate(body))
+    }
+
     /// The outcome of matching a request.
     enum Match {
-        case handler(HTTPHandler, parameters: [String: String], wildcard: [String], logPath: String?)
+        case handler(
+            HTTPHandler, parameters: [String: String], wildcard: [String], session: SessionToken?, logPath: String?)
         /// The path exists but not for this method; the methods it allows.
         case methodNotAllowed(allow: [HTTPMethod])
         case notFound
@@ -156,17 +223,27 @@ public struct Router: Sendable {
         var allowed: [HTTPMethod] = []
         let lookupMethod = method == .head ? HTTPMethod.get : method
         for route in routes {
-            guard let (parameters, wildcard) = Router.match(route, decoded) else { continue }
+            guard let (parameters, wildcard, session) = Router.match(route, decoded) else { continue }
             if route.method == lookupMethod {
                 let logPath: String? =
-                    route.token == nil ? nil : "/{token}/" + decoded.dropFirst().joined(separator: "/")
-                return .handler(route.handler, parameters: parameters, wildcard: wildcard, logPath: logPath)
+                    session == nil ? nil : "/{token}/" + decoded.dropFirst().joined(separator: "/")
+                return .handler(
+                    route.handler, parameters: parameters, wildcard: wildcard, session: session, logPath: logPath)
             }
             if !allowed.contains(route.method) { allowed.append(route.method) }
         }
         if !allowed.isEmpty {
             if allowed.contains(.get) { allowed.append(.head) }
             return .methodNotAllowed(allow: allowed)
+        }
+        // A token-shaped first segment that opens no session (a mistyped one, or the token of a session that has
+        // ended) is still a secret of sorts: a plain 404 whose log line shows `{token}` in its place.
+        if let first = decoded.first, SessionToken(first) != nil,
+            routes.contains(where: { $0.token != nil || $0.sessions != nil })
+        {
+            return .handler(
+                .immediate { _ in .error(.notFound) }, parameters: [:], wildcard: [], session: nil,
+                logPath: "/{token}/" + decoded.dropFirst().joined(separator: "/"))
         }
         return .notFound
     }
@@ -181,10 +258,16 @@ public struct Router: Sendable {
         return allowed.isEmpty ? nil : allowed
     }
 
-    private static func match(_ route: Route, _ decoded: [String]) -> ([String: String], [String])? {
+    private static func match(_ route: Route, _ decoded: [String]) -> ([String: String], [String], SessionToken?)? {
         var remaining = decoded[...]
+        var session: SessionToken?
         if let token = route.token {
             guard let first = remaining.first, token.matches(first) else { return nil }
+            session = token
+            remaining = remaining.dropFirst()
+        } else if let sessions = route.sessions {
+            guard let first = remaining.first, let token = sessions.match(first) else { return nil }
+            session = token
             remaining = remaining.dropFirst()
         }
         var parameters: [String: String] = [:]
@@ -192,7 +275,7 @@ public struct Router: Sendable {
             switch segment {
             case .wildcard:
                 guard index == route.segments.count - 1 else { return nil }
-                return (parameters, Array(remaining))
+                return (parameters, Array(remaining), session)
             case .literal(let text):
                 guard let first = remaining.first, first == text else { return nil }
                 remaining = remaining.dropFirst()
@@ -202,7 +285,7 @@ public struct Router: Sendable {
                 remaining = remaining.dropFirst()
             }
         }
-        return remaining.isEmpty ? (parameters, []) : nil
+        return remaining.isEmpty ? (parameters, [], session) : nil
     }
 
     /// Splits a path on `/` and percent-decodes each segment once. Nil when a `%` escape is malformed or a

@@ -94,7 +94,8 @@ public final class CachingMediaProxy: Sendable {
     }
 
     private struct State {
-        var routes: [String: Route] = [:]
+        /// By session token (the router has matched the request's token against ``tokens`` in constant time).
+        var routes: [SessionToken: Route] = [:]
         var entries: [String: CachedMediaEntry] = [:]
         var server: HTTPServer?
         var port: UInt16?
@@ -105,6 +106,8 @@ public final class CachingMediaProxy: Sendable {
     private let fetcher: RemotePlaylistFetcher
     private let revalidator: RemotePlaylistFetcher
     private let state = Mutex(State())
+    /// The live session tokens of ``localURL(for:headers:)`` URLs.
+    private let tokens = SessionTokenSet()
 
     /// A proxy over the cache in `options.cacheDirectory` (created when needed).
     public init(options: Options) throws(CachingProxyError) {
@@ -137,8 +140,9 @@ public final class CachingMediaProxy: Sendable {
         let opened = try await open(remoteURL, parsed: parsed, headers: headers)
         let token = SessionToken.random()
         state.withLock {
-            $0.routes[token.value] = Route(key: opened.entry.key, url: opened.entry.url, headers: opened.headers)
+            $0.routes[token] = Route(key: opened.entry.key, url: opened.entry.url, headers: opened.headers)
         }
+        tokens.insert(token)
         return "http://127.0.0.1:\(port)/\(token.value)/\(CachingMediaProxy.fileName(of: parsed))"
     }
 
@@ -254,7 +258,7 @@ public final class CachingMediaProxy: Sendable {
     private func startIfNeeded() async throws(CachingProxyError) -> UInt16 {
         if let port = state.withLock({ $0.port }) { return port }
         var router = Router()
-        router.get("/:token/**") { [weak self] request in
+        router.get("/**", sessions: tokens) { [weak self] request in
             guard let self else { return .error(.notFound) }
             return await self.respond(to: request)
         }
@@ -291,13 +295,10 @@ public final class CachingMediaProxy: Sendable {
 
     /// Answers a request whose path starts with a session token (also usable in process, without a server).
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
-        guard let candidate = request.parameters["token"] ?? request.path.split(separator: "/").first.map(String.init)
+        // Through the server the router has matched the token; in process, match the first path segment here.
+        guard let token = request.sessionToken ?? request.path.split(separator: "/").first.flatMap(tokens.match),
+            let route = state.withLock({ $0.routes[token] })
         else { return .error(.notFound) }
-        let route = state.withLock { s -> Route? in
-            // Constant-time comparison against every live token.
-            s.routes.first { SessionToken($0.key)?.matches(candidate) ?? false }?.value
-        }
-        guard let route else { return .error(.notFound) }
         let entry: CachedMediaEntry
         do {
             entry = try self.entry(key: route.key, url: route.url)

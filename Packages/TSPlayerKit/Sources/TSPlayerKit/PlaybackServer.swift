@@ -40,6 +40,7 @@ public actor PlaybackServer {
     public func add(_ session: any PlaybackSource) async throws(PlaybackError) -> String {
         let port = try await startIfNeeded()
         registry.sessions.withLock { $0.append(session) }
+        registry.tokens.insert(session.token)
         session.prepare()
         return "http://127.0.0.1:\(port)/\(session.token.value)/"
     }
@@ -49,6 +50,9 @@ public actor PlaybackServer {
         let remaining = registry.sessions.withLock { list in
             list.removeAll { $0 === session }
             return list.count
+        }
+        if !registry.sessions.withLock({ list in list.contains { $0.token == session.token } }) {
+            registry.tokens.remove(session.token)
         }
         if remaining == 0, let server {
             self.server = nil
@@ -86,15 +90,6 @@ public actor PlaybackServer {
         return try await startIfNeeded()
     }
 
-    /// `path` with its first segment (the session token) replaced by `…`.
-    static func redactingToken(_ path: String) -> String {
-        let segments = path.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-        guard segments.count == 2, segments[0].isEmpty else { return path }
-        let rest = segments[1]
-        guard let slash = rest.firstIndex(of: "/") else { return "/…" }
-        return "/…" + rest[slash...]
-    }
-
     /// The port the server listens on, while it runs.
     public var boundPort: UInt16? { port }
 
@@ -102,21 +97,12 @@ public actor PlaybackServer {
         if let port { return port }
         var router = Router()
         let registry = self.registry
-        router.getImmediate("/:token/**") { request in
-            guard let token = request.parameters["token"] else { return .error(.notFound) }
-            // Constant-time token comparison against every live session.
-            let session = registry.sessions.withLock { list in list.first { $0.token.matches(token) } }
-            guard let session else { return .error(.notFound) }
+        // The router matches the live tokens in constant time and logs "/{token}/…", never a token.
+        router.getImmediate("/**", sessions: registry.tokens) { request in
+            guard let token = request.sessionToken,
+                let session = registry.sessions.withLock({ list in list.first { $0.token == token } })
+            else { return .error(.notFound) }
             return session.respond(to: request)
-        }
-        var configuration = self.configuration
-        if let log = configuration.accessLog {
-            // Session tokens are secrets: the log sees "/…/index.m3u8", never the token itself.
-            configuration.accessLog = { entry in
-                var entry = entry
-                entry.path = PlaybackServer.redactingToken(entry.path)
-                log(entry)
-            }
         }
         let server = HTTPServer(router: router, configuration: configuration)
         let port: UInt16
@@ -134,4 +120,5 @@ public actor PlaybackServer {
 /// The live sessions, shared between the actor and the server's handler.
 private final class SessionRegistry: Sendable {
     let sessions = Mutex<[any PlaybackSource]>([])
+    let tokens = SessionTokenSet()
 }

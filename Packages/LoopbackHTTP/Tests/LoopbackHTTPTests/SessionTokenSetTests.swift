@@ -1,0 +1,72 @@
+import Synchronization
+import Testing
+
+@testable import LoopbackHTTP
+
+/// Routes under a changing set of session tokens: only live tokens reach the handler, which learns which one
+/// matched; the access log never shows a token.
+@Suite("Session token sets", .serialized)
+struct SessionTokenSetTests {
+    static func application(_ sessions: SessionTokenSet, log: (@Sendable (AccessLogEntry) -> Void)? = nil)
+        -> HTTPApplication
+    {
+        var router = Router()
+        router.getImmediate("/**", sessions: sessions) { request in
+            guard let token = request.sessionToken else { return .error(.internalServerError) }
+            return .text(token.value + " " + request.wildcardSegments.joined(separator: "/"))
+        }
+        var configuration = HTTPServerConfiguration()
+        configuration.accessLog = log
+        return HTTPApplication(router: router, configuration: configuration)
+    }
+
+    @Test func liveTokensOnly() async {
+        let sessions = SessionTokenSet()
+        let app = Self.application(sessions)
+        let first = SessionToken.random()
+        let second = SessionToken.random()
+        sessions.insert(first)
+        sessions.insert(second)
+        sessions.insert(first)
+        #expect(sessions.count == 2)
+
+        let one = await app.respond(to: get("/\(first.value)/a/index.m3u8"))
+        #expect(one.status.code == 200)
+        #expect(one.bodyText == "\(first.value) a/index.m3u8")
+        let two = await app.respond(to: get("/\(second.value)/media.ts"))
+        #expect(two.bodyText == "\(second.value) media.ts")
+
+        let stranger = SessionToken.random()
+        #expect(await app.respond(to: get("/\(stranger.value)/media.ts")).status.code == 404)
+        #expect(await app.respond(to: get("/\(String(first.value.dropLast()))/media.ts")).status.code == 404)
+        #expect(await app.respond(to: get("/media.ts")).status.code == 404)
+
+        sessions.remove(first)
+        #expect(sessions.count == 1)
+        #expect(await app.respond(to: get("/\(first.value)/a/index.m3u8")).status.code == 404)
+        #expect(await app.respond(to: get("/\(second.value)/media.ts")).status.code == 200)
+        #expect(sessions.match(second.value) == second)
+        #expect(sessions.match(first.value) == nil)
+    }
+
+    @Test func accessLogShowsNoToken() async throws {
+        let sessions = SessionTokenSet()
+        let token = SessionToken.random()
+        sessions.insert(token)
+        let entries = Mutex<[AccessLogEntry]>([])
+        let app = Self.application(sessions) { entry in entries.withLock { $0.append(entry) } }
+        try await withServer(app) { port, _ in
+            let client = try RawClient(port: port)
+            client.send("GET /\(token.value)/sub/index.m3u8 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            _ = client.readResponse()
+            client.send("GET /\(SessionToken.random().value)/index.m3u8 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            _ = client.readResponse()
+        }
+        let all = entries.withLock { $0 }
+        #expect(all.map(\.status) == [200, 404])
+        #expect(all.first?.path == "/{token}/sub/index.m3u8")
+        // A token-shaped segment that opens nothing is not logged either (it may be an ended session's token).
+        #expect(all.last?.path == "/{token}/index.m3u8")
+        #expect(!all.contains { $0.path.contains(token.value) })
+    }
+}
