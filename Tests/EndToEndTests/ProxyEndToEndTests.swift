@@ -53,11 +53,16 @@ private final class ProxyLog: Sendable {
 
 /// Segments made once per test process: 40 two-second MPEG-TS segments (320x180, 25 fps, stereo AAC) of one
 /// continuous stream; the pictures of segments 8-10 and 14-15 (16-22 s and 28-32 s) are solid red: the "ads".
+/// `fragmented` holds the same stream as fMP4 (init.mp4 and seg<N>.m4s).
 enum ProxyMedia {
     static let segments = 40
     static let adSegments: Set<Int> = [8, 9, 10, 14, 15]
-    static let directory: Result<URL, any Error> = Result {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-e2e-\(getpid())")
+    static let directory: Result<URL, any Error> = Result { try make(fragmented: false) }
+    static let fragmented: Result<URL, any Error> = Result { try make(fragmented: true) }
+
+    static func make(fragmented: Bool) throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "proxy-e2e-\(fragmented ? "fmp4-" : "")\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { throw CocoaError(.fileNoSuchFile) }
         let result = try EndToEnd.run(
@@ -68,9 +73,13 @@ enum ProxyMedia {
                 "[0:v]drawbox=x=0:y=0:w=iw:h=ih:color=red:t=fill:enable='gte(t,16)*lt(t,22)+gte(t,28)*lt(t,32)'[v]",
                 "-map", "[v]", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-keyint_min",
                 "50", "-sc_threshold", "0", "-force_key_frames", "expr:gte(t,n_forced*2)", "-c:a", "aac", "-ac", "2",
-                "-b:a", "64k", "-f", "hls", "-hls_time", "2", "-hls_list_size", "0", "-hls_segment_filename",
-                dir.appendingPathComponent("seg%d.ts").path, dir.appendingPathComponent("ffmpeg.m3u8").path,
-            ])
+                "-b:a", "64k", "-f", "hls", "-hls_time", "2", "-hls_list_size", "0",
+            ]
+                + (fragmented ? ["-hls_segment_type", "fmp4", "-hls_fmp4_init_filename", "init.mp4"] : [])
+                + [
+                    "-hls_segment_filename", dir.appendingPathComponent(fragmented ? "seg%d.m4s" : "seg%d.ts").path,
+                    dir.appendingPathComponent("ffmpeg.m3u8").path,
+                ])
         guard result.status == 0 else { throw CocoaError(.fileWriteUnknown) }
         return dir
     }
@@ -86,8 +95,11 @@ enum ProxyMedia {
 
     /// Starts the origin and the proxy, then lets ffmpeg read `seconds` (all of it when nil) of video through the
     /// proxy, each picture averaged to one RGB pixel.
-    func read(mode: String, seconds: Int?, breaks: String, extraProxyArguments: [String] = []) throws -> Reading {
-        let dir = try ProxyMedia.directory.get()
+    func read(
+        mode: String, seconds: Int?, breaks: String, extraProxyArguments: [String] = [], fragmented: Bool = false,
+        originArguments: [String] = []
+    ) throws -> Reading {
+        let dir = try (fragmented ? ProxyMedia.fragmented : ProxyMedia.directory).get()
         let python = try #require(EndToEnd.tool("python3"))
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
@@ -97,7 +109,7 @@ enum ProxyMedia {
             [
                 script, "--dir", dir.path, "--mode", mode, "--segments", "\(ProxyMedia.segments)", "--breaks", breaks,
                 "--auth", "Bearer e2e-secret",
-            ])
+            ] + originArguments + (fragmented ? ["--fmp4"] : []))
         defer { origin.stop() }
         let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
         let proxy = try ProxyTestProcess(
@@ -157,6 +169,32 @@ enum ProxyMedia {
         // The proxy explained both breaks.
         #expect(reading.log.contains("[EXT-X-CUE-OUT break cue-out-8]"))
         #expect(reading.log.contains("[EXT-X-DATERANGE:SCTE35 break ad-14]"))
+    }
+
+    @Test func liveAES128WithKeyRotation() throws {
+        // Segments encrypted under a new key every 3 segments; keys, like everything, need the Authorization header.
+        let reading = try read(
+            mode: "live", seconds: 30, breaks: "cue:8-10,daterange:14-15", originArguments: ["--rotate", "3"])
+        #expect(reading.status == 0, "\(reading.log.suffix(3000))")
+        #expect(reading.frames.count >= 740, "\(reading.frames.count) frames")
+        let red = reading.frames.indices.filter { Self.isRed(reading.frames[$0]) }
+        #expect(red.isEmpty, "red (ad) frames at \(red.prefix(10))")
+        let gaps = zip(reading.times, reading.times.dropFirst()).filter { abs($1 - $0 - 0.04) > 0.002 }
+        #expect(gaps.isEmpty, "timestamp gaps \(gaps.prefix(5))")
+        #expect(Self.problems(reading.log).isEmpty, "\(Self.problems(reading.log).prefix(5))")
+        #expect(reading.log.contains("[EXT-X-CUE-OUT break cue-out-8]"))
+    }
+
+    @Test func liveFragmentedMP4() throws {
+        let reading = try read(mode: "live", seconds: 30, breaks: "cue:8-10,daterange:14-15", fragmented: true)
+        #expect(reading.status == 0, "\(reading.log.suffix(3000))")
+        #expect(reading.frames.count >= 740, "\(reading.frames.count) frames")
+        let red = reading.frames.indices.filter { Self.isRed(reading.frames[$0]) }
+        #expect(red.isEmpty, "red (ad) frames at \(red.prefix(10))")
+        let gaps = zip(reading.times, reading.times.dropFirst()).filter { abs($1 - $0 - 0.04) > 0.002 }
+        #expect(gaps.isEmpty, "timestamp gaps \(gaps.prefix(5))")
+        #expect(Self.problems(reading.log).isEmpty, "\(Self.problems(reading.log).prefix(5))")
+        #expect(reading.log.contains("[EXT-X-CUE-OUT break cue-out-8]"))
     }
 
     @Test func vodBreaksAreRemoved() throws {

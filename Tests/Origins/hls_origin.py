@@ -2,7 +2,9 @@
 """A small HLS test origin for the ad-stripping proxy's end-to-end tests.
 
 Serves MPEG-TS segments seg<N>.ts from a folder (made by ffmpeg) as a sliding live window that advances in
-real time, or as one VOD playlist. Chosen segments are ad breaks, marked in the playlist with EXT-X-CUE-OUT /
+real time, or as one VOD playlist. With --fmp4 the segments are seg<N>.m4s with init.mp4 (EXT-X-MAP). With
+--rotate N the segments are AES-128 encrypted (with the openssl command) under a new key every N segments,
+key<K>.bin with IV K, and the playlist declares each key where it takes effect. Chosen segments are ad breaks, marked in the playlist with EXT-X-CUE-OUT /
 CUE-OUT-CONT / CUE-IN or with EXT-X-DATERANGE SCTE35-OUT (with PROGRAM-DATE-TIME). Every request must carry the
 expected Authorization header, or it is answered 403. Prints the port on stdout, then serves until killed.
 """
@@ -37,7 +39,24 @@ def main():
     p.add_argument("--breaks", default="", help="cue:8-10,daterange:14-15")
     p.add_argument("--auth", default="")
     p.add_argument("--key", default="", help="serve key.bin and declare AES-128 with this key URI")
+    p.add_argument("--fmp4", action="store_true", help="serve seg<N>.m4s with EXT-X-MAP init.mp4")
+    p.add_argument("--rotate", type=int, default=0, help="encrypt with a new AES-128 key every N segments")
     args = p.parse_args()
+    ext = "m4s" if args.fmp4 else "ts"
+    encrypted = {}
+
+    def key_bytes(k):
+        return bytes([(k * 37 + i) % 256 for i in range(16)])
+
+    if args.rotate:
+        import subprocess
+        import tempfile
+        for m in range(args.segments):
+            k = m // args.rotate
+            with tempfile.NamedTemporaryFile() as out:
+                subprocess.run(["openssl", "aes-128-cbc", "-K", key_bytes(k).hex(), "-iv", "%032x" % k,
+                                "-in", os.path.join(args.dir, "seg%d.%s" % (m, ext)), "-out", out.name], check=True)
+                encrypted["seg%d.%s" % (m, ext)] = open(out.name, "rb").read()
     # A test runner may start us with SIGINT/SIGTERM ignored; stopping must work anyway.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -64,8 +83,14 @@ def main():
             lines.append("#EXT-X-PLAYLIST-TYPE:VOD")
         if args.key:
             lines.append('#EXT-X-KEY:METHOD=AES-128,URI="%s",IV=0x%032x' % (args.key, 0))
+        if args.fmp4:
+            lines[1] = "#EXT-X-VERSION:7"
+            lines.append('#EXT-X-MAP:URI="init.mp4"')
         for m in range(first, last + 1):
             b = break_of(m)
+            if args.rotate and (m == first or m % args.rotate == 0):
+                k = m // args.rotate
+                lines.append('#EXT-X-KEY:METHOD=AES-128,URI="key%d.bin",IV=0x%032x' % (k, k))
             lines.append("#EXT-X-PROGRAM-DATE-TIME:" + datetime.fromtimestamp(
                 epoch + m * args.duration, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z"))
             if b and b[0] == "cue":
@@ -82,7 +107,7 @@ def main():
             if prev and prev[0] == "cue" and not (b and b[0] == "cue"):
                 lines.append("#EXT-X-CUE-IN")
             lines.append("#EXTINF:%.3f," % args.duration)
-            lines.append("seg%d.ts" % m)
+            lines.append("seg%d.%s" % (m, ext))
         if args.mode == "vod" or last == args.segments - 1:
             lines.append("#EXT-X-ENDLIST")
         return ("\n".join(lines) + "\n").encode()
@@ -110,11 +135,16 @@ def main():
             if args.key and name == os.path.basename(args.key):
                 with open(os.path.join(args.dir, "key.bin"), "rb") as f:
                     return self.send(200, f.read(), "application/octet-stream")
+            if args.rotate and name.startswith("key") and name.endswith(".bin") and name[3:-4].isdigit():
+                return self.send(200, key_bytes(int(name[3:-4])), "application/octet-stream")
             full = os.path.join(args.dir, name)
-            if not name.startswith("seg") or not os.path.isfile(full):
+            media_type = "video/mp4" if args.fmp4 else "video/mp2t"
+            if name in encrypted:
+                return self.send(200, encrypted[name], media_type)
+            if not (name.startswith("seg") or (args.fmp4 and name == "init.mp4")) or not os.path.isfile(full):
                 return self.send(404, b"not found\n", "text/plain")
             with open(full, "rb") as f:
-                self.send(200, f.read(), "video/mp2t")
+                self.send(200, f.read(), media_type)
 
     class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         daemon_threads = True

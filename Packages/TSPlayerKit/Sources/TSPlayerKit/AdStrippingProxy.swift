@@ -139,7 +139,9 @@ public final class AdStrippingProxy: Sendable {
             return await small(entry, contentType: nil)
         case ("slate", 3):
             if parts[2] == "init.mp4" {
-                guard let bytes = slates.fragmentedSlateInit else { return .error(.notFound) }
+                let mapURI = state.withLock { $0.filters[parts[1]]?.state.lastContentMap }
+                let contentInit = await mapURI.asyncFlatMap { try? await self.contentInit($0) }
+                guard let bytes = slates.fragmentedSlateInit(contentInit: contentInit) else { return .error(.notFound) }
                 return .bytes(bytes, contentType: "video/mp4")
             }
             return await slate(playlist: parts[1], msn: stem(parts[2]))
@@ -445,6 +447,17 @@ public final class AdStrippingProxy: Sendable {
         return response
     }
 
+    /// A content init section (fMP4), fetched once and kept (a few, most recent).
+    private func contentInit(_ url: String) async throws(ProxyError) -> [UInt8] {
+        if let cached = state.withLock({ $0.initCache[url] }) { return cached }
+        let bytes = try await fetcher.fetchSmall(url, maxBytes: options.fetch.maxSmallBodyBytes).1
+        state.withLock { s in
+            if s.initCache.count >= 8 { s.initCache.removeAll() }
+            s.initCache[url] = bytes
+        }
+        return bytes
+    }
+
     private func small(_ url: String, contentType: String?) async -> HTTPResponse {
         do {
             let (head, bytes) = try await fetcher.fetchSmall(url, maxBytes: options.fetch.maxSmallBodyBytes)
@@ -471,9 +484,7 @@ public final class AdStrippingProxy: Sendable {
         let type: String
         if slot.isFragmentedMP4 {
             var anchorInit: [UInt8]?
-            if let mapURI = slot.anchorMapURI {
-                anchorInit = try? await fetcher.fetchSmall(mapURI, maxBytes: options.fetch.maxSmallBodyBytes).1
-            }
+            if let mapURI = slot.anchorMapURI { anchorInit = try? await contentInit(mapURI) }
             bytes = await slates.fragmentedSlate(for: slot, anchor: anchor, anchorInit: anchorInit)
             type = "video/mp4"
         } else {
@@ -490,6 +501,13 @@ public final class AdStrippingProxy: Sendable {
             }
         }
         return .bytes(bytes, contentType: type)
+    }
+}
+
+extension Optional {
+    func asyncFlatMap<U>(_ transform: (Wrapped) async -> U?) async -> U? {
+        guard let value = self else { return nil }
+        return await transform(value)
     }
 }
 
@@ -561,6 +579,8 @@ struct ProxyState {
         var at: Double
     }
     var lastPolls: [String: LastPoll] = [:]
+    /// fMP4 content init sections by URL (for the slates' track and timeline).
+    var initCache: [String: [UInt8]] = [:]
 
     /// Byte equality by memcmp.
     static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
@@ -685,11 +705,13 @@ struct ProxyState {
 public protocol ProxySlateSource: Sendable {
     /// The slate's bytes for `slot`; `anchor` holds the last content segment before it, when it could be fetched.
     func slate(for slot: SlateSlot, anchor: [UInt8]?) async -> [UInt8]?
-    /// An fMP4 slate (fragments for the init section ``fragmentedSlateInit``); `anchor` and `anchorInit` hold the
-    /// last content segment before it and that segment's init section, when they could be fetched.
+    /// An fMP4 slate (fragments for the init section ``fragmentedSlateInit(contentInit:)``); `anchor` and
+    /// `anchorInit` hold the last content segment before it and that segment's init section, when they could be
+    /// fetched.
     func fragmentedSlate(for slot: SlateSlot, anchor: [UInt8]?, anchorInit: [UInt8]?) async -> [UInt8]?
-    /// The init section every fMP4 slate plays with (served at `slate/<playlist>/init.mp4`).
-    var fragmentedSlateInit: [UInt8]? { get }
+    /// The init section the fMP4 slates of a playlist play with (served at `slate/<playlist>/init.mp4`);
+    /// `contentInit` is the content's init section, when it could be fetched.
+    func fragmentedSlateInit(contentInit: [UInt8]?) -> [UInt8]?
 }
 
 extension ProxySlateSource {
@@ -703,8 +725,13 @@ extension ProxySlateSource {
         {
             start += content
         }
-        return template.slate(duration: slot.duration, start: start)
+        let track = anchorInit.flatMap { FragmentedSlateTemplate.videoTrack(initSection: $0) }
+        return template.slate(duration: slot.duration, start: start, track: track)
     }
 
-    public var fragmentedSlateInit: [UInt8]? { FragmentedSlateTemplate.shipped?.initSection }
+    /// The shipped template's init section, made for the content's video track (ID and timescale).
+    public func fragmentedSlateInit(contentInit: [UInt8]?) -> [UInt8]? {
+        let track = contentInit.flatMap { FragmentedSlateTemplate.videoTrack(initSection: $0) }
+        return FragmentedSlateTemplate.shipped?.initSection(for: track)
+    }
 }

@@ -85,8 +85,8 @@ final class ProxyHTTPClient: Sendable {
 /// The body of one transfer. URLSession hands over small pieces (16 KiB with libcurl on Linux); they are gathered
 /// into one buffer that the consumer takes whole, so a relay writes large blocks and pays its per-chunk costs
 /// (a task switch, a wake-up of the server's event loop, a send) a few times per megabyte rather than per piece.
-/// A waiting consumer is woken once ``wakeBytes`` have gathered, or on the first piece after ``wakeDelay``
-/// (so a slow upstream is relayed as it arrives), or at the end. The transfer is suspended while more than
+/// A waiting consumer is woken once ``wakeBytes`` have gathered, or ``wakeDelay`` after the oldest byte waiting
+/// arrived (a timer, so a slow or pausing upstream is relayed as it arrives), or at the end. The transfer is suspended while more than
 /// ``highWater`` bytes wait for the consumer (backpressure) and resumed when the consumer takes them.
 final class TransferBody: Sendable {
     private struct State {
@@ -94,9 +94,10 @@ final class TransferBody: Sendable {
         var finished = false
         var failure: (any Error)?
         var waiter: CheckedContinuation<[UInt8]?, any Error>?
-        var waitingSince: ContinuousClock.Instant?
         /// When the oldest byte in `pending` arrived.
         var pendingSince: ContinuousClock.Instant?
+        /// Whether a wake-up timer is pending.
+        var timerArmed = false
         var suspended = false
         var cancelled = false
     }
@@ -111,21 +112,23 @@ final class TransferBody: Sendable {
     /// A piece from URLSession.
     func append(_ data: Data) {
         var wake: (CheckedContinuation<[UInt8]?, any Error>, [UInt8])?
+        var arm = false
         let suspend = state.withLock { s -> Bool in
             if s.pending.isEmpty {
                 s.pending.reserveCapacity(max(TransferBody.wakeBytes * 2, data.count))
                 s.pendingSince = ContinuousClock.now
             }
             data.withUnsafeBytes { s.pending.append(contentsOf: $0) }
-            if let waiter = s.waiter,
-                s.pending.count >= TransferBody.wakeBytes
-                    || s.waitingSince.map({ ContinuousClock.now - $0 >= TransferBody.wakeDelay }) ?? true
-            {
-                s.waiter = nil
-                s.waitingSince = nil
-                s.pendingSince = nil
-                wake = (waiter, s.pending)
-                s.pending = []
+            if let waiter = s.waiter {
+                if s.pending.count >= TransferBody.wakeBytes {
+                    s.waiter = nil
+                    s.pendingSince = nil
+                    wake = (waiter, s.pending)
+                    s.pending = []
+                } else if !s.timerArmed {
+                    s.timerArmed = true
+                    arm = true
+                }
             }
             if !s.suspended, s.pending.count > TransferBody.highWater {
                 s.suspended = true
@@ -134,7 +137,23 @@ final class TransferBody: Sendable {
             return false
         }
         if let wake { wake.0.resume(returning: wake.1) }
+        if arm { armTimer() }
         if suspend { task.suspend() }
+    }
+
+    /// Wakes a waiting consumer with what has gathered, ``wakeDelay`` from now.
+    private func armTimer() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5)) { [self] in
+            let wake = state.withLock { s -> (CheckedContinuation<[UInt8]?, any Error>, [UInt8])? in
+                s.timerArmed = false
+                guard let waiter = s.waiter, !s.pending.isEmpty else { return nil }
+                s.waiter = nil
+                s.pendingSince = nil
+                defer { s.pending = [] }
+                return (waiter, s.pending)
+            }
+            if let wake { wake.0.resume(returning: wake.1) }
+        }
     }
 
     /// The transfer ended (`error` nil: complete).
@@ -208,10 +227,16 @@ final class TransferBody: Sendable {
                         return .success(nil)
                     }
                     s.waiter = continuation
-                    s.waitingSince = s.pending.isEmpty ? nil : ContinuousClock.now
                     return nil
                 }
                 if let immediate { continuation.resume(with: immediate) }
+                // Bytes already waiting are handed over within wakeDelay even if no more arrive.
+                let arm = state.withLock { s -> Bool in
+                    guard s.waiter != nil, !s.pending.isEmpty, !s.timerArmed else { return false }
+                    s.timerArmed = true
+                    return true
+                }
+                if arm { armTimer() }
             }
         } onCancel: {
             cancel()

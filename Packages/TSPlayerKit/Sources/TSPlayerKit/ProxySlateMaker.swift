@@ -182,19 +182,36 @@ public struct ProxySlateMaker: ProxySlateSource {
 // MARK: fMP4 slates
 
 /// fMP4 slates from the shipped template (``ProxySlateTemplate``: an init section and one fragment holding one
-/// black IDR frame). A slate is the fragment repeated once per frame, each copy with the next `mfhd` sequence number
-/// and a `tfdt` decode time one frame further on; the last copy's sample duration is cut so the slate lasts exactly
-/// the ad segment's duration. The first decode time is where the content timeline is: the anchor segment's video
-/// `tfdt` (in the timescale of its init section's video track) plus the slot's offset.
+/// black IDR frame with in-band parameter sets). A slate is the fragment repeated once per frame, each copy with the
+/// next `mfhd` sequence number and a `tfdt` decode time one frame further on; the last copy's sample duration is cut
+/// so the slate lasts exactly the ad segment's duration. The slate is made for the content's video track: same
+/// track ID and timescale (in its init section and its fragments), so a player that keeps the content's init
+/// section across the discontinuity still reads the right times. The first decode time is where the content
+/// timeline is: the anchor segment's video `tfdt` plus the slot's offset.
 public struct FragmentedSlateTemplate: Sendable {
-    /// The initialization section (ftyp + moov) the slates play with.
-    public let initSection: [UInt8]
+    /// The content's video track: its ID and timescale.
+    public struct Track: Sendable, Hashable {
+        public var id: UInt32
+        public var timescale: UInt64
+        public init(id: UInt32, timescale: UInt64) {
+            self.id = id
+            self.timescale = timescale
+        }
+    }
+
+    let initBytes: [UInt8]
     let fragment: [UInt8]
-    /// The template's video timescale and frame duration (in that timescale).
-    let timescale: UInt64
-    let frameDuration: UInt64
-    /// Offsets in `fragment` of the mfhd sequence number, the tfhd default sample duration and the 64-bit tfdt.
+    /// The template's own track.
+    public let track: Track
+    /// The template's frame duration, in seconds.
+    let frameSeconds: Double
+    /// Offsets in `initBytes` of the tkhd and trex track IDs and the mdhd timescale.
+    let initTrackIDOffsets: [Int]
+    let initTimescaleOffset: Int
+    /// Offsets in `fragment` of the mfhd sequence number, the tfhd track ID and default sample duration, and the
+    /// 64-bit tfdt.
     let sequenceOffset: Int
+    let fragmentTrackIDOffset: Int
     let durationOffset: Int
     let decodeTimeOffset: Int
 
@@ -204,15 +221,20 @@ public struct FragmentedSlateTemplate: Sendable {
         return FragmentedSlateTemplate([UInt8](data))
     }()
 
-    /// Reads a template: boxes before the first `moof` are the init section; the first `moof` + `mdat` the fragment,
-    /// which must have a version-1 `tfdt` and a `tfhd` default sample duration.
+    /// Reads a template: boxes before the first `moof` are the init section (one video track, version-0 `tkhd`
+    /// and `mdhd`, a `trex`); the first `moof` + `mdat` the fragment, which must have a version-1 `tfdt` and a
+    /// `tfhd` default sample duration.
     public init?(_ bytes: [UInt8]) {
         let top = MP4Boxes.children(bytes, 0..<bytes.count)
         guard let moofIndex = top.firstIndex(where: { $0.type == "moof" }), moofIndex + 1 < top.count,
             top[moofIndex + 1].type == "mdat"
         else { return nil }
         let moov = top[..<moofIndex].first { $0.type == "moov" }
-        guard let moov, let mdhd = MP4Boxes.find(bytes, moov.body, path: ["trak", "mdia", "mdhd"]),
+        guard let moov, let tkhd = MP4Boxes.find(bytes, moov.body, path: ["trak", "tkhd"]),
+            let mdhd = MP4Boxes.find(bytes, moov.body, path: ["trak", "mdia", "mdhd"]),
+            let trex = MP4Boxes.find(bytes, moov.body, path: ["mvex", "trex"]),
+            tkhd.body.count >= 16, bytes[tkhd.body.lowerBound] == 0, mdhd.body.count >= 16,
+            bytes[mdhd.body.lowerBound] == 0, trex.body.count >= 8,
             let scale = MP4Boxes.timescale(bytes, mdhd)
         else { return nil }
         let start = top[moofIndex].range.lowerBound
@@ -233,26 +255,44 @@ public struct FragmentedSlateTemplate: Sendable {
         if flags & 0x01 != 0 { offset += 8 }
         if flags & 0x02 != 0 { offset += 4 }
         guard offset + 4 <= tfhd.body.upperBound else { return nil }
-        initSection = Array(bytes[0..<start])
+        let frame = MP4Boxes.uint32(fragment, offset)
+        guard frame > 0 else { return nil }
+        initBytes = Array(bytes[0..<start])
         self.fragment = fragment
-        timescale = scale
-        frameDuration = UInt64(MP4Boxes.uint32(fragment, offset))
+        track = Track(id: MP4Boxes.uint32(bytes, tkhd.body.lowerBound + 12), timescale: scale)
+        frameSeconds = Double(frame) / Double(scale)
+        initTrackIDOffsets = [tkhd.body.lowerBound + 12, trex.body.lowerBound + 4]
+        initTimescaleOffset = mdhd.body.lowerBound + 12
         sequenceOffset = mfhd.body.lowerBound + 4
+        fragmentTrackIDOffset = tfhd.body.lowerBound + 4
         durationOffset = offset
         decodeTimeOffset = tfdt.body.lowerBound + 4
-        guard frameDuration > 0 else { return nil }
     }
 
-    /// A slate of `duration` seconds whose first decode time is `start` seconds on the content timeline.
-    public func slate(duration: Double, start: Double) -> [UInt8]? {
+    /// The init section of slates for `track` (the template's own when nil).
+    public func initSection(for track: Track? = nil) -> [UInt8] {
+        guard let track, track != self.track, track.timescale <= UInt64(UInt32.max) else { return initBytes }
+        var out = initBytes
+        for offset in initTrackIDOffsets { MP4Boxes.put32(&out, offset, track.id) }
+        MP4Boxes.put32(&out, initTimescaleOffset, UInt32(track.timescale))
+        return out
+    }
+
+    /// A slate of `duration` seconds whose first decode time is `start` seconds on the content timeline, for
+    /// `track` (the template's own when nil).
+    public func slate(duration: Double, start: Double, track: Track? = nil) -> [UInt8]? {
         guard duration > 0, duration < 600, start >= 0, start < 1e9 else { return nil }
-        let total = UInt64((duration * Double(timescale)).rounded())
+        let target = track.flatMap { $0.timescale <= UInt64(UInt32.max) ? $0 : nil } ?? self.track
+        let scale = Double(target.timescale)
+        let total = UInt64((duration * scale).rounded())
+        let frameDuration = max(1, UInt64((frameSeconds * scale).rounded()))
         guard total > 0 else { return nil }
         let frames = max(1, (total + frameDuration / 2) / frameDuration)
-        let first = UInt64((start * Double(timescale)).rounded())
+        let first = UInt64((start * scale).rounded())
         var out: [UInt8] = []
         out.reserveCapacity(Int(frames) * fragment.count)
         var copy = fragment
+        MP4Boxes.put32(&copy, fragmentTrackIDOffset, target.id)
         for i in 0..<frames {
             let length = i == frames - 1 ? total - min(total, (frames - 1) * frameDuration) : frameDuration
             MP4Boxes.put32(&copy, sequenceOffset, UInt32(truncatingIfNeeded: i + 1))
@@ -263,12 +303,11 @@ public struct FragmentedSlateTemplate: Sendable {
         return out
     }
 
-    /// Where a content segment starts, in seconds: the `tfdt` of its video track (the first track when the init
-    /// section names no video handler) divided by that track's timescale.
-    public static func contentStart(segment: [UInt8], initSection: [UInt8]) -> Double? {
+    /// The video track of an init section (the first track when none has a video handler).
+    public static func videoTrack(initSection: [UInt8]) -> Track? {
         guard let moov = MP4Boxes.children(initSection, 0..<initSection.count).first(where: { $0.type == "moov" })
         else { return nil }
-        var tracks: [(id: UInt32, scale: UInt64, video: Bool)] = []
+        var tracks: [(track: Track, video: Bool)] = []
         for trak in MP4Boxes.children(initSection, moov.body) where trak.type == "trak" {
             guard let tkhd = MP4Boxes.find(initSection, trak.body, path: ["tkhd"]), tkhd.body.count >= 4,
                 let mdhd = MP4Boxes.find(initSection, trak.body, path: ["mdia", "mdhd"]),
@@ -281,9 +320,14 @@ public struct FragmentedSlateTemplate: Sendable {
             if let hdlr = MP4Boxes.find(initSection, trak.body, path: ["mdia", "hdlr"]), hdlr.body.count >= 12 {
                 video = initSection[(hdlr.body.lowerBound + 8)..<(hdlr.body.lowerBound + 12)].elementsEqual("vide".utf8)
             }
-            tracks.append((MP4Boxes.uint32(initSection, idOffset), scale, video))
+            tracks.append((Track(id: MP4Boxes.uint32(initSection, idOffset), timescale: scale), video))
         }
-        guard let track = tracks.first(where: \.video) ?? tracks.first else { return nil }
+        return (tracks.first(where: \.video) ?? tracks.first)?.track
+    }
+
+    /// Where a content segment starts, in seconds: the `tfdt` of its video track divided by that track's timescale.
+    public static func contentStart(segment: [UInt8], initSection: [UInt8]) -> Double? {
+        guard let track = videoTrack(initSection: initSection) else { return nil }
         for moof in MP4Boxes.children(segment, 0..<segment.count) where moof.type == "moof" {
             for traf in MP4Boxes.children(segment, moof.body) where traf.type == "traf" {
                 guard let tfhd = MP4Boxes.find(segment, traf.body, path: ["tfhd"]), tfhd.body.count >= 8,
@@ -298,7 +342,7 @@ public struct FragmentedSlateTemplate: Sendable {
                 } else {
                     time = UInt64(MP4Boxes.uint32(segment, base))
                 }
-                return Double(time) / Double(track.scale)
+                return Double(time) / Double(track.timescale)
             }
             break
         }

@@ -70,10 +70,22 @@ import Testing
 
     @Test func theShippedTemplateIsReadable() throws {
         let template = try #require(FragmentedSlateTemplate.shipped)
-        #expect(template.timescale == 90000)
-        #expect(template.frameDuration == 3600)
-        let types = MP4Boxes.children(template.initSection, 0..<template.initSection.count).map(\.type)
+        #expect(template.track == FragmentedSlateTemplate.Track(id: 1, timescale: 90000))
+        #expect(template.frameSeconds == 0.04)
+        let initSection = template.initSection()
+        let types = MP4Boxes.children(initSection, 0..<initSection.count).map(\.type)
         #expect(types == ["ftyp", "moov"])
+        #expect(FragmentedSlateTemplate.videoTrack(initSection: initSection) == template.track)
+        // Made for another track: its ID and timescale in the init section and in every fragment.
+        let other = FragmentedSlateTemplate.Track(id: 3, timescale: 12800)
+        let adapted = template.initSection(for: other)
+        #expect(FragmentedSlateTemplate.videoTrack(initSection: adapted) == other)
+        let slate = try #require(template.slate(duration: 2, start: 10, track: other))
+        #expect(FragmentedSlateTemplate.contentStart(segment: slate, initSection: adapted) == 10)
+        let f = Self.fragments(slate)
+        #expect(f.count == 50)
+        #expect(f.map { UInt64($0.duration) }.reduce(0, +) == 2 * 12800)
+        #expect(f.allSatisfy { $0.duration == 512 })
     }
 
     @Test func aSlateLastsExactlyTheDurationAndStartsWhereTheContentIs() throws {
@@ -171,14 +183,17 @@ import Testing
                 let initResponse = try await ProxyTestClient.get(try #require(slate.map?.uri))
                 #expect(initResponse.status == 200)
                 #expect(initResponse.header("Content-Type") == "video/mp4")
-                #expect(initResponse.body == FragmentedSlateTemplate.shipped?.initSection)
+                // Made for the content's video track (ID 1, timescale 1000).
+                #expect(
+                    FragmentedSlateTemplate.videoTrack(initSection: initResponse.body)
+                        == FragmentedSlateTemplate.Track(id: 1, timescale: 1000))
                 let body = try await ProxyTestClient.get(slate.uri)
                 #expect(body.status == 200)
                 #expect(body.header("Content-Type") == "video/mp4")
                 let f = Self.fragments(body.body)
-                // 13 starts 8 s after the anchor 11 (44 s): 52 s, in the template's timescale.
-                #expect(f.first?.time == 52 * 90000)
-                #expect(f.map { UInt64($0.duration) }.reduce(0, +) == 4 * 90000)
+                // 13 starts 8 s after the anchor 11 (44 s): 52 s, in the content's timescale.
+                #expect(f.first?.time == 52 * 1000)
+                #expect(f.map { UInt64($0.duration) }.reduce(0, +) == 4 * 1000)
             }
         }
         #expect(published[14] == 2)
