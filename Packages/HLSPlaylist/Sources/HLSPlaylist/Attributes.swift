@@ -185,6 +185,38 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
     /// The ``AttributeNames`` id of the attribute at `position` (-1 for other names).
     func nameID(at position: Int) -> Int { spans[position].nameID }
 
+    /// Reads the value bytes of the attribute at `position` in place (no ``Attribute`` is made, so no reference
+    /// counting per read).
+    func withValue<R>(at position: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        let span = spans[position]
+        return source.withUnsafeBufferPointer { b in
+            let start = Swift.max(0, Swift.min(span.valueStart, b.count))
+            let end = Swift.max(start, Swift.min(span.valueEnd, b.count))
+            return body(UnsafeBufferPointer(rebasing: b[start..<end]))
+        }
+    }
+
+    /// The typed readers of ``Attribute`` for the attribute at `position`, read in place.
+    func quotedString(at position: Int) -> String? {
+        withValue(at: position) { v in
+            guard v.count >= 2, v[0] == asciiQuote, v[v.count - 1] == asciiQuote else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: v[1..<(v.count - 1)]), as: UTF8.self)
+        }
+    }
+    func decimalInteger(at position: Int) -> UInt64? { withValue(at: position) { Numbers.decimalInteger($0) } }
+    func decimalFloat(at position: Int) -> Double? {
+        withValue(at: position) { Numbers.decimalFloat($0, signed: false) }
+    }
+    func resolution(at position: Int) -> Resolution? {
+        withValue(at: position) { u in
+            guard let x = u.firstIndex(where: { $0 == 0x78 || $0 == 0x58 }),
+                let w = Numbers.decimalInteger(UnsafeBufferPointer(rebasing: u[..<x])),
+                let h = Numbers.decimalInteger(UnsafeBufferPointer(rebasing: u[(x + 1)...]))
+            else { return nil }
+            return Resolution(width: w, height: h)
+        }
+    }
+
     public var startIndex: Int { spans.startIndex }
     public var endIndex: Int { spans.endIndex }
     public subscript(position: Int) -> Attribute { attribute(spans[position]) }
@@ -257,83 +289,88 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
     /// Parses `bytes` (the text after the tag's colon). Tolerant: lowercase names, spaces after commas and
     /// stray characters are accepted and reported as problems; parsing goes on to the end.
     static func parse(_ bytes: ArraySlice<UInt8>, maxAttributes: Int) -> (AttributeList, [Problem]) {
+        let (list, problems) = bytes.withUnsafeBufferPointer { parse(buffer: $0, maxAttributes: maxAttributes) }
+        return (AttributeList(source: bytes, spans: list), problems)
+    }
+
+    /// The scan over the bytes (offsets from 0), so it makes no slices and carries no bounds checks.
+    private static func parse(buffer b: UnsafeBufferPointer<UInt8>, maxAttributes: Int) -> ([Span], [Problem]) {
         var list: [Span] = []
         list.reserveCapacity(8)
         var problems: [Problem] = []
-        var i = bytes.startIndex
-        let end = bytes.endIndex
-        let base = bytes.startIndex
+        var i = 0
+        let end = b.count
         while i < end {
             // Leading whitespace is tolerated but reported.
-            if ASCII.isWhitespace(bytes[i]) {
+            if ASCII.isWhitespace(b[i]) {
                 let ws = i
-                while i < end && ASCII.isWhitespace(bytes[i]) { i += 1 }
-                problems.append(Problem(offset: ws - base, message: "whitespace in attribute list"))
+                while i < end && ASCII.isWhitespace(b[i]) { i += 1 }
+                problems.append(Problem(offset: ws, message: "whitespace in attribute list"))
                 if i == end { break }
             }
             let nameStart = i
-            while i < end && bytes[i] != asciiEquals && bytes[i] != asciiComma { i += 1 }
-            let nameBytes = bytes[nameStart..<i]
-            var trimmedName = nameBytes
-            while let last = trimmedName.last, ASCII.isWhitespace(last) { trimmedName = trimmedName.dropLast() }
-            if trimmedName.isEmpty {
-                problems.append(Problem(offset: nameStart - base, message: "empty attribute name"))
-            } else if !trimmedName.allSatisfy(ASCII.isAttributeNameByte) {
+            while i < end && b[i] != asciiEquals && b[i] != asciiComma { i += 1 }
+            var nameEnd = i
+            while nameEnd > nameStart, ASCII.isWhitespace(b[nameEnd - 1]) { nameEnd -= 1 }
+            let name = UnsafeBufferPointer(rebasing: b[nameStart..<nameEnd])
+            if name.isEmpty {
+                problems.append(Problem(offset: nameStart, message: "empty attribute name"))
+            } else if !name.allSatisfy(ASCII.isAttributeNameByte) {
                 problems.append(
                     Problem(
-                        offset: nameStart - base,
-                        message: "attribute name \"\(String(decoding: trimmedName, as: UTF8.self))\" is not [A-Z0-9-]"))
+                        offset: nameStart,
+                        message: "attribute name \"\(String(decoding: name, as: UTF8.self))\" is not [A-Z0-9-]"))
             }
-            guard i < end, bytes[i] == asciiEquals else {
-                problems.append(Problem(offset: i - base, message: "expected '=' after attribute name"))
+            guard i < end, b[i] == asciiEquals else {
+                problems.append(Problem(offset: i, message: "expected '=' after attribute name"))
                 if i < end { i += 1 }
-                if !trimmedName.isEmpty {
+                if !name.isEmpty {
                     list.append(
                         Span(
-                            nameStart: trimmedName.startIndex - base, nameEnd: trimmedName.endIndex - base,
-                            valueStart: i - base, valueEnd: i - base, nameID: AttributeNames.id(of: trimmedName)))
+                            nameStart: nameStart, nameEnd: nameEnd, valueStart: i, valueEnd: i,
+                            nameID: AttributeNames.id(of: name)))
                 }
                 continue
             }
             i += 1
             let valueStart = i
-            if i < end && bytes[i] == asciiQuote {
+            if i < end && b[i] == asciiQuote {
                 i += 1
-                while i < end && bytes[i] != asciiQuote { i += 1 }
+                while i < end && b[i] != asciiQuote { i += 1 }
                 if i == end {
-                    problems.append(Problem(offset: valueStart - base, message: "unterminated quoted string"))
+                    problems.append(Problem(offset: valueStart, message: "unterminated quoted string"))
                 } else {
                     i += 1
                 }
                 // Anything between the closing quote and the comma is an error, kept in the raw value.
                 let afterQuote = i
-                while i < end && bytes[i] != asciiComma { i += 1 }
+                while i < end && b[i] != asciiComma { i += 1 }
                 if i > afterQuote {
-                    problems.append(Problem(offset: afterQuote - base, message: "characters after quoted string"))
+                    problems.append(Problem(offset: afterQuote, message: "characters after quoted string"))
                 }
             } else {
-                while i < end && bytes[i] != asciiComma {
-                    if bytes[i] == asciiQuote {
-                        problems.append(Problem(offset: i - base, message: "quote inside unquoted value"))
+                while i < end && b[i] != asciiComma {
+                    if b[i] == asciiQuote {
+                        problems.append(Problem(offset: i, message: "quote inside unquoted value"))
                     }
                     i += 1
                 }
             }
             if list.count >= maxAttributes {
                 problems.append(
-                    Problem(offset: nameStart - base, message: "more than \(maxAttributes) attributes", tooMany: true))
-                return (AttributeList(source: bytes, spans: list), problems)
+                    Problem(offset: nameStart, message: "more than \(maxAttributes) attributes", tooMany: true))
+                return (list, problems)
             }
             list.append(
                 Span(
-                    nameStart: trimmedName.startIndex - base, nameEnd: trimmedName.endIndex - base,
-                    valueStart: valueStart - base, valueEnd: i - base, nameID: AttributeNames.id(of: trimmedName)))
+                    nameStart: nameStart, nameEnd: nameEnd, valueStart: valueStart, valueEnd: i,
+                    nameID: AttributeNames.id(of: name)))
             if i < end {  // at a comma
                 i += 1
-                if i == end { problems.append(Problem(offset: i - 1 - base, message: "trailing comma")) }
+                if i == end { problems.append(Problem(offset: i - 1, message: "trailing comma")) }
             }
         }
-        return (AttributeList(source: bytes, spans: list), problems)
+        return (list, problems)
     }
 }
 
@@ -389,6 +426,23 @@ enum AttributeNames {
             }
             return -1
         }
+    }
+
+    static func id(of b: UnsafeBufferPointer<UInt8>) -> Int {
+        let count = b.count
+        guard count < byLength.count, let first = b.first else { return -1 }
+        for entry in byLength[count] where entry.bytes[0] == first {
+            let equal = entry.bytes.withUnsafeBufferPointer { e in
+                var k = 1
+                while k < count {
+                    if e[k] != b[k] { return false }
+                    k &+= 1
+                }
+                return true
+            }
+            if equal { return entry.id }
+        }
+        return -1
     }
 
     static func id(_ name: String) -> Int { id(of: name.utf8) }

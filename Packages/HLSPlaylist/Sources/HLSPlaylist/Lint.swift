@@ -136,6 +136,12 @@ public struct PlaylistLinter: Sendable {
             id: "HLS-PRELOAD-HINT-PART-INF", severity: .error, section: "4.4.3.7",
             summary: "a TYPE=PART preload hint needs EXT-X-PART-INF"),
         LintRule(
+            id: "HLS-RENDITION-REPORT-URI", severity: .error, section: "4.4.5.4",
+            summary: "an EXT-X-RENDITION-REPORT URI is relative to the playlist's URI (no scheme)"),
+        LintRule(
+            id: "HLS-IFRAMES-ONLY-PARTS", severity: .warning, section: "4.4.4.9",
+            summary: "EXT-X-I-FRAMES-ONLY playlists do not use partial segments"),
+        LintRule(
             id: "HLS-PRELOAD-HINT-DUPLICATE", severity: .warning, section: "6.2.6",
             summary: "at most one EXT-X-PRELOAD-HINT of each TYPE"),
         LintRule(
@@ -642,6 +648,15 @@ struct LintContext {
                     column: column(of: "RECENTLY-REMOVED-DATERANGES", inLine: skipLine),
                     "RECENTLY-REMOVED-DATERANGES (skipped date ranges) needs CAN-SKIP-DATERANGES=YES")
             }
+        }
+        for (index, line) in lines.enumerated() where line.knownTag == .renditionReport {
+            guard let uri = line.tag?.attributes?.quotedString("URI"), URIReference(uri).scheme != nil else { continue }
+            add(
+                "HLS-RENDITION-REPORT-URI", index, column: column(of: "URI", inLine: index),
+                "the rendition report URI \"\(uri)\" must be relative to this playlist's URI")
+        }
+        if media.iFramesOnly, let firstPart = (media.segments.flatMap(\.parts) + media.trailingParts).first {
+            add("HLS-IFRAMES-ONLY-PARTS", firstPart.lineIndex, "an I-frames-only playlist should not use EXT-X-PART")
         }
         var firstOfType: [String: Int] = [:]
         for hint in preloadHints {

@@ -57,23 +57,22 @@ public struct VariantStream: Sendable, Hashable {
             let field = fields[id]
             guard field >= 0, seen & (1 << field) == 0 else { continue }
             seen |= 1 << field
-            let attribute = a[position]
             switch field {
-            case 0: bandwidth = attribute.decimalInteger
-            case 1: averageBandwidth = attribute.decimalInteger
-            case 2: score = attribute.decimalFloat
-            case 3: codecs = attribute.quotedString
-            case 4: supplementalCodecs = attribute.quotedString
-            case 5: resolution = attribute.resolution
-            case 6: frameRate = attribute.decimalFloat
-            case 7: hdcpLevel = attribute.enumeratedString
-            case 8: videoRange = attribute.enumeratedString
-            case 9: audio = attribute.quotedString
-            case 10: video = attribute.quotedString
-            case 11: subtitles = attribute.quotedString
-            case 12: closedCaptions = attribute.quotedString
-            case 13: pathwayID = attribute.quotedString
-            case 14: stableVariantID = attribute.quotedString
+            case 0: bandwidth = a.decimalInteger(at: position)
+            case 1: averageBandwidth = a.decimalInteger(at: position)
+            case 2: score = a.decimalFloat(at: position)
+            case 3: codecs = a.quotedString(at: position)
+            case 4: supplementalCodecs = a.quotedString(at: position)
+            case 5: resolution = a.resolution(at: position)
+            case 6: frameRate = a.decimalFloat(at: position)
+            case 7: hdcpLevel = a[position].enumeratedString
+            case 8: videoRange = a[position].enumeratedString
+            case 9: audio = a.quotedString(at: position)
+            case 10: video = a.quotedString(at: position)
+            case 11: subtitles = a.quotedString(at: position)
+            case 12: closedCaptions = a.quotedString(at: position)
+            case 13: pathwayID = a.quotedString(at: position)
+            case 14: stableVariantID = a.quotedString(at: position)
             default: break
             }
         }

@@ -29,6 +29,52 @@ import Testing
         }
     }
 
+    /// Segment and variant URIs are resolved when first read; the eight-bytes-at-a-time shape scan must agree with
+    /// the full §5.2 algorithm, also where a `/.` or `:` straddles two eight-byte words.
+    @Test(arguments: [
+        "seg1.ts", "abcdefg/.hidden/x.ts", "abcdefgh/./x.ts", "abcdefg/../x.ts", "abcdefghijklmno/x.ts",
+        "abcdefghijklmnop.ts", "abcdefg:h/x.ts", "a/b/c/d/e/f/g/h/i.ts", "x.ts?token=a/./b", "dir./x.ts", "d/.x",
+        "http://cdn.example/a/../b.ts", "https://cdn.example/v/seg.ts", "//other.example/x.ts", "/abs/x.ts",
+        "?q=1", "é/ü.ts", "a b.ts",
+    ])
+    func lazySegmentURIsMatchTheFullAlgorithm(reference: String) throws {
+        let base = "https://origin.example/live/sub/index.m3u8?x=1"
+        let expected = URIReference(reference).resolved(against: URIReference(base)).description
+        let media = try Playlist("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n\(reference)\n").media(url: base)
+        let segment = try #require(media.segments.first)
+        #expect(segment.uri == expected)
+        #expect(segment.rawURI == reference)
+        let multivariant = try Playlist("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\n\(reference)\n").multivariant(
+            url: base)
+        #expect(multivariant.variants.first?.uri == expected)
+        #expect(multivariant.variants.first?.rawURI == reference)
+    }
+
+    @Test func lazyURIsKeepValueSemantics() throws {
+        let text = "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\nseg1.ts\n#EXTINF:6,\nseg2.ts\n"
+        let url = "https://cdn.example/live/index.m3u8"
+        let a = try Playlist(text).media(url: url)
+        let b = try Playlist(text).media(url: url)
+        #expect(a == b)
+        #expect(a.segments[0].hashValue == b.segments[0].hashValue)
+        var s = a.segments[0]
+        // Changing the raw URI leaves the resolved one as it was, and the other way round.
+        s.rawURI = "other.ts"
+        #expect(s.uri == "https://cdn.example/live/seg1.ts")
+        #expect(s.rawURI == "other.ts")
+        #expect(s != a.segments[0])
+        s.uri = "https://elsewhere.example/x.ts"
+        #expect(s.uri == "https://elsewhere.example/x.ts")
+        #expect(s.rawURI == "other.ts")
+        // A segment whose URI was set to the value it already had still equals the original.
+        var t = a.segments[1]
+        t.uri = "https://cdn.example/live/seg2.ts"
+        #expect(t == a.segments[1])
+        #expect(t.hashValue == a.segments[1].hashValue)
+        // Without a base URL the URI is the reference as written.
+        #expect(try Playlist(text).media().segments.map(\.uri) == ["seg1.ts", "seg2.ts"])
+    }
+
     @Test func variablesImportQueryParamAndValue() throws {
         let parent = try Playlist(bytes: try Fixtures.bytes("valid/multivariant-define.m3u8"))
         let mv = parent.multivariant(url: "https://origin.example/master.m3u8")
