@@ -2,7 +2,8 @@
 // libFuzzer targets, one executable per parser (STYLE.md item 18). Not part of the root package: build and run
 // them with Scripts/fuzz.sh NAME SECONDS, which passes -sanitize=fuzzer,address and -DFUZZING.
 //
-// To add a fuzzer: put Sources/<Name>/main.swift (see FuzzDemuxer for the shape) and add one entry below with the
+// To add a fuzzer: put Sources/<Name>/main.swift (a function over the input's bytes, then `runFuzzer(thatFunction)`
+// from FuzzSupport, which starts libFuzzer or replays files; see FuzzDemuxer) and add one entry below with the
 // modules it needs; each module comes from Packages/<Module>. A libFuzzer dictionary (a `.dict` file) beside
 // main.swift is passed to the fuzzer by Scripts/fuzz.sh; list it under the entry's `dictionaries` so that SwiftPM
 // does not take it for a source file.
@@ -28,12 +29,13 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: fuzzers.map { .executable(name: $0.name, targets: [$0.name]) },
     dependencies: modules.map { .package(path: "../../Packages/\($0)") },
-    targets: fuzzers.map { fuzzer in
-        .executableTarget(
-            name: fuzzer.name,
-            dependencies: fuzzer.dependencies.map { .product(name: $0, package: $0) },
-            exclude: fuzzer.dictionaries,
-            swiftSettings: swiftSettings
-        )
-    }
+    targets: [.target(name: "FuzzSupport", swiftSettings: swiftSettings)]
+        + fuzzers.map { fuzzer in
+            .executableTarget(
+                name: fuzzer.name,
+                dependencies: ["FuzzSupport"] + fuzzer.dependencies.map { .product(name: $0, package: $0) },
+                exclude: fuzzer.dictionaries,
+                swiftSettings: swiftSettings
+            )
+        }
 )

@@ -1,5 +1,6 @@
 // Fuzzes the streaming demuxer: the input is demuxed in one shot and again in chunks whose sizes come from the
 // input's own bytes; both must give the same events, and nothing may trap.
+import FuzzSupport
 import MPEGTS
 
 #if canImport(Glibc)
@@ -38,37 +39,4 @@ func fuzzOne(_ bytes: UnsafeRawBufferPointer) {
     }
 }
 
-#if FUZZING
-    @_cdecl("LLVMFuzzerTestOneInput")
-    public func testOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-        fuzzOne(UnsafeRawBufferPointer(start: data, count: size))
-        return 0
-    }
-
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func runDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-    ) -> CInt
-
-    // SwiftPM renames an executable's entry point, so libFuzzer's own main never runs: start its driver here.
-    var argc = CommandLine.argc
-    var argv = CommandLine.unsafeArgv
-    exit(runDriver(&argc, &argv, testOneInput))
-#else
-    // Without the fuzzer: replay the files named on the command line (crashers kept as regression inputs).
-    for path in CommandLine.arguments.dropFirst() {
-        guard let file = fopen(path, "rb") else { continue }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, file)
-            if count <= 0 { break }
-            bytes += buffer[..<count]
-        }
-        fclose(file)
-        bytes.withUnsafeBytes { fuzzOne($0) }
-        print("replayed \(path)")
-    }
-#endif
+runFuzzer(fuzzOne)

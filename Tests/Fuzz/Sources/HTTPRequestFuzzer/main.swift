@@ -7,7 +7,9 @@
 //  - a Range header (from a parsed request, or the raw input) resolves to ranges inside the representation, sorted,
 //    non-empty and neither overlapping nor touching.
 // Run with Scripts/fuzz.sh HTTPRequestFuzzer SECONDS, which passes the dictionary Sources/HTTPRequestFuzzer/http.dict.
+
 import FileRange
+import FuzzSupport
 import LoopbackHTTP
 
 #if canImport(Glibc)
@@ -68,37 +70,4 @@ func fuzzOne(_ bytes: [UInt8]) {
     checkRange(String(decoding: bytes, as: UTF8.self), seed: bytes.count)
 }
 
-#if FUZZING
-    @_cdecl("LLVMFuzzerTestOneInput")
-    public func testOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-        fuzzOne(Array(UnsafeBufferPointer(start: data, count: size)))
-        return 0
-    }
-
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func runDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-    ) -> CInt
-
-    // SwiftPM renames an executable's entry point, so libFuzzer's own main never runs: start its driver here.
-    var argc = CommandLine.argc
-    var argv = CommandLine.unsafeArgv
-    exit(runDriver(&argc, &argv, testOneInput))
-#else
-    // Without the fuzzer: replay the files named on the command line (crashers kept as regression inputs).
-    for path in CommandLine.arguments.dropFirst() {
-        guard let file = fopen(path, "rb") else { continue }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, file)
-            if count <= 0 { break }
-            bytes += buffer[..<count]
-        }
-        fclose(file)
-        fuzzOne(bytes)
-        print("replayed \(path)")
-    }
-#endif
+runFuzzer { fuzzOne(Array($0)) }
