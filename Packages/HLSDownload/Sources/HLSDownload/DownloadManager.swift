@@ -105,7 +105,7 @@ public actor DownloadManager {
         let record = TaskRecord(
             id: taskID, url: url, order: nextOrder, createdAt: Date().timeIntervalSince1970, metadata: metadata,
             options: options, folder: taskID, state: start ? .ready : .notReady, error: nil, sources: nil,
-            skipped: [], bytesDone: 0, bytesTotal: nil, filesDone: 0, filesTotal: 0, playlist: nil)
+            skipped: [], bytesDone: 0, bytesTotal: nil, filesDone: 0, filesTotal: 0, playlist: nil, live: nil)
         nextOrder += 1
         records[taskID] = record
         try Files.makeDirectories(storeRoot + "/" + taskID)
@@ -334,6 +334,12 @@ public actor DownloadManager {
                 guard await manager.setSources(id, generation: generation, prepared) else { return }
             }
             guard let sources else { return }
+            if try Self.isLive(sources) {
+                try await Self.recordLive(
+                    manager: manager, record: record, generation: generation, counters: counters, fetcher: fetcher,
+                    folder: folder, concurrency: concurrency, sources: sources)
+                return
+            }
             var skipped = Set(record.skipped)
             let plan = try Planner.plan(sources, skipped: skipped)
             guard await manager.setDownloading(id, generation: generation, jobs: plan.jobs.count) else { return }
@@ -464,7 +470,7 @@ public actor DownloadManager {
         running[id]?.generation == generation
     }
 
-    private func setSources(_ id: String, generation: Int, _ sources: Sources) -> Bool {
+    func setSources(_ id: String, generation: Int, _ sources: Sources) -> Bool {
         guard isCurrent(id, generation), var record = records[id] else { return false }
         record.sources = sources
         records[id] = record
@@ -477,7 +483,7 @@ public actor DownloadManager {
         return true
     }
 
-    private func setDownloading(_ id: String, generation: Int, jobs: Int) -> Bool {
+    func setDownloading(_ id: String, generation: Int, jobs: Int) -> Bool {
         guard isCurrent(id, generation), var record = records[id] else { return false }
         record.state = .downloading
         record.filesTotal = jobs
@@ -487,14 +493,23 @@ public actor DownloadManager {
         return true
     }
 
-    private func addSkipped(_ id: String, generation: Int, _ key: String) {
+    /// Records the progress of a live recording.
+    func setLive(_ id: String, generation: Int, _ state: LiveState) -> Bool {
+        guard isCurrent(id, generation), var record = records[id] else { return false }
+        record.live = state
+        records[id] = record
+        try? save()
+        return true
+    }
+
+    func addSkipped(_ id: String, generation: Int, _ key: String) {
         guard isCurrent(id, generation), var record = records[id] else { return }
         record.skipped.append(key)
         records[id] = record
         try? save()
     }
 
-    private func report(_ id: String, generation: Int, force: Bool) {
+    func report(_ id: String, generation: Int, force: Bool) {
         guard let run = running[id], run.generation == generation, var record = records[id] else { return }
         let values = run.counters.values.withLock { $0 }
         record.bytesDone = values.bytesDone
@@ -511,7 +526,7 @@ public actor DownloadManager {
         emit(record, force: force)
     }
 
-    private func finish(_ id: String, generation: Int, error: DownloadError?, playlist: String?) {
+    func finish(_ id: String, generation: Int, error: DownloadError?, playlist: String?) {
         guard let run = running[id], run.generation == generation, var record = records[id] else { return }
         running.removeValue(forKey: id)
         let values = run.counters.values.withLock { $0 }

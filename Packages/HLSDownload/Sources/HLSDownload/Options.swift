@@ -111,6 +111,11 @@ public struct DownloadOptions: Hashable, Sendable, Codable {
     public var maxConcurrentRequests: Int?
     /// Skip VOD segments that answer 404/410 instead of stopping the task.
     public var skipMissingSegments: Bool = false
+    /// For a live playlist: stop recording once this many seconds of media are recorded (the segment that
+    /// reaches the limit is the last one). Nil records until EXT-X-ENDLIST.
+    public var maxDuration: Double?
+    /// For a live playlist: stop recording once this many bytes are recorded. Nil records until EXT-X-ENDLIST.
+    public var maxBytes: UInt64?
 
     public init() {}
 

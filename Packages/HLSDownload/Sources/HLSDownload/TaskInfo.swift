@@ -65,6 +65,8 @@ struct TaskRecord: Codable, Sendable {
     var filesDone: Int
     var filesTotal: Int
     var playlist: String?
+    /// Where the recording of a live playlist stands.
+    var live: LiveState?
 }
 
 /// The JSON document of the task store.

@@ -1,0 +1,173 @@
+import Foundation
+import HLSDownload
+import Synchronization
+import Testing
+
+@Suite struct LiveTests {
+    static let base = "http://live.test/ch/"
+    static let playlistURL = base + "index.m3u8"
+
+    static func segment(_ n: Int) -> [UInt8] { Fixtures.ts(packets: 20 + n, seed: UInt8(n)) }
+
+    /// A live window of 4-second segments `s<n>.ts`, with EXT-X-ENDLIST when `ended`.
+    static func window(_ sequences: [Int], ended: Bool = false, discontinuityAt: Int? = nil) -> String {
+        var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n"
+        text += "#EXT-X-MEDIA-SEQUENCE:\(sequences.first ?? 0)\n"
+        for n in sequences {
+            if n == discontinuityAt { text += "#EXT-X-DISCONTINUITY\n" }
+            text += "#EXTINF:4.0,\ns\(n).ts\n"
+        }
+        return text + (ended ? "#EXT-X-ENDLIST\n" : "")
+    }
+
+    /// An origin with segments 0..<40 whose playlist answers `poll(n)` on its n-th request (1-based); `onPoll`
+    /// runs before each playlist reply.
+    static func origin(
+        poll: @escaping @Sendable (Int) -> String, onPoll: @escaping @Sendable (Int) -> Void = { _ in }
+    ) -> FakeOrigin {
+        var files: [String: [UInt8]] = [:]
+        for n in 0..<40 { files[base + "s\(n).ts"] = segment(n) }
+        return FakeOrigin(files: files) { request, count in
+            guard request.url == playlistURL else { return nil }
+            onPoll(count)
+            return FakeReply(status: 200, chunks: [Array(poll(count).utf8)])
+        }
+    }
+
+    static func expectedPlaylist(_ entries: [String]) -> String {
+        "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+            + entries.joined(separator: "\n") + "\n#EXT-X-ENDLIST\n"
+    }
+
+    static func entry(_ n: Int) -> String { "#EXTINF:4.0,\nseg" + String(format: "%05d", n) + ".ts" }
+
+    @Test func slidingWindowIsRecordedUntilEndList() async throws {
+        let windows = [[0, 1, 2], [1, 2, 3], [5, 6, 7], [6, 7, 8]]
+        let root = Fixtures.temporaryFolder()
+        let seen = Mutex<[Int: String]>([:])
+        let origin = Self.origin(
+            poll: { n in Self.window(windows[min(n, windows.count) - 1], ended: n >= windows.count) },
+            onPoll: { n in
+                // What a player would see while recording: the local playlist before poll n.
+                let text = (try? String(contentsOfFile: root + "/tv/index.m3u8", encoding: .utf8)) ?? ""
+                seen.withLock { $0[n] = text }
+            })
+        let clock = FakeClock()
+        let manager = try Fixtures.manager(origin, root: root, clock: clock)
+        try await manager.createTask(id: "tv", url: Self.playlistURL)
+        let info = try #require(await manager.waitUntilSettled("tv"))
+        #expect(info.state == .completed)
+        #expect(info.playlistPath == root + "/tv/index.m3u8")
+
+        // Every segment once, in order; the missed segment 4 becomes a discontinuity.
+        let recorded = [0, 1, 2, 3, 5, 6, 7, 8]
+        for n in recorded {
+            #expect(Fixtures.read(info.folder + "/seg" + String(format: "%05d", n) + ".ts") == Self.segment(n))
+            #expect(origin.requests(for: Self.base + "s\(n).ts").count == 1)
+        }
+        #expect(origin.requests(for: Self.base + "s4.ts").isEmpty)
+        #expect(origin.requests(for: Self.playlistURL).count == 4)
+        var entries = [0, 1, 2, 3].map(Self.entry)
+        entries.append("#EXT-X-DISCONTINUITY")
+        entries += [5, 6, 7, 8].map(Self.entry)
+        #expect(Fixtures.text(info.folder + "/index.m3u8") == Self.expectedPlaylist(entries))
+
+        // Between polls the local playlist is a growing EVENT playlist without EXT-X-ENDLIST.
+        let third = try #require(seen.withLock { $0[3] })
+        #expect(third.contains("#EXT-X-PLAYLIST-TYPE:EVENT\n"))
+        #expect(third.hasSuffix("seg00002.ts\n#EXTINF:4.0,\nseg00003.ts\n"))
+        #expect(!third.contains("ENDLIST"))
+        // Polls one target duration apart (each poll brought new segments).
+        #expect(clock.sleeps == [4, 4, 4])
+        #expect(info.bytesDone == UInt64(recorded.map { Self.segment($0).count }.reduce(0, +)))
+    }
+
+    @Test func unchangedPlaylistIsPolledAtHalfTheTargetDuration() async throws {
+        let windows = [[0, 1], [0, 1], [1, 2]]
+        let origin = Self.origin(poll: { n in
+            Self.window(windows[min(n, windows.count) - 1], ended: n >= windows.count)
+        })
+        let clock = FakeClock()
+        let manager = try Fixtures.manager(origin, clock: clock)
+        let created = try await manager.createTask(url: Self.playlistURL)
+        let info = try #require(await manager.waitUntilSettled(created.id))
+        #expect(info.state == .completed)
+        #expect(clock.sleeps == [4, 2])
+        #expect(Fixtures.text(info.folder + "/index.m3u8") == Self.expectedPlaylist([0, 1, 2].map(Self.entry)))
+    }
+
+    @Test func durationLimitStopsTheRecordingAsVOD() async throws {
+        // A window that never ends: poll n shows segments n-1, n, n+1.
+        let origin = Self.origin(poll: { n in Self.window([n - 1, n, n + 1]) })
+        var options = DownloadOptions()
+        options.maxDuration = 18
+        let manager = try Fixtures.manager(origin)
+        let created = try await manager.createTask(url: Self.playlistURL, options: options)
+        let info = try #require(await manager.waitUntilSettled(created.id))
+        #expect(info.state == .completed)
+        // 4-second segments: the fifth reaches 18 s.
+        #expect(Fixtures.text(info.folder + "/index.m3u8") == Self.expectedPlaylist([0, 1, 2, 3, 4].map(Self.entry)))
+        #expect(origin.requests(for: Self.playlistURL).count == 3)
+        #expect(origin.requests(for: Self.base + "s5.ts").isEmpty)
+    }
+
+    @Test func byteLimitStopsTheRecordingAndDropsSegmentsPastIt() async throws {
+        let origin = Self.origin(poll: { n in Self.window([n - 1, n, n + 1, n + 2]) })
+        var options = DownloadOptions()
+        options.maxBytes = UInt64(Self.segment(0).count + 1)
+        let manager = try Fixtures.manager(origin)
+        let created = try await manager.createTask(url: Self.playlistURL, options: options)
+        let info = try #require(await manager.waitUntilSettled(created.id))
+        #expect(info.state == .completed)
+        #expect(Fixtures.text(info.folder + "/index.m3u8") == Self.expectedPlaylist([0, 1].map(Self.entry)))
+        #expect(!FileManager.default.fileExists(atPath: info.folder + "/seg00002.ts"))
+        #expect(info.bytesDone == UInt64(Self.segment(0).count + Self.segment(1).count))
+    }
+
+    @Test func pausedRecordingResumesAfterTheLastRecordedSegment() async throws {
+        let root = Fixtures.temporaryFolder()
+        // The first process sees two polls, then stalls on the third until it is paused.
+        let first = FakeOrigin(
+            files: Dictionary(uniqueKeysWithValues: (0..<40).map { (Self.base + "s\($0).ts", Self.segment($0)) })
+        ) { request, count in
+            guard request.url == Self.playlistURL else { return nil }
+            if count >= 3 { return FakeReply(hang: true) }
+            return FakeReply(status: 200, chunks: [Array(Self.window([count - 1, count]).utf8)])
+        }
+        let manager = try Fixtures.manager(first, root: root)
+        try await manager.createTask(id: "rec", url: Self.playlistURL)
+        try await LifecycleTests.waitFor { first.requests(for: Self.playlistURL).count == 3 }
+        try await manager.pause("rec")
+        #expect(await manager.task("rec")?.state == .paused)
+
+        // A new process resumes: the window has moved on to 2...4, then ends.
+        let second = Self.origin(poll: { n in Self.window(n == 1 ? [2, 3, 4] : [3, 4, 5], ended: n > 1) })
+        let again = try Fixtures.manager(second, root: root)
+        try await again.resume("rec")
+        let info = try #require(await again.waitUntilSettled("rec"))
+        #expect(info.state == .completed)
+        #expect(Fixtures.text(info.folder + "/index.m3u8") == Self.expectedPlaylist((0...5).map(Self.entry)))
+        #expect(second.requests(for: Self.base + "s2.ts").isEmpty)
+        #expect(second.requests(for: Self.base + "s3.ts").count == 1)
+    }
+
+    @Test func liveAlternateRenditionsAreRefused() async throws {
+        let master = """
+            #EXTM3U
+            #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="a",NAME="en",LANGUAGE="en",DEFAULT=YES,URI="audio.m3u8"
+            #EXT-X-STREAM-INF:BANDWIDTH=1000,AUDIO="a"
+            video.m3u8
+
+            """
+        let origin = FakeOrigin(files: [
+            Self.base + "master.m3u8": Array(master.utf8),
+            Self.base + "video.m3u8": Array(Self.window([0, 1]).utf8),
+            Self.base + "audio.m3u8": Array(Self.window([0, 1]).utf8),
+        ])
+        let manager = try Fixtures.manager(origin)
+        let created = try await manager.createTask(url: Self.base + "master.m3u8")
+        let info = try #require(await manager.waitUntilSettled(created.id))
+        #expect(info.state == .stopped)
+        #expect(info.error?.code == .unsupported)
+    }
+}
