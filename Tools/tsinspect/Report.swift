@@ -208,31 +208,73 @@ extension String {
 }
 
 /// One --pts line.
-func writePTSLine(_ info: PESInfo, json: Bool, into out: inout OutputBuffer) {
-    if json {
-        out.append(literal: "{\"pid\":")
-        out.append(decimal: info.pid)
-        out.append(literal: ",\"pts\":")
-        if let pts = info.pts { out.append(decimal: pts.value) } else { out.append(literal: "null") }
-        out.append(literal: ",\"dts\":")
-        if let dts = info.dts { out.append(decimal: dts.value) } else { out.append(literal: "null") }
-        if info.isKeyframe {
-            out.append(literal: ",\"keyframe\":true,\"offset\":")
-        } else {
-            out.append(literal: ",\"keyframe\":false,\"offset\":")
+/// Writes ASCII into a scratch buffer the caller sized for the longest line.
+struct LineWriter {
+    let line: UnsafeMutableBufferPointer<UInt8>
+    var count = 0
+
+    @inline(__always)
+    mutating func put(_ text: StaticString) {
+        text.withUTF8Buffer { source in
+            for byte in source {
+                line[count] = byte
+                count += 1
+            }
         }
-        out.append(decimal: info.offset)
-        out.append(literal: "}\n")
-    } else {
-        out.append(literal: "pid=")
-        out.append(decimal: info.pid)
-        out.append(literal: " pts=")
-        if let pts = info.pts { out.append(decimal: pts.value) } else { out.append(literal: "-") }
-        out.append(literal: " dts=")
-        if let dts = info.dts { out.append(decimal: dts.value) } else { out.append(literal: "-") }
-        out.append(literal: info.isKeyframe ? " keyframe=1 offset=" : " keyframe=0 offset=")
-        out.append(decimal: info.offset)
-        out.append(byte: UInt8(ascii: "\n"))
+    }
+
+    @inline(__always)
+    mutating func put(decimal value: UInt64) {
+        var digits = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits += 1
+        }
+        rest = value
+        var index = count + digits
+        repeat {
+            index -= 1
+            line[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        } while index > count
+        count += digits
+    }
+
+    @inline(__always)
+    mutating func put(signed value: Int64) {
+        if value < 0 { put("-") }
+        put(decimal: value.magnitude)
+    }
+}
+
+/// One `--pts` line, formatted in a scratch area on the stack and appended to `out` in one copy (a line is at most
+/// about 100 bytes: the numbers are bounded).
+func writePTSLine(_ info: PESInfo, json: Bool, into out: inout OutputBuffer) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 192) { line in
+        var writer = LineWriter(line: line)
+        if json {
+            writer.put("{\"pid\":")
+            writer.put(decimal: UInt64(info.pid))
+            writer.put(",\"pts\":")
+            if let pts = info.pts { writer.put(decimal: pts.value) } else { writer.put("null") }
+            writer.put(",\"dts\":")
+            if let dts = info.dts { writer.put(decimal: dts.value) } else { writer.put("null") }
+            writer.put(info.isKeyframe ? ",\"keyframe\":true,\"offset\":" : ",\"keyframe\":false,\"offset\":")
+            writer.put(signed: info.offset)
+            writer.put("}\n")
+        } else {
+            writer.put("pid=")
+            writer.put(decimal: UInt64(info.pid))
+            writer.put(" pts=")
+            if let pts = info.pts { writer.put(decimal: pts.value) } else { writer.put("-") }
+            writer.put(" dts=")
+            if let dts = info.dts { writer.put(decimal: dts.value) } else { writer.put("-") }
+            writer.put(info.isKeyframe ? " keyframe=1 offset=" : " keyframe=0 offset=")
+            writer.put(signed: info.offset)
+            writer.put("\n")
+        }
+        out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: line[..<writer.count]))
     }
 }
 
