@@ -1,0 +1,85 @@
+import Foundation
+import HLSDownload
+import Synchronization
+import TSPlayerKit
+import Testing
+
+/// An in-process origin for the download manager: a table of files answered with 200.
+private final class TableOrigin: DownloadTransport {
+    let files: [String: [UInt8]]
+    init(files: [String: [UInt8]]) { self.files = files }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        guard let bytes = files[request.url] else {
+            continuation.finish()
+            return TransportResponse(status: 404, headers: [], body: body)
+        }
+        continuation.yield(bytes)
+        continuation.finish()
+        return TransportResponse(
+            status: 200, headers: [HTTPHeaderField(name: "Content-Length", value: "\(bytes.count)")], body: body)
+    }
+}
+
+@Suite struct DownloadPlaybackTests {
+    static let base = "http://origin.test/vod/"
+
+    /// `packets` TS packets filled with `seed`.
+    static func ts(packets: Int, seed: UInt8) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for p in 0..<packets {
+            bytes += [0x47, 0x01, 0x00, 0x10 | UInt8(p & 0x0F)]
+            bytes += [UInt8](repeating: seed, count: 184)
+        }
+        return bytes
+    }
+
+    @Test func playURLServesTheDownloadedTaskAndReusesItsSession() async throws {
+        var files: [String: [UInt8]] = [:]
+        var playlist = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+        for n in 0..<3 {
+            files[Self.base + "s\(n).ts"] = Self.ts(packets: 30 + n, seed: UInt8(n))
+            playlist += "#EXTINF:4.0,\ns\(n).ts\n"
+        }
+        playlist += "#EXT-X-ENDLIST\n"
+        files[Self.base + "index.m3u8"] = Array(playlist.utf8)
+        let root = NSTemporaryDirectory() + "download-playback-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let manager = try DownloadManager(storeRoot: root, transport: TableOrigin(files: files))
+        let server = PlaybackServer()
+
+        // Not completed yet: no URL.
+        await #expect(throws: PlaybackError.self) { try await manager.playURL(forTask: "movie", server: server) }
+
+        try await manager.createTask(id: "movie", url: Self.base + "index.m3u8")
+        let info = try #require(await manager.waitUntilSettled("movie"))
+        #expect(info.state == .completed)
+
+        let url = try await manager.playURL(forTask: "movie", server: server)
+        #expect(url.hasPrefix("http://127.0.0.1:"))
+        #expect(url.hasSuffix("/index.m3u8"))
+        let local = try await ProxyTestClient.get(url)
+        #expect(local.status == 200)
+        #expect(local.text.contains("#EXT-X-ENDLIST"))
+        let names = local.text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(names == ["seg00000.ts", "seg00001.ts", "seg00002.ts"])
+        // Segments resolve against the playlist URL and come back byte for byte.
+        let folderURL = String(url.dropLast("index.m3u8".count))
+        for (n, name) in names.enumerated() {
+            let segment = try await ProxyTestClient.get(folderURL + name)
+            #expect(segment.status == 200)
+            #expect(segment.body == files[Self.base + "s\(n).ts"])
+        }
+
+        // Asked again: the same session and URL.
+        #expect(try await manager.playURL(forTask: "movie", server: server) == url)
+
+        // Stopped: the URL answers no more; asked again, a new session with a new URL.
+        await manager.stopPlayback(forTask: "movie", server: server)
+        let again = try await manager.playURL(forTask: "movie", server: server)
+        #expect(again != url)
+        #expect(try await ProxyTestClient.get(again).status == 200)
+        await manager.stopPlayback(forTask: "movie", server: server)
+    }
+}
