@@ -6,6 +6,7 @@
 #   4. tsinspect --probe (head and tail only) vs ffprobe's format probe; tsinspect --probe on a sparse 12 GiB file,
 #      as a process and measured inside the process (--probe --timing: the probe call alone, target < 10 ms)
 #   5. peak memory of the summary (flat: no growth with file size)
+#   6. the same ratios in CPU time (user + sys, median of 7), steadier than wall time on a shared machine
 # The file is made once by looping .fixtures/h264_aac.ts with ffmpeg (-stream_loop, -c copy) into .bench/.
 # Usage: Scripts/bench/tsinspect.sh [SIZE_MIB]   (default 1024)
 set -euo pipefail
@@ -61,6 +62,17 @@ if [[ ! -s "$sparse" ]]; then
     mv "$sparse.tmp" "$sparse"
 fi
 
+# cpu RUNS COMMAND...: the median user+sys CPU seconds over RUNS runs (less sensitive than wall time to other
+# processes on a shared machine; the copy out of the page cache is the sys part for both sides).
+cpu() {
+    local runs=$1
+    shift
+    for ((i = 0; i < runs; i++)); do
+        /usr/bin/time -o /tmp/bench-tsinspect-time -f "%U %S" "$@" >/dev/null 2>/dev/null || true
+        awk '{ print $1 + $2 }' /tmp/bench-tsinspect-time
+    done | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+
 bytes=$(stat -c %s "$big")
 c_count=$(best 5 "$bench/tspidcount" count "$big")
 ts_summary=$(best 5 "$tsinspect" "$big")
@@ -74,6 +86,10 @@ ts_probe_sparse=$(best 5 "$tsinspect" --probe "$sparse")
 probe_seconds() { "$tsinspect" --probe --timing --json "$1" | awk -F': ' '/"probeSeconds"/ { gsub(",", "", $2); print $2 }'; }
 ts_probe_inproc=$(for _ in 1 2 3 4 5; do probe_seconds "$sparse"; done | sort -g | head -1)
 ts_probe_inproc_big=$(for _ in 1 2 3 4 5; do probe_seconds "$big"; done | sort -g | head -1)
+cpu_c_count=$(cpu 7 "$bench/tspidcount" count "$big")
+cpu_summary=$(cpu 7 "$tsinspect" "$big")
+cpu_c_pts=$(cpu 7 "$bench/tspidcount" pts "$big")
+cpu_pts=$(cpu 7 "$tsinspect" --pts "$big")
 rss_summary=$(/usr/bin/time -f %M "$tsinspect" "$big" 2>&1 >/dev/null | tail -1)
 rss_small=$(/usr/bin/time -f %M "$tsinspect" .fixtures/h264_aac.ts 2>&1 >/dev/null | tail -1)
 
@@ -96,6 +112,8 @@ echo "  peak RSS of the summary: $rss_summary KiB on $bytes bytes, $rss_small Ki
 echo "ratios (lower is better for tsinspect)"
 ratio "summary / C count        (target <= 1.5)" "$ts_summary" "$c_count"
 ratio "--pts / C pts            (target <= 2.0)" "$ts_pts" "$c_pts"
+ratio "summary / C count, CPU time (median of 7: $cpu_summary s / $cpu_c_count s)" "$cpu_summary" "$cpu_c_count"
+ratio "--pts / C pts, CPU time (median of 7: $cpu_pts s / $cpu_c_pts s)" "$cpu_pts" "$cpu_c_pts"
 ratio "ffprobe packet dump / summary" "$ff_pts" "$ts_summary"
 ratio "ffprobe packet dump / --pts" "$ff_pts" "$ts_pts"
 ratio "ffprobe format probe / --probe" "$ff_probe" "$ts_probe"
