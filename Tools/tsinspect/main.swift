@@ -232,8 +232,9 @@ func inspect(_ options: Options, inputPath: String) -> Never {
             }
             demuxer.finish { sink.handle($0) }
             if options.mode == .summary {
-                // Count the frames of each audio stream's last PES (its real end) by reading it again.
-                try sink.analyzer.measureLastAudioPES(fileSize: fileSize) {
+                // Count the frames of each audio stream's last PES (its real end) by reading it again; if that
+                // read fails (the file shrank), the step between the last two PES stands in.
+                try? sink.analyzer.measureLastAudioPES(fileSize: fileSize) {
                     (offset, length) throws(FileStreamerError) in
                     try file.read(at: offset, length: length)
                 }

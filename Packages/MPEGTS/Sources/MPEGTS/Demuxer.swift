@@ -877,6 +877,8 @@ public struct Demuxer: Sendable {
         guard section.sectionNumber <= section.lastSectionNumber else { return nil }
         if section.lastSectionNumber == 0 { return [section] }
         let key = UInt64(pid) << 24 | UInt64(section.tableID) << 16 | UInt64(section.tableIDExtension)
+        // Bounded: input that keeps inventing table ids extensions cannot make this grow without limit.
+        if sectionSets[key] == nil && sectionSets.count >= 64 { sectionSets.removeAll() }
         var set = (sectionSets[key] ?? []).filter {
             $0.version == section.version && $0.lastSectionNumber == section.lastSectionNumber
                 && $0.sectionNumber != section.sectionNumber

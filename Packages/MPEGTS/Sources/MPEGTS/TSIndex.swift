@@ -188,9 +188,10 @@ public struct TSIndexer: Sendable {
         self = copy
         if !stopped && finishAtEnd {
             finish()
-            // The last audio PES of each stream is read again to count its frames (a few KiB near the end).
+            // The last audio PES of each stream is read again to count its frames (a few KiB near the end). A
+            // failed read (the file shrank) keeps the PES step.
             let end = bytesIndexed
-            try analyzer.measureLastAudioPES(fileSize: end) { (offset, length) throws(FileStreamerError) in
+            try? analyzer.measureLastAudioPES(fileSize: end) { (offset, length) throws(FileStreamerError) in
                 try file.read(at: offset, length: length)
             }
         }
@@ -391,7 +392,7 @@ public struct TSProbe: Hashable, Sendable {
             throw TSFileError(.notTransportStream, path: file.path, offset: 0, "no MPEG-TS packets found")
         }
         if position == size {
-            try analyzer.measureLastAudioPES(fileSize: size) { (offset, length) throws(FileStreamerError) in
+            try? analyzer.measureLastAudioPES(fileSize: size) { (offset, length) throws(FileStreamerError) in
                 try file.read(at: offset, length: length)
             }
         }
