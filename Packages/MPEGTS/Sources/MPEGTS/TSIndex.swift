@@ -164,6 +164,18 @@ public struct TSIndexer: Sendable {
         isFinished = true
     }
 
+    /// After ``finish()``: reads each audio stream's last PES again from `file` (a few KiB near the end) and counts
+    /// its frames, so the index ends where the audio really ends rather than one PES step after the last PES
+    /// started (see ``TSAnalyzer/measureLastAudioPES(fileSize:limit:read:)``). ``scan(_:bufferSize:finishAtEnd:progress:)``
+    /// does this itself; a caller that feeds ``consume(_:)`` calls it after ``finish()``. A failed read (the file
+    /// shrank) keeps the PES step.
+    public mutating func measureLastAudioPES(in file: FileStreamer) {
+        let end = bytesIndexed
+        try? analyzer.measureLastAudioPES(fileSize: end) { (offset, length) throws(FileStreamerError) in
+            try file.read(at: offset, length: length)
+        }
+    }
+
     /// Reads `file` from where the previous call stopped to its current end. Calls `progress` after each chunk;
     /// returning false stops the scan (it can be resumed). With `finishAtEnd`, the index is completed at the end.
     /// Returns whether the scan reached the end.
@@ -188,12 +200,7 @@ public struct TSIndexer: Sendable {
         self = copy
         if !stopped && finishAtEnd {
             finish()
-            // The last audio PES of each stream is read again to count its frames (a few KiB near the end). A
-            // failed read (the file shrank) keeps the PES step.
-            let end = bytesIndexed
-            try? analyzer.measureLastAudioPES(fileSize: end) { (offset, length) throws(FileStreamerError) in
-                try file.read(at: offset, length: length)
-            }
+            measureLastAudioPES(in: file)
         }
         return !stopped
     }

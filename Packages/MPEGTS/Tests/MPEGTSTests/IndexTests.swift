@@ -1,3 +1,4 @@
+import FileRange
 import Foundation
 import Testing
 
@@ -111,6 +112,14 @@ import Testing
         let probe = try TSProbe.probe(path: path, headBytes: 2 << 10, tailBytes: 2 << 10)
         #expect(probe.bytesRead < UInt64(bytes.count), "head and tail only")
         #expect(probe.durationTicks == expected, "tail window")
+        // Fed by hand, then measured after finish() (what a caller that reads the file itself does).
+        var indexer = TSIndexer()
+        bytes.withUnsafeBytes { indexer.consume($0) }
+        indexer.finish()
+        let file = try FileStreamer(path: path)
+        defer { file.close() }
+        indexer.measureLastAudioPES(in: file)
+        #expect(indexer.index(fileSize: UInt64(bytes.count), modificationTime: (0, 0)).durationTicks == expected)
         // Without the file to read again (a stream), the step between the last two PES stands in.
         var analyzer = TSAnalyzer()
         for event in demux(bytes) { analyzer.consume(event) }
