@@ -192,11 +192,18 @@ public struct SlateSlot: Sendable, Hashable {
     /// fMP4: the URI of the anchor segment's initialization section (EXT-X-MAP, resolved), which holds the
     /// timescale its decode times count in.
     public var anchorMapURI: String?
+    /// When the anchor segment is AES-128 encrypted: its key's URI (resolved) and IV (explicit, or the media sequence
+    /// number as a 16-byte big-endian integer), so a slate maker can decrypt it.
+    public var anchorKeyURI: String?
+    public var anchorIV: [UInt8]?
 
     public init(
         mediaSequence: UInt64, duration: Double, anchorURI: String?, anchorMediaSequence: UInt64?,
-        offsetFromAnchor: Double, isFragmentedMP4: Bool, anchorMapURI: String? = nil
+        offsetFromAnchor: Double, isFragmentedMP4: Bool, anchorMapURI: String? = nil, anchorKeyURI: String? = nil,
+        anchorIV: [UInt8]? = nil
     ) {
+        self.anchorKeyURI = anchorKeyURI
+        self.anchorIV = anchorIV
         self.mediaSequence = mediaSequence
         self.duration = duration
         self.anchorURI = anchorURI

@@ -51,6 +51,9 @@ public struct LiveAdFilter: Sendable {
         public var mediaSequence: UInt64
         public var uri: String
         public var duration: Double
+        /// Its AES-128 key URI and IV, when it is encrypted that way.
+        public var keyURI: String?
+        public var iv: [UInt8]?
     }
 
     public init(options: AdFilterOptions = AdFilterOptions(), state: State = State()) {
@@ -113,27 +116,52 @@ public struct LiveAdFilter: Sendable {
                     ?? SlateSlot(
                         mediaSequence: segment.mediaSequence, duration: segment.duration, anchorURI: anchor?.uri,
                         anchorMediaSequence: anchor?.mediaSequence, offsetFromAnchor: offset,
-                        isFragmentedMP4: fragmented, anchorMapURI: fragmented ? anchorMap : nil)
+                        isFragmentedMP4: fragmented, anchorMapURI: fragmented ? anchorMap : nil,
+                        anchorKeyURI: anchor?.keyURI, anchorIV: anchor?.iv)
                 slates.append(slot)
                 state.slates[segment.mediaSequence] = slot
                 offset = slot.offsetFromAnchor + segment.duration
             } else {
                 anchor = ContentAnchor(
                     mediaSequence: segment.mediaSequence, uri: segment.uri, duration: segment.duration)
+                if let key = segment.keys.first(where: { $0.method == "AES-128" && $0.keyFormat == "identity" }),
+                    let keyURI = key.uri
+                {
+                    anchor?.keyURI = keyURI
+                    var iv = key.iv ?? []
+                    if iv.count != 16 {
+                        iv = [UInt8](repeating: 0, count: 8)
+                        for shift in stride(from: 56, through: 0, by: -8) {
+                            iv.append(UInt8(truncatingIfNeeded: segment.mediaSequence >> UInt64(shift)))
+                        }
+                    }
+                    anchor?.iv = iv
+                }
                 anchorMap = segment.map?.uri
                 offset = 0
             }
             if !detection.provisional[i] {
-                state.decisions[segment.mediaSequence] = RememberedDecision(
-                    decision: decision, after: detection.after[i])
+                let remembered = RememberedDecision(decision: decision, after: detection.after[i])
+                if state.decisions[segment.mediaSequence] != remembered {
+                    state.decisions[segment.mediaSequence] = remembered
+                }
             }
         }
         state.lastContent = anchor
         state.lastContentMap = anchorMap
+        let previousFloor = state.lastFirstSequence.map { $0 > retention ? $0 - retention : 0 }
         state.lastFirstSequence = media.mediaSequence
         let floor = media.mediaSequence > retention ? media.mediaSequence - retention : 0
-        state.decisions = state.decisions.filter { $0.key >= floor }
-        state.slates = state.slates.filter { $0.key >= floor }
+        if let previousFloor, previousFloor <= floor, floor - previousFloor <= 4096 {
+            // The window moved on by a few segments: forget just the numbers that fell behind.
+            for m in previousFloor..<floor {
+                state.decisions[m] = nil
+                state.slates[m] = nil
+            }
+        } else {
+            state.decisions = state.decisions.filter { $0.key >= floor }
+            state.slates = state.slates.filter { $0.key >= floor }
+        }
 
         var writer = CleanWriter(playlist: playlist, media: media, detection: detection, live: true)
         if fragmented {
@@ -156,7 +184,11 @@ extension LiveAdFilter.State {
     public var serialized: String {
         var out = "TSPLAYER-ADFILTER-STATE 1\n"
         if let f = lastFirstSequence { out += "F\t\(f)\n" }
-        if let c = lastContent { out += "C\t\(c.mediaSequence)\t\(c.duration)\t\(clean(c.uri))\n" }
+        if let c = lastContent {
+            out += "C\t\(c.mediaSequence)\t\(c.duration)\t\(clean(c.uri))"
+            if let k = c.keyURI, let iv = c.iv { out += "\t\(clean(k))\t\(LiveAdFilter.State.hex(iv))" }
+            out += "\n"
+        }
         if let m = lastContentMap { out += "M\t\(clean(m))\n" }
         if discontinuitiesBefore > 0 { out += "B\t\(discontinuitiesBefore)\n" }
         for m in insertedDiscontinuities.sorted() { out += "I\t\(m)\n" }
@@ -177,7 +209,39 @@ extension LiveAdFilter.State {
             out +=
                 "S\t\(s.mediaSequence)\t\(s.duration)\t\(s.anchorMediaSequence.map { "\($0)" } ?? "-")\t"
                 + "\(s.offsetFromAnchor)\t\(s.isFragmentedMP4 ? 1 : 0)\t\(clean(s.anchorURI ?? ""))\t"
-                + "\(clean(s.anchorMapURI ?? ""))\n"
+                + "\(clean(s.anchorMapURI ?? ""))\t\(clean(s.anchorKeyURI ?? ""))\t"
+                + "\(s.anchorIV.map(LiveAdFilter.State.hex) ?? "")\n"
+        }
+        return out
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func bytes(hex text: String) -> [UInt8]? {
+        let u = Array(text.utf8)
+        guard u.count % 2 == 0, u.count <= 64 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: return c - 0x30
+            case 0x61...0x66: return c - 0x61 + 10
+            case 0x41...0x46: return c - 0x41 + 10
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        var i = 0
+        while i + 1 < u.count {
+            guard let h = nibble(u[i]), let l = nibble(u[i + 1]) else { return nil }
+            out.append(h << 4 | l)
+            i += 2
         }
         return out
     }
@@ -201,8 +265,12 @@ extension LiveAdFilter.State {
                 guard f.count == 2, let v = UInt64(f[1]) else { return nil }
                 lastFirstSequence = v
             case "C":
-                guard f.count == 4, let m = UInt64(f[1]), let d = Double(f[2]) else { return nil }
+                guard f.count == 4 || f.count == 6, let m = UInt64(f[1]), let d = Double(f[2]) else { return nil }
                 lastContent = LiveAdFilter.ContentAnchor(mediaSequence: m, uri: f[3], duration: d)
+                if f.count == 6 {
+                    lastContent?.keyURI = f[4]
+                    lastContent?.iv = LiveAdFilter.State.bytes(hex: f[5])
+                }
             case "D":
                 guard f.count == 8, let m = UInt64(f[1]), let d = Double(f[3]), let rule = AdRule(id: f[4]) else {
                     return nil
@@ -225,15 +293,19 @@ extension LiveAdFilter.State {
                 guard f.count == 2, let v = UInt64(f[1]) else { return nil }
                 insertedDiscontinuities.insert(v)
             case "S":
-                guard f.count == 7 || f.count == 8, let m = UInt64(f[1]), let d = Double(f[2]), let o = Double(f[4])
+                guard f.count == 7 || f.count == 8 || f.count == 10, let m = UInt64(f[1]), let d = Double(f[2]),
+                    let o = Double(f[4])
                 else {
                     return nil
                 }
-                let map = f.count == 8 && !f[7].isEmpty ? f[7] : nil
+                let map = f.count >= 8 && !f[7].isEmpty ? f[7] : nil
+                let keyURI = f.count == 10 && !f[8].isEmpty ? f[8] : nil
+                let iv = f.count == 10 && !f[9].isEmpty ? LiveAdFilter.State.bytes(hex: f[9]) : nil
                 slates[m] = SlateSlot(
                     mediaSequence: m, duration: d, anchorURI: f[6].isEmpty ? nil : f[6],
                     anchorMediaSequence: UInt64(f[3]),
-                    offsetFromAnchor: o, isFragmentedMP4: f[5] == "1", anchorMapURI: map)
+                    offsetFromAnchor: o, isFragmentedMP4: f[5] == "1", anchorMapURI: map, anchorKeyURI: keyURI,
+                    anchorIV: iv)
             default:
                 return nil
             }

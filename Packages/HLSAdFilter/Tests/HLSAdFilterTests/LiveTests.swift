@@ -110,7 +110,13 @@ import Testing
     @Test func encryptedWithKeyRotation() throws {
         var origin = LiveOrigin(ads: Set(7...10))
         origin.keyRotation = 3
-        try check(origin, polls: [2, 4, 6, 8, 10, 12])
+        let results = try check(origin, polls: [2, 4, 6, 8, 10, 12])
+        // Slates name the anchor's key and IV (the media sequence number: the origin gives none), so a slate maker
+        // can decrypt the anchor; 6 is the anchor, under key 2 (6 / 3).
+        let slates = results.flatMap(\.slates)
+        #expect(!slates.isEmpty)
+        #expect(slates.allSatisfy { $0.anchorKeyURI == "https://keys.example.com/k2.key" })
+        #expect(slates.allSatisfy { $0.anchorIV == [UInt8](repeating: 0, count: 15) + [6] })
     }
 
     @Test func lowLatencyPartsAndHintsAreRemoved() throws {

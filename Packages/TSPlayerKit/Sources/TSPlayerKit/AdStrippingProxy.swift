@@ -480,6 +480,11 @@ public final class AdStrippingProxy: Sendable {
         if let anchorURI = slot.anchorURI {
             anchor = try? await fetcher.fetchSmall(anchorURI, maxBytes: 64 << 20).1
         }
+        if let encrypted = anchor, let keyURI = slot.anchorKeyURI, let iv = slot.anchorIV {
+            // An AES-128 anchor is read in the clear (its key fetched like the player's, with the same headers).
+            let key = try? await fetcher.fetchSmall(keyURI, maxBytes: 64).1
+            anchor = key.flatMap { AES128.decryptCBC(encrypted, key: $0, iv: iv) }
+        }
         let bytes: [UInt8]?
         let type: String
         if slot.isFragmentedMP4 {

@@ -264,3 +264,40 @@ import Testing
         #expect(Set(routes.values).count == routes.count)
     }
 }
+
+@Suite struct ProxyAES128Tests {
+    static func bytes(_ hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = hex.startIndex
+        while i < hex.endIndex {
+            let j = hex.index(i, offsetBy: 2)
+            out.append(UInt8(hex[i..<j], radix: 16) ?? 0)
+            i = j
+        }
+        return out
+    }
+
+    @Test func fips197AndSP80038AVectors() throws {
+        // FIPS-197 appendix C.1 (one block: CBC with a zero IV is the bare cipher).
+        let plain = AES128.decryptCBC(
+            Self.bytes("69c4e0d86a7b0430d8cdb78070b4c55a"), key: Self.bytes("000102030405060708090a0b0c0d0e0f"),
+            iv: [UInt8](repeating: 0, count: 16), unpad: false)
+        #expect(plain == Self.bytes("00112233445566778899aabbccddeeff"))
+        // SP 800-38A F.2.2 (CBC-AES128.Decrypt), two blocks.
+        let cbc = AES128.decryptCBC(
+            Self.bytes("7649abac8119b246cee98e9b12e9197d5086cb9b507219ee95db113a917678b2"),
+            key: Self.bytes("2b7e151628aed2a6abf7158809cf4f3c"), iv: Self.bytes("000102030405060708090a0b0c0d0e0f"),
+            unpad: false)
+        #expect(cbc == Self.bytes("6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"))
+    }
+
+    @Test func paddingIsCheckedAndBadInputGivesNil() {
+        let key = [UInt8](repeating: 1, count: 16)
+        let iv = [UInt8](repeating: 2, count: 16)
+        #expect(AES128.decryptCBC([1, 2, 3], key: key, iv: iv) == nil)
+        #expect(AES128.decryptCBC([], key: key, iv: iv) == nil)
+        #expect(AES128.decryptCBC([UInt8](repeating: 0, count: 16), key: [1], iv: iv) == nil)
+        // Random bytes almost never end in valid padding; whatever they give, nothing traps.
+        for n in 1...8 { _ = AES128.decryptCBC((0..<(16 * n)).map { UInt8($0 * 7 % 256) }, key: key, iv: iv) }
+    }
+}
