@@ -181,7 +181,11 @@ enum ProxyMedia {
         #expect(red.isEmpty, "red (ad) frames at \(red.prefix(10))")
         let gaps = zip(reading.times, reading.times.dropFirst()).filter { abs($1 - $0 - 0.04) > 0.002 }
         #expect(gaps.isEmpty, "timestamp gaps \(gaps.prefix(5))")
-        #expect(Self.problems(reading.log).isEmpty, "\(Self.problems(reading.log).prefix(5))")
+        // ffmpeg cannot reuse its keep-alive connection for an encrypted (crypto+http) segment in some cases (seen
+        // where the key scope re-opens after the clear slates); it says so and opens a new connection. Nothing
+        // else may appear.
+        let problems = Self.problems(reading.log).filter { !$0.contains("keepalive request failed") }
+        #expect(problems.isEmpty, "\(problems.prefix(5))")
         #expect(reading.log.contains("[EXT-X-CUE-OUT break cue-out-8]"))
     }
 
