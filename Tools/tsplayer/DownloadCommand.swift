@@ -11,10 +11,12 @@ enum DownloadCommand {
 
         The stream goes into a task folder under the store (media, keys, index.m3u8, and master.m3u8 when alternate
         renditions are downloaded). Ctrl-C pauses and saves; running the same command again resumes. When done, the
-        local playlist's path is printed on stdout.
+        local playlist's path is printed on stdout. A live playlist is recorded until it ends (EXT-X-ENDLIST) or a
+        limit is reached; its index.m3u8 grows as an EVENT playlist meanwhile and becomes a VOD playlist at the end.
 
         USAGE: tsplayer download <url> [-o <dir>] [--id <id>] [--variant <policy>] [--audio <policy>] [-H <header>] ...
-                                 [--user-agent <ua>] [--concurrency <n>] [--stall-timeout <s>] [--skip-missing] [--json]
+                                 [--user-agent <ua>] [--concurrency <n>] [--stall-timeout <s>] [--skip-missing]
+                                 [--max-duration <s>] [--max-bytes <n>] [--json]
 
         ARGUMENTS:
           <url>                   The multivariant or media playlist (http or https).
@@ -30,6 +32,8 @@ enum DownloadCommand {
           --concurrency <n>       Concurrent requests (default: 8).
           --stall-timeout <s>     Abandon and retry a transfer that stalls this long (default: 20).
           --skip-missing          Skip segments that answer 404/410 instead of stopping.
+          --max-duration <s>      Live: stop recording after this many seconds of media.
+          --max-bytes <n>         Live: stop recording after this many bytes.
           --json                  Print progress as JSON lines on stdout.
           -h, --help              Show help information.
 
@@ -45,7 +49,7 @@ enum DownloadCommand {
                 arguments,
                 valued: [
                     "-o", "--output", "--id", "--variant", "--audio", "--subtitles", "-H", "--header", "--user-agent",
-                    "--concurrency", "--stall-timeout",
+                    "--concurrency", "--stall-timeout", "--max-duration", "--max-bytes",
                 ],
                 flags: ["--json", "--skip-missing", "-h", "--help"])
         } catch {
@@ -85,6 +89,18 @@ enum DownloadCommand {
         }
         options.userAgent = parsed.value("--user-agent")
         options.skipMissingSegments = parsed.flags.contains("--skip-missing")
+        if let text = parsed.value("--max-duration") {
+            guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+                Console.usageError("max duration must be a positive number of seconds", usage: usage)
+            }
+            options.maxDuration = seconds
+        }
+        if let text = parsed.value("--max-bytes") {
+            guard let bytes = UInt64(text), bytes > 0 else {
+                Console.usageError("max bytes must be a positive whole number", usage: usage)
+            }
+            options.maxBytes = bytes
+        }
         var configuration = DownloadManagerConfiguration()
         if let text = parsed.value("--concurrency") {
             guard let n = Int(text), (1...64).contains(n) else {

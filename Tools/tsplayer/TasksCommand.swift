@@ -82,11 +82,11 @@ enum TasksCommand {
                 try await manager.resume(operands[0])
                 return await DownloadCommand.follow(manager, id: operands[0], json: json)
             case "play":
-                guard let playlist = await manager.playlistPath(forTask: operands[0]) else {
+                guard await manager.playlistPath(forTask: operands[0]) != nil else {
                     Console.error("task '\(operands[0])' is not a completed task of this store")
                     return 1
                 }
-                return await play(playlist: playlist, port: parsed.value("--port"), json: json)
+                return await play(manager, id: operands[0], port: parsed.value("--port"), json: json)
             case "delete":
                 try await manager.delete(operands[0])
                 if json { Console.output("{\"deleted\":\"\(operands[0])\"}") }
@@ -107,30 +107,26 @@ enum TasksCommand {
             json ? ProgressReporter.json(info, event: "task") : info.id + "  " + ProgressReporter.summary(info))
     }
 
-    /// Serves the folder of `playlist` through the shared playback server until Ctrl-C.
-    static func play(playlist: String, port: String?, json: Bool) async -> Int32 {
+    /// Serves a completed task through the shared playback server (``DownloadManager/playURL(forTask:server:)``)
+    /// until Ctrl-C.
+    static func play(_ manager: DownloadManager, id: String, port: String?, json: Bool) async -> Int32 {
         var configuration = HTTPServerConfiguration()
         if let port {
             guard let number = UInt16(port) else { Console.usageError("invalid port '\(port)'", usage: usage) }
             configuration.port = number
         }
-        let slash = playlist.lastIndex(of: "/") ?? playlist.startIndex
-        let folder = String(playlist[..<slash])
-        let entry = String(playlist[playlist.index(after: slash)...])
         let server = PlaybackServer.shared
         await server.setConfiguration(configuration)
-        let session: HLSFolderSession
-        let base: String
+        let url: String
         do {
-            session = try HLSFolderSession(folder: folder, entry: entry)
-            base = try await server.add(session)
+            url = try await manager.playURL(forTask: id, server: server)
         } catch {
             Console.error("\(error)")
             return 1
         }
-        let url = base + session.entryPlaylist
         if json {
-            let data = (try? JSONSerialization.data(withJSONObject: ["url": url, "folder": folder])) ?? Data()
+            let object = ["url": url, "folder": manager.folder(forTask: id)]
+            let data = (try? JSONSerialization.data(withJSONObject: object)) ?? Data()
             Console.output(String(decoding: data, as: UTF8.self))
         } else {
             Console.output(url)
@@ -138,7 +134,7 @@ enum TasksCommand {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DownloadSignals.onInterrupt { continuation.resume() }
         }
-        await server.remove(session)
+        await manager.stopPlayback(forTask: id, server: server)
         return 0
     }
 }
