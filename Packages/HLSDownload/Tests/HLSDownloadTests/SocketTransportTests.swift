@@ -1,0 +1,223 @@
+import Foundation
+import HLSDownload
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A tiny HTTP/1.1 origin on a loopback socket, one thread per connection: `reply` maps a request path to raw
+/// response bytes and whether to close the connection after them (`stall` keeps it open, sending nothing more).
+final class RawOrigin: Sendable {
+    enum Reply: Sendable {
+        case bytes([UInt8], close: Bool)
+        case stall([UInt8])
+    }
+    let port: UInt16
+    private let listener: Int32
+    let connections = Mutex(0)
+    let paths = Mutex<[String]>([])
+    let heads = Mutex<[String]>([])
+
+    init(reply: @escaping @Sendable (String) -> Reply) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        try #require(bound == 0 && listen(fd, 16) == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        listener = fd
+        Thread.detachNewThread { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                connections.withLock { $0 += 1 }
+                Thread.detachNewThread { self.serve(client, reply: reply) }
+            }
+        }
+    }
+
+    private func serve(_ client: Int32, reply: @Sendable (String) -> Reply) {
+        defer { close(client) }
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            while !pending.contains(0x0A) || String(decoding: pending, as: UTF8.self).range(of: "\r\n\r\n") == nil {
+                let n = recv(client, &buffer, buffer.count, 0)
+                if n <= 0 { return }
+                pending += buffer[0..<n]
+            }
+            let text = String(decoding: pending, as: UTF8.self)
+            guard let end = text.range(of: "\r\n\r\n") else { return }
+            pending = Array(text[end.upperBound...].utf8)
+            let path = text.split(separator: " ").dropFirst().first.map(String.init) ?? ""
+            paths.withLock { $0.append(path) }
+            heads.withLock { $0.append(String(text[..<end.lowerBound])) }
+            switch reply(path) {
+            case .bytes(let bytes, let closing):
+                _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if closing { return }
+            case .stall(let bytes):
+                _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                Thread.sleep(forTimeInterval: 5)
+                return
+            }
+        }
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    deinit {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+}
+
+@Suite struct SocketTransportTests {
+    static func response(_ body: [UInt8], status: String = "200 OK", extra: String = "") -> [UInt8] {
+        Array("HTTP/1.1 \(status)\r\nContent-Length: \(body.count)\r\n\(extra)\r\n".utf8) + body
+    }
+
+    static func collect(_ response: TransportResponse) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        for try await chunk in response.body { bytes += chunk }
+        return bytes
+    }
+
+    @Test func keepAliveChunkedAndRedirects() async throws {
+        let big = (0..<1_500_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let origin = try RawOrigin { path in
+            switch path {
+            case "/big": return .bytes(Self.response(big), close: false)
+            case "/small": return .bytes(Self.response(Array("hello".utf8)), close: false)
+            case "/chunked":
+                let body = "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n"
+                return .bytes(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(body)".utf8), close: false)
+            case "/moved":
+                return .bytes(Self.response([], status: "302 Found", extra: "Location: /small\r\n"), close: false)
+            case "/file":
+                return .bytes(
+                    Self.response([], status: "302 Found", extra: "Location: file:///etc/passwd\r\n"), close: false)
+            case "/loop":
+                return .bytes(Self.response([], status: "302 Found", extra: "Location: /loop\r\n"), close: false)
+            default: return .bytes(Self.response([], status: "404 Not Found"), close: false)
+            }
+        }
+        let transport = SocketTransport(stallTimeout: 5, maxRedirects: 3, chunkSize: 64 << 10)
+        let first = try await transport.send(TransportRequest(url: origin.url("/big"), headers: []))
+        #expect(first.status == 200)
+        #expect(first.contentLength == UInt64(big.count))
+        var chunks = 0
+        var received: [UInt8] = []
+        for try await chunk in first.body {
+            #expect(chunk.count <= 64 << 10)
+            chunks += 1
+            received += chunk
+        }
+        #expect(received == big)
+        #expect(chunks >= big.count / (64 << 10))
+        let chunked = try await transport.send(TransportRequest(url: origin.url("/chunked"), headers: []))
+        #expect(try await Self.collect(chunked) == Array("hello, world".utf8))
+        let moved = try await transport.send(TransportRequest(url: origin.url("/moved"), headers: []))
+        #expect(moved.status == 200)
+        #expect(try await Self.collect(moved) == Array("hello".utf8))
+        let missing = try await transport.send(TransportRequest(url: origin.url("/nothing"), headers: []))
+        #expect(missing.status == 404)
+        #expect(try await Self.collect(missing).isEmpty)
+        // Every request so far went over one kept-alive connection.
+        #expect(origin.connections.withLock { $0 } == 1)
+        #expect(origin.paths.withLock { $0 } == ["/big", "/chunked", "/moved", "/small", "/nothing"])
+
+        await #expect(throws: TransportError.self) {
+            _ = try await transport.send(TransportRequest(url: origin.url("/file"), headers: []))
+        }
+        await #expect(throws: TransportError.self) {
+            _ = try await transport.send(TransportRequest(url: origin.url("/loop"), headers: []))
+        }
+        // https needs a fallback transport.
+        await #expect(throws: TransportError.self) {
+            _ = try await transport.send(TransportRequest(url: "https://127.0.0.1:1/x", headers: []))
+        }
+    }
+
+    @Test func headersAreSentAndInjectionIsRefused() async throws {
+        let origin = try RawOrigin { _ in .bytes(Self.response(Array("ok".utf8)), close: true) }
+        let transport = SocketTransport(stallTimeout: 5)
+        let response = try await transport.send(
+            TransportRequest(
+                url: origin.url("/h?q=1"),
+                headers: [
+                    HTTPHeaderField(name: "X-Test", value: "yes"),
+                    HTTPHeaderField(name: "X-Bad", value: "a\r\nInjected: 1"),
+                ]))
+        #expect(try await Self.collect(response) == Array("ok".utf8))
+        let head = try #require(origin.heads.withLock { $0.first })
+        #expect(head.hasPrefix("GET /h?q=1 HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n"))
+        #expect(head.contains("\r\nX-Test: yes\r\n"))
+        #expect(head.contains("\r\nAccept-Encoding: identity\r\n"))
+        #expect(!head.contains("Injected"))
+    }
+
+    @Test func truncatedBodyAndStallFail() async throws {
+        let origin = try RawOrigin { path in
+            switch path {
+            case "/short":
+                return .bytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b".utf8), close: true)
+            default:
+                return .stall(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc".utf8))
+            }
+        }
+        let transport = SocketTransport(stallTimeout: 0.3)
+        let short = try await transport.send(TransportRequest(url: origin.url("/short"), headers: []))
+        var got: [UInt8] = []
+        do {
+            for try await chunk in short.body { got += chunk }
+            Issue.record("a truncated body ended normally")
+        } catch let error as TransportError {
+            #expect(error.code == .connectionReset)
+        }
+        #expect(got == Array("only ten b".utf8))
+
+        let stalled = try await transport.send(TransportRequest(url: origin.url("/stall"), headers: []))
+        let start = ContinuousClock.now
+        do {
+            for try await _ in stalled.body {}
+            Issue.record("a stalled body ended normally")
+        } catch let error as TransportError {
+            #expect(error.code == .timedOut)
+        }
+        #expect(ContinuousClock.now - start < .seconds(3))
+    }
+
+    @Test func cancellationEndsABlockedRead() async throws {
+        let origin = try RawOrigin { _ in .stall(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".utf8)) }
+        let transport = SocketTransport(stallTimeout: 30)
+        let response = try await transport.send(TransportRequest(url: origin.url("/stall"), headers: []))
+        let reader = Task { () -> Bool in
+            do {
+                for try await _ in response.body {}
+                return false
+            } catch {
+                return true
+            }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let start = ContinuousClock.now
+        reader.cancel()
+        #expect(await reader.value)
+        #expect(ContinuousClock.now - start < .seconds(3))
+    }
+}
