@@ -170,6 +170,9 @@ public final class TSPlaybackSession: PlaybackSource {
             }
             guard !Task.isCancelled else { return }
             indexer.finish()
+            // The last audio PES's frames are counted (a few KiB near the end), so an audio-only file's duration is
+            // exact rather than a PES step long.
+            indexer.measureLastAudioPES(in: file)
             let complete = indexer.index(fileSize: size, modificationTime: modified)
             indexState.withLock { $0 = complete }
             if options.writesSidecar {

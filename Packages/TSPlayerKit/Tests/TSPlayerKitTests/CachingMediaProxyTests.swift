@@ -7,6 +7,17 @@ import Testing
     import FoundationNetworking
 #endif
 
+/// The cache folder's index once `settled` holds for it (or after 5 s): a fetch records what it wrote when it ends,
+/// which can be a moment after the reader it served has its last byte.
+func settledResources(in directory: String, _ settled: ([CachedResource]) -> Bool) async -> [CachedResource] {
+    var resources = CachingMediaProxy.cachedResources(in: directory)
+    for _ in 0..<100 where !settled(resources) {
+        try? await Task.sleep(for: .milliseconds(50))
+        resources = CachingMediaProxy.cachedResources(in: directory)
+    }
+    return resources
+}
+
 @Suite("CachingMediaProxy")
 struct CachingMediaProxyTests {
     static let auth = "Bearer s3cret"
@@ -43,7 +54,8 @@ struct CachingMediaProxyTests {
         #expect(origin.bytesSent("/song.mp3") == UInt64(body.count))
 
         // Content info kept with the cache.
-        let entry = try #require(CachingMediaProxy.cachedResources(in: directory).first)
+        let entry = try #require(
+            await settledResources(in: directory) { $0.first?.heldBytes == UInt64(body.count) }.first)
         #expect(entry.length == UInt64(body.count))
         #expect(entry.heldBytes == UInt64(body.count))
         #expect(entry.fractionHeld == 1)
@@ -143,7 +155,7 @@ struct CachingMediaProxyTests {
         let renewed = try await proxy.localURL(for: origin.url("/v.m4a"))
         #expect(try await cachingTestGet(renewed).2 == second)
         #expect(try await cachingTestGet(local).2 == second)
-        let entry = try #require(CachingMediaProxy.cachedResources(in: directory).first)
+        let entry = try #require(await settledResources(in: directory) { $0.first?.heldBytes == 300_000 }.first)
         #expect(entry.heldBytes == 300_000)
         await proxy.stop()
         await origin.stop()
