@@ -124,6 +124,8 @@ enum DownloadCommand {
             if info.state == .paused || info.state == .stopped || info.state == .notReady {
                 try await manager.resume(info.id)
             }
+            // A task the store holds as queued (a run killed right after queueing it) starts now too.
+            await manager.startQueue()
         } catch {
             Console.error("\(error)")
             return 1

@@ -135,7 +135,8 @@ public actor DownloadManager {
         }
     }
 
-    /// Queues a paused, stopped or not-ready task (a completed task stays completed).
+    /// Queues a paused, stopped or not-ready task, and starts a queued one when a slot is free (a completed task
+    /// stays completed).
     public func resume(_ id: String) throws(DownloadError) {
         guard var record = records[id] else { throw Self.noSuchTask(id) }
         switch record.state {
@@ -145,6 +146,9 @@ public actor DownloadManager {
             records[id] = record
             try save()
             emit(record, force: true)
+            schedule()
+        case .ready:
+            // Queued (perhaps by a process that ended before starting it): start it when a slot is free.
             schedule()
         default:
             return

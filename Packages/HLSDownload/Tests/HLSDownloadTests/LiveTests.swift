@@ -171,3 +171,22 @@ import Testing
         #expect(info.error?.code == .unsupported)
     }
 }
+
+@Suite struct QueuedRestartTests {
+    @Test func aTaskStoredAsQueuedStartsOnResumeAfterARestart() async throws {
+        let files = FaultTests.stream()
+        let root = Fixtures.temporaryFolder()
+        // Created but not started, then the store is edited to say `ready`, as a process killed between
+        // queueing and starting a task leaves it.
+        let first = try Fixtures.manager(FakeOrigin(files: files), root: root)
+        let created = try await first.createTask(url: FaultTests.base + "index.m3u8", start: false)
+        let store = root + "/tasks.json"
+        let text = Fixtures.text(store).replacingOccurrences(of: "\"notReady\"", with: "\"ready\"")
+        try Data(text.utf8).write(to: URL(fileURLWithPath: store))
+        let second = try Fixtures.manager(FakeOrigin(files: files), root: root)
+        #expect(await second.task(created.id)?.state == .ready)
+        try await second.resume(created.id)
+        let info = try #require(await second.waitUntilSettled(created.id))
+        #expect(info.state == .completed)
+    }
+}
