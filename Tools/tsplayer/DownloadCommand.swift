@@ -148,6 +148,8 @@ enum DownloadCommand {
         }
         let final = await manager.waitUntilSettled(id)
         events.cancel()
+        // Wait until the progress printer has stopped, so no progress line can follow the final one.
+        await events.value
         guard let final else {
             Console.error("the task is gone")
             return 1
