@@ -22,17 +22,20 @@ public struct SocketTransport: DownloadTransport {
     private let pool: ConnectionPool
     private let fallback: (any DownloadTransport)?
     private let maxRedirects: Int
+    private let followsRedirects: Bool
     /// The largest body chunk delivered at once.
     public let chunkSize: Int
 
     /// A transport whose reads time out after `stallTimeout` seconds without data, following at most
-    /// `maxRedirects` redirects; `https://` goes to `fallback` (refused when nil).
+    /// `maxRedirects` redirects; `https://` goes to `fallback` (refused when nil). With `followsRedirects` false a
+    /// redirect response is returned as it is, for a caller that checks each target itself.
     public init(
         stallTimeout: Double = 20, maxRedirects: Int = 5, chunkSize: Int = 512 << 10,
-        fallback: (any DownloadTransport)? = nil
+        fallback: (any DownloadTransport)? = nil, followsRedirects: Bool = true
     ) {
         self.pool = ConnectionPool(stallTimeout: max(0.01, stallTimeout))
         self.maxRedirects = max(0, maxRedirects)
+        self.followsRedirects = followsRedirects
         self.chunkSize = max(4096, chunkSize)
         self.fallback = fallback
     }
@@ -50,7 +53,9 @@ public struct SocketTransport: DownloadTransport {
                 return try await fallback.send(forwarded)
             }
             let response = try await exchange(target, headers: request.headers)
-            if [301, 302, 303, 307, 308].contains(response.status), let location = response.header("Location") {
+            if followsRedirects, [301, 302, 303, 307, 308].contains(response.status),
+                let location = response.header("Location")
+            {
                 redirects += 1
                 guard redirects <= maxRedirects else {
                     throw TransportError(.tooManyRedirects, "redirect refused at \(url)")
