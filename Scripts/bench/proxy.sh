@@ -8,9 +8,9 @@
 #     b. the same window on every request (nginx, a static file): the proxy answers a repeated poll with its
 #        previous output.
 #  2. segment relay: the same VOD segments downloaded by curl directly from nginx, through the proxy's stream mode,
-#     and by a bare URLSession client (delegate, bodies discarded) in the same run: URLSession is what the proxy
-#     fetches with, so its figure is the ceiling of the relay on this platform. Target: at least 0.9x the direct
-#     throughput.
+#     and by a bare URLSession client (delegate, bodies discarded) in the same run: the proxy fetches plain http
+#     over its own sockets and https with URLSession, whose figure is the ceiling of an https relay on Linux.
+#     Target: at least 0.9x the direct throughput.
 #
 # Usage: Scripts/bench/proxy.sh [--polls N]   (default 300)
 # Needs: swift, ffmpeg, nginx, curl, python3.
