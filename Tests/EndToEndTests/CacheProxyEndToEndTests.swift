@@ -51,113 +51,14 @@ func cacheProxySHA(_ data: Data) -> String {
     return "\(data.count):" + String(hash, radix: 16)
 }
 
-/// nginx on loopback serving the fixtures: 403 unless `Authorization: Bearer <token>`; `/slow/` is throttled.
-/// The access log line is `$request_uri $status $body_bytes_sent "$http_authorization" "$http_range"`.
-final class CacheProxyOrigin {
+/// The origin of these tests: nginx serving the fixtures, 403 unless `Authorization: Bearer <token>`; `/slow/` is
+/// throttled.
+enum CacheProxyOrigin {
     static let token = "e2e-token-1234"
-    let process: Process
-    let port: UInt16
-    let directory: URL
-    var accessLog: URL { directory.appendingPathComponent("access.log") }
 
-    init?(root: URL, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        guard let nginx = EndToEnd.tool("nginx", sourceLocation: sourceLocation) else { return nil }
-        directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("cpnginx-\(UUID())")
-        try FileManager.default.createDirectory(
-            at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
-        for _ in 0..<20 {
-            let port = UInt16.random(in: 20_000...60_000)
-            let d = directory.path
-            let config = """
-                worker_processes 1;
-                daemon off;
-                master_process off;
-                error_log \(d)/error.log;
-                pid \(d)/nginx.pid;
-                events { worker_connections 256; }
-                http {
-                  log_format cp '$request_uri $status $body_bytes_sent "$http_authorization" "$http_range"';
-                  access_log \(d)/access.log cp;
-                  client_body_temp_path \(d)/tmp;
-                  proxy_temp_path \(d)/tmp;
-                  fastcgi_temp_path \(d)/tmp;
-                  uwsgi_temp_path \(d)/tmp;
-                  scgi_temp_path \(d)/tmp;
-                  types { audio/mpeg mp3; video/mp4 mp4; video/mp2t ts; }
-                  server {
-                    listen 127.0.0.1:\(port);
-                    root \(root.path);
-                    if ($http_authorization != "Bearer \(CacheProxyOrigin.token)") { return 403; }
-                    location /slow/ { alias \(root.path)/; limit_rate 512k; }
-                  }
-                }
-
-                """
-            let configURL = directory.appendingPathComponent("nginx.conf")
-            try Data(config.utf8).write(to: configURL)
-            let process = Process()
-            process.executableURL = nginx
-            process.arguments = ["-c", configURL.path, "-e", directory.appendingPathComponent("error.log").path]
-            process.standardError = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            for _ in 0..<100 {
-                if !process.isRunning { break }
-                if CacheProxyOrigin.connects(port) {
-                    self.process = process
-                    self.port = port
-                    return
-                }
-                usleep(20_000)
-            }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
-        Issue.record("nginx did not start", sourceLocation: sourceLocation)
-        return nil
-    }
-
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
-
-    func stop() {
-        // Single-process nginx started from a test thread may block SIGTERM: SIGKILL it.
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
-    deinit { stop() }
-
-    /// Access log rows.
-    func requests() -> [(uri: String, status: Int, bytes: Int, authorization: String, range: String)] {
-        let text = (try? String(contentsOf: accessLog, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
-            let quoted = line.split(separator: "\"", omittingEmptySubsequences: false)
-            let head = quoted.first?.split(separator: " ") ?? []
-            guard head.count >= 3, let status = Int(head[1]), let bytes = Int(head[2]) else { return nil }
-            return (
-                String(head[0]), status, bytes, quoted.count > 1 ? String(quoted[1]) : "",
-                quoted.count > 3 ? String(quoted[3]) : ""
-            )
-        }
-    }
-
-    static func connects(_ port: UInt16) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
+    static func start(root: URL, sourceLocation: SourceLocation = #_sourceLocation) throws -> NginxOrigin? {
+        try NginxOrigin(
+            root: root, slowRate: "512k", requiredAuthorization: "Bearer \(token)", sourceLocation: sourceLocation)
     }
 }
 
@@ -245,7 +146,7 @@ struct CacheProxyEndToEndTests {
     @Test("ffprobe and ffmpeg read an mp3, an mp4 and a .ts through the proxy, with the header, then offline")
     func readsWithHeaderThenOffline() throws {
         let root = try #require(CacheProxyFixtures.folder)
-        let origin = try #require(try CacheProxyOrigin(root: root))
+        let origin = try #require(try CacheProxyOrigin.start(root: root))
         let cache = cacheProxyTempDirectory()
         // Without the header the origin refuses.
         #expect(try cacheProxyCurl(origin.url("tone.mp3")) == nil)
@@ -304,7 +205,7 @@ struct CacheProxyEndToEndTests {
     @Test("a Range into the middle of an uncached file fetches only that neighbourhood")
     func seekFetchesNeighbourhood() throws {
         let root = try #require(CacheProxyFixtures.folder)
-        let origin = try #require(try CacheProxyOrigin(root: root))
+        let origin = try #require(try CacheProxyOrigin.start(root: root))
         let proxy = try #require(
             try CacheProxyProcess(origin.url("clip.mp4"), cacheDirectory: cacheProxyTempDirectory()))
         let file = CacheProxyFixtures.bytes("clip.mp4")
@@ -322,7 +223,7 @@ struct CacheProxyEndToEndTests {
     @Test("SIGKILL during a fetch never leaves a wrong byte claimed, and the next read completes the file")
     func crashSafety() throws {
         let root = try #require(CacheProxyFixtures.folder)
-        let origin = try #require(try CacheProxyOrigin(root: root))
+        let origin = try #require(try CacheProxyOrigin.start(root: root))
         let cache = cacheProxyTempDirectory()
         let url = origin.url("slow/clip.ts")
         let file = CacheProxyFixtures.bytes("clip.ts")
@@ -365,7 +266,7 @@ struct CacheProxyEndToEndTests {
     @Test("8 concurrent readers of overlapping ranges get the right bytes, and nginx sends each byte once")
     func concurrentReaders() throws {
         let root = try #require(CacheProxyFixtures.folder)
-        let origin = try #require(try CacheProxyOrigin(root: root))
+        let origin = try #require(try CacheProxyOrigin.start(root: root))
         let cache = cacheProxyTempDirectory()
         let proxy = try #require(try CacheProxyProcess(origin.url("clip.ts"), cacheDirectory: cache))
         let file = CacheProxyFixtures.bytes("clip.ts")

@@ -1,0 +1,144 @@
+// nginx as the reference origin of the end-to-end tests: started per test on loopback with its own temporary config
+// and access log, stopped with it.
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An nginx serving a folder on a loopback port at `/`, and again at `/slow/` limited to `slowRate` per connection.
+/// With `requiredAuthorization`, every request without exactly that `Authorization` value gets 403.
+final class NginxOrigin {
+    /// One access-log row.
+    struct Request {
+        var uri: String
+        var status: Int
+        var bytes: Int
+        var agent: String
+        var test: String
+        var authorization: String
+        var range: String
+    }
+
+    let port: UInt16
+    let directory: URL
+    var accessLog: URL { directory.appendingPathComponent("access.log") }
+    private var process: Process?
+
+    init?(
+        root: URL, slowRate: String = "1m", requiredAuthorization: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        guard let nginx = EndToEnd.tool("nginx", sourceLocation: sourceLocation) else { return nil }
+        directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        let guardLine = requiredAuthorization.map { "if ($http_authorization != \"\($0)\") { return 403; }" } ?? ""
+        var chosen: UInt16 = 0
+        for _ in 0..<20 {
+            let port = UInt16.random(in: 20_000...60_000)
+            let d = directory.path
+            let config = """
+                worker_processes 1;
+                daemon off;
+                master_process off;
+                error_log \(d)/error.log;
+                pid \(d)/nginx.pid;
+                events { worker_connections 512; }
+                http {
+                  log_format e2e '$request_uri $status $body_bytes_sent "$http_user_agent" "$http_x_test" '
+                                 '"$http_authorization" "$http_range"';
+                  access_log \(d)/access.log e2e;
+                  client_body_temp_path \(d)/tmp;
+                  proxy_temp_path \(d)/tmp;
+                  fastcgi_temp_path \(d)/tmp;
+                  uwsgi_temp_path \(d)/tmp;
+                  scgi_temp_path \(d)/tmp;
+                  types {
+                    application/vnd.apple.mpegurl m3u8; video/mp2t ts; video/mp4 mp4 m4s; audio/mpeg mp3;
+                  }
+                  server {
+                    listen 127.0.0.1:\(port);
+                    root \(root.path);
+                    \(guardLine)
+                    location /slow/ { alias \(root.path)/; limit_rate \(slowRate); sendfile off; output_buffers 1 8k; }
+                  }
+                }
+
+                """
+            let configURL = directory.appendingPathComponent("nginx.conf")
+            try Data(config.utf8).write(to: configURL)
+            let process = Process()
+            process.executableURL = nginx
+            process.arguments = ["-c", configURL.path, "-e", directory.appendingPathComponent("error.log").path]
+            process.standardError = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            // Ready when it answers; a port in use makes it exit.
+            for _ in 0..<100 {
+                if !process.isRunning { break }
+                if Self.connects(port) {
+                    chosen = port
+                    break
+                }
+                usleep(20_000)
+            }
+            if chosen != 0 {
+                self.process = process
+                break
+            }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        port = chosen
+        if chosen == 0 {
+            Issue.record("nginx did not start", sourceLocation: sourceLocation)
+            return nil
+        }
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
+
+    func stop() {
+        // Single-process nginx started from a test thread inherits a signal mask that blocks SIGTERM: SIGKILL it.
+        if let process, process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+
+    /// The access log's rows, oldest first.
+    func requests() -> [Request] {
+        let text = (try? String(contentsOf: accessLog, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let quoted = line.split(separator: "\"", omittingEmptySubsequences: false)
+            let head = quoted.first?.split(separator: " ") ?? []
+            guard head.count >= 3, let status = Int(head[1]), let bytes = Int(head[2]) else { return nil }
+            func field(_ index: Int) -> String { quoted.count > index ? String(quoted[index]) : "" }
+            return Request(
+                uri: String(head[0]), status: status, bytes: bytes, agent: field(1), test: field(3),
+                authorization: field(5), range: field(7))
+        }
+    }
+
+    static func connects(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return result == 0
+    }
+}
