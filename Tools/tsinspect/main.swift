@@ -225,7 +225,8 @@ func inspect(_ options: Options, inputPath: String) -> Never {
         do {
             let file = try FileStreamer(path: inputPath)
             fileSize = try file.size()
-            try TSFileReader.read(file, bufferSize: readSize) { chunk in
+            // The next chunk is read on a second thread while this one is scanned.
+            try PrefetchReader.read(file, bufferSize: readSize) { chunk in
                 demuxer.feed(chunk) { sink.handle($0) }
                 if printPTS { sink.out.flushIfLarge() }
                 return true
