@@ -78,13 +78,7 @@ final class CacheProxyProcess {
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var buffer = Data()
-        while !buffer.contains(UInt8(ascii: "\n")) {
-            let more = out.fileHandleForReading.availableData
-            if more.isEmpty { break }
-            buffer.append(more)
-        }
-        let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        let line = EndToEnd.firstLine(of: out)
         guard line.hasPrefix("http://127.0.0.1:") else {
             Issue.record("cache-proxy printed '\(line)'", sourceLocation: sourceLocation)
             kill(process.processIdentifier, SIGKILL)

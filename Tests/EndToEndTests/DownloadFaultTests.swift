@@ -29,14 +29,8 @@ final class FaultOrigin {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var text = ""
-        while !text.hasSuffix("\n") {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
-        }
-        guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
+        let text = EndToEnd.firstLine(of: output)
+        guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
             Issue.record("the fault origin did not start: \(text)", sourceLocation: sourceLocation)
             return nil
         }

@@ -203,14 +203,8 @@ enum DownloadTool {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var text = ""
-        while !text.hasSuffix("\n") {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
-        }
-        let url = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(url.hasPrefix("http://127.0.0.1:"), "tasks play printed \(text)", sourceLocation: sourceLocation)
+        let url = EndToEnd.firstLine(of: output)
+        #expect(url.hasPrefix("http://127.0.0.1:"), "tasks play printed \(url)", sourceLocation: sourceLocation)
         defer {
             kill(process.processIdentifier, SIGINT)
             for _ in 0..<100 where process.isRunning { usleep(20_000) }

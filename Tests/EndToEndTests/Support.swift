@@ -89,3 +89,18 @@ enum EndToEnd {
 private final class DataBox: Sendable {
     let value = Mutex<Data?>(nil)
 }
+
+extension EndToEnd {
+    /// The first line a started process writes to `pipe`, without its line ending (or all it wrote, when it closed
+    /// the pipe before a line ending). Blocks until then.
+    static func firstLine(of pipe: Pipe) -> String {
+        var buffer = Data()
+        while !buffer.contains(UInt8(ascii: "\n")) {
+            let more = pipe.fileHandleForReading.availableData
+            if more.isEmpty { break }
+            buffer.append(more)
+        }
+        let text = String(decoding: buffer, as: UTF8.self)
+        return String(text.prefix { $0 != "\n" && $0 != "\r\n" }).trimmingCharacters(in: .whitespaces)
+    }
+}
