@@ -161,11 +161,48 @@ private func Glibc_send(_ fd: Int32, _ pointer: UnsafeRawPointer?, _ count: Int)
     #endif
 }
 
-/// Open socket descriptors of this process (other suites open files in parallel, so files are not counted).
-func openDescriptorCount() -> Int {
+/// Open socket descriptors of this process with `port` at either end: the listener, the server's accepted
+/// connections and the test's clients. Sockets of anything else in the process (other suites' servers, a URL
+/// session's idle connections) open and close on their own schedule, so they are not counted.
+func openDescriptorCount(port: UInt16) -> Int {
     guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return -1 }
     return names.filter { name in
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name))?.hasPrefix("socket:")
-            == true
+        guard let fd = Int32(name),
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name))?.hasPrefix("socket:")
+                == true
+        else { return false }
+        return socketPort(fd, peer: false) == port || socketPort(fd, peer: true) == port
     }.count
+}
+
+/// Open descriptors of this process on the file at `path`.
+func openDescriptorCount(path: String) -> Int {
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return -1 }
+    let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+    return names.filter { name in
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)) == target
+    }.count
+}
+
+private func socketPort(_ fd: Int32, peer: Bool) -> UInt16? {
+    var address = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let result = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+            peer ? getpeername(fd, socketAddress, &length) : getsockname(fd, socketAddress, &length)
+        }
+    }
+    guard result == 0 else { return nil }
+    switch Int32(address.ss_family) {
+    case AF_INET:
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
+    case AF_INET6:
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+        }
+    default:
+        return nil
+    }
 }

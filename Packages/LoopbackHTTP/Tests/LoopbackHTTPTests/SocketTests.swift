@@ -313,7 +313,7 @@ struct SocketTests {
 
     @Test func rangeReadCloseCyclesReturnToBaseline() async throws {
         try await withServer(app) { port, server in
-            let baseline = openDescriptorCount()
+            let baseline = openDescriptorCount(port: port)
             for i in 0..<2000 {
                 let client = try RawClient(port: port)
                 client.send(request("/\(token.value)/media.ts", "Range: bytes=\(i % 90)-\(i % 90 + 9)\r\n"))
@@ -327,7 +327,8 @@ struct SocketTests {
                 waited += 1
             }
             #expect(server.openConnections == 0)
-            #expect(openDescriptorCount() == baseline)
+            #expect(openDescriptorCount(port: port) == baseline)
+            #expect(openDescriptorCount(path: tree.www + "/media.ts") == 0)
         }
     }
 
