@@ -157,38 +157,63 @@ extension Playlist {
     /// and the key, map, sequence numbers and program date time in effect for each segment and part.
     /// `parent` holds the variables of the multivariant playlist for EXT-X-DEFINE IMPORT.
     public func media(url: String? = nil, parent: Variables? = nil) -> MediaPlaylist {
-        var result = MediaPlaylist(
-            version: nil, targetDuration: nil, mediaSequence: 0, discontinuitySequence: 0, endList: false,
-            playlistType: nil, iFramesOnly: false, independentSegments: false, start: nil, partTarget: nil,
-            serverControl: nil, skippedSegments: nil, recentlyRemovedDateRanges: [], segments: [],
-            trailingParts: [], dateRanges: [], preloadHints: [], renditionReports: [], variables: Variables(),
-            diagnostics: [])
+        // One pass reads the playlist-wide tags and the segments together. The tags that change how segments are
+        // numbered or resolved (EXT-X-MEDIA-SEQUENCE, EXT-X-DISCONTINUITY-SEQUENCE, EXT-X-DEFINE) normally come
+        // before the first segment; when one comes later, the pass gives up and the playlist-wide tags are read
+        // in a pass of their own first.
+        if let result = resolveMedia(url: url, parent: parent, prescan: false) { return result }
+        return resolveMedia(url: url, parent: parent, prescan: true) ?? MediaPlaylist.empty
+    }
+
+    /// Reads a playlist-wide tag into `result` (and EXT-X-DEFINE into `defines`). Returns whether the tag is one
+    /// that must be known before the first segment is resolved.
+    private func readPlaylistTag(
+        _ known: KnownTag, _ t: Tag, _ index: Int, _ result: inout MediaPlaylist,
+        _ defines: inout [(index: Int, attributes: AttributeList)]
+    ) -> Bool {
+        switch known {
+        case .version: result.version = t.decimalInteger
+        case .targetDuration: result.targetDuration = t.decimalInteger
+        case .mediaSequence:
+            result.mediaSequence = t.decimalInteger ?? 0
+            return true
+        case .discontinuitySequence:
+            result.discontinuitySequence = t.decimalInteger ?? 0
+            return true
+        case .endList: result.endList = true
+        case .playlistType: result.playlistType = t.enumeratedString
+        case .iFramesOnly: result.iFramesOnly = true
+        case .independentSegments: result.independentSegments = true
+        case .start: result.start = t.attributes
+        case .partInf: result.partTarget = t.attributes?.decimalFloat("PART-TARGET")
+        case .serverControl: result.serverControl = t.attributes
+        case .define:
+            if let a = t.attributes { defines.append((index, a)) }
+            return true
+        default: break
+        }
+        return false
+    }
+
+    /// The resolution; nil when `prescan` is false and a tag that must come first came after a segment.
+    private func resolveMedia(url: String?, parent: Variables?, prescan: Bool) -> MediaPlaylist? {
+        var result = MediaPlaylist.empty
         let lines = self.lines
         var defines: [(index: Int, attributes: AttributeList)] = []
-        // Playlist-wide tags first: their values apply from the first segment wherever they appear.
-        for index in lines.indices {
-            guard let known = lines[index].storedKnownTag, known.scope != .mediaSegment else { continue }
-            guard case .tag(let t) = lines[index].content else { continue }
-            switch known {
-            case .version: result.version = t.decimalInteger
-            case .targetDuration: result.targetDuration = t.decimalInteger
-            case .mediaSequence: result.mediaSequence = t.decimalInteger ?? 0
-            case .discontinuitySequence: result.discontinuitySequence = t.decimalInteger ?? 0
-            case .endList: result.endList = true
-            case .playlistType: result.playlistType = t.enumeratedString
-            case .iFramesOnly: result.iFramesOnly = true
-            case .independentSegments: result.independentSegments = true
-            case .start: result.start = t.attributes
-            case .partInf: result.partTarget = t.attributes?.decimalFloat("PART-TARGET")
-            case .serverControl: result.serverControl = t.attributes
-            case .define: if let a = t.attributes { defines.append((index, a)) }
-            default: break
+        if prescan {
+            // Playlist-wide tags first: their values apply from the first segment wherever they appear.
+            for index in lines.indices {
+                guard let known = lines[index].storedKnownTag, known.scope != .mediaSegment else { continue }
+                guard case .tag(let t) = lines[index].content else { continue }
+                _ = readPlaylistTag(known, t, index, &result, &defines)
             }
         }
-        let (variables, variableProblems) = Variables.collect(defines: defines, url: url, parent: parent)
-        result.variables = variables
-        var diagnostics = variableProblems
+        var variables = Variables()
+        var diagnostics: [ParseDiagnostic] = []
         let resolver = URIResolver(base: url)
+        // Whether the variables and the starting sequence numbers have been fixed (at the first line that needs
+        // them, or at the end).
+        var started = false
         func substitute(_ raw: String, _ lineIndex: Int) -> String {
             guard let (s, undefined) = variables.substitute(raw) else {
                 diagnostics.append(ParseDiagnostic(PlaylistError(.substitutionTooLong, line: lineIndex + 1, column: 1)))
@@ -211,12 +236,21 @@ extension Playlist {
 
         var segments: [MediaSegment] = []
         segments.reserveCapacity(lines.count / 2)
-        var sequence = result.mediaSequence
-        var discontinuitySequence = result.discontinuitySequence
+        var sequence: UInt64 = 0
+        var discontinuitySequence: UInt64 = 0
+        func start() {
+            started = true
+            let (collected, problems) = Variables.collect(defines: defines, url: url, parent: parent)
+            variables = collected
+            diagnostics = problems
+            sequence = result.mediaSequence
+            discontinuitySequence = result.discontinuitySequence
+        }
         var keys: [Key] = []
         var map: MediaInitialization?
         var bitrate: UInt64?
-        var extinf: ExtInf?
+        var extinfDuration: Double?
+        var extinfTitle = ""
         var byteRangeSpec: ByteRangeSpec?
         var discontinuity = false
         var gap = false
@@ -230,15 +264,29 @@ extension Playlist {
         for index in lines.indices {
             if lines[index].storedIsURI {
                 // The segment's URI line; handled after the switch.
+                if !started { start() }
             } else if let known = lines[index].storedKnownTag {
-                switch known.scope {
-                case .mediaSegment, .adMarker:
+                let scope = known.scope
+                if scope == .mediaSegment || scope == .adMarker {
                     if firstLine == nil { firstLine = index }
-                default: break
                 }
-                guard known.usedByMediaResolution, case .tag(let t) = lines[index].content else { continue }
+                if known == .extinf {
+                    // The most common tag: only its duration and title are read.
+                    extinfDuration = lines[index].extinfDuration
+                    extinfTitle = lines[index].extinfTitle
+                    continue
+                }
+                if !known.usedByMediaResolution {
+                    if !prescan, scope != .mediaSegment, case .tag(let t) = lines[index].content,
+                        readPlaylistTag(known, t, index, &result, &defines), started
+                    {
+                        return nil
+                    }
+                    continue
+                }
+                guard case .tag(let t) = lines[index].content else { continue }
+                if !started { start() }
                 switch known {
-                case .extinf: extinf = t.extinf
                 case .byteRange: byteRangeSpec = t.byteRange
                 case .discontinuity:
                     discontinuity = true
@@ -312,7 +360,7 @@ extension Playlist {
                 } else {
                     previousRange = nil
                 }
-                let duration = extinf?.duration ?? 0
+                let duration = extinfDuration ?? 0
                 var date: DateTime?
                 if let ownDate {
                     date = ownDate
@@ -323,13 +371,14 @@ extension Playlist {
                 for i in parts.indices { parts[i].mediaSequence = sequence }
                 segments.append(
                     MediaSegment(
-                        location: location, duration: duration, title: extinf?.title ?? "", byteRange: range,
+                        location: consume location, duration: duration, title: consume extinfTitle, byteRange: range,
                         keys: keys, map: map, discontinuity: discontinuity,
                         discontinuitySequence: discontinuitySequence, mediaSequence: sequence,
-                        programDateTime: date, gap: gap, bitrate: bitrate, parts: parts,
+                        programDateTime: consume date, gap: gap, bitrate: bitrate, parts: consume parts,
                         lineRange: (firstLine ?? index)..<(index + 1)))
                 sequence = sequence &+ 1
-                extinf = nil
+                extinfDuration = nil
+                extinfTitle = ""
                 byteRangeSpec = nil
                 discontinuity = false
                 gap = false
@@ -339,9 +388,22 @@ extension Playlist {
                 firstLine = nil
             }
         }
+        if !started { start() }
+        result.variables = variables
         result.trailingParts = parts
         result.segments = segments
         result.diagnostics = diagnostics
         return result
+    }
+}
+
+extension MediaPlaylist {
+    static var empty: MediaPlaylist {
+        MediaPlaylist(
+            version: nil, targetDuration: nil, mediaSequence: 0, discontinuitySequence: 0, endList: false,
+            playlistType: nil, iFramesOnly: false, independentSegments: false, start: nil, partTarget: nil,
+            serverControl: nil, skippedSegments: nil, recentlyRemovedDateRanges: [], segments: [],
+            trailingParts: [], dateRanges: [], preloadHints: [], renditionReports: [], variables: Variables(),
+            diagnostics: [])
     }
 }

@@ -95,6 +95,28 @@ public struct PlaylistLine: Sendable, Hashable {
     public var isBlank: Bool { content == .blank }
     /// The URI of a URI line with surrounding whitespace removed.
     public var uri: String? { uriBytes.map { String(decoding: $0, as: UTF8.self) } }
+    /// The duration of an EXTINF line (nil for other lines and unreadable values), read without copying the tag.
+    var extinfDuration: Double? {
+        switch content {
+        case .tag(let t):
+            switch t.value {
+            case .extinf(let e): return e.duration
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+    /// The title of an EXTINF line ("" for other lines).
+    var extinfTitle: String {
+        switch content {
+        case .tag(let t):
+            switch t.value {
+            case .extinf(let e): return e.title
+            default: return ""
+            }
+        default: return ""
+        }
+    }
     /// The bytes of ``uri``: a view into the line's bytes.
     var uriBytes: ArraySlice<UInt8>? {
         guard storedIsURI else { return nil }

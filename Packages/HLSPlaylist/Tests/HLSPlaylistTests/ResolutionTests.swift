@@ -92,6 +92,41 @@ import Testing
         #expect(missing.diagnostics.filter { $0.error.code == .undefinedVariable }.count == 6)
     }
 
+    /// EXT-X-MEDIA-SEQUENCE, EXT-X-DISCONTINUITY-SEQUENCE and EXT-X-DEFINE apply from the first segment even when
+    /// written after it (the one-pass resolution falls back to reading them first): the result is the same as
+    /// with the tags on top.
+    @Test func playlistWideTagsApplyWhereverTheyAre() throws {
+        let head = "#EXTM3U\n#EXT-X-TARGETDURATION:6\n"
+        let wide =
+            "#EXT-X-MEDIA-SEQUENCE:40\n#EXT-X-DISCONTINUITY-SEQUENCE:7\n#EXT-X-DEFINE:NAME=\"p\",VALUE=\"v2\"\n"
+            + "#EXT-X-VERSION:8\n"
+        let body =
+            "#EXT-X-KEY:METHOD=AES-128,URI=\"{$p}/key\"\n#EXTINF:6,first\n{$p}/a.ts\n#EXT-X-DISCONTINUITY\n"
+            + "#EXT-X-DATERANGE:ID=\"d\",START-DATE=\"2026-01-01T00:00:00Z\"\n#EXTINF:5,\n{$p}/b.ts\n"
+        let url = "https://cdn.example/live/index.m3u8"
+        let onTop = try Playlist(head + wide + body).media(url: url)
+        #expect(onTop.segments.map(\.mediaSequence) == [40, 41])
+        #expect(onTop.segments.map(\.discontinuitySequence) == [7, 8])
+        #expect(onTop.segments.map(\.uri) == ["https://cdn.example/live/v2/a.ts", "https://cdn.example/live/v2/b.ts"])
+        #expect(onTop.segments.first?.keys.first?.uri == "https://cdn.example/live/v2/key")
+        #expect(onTop.version == 8)
+        #expect(onTop.diagnostics.isEmpty)
+        // Before the first segment, after it, and at the end.
+        let afterFirst = try #require(body.range(of: "a.ts\n")).upperBound
+        for split in [body.startIndex, afterFirst, body.endIndex] {
+            let moved = try Playlist(head + String(body[..<split]) + wide + String(body[split...])).media(url: url)
+            #expect(moved.segments.map(\.mediaSequence) == onTop.segments.map(\.mediaSequence))
+            #expect(moved.segments.map(\.discontinuitySequence) == onTop.segments.map(\.discontinuitySequence))
+            #expect(moved.segments.map(\.uri) == onTop.segments.map(\.uri))
+            #expect(moved.segments.map(\.keys) == onTop.segments.map(\.keys))
+            #expect(moved.segments.map(\.title) == ["first", ""])
+            #expect(moved.dateRanges.map(\.id) == ["d"])
+            #expect(moved.variables == onTop.variables)
+            #expect(moved.version == 8)
+            #expect(moved.diagnostics.isEmpty)
+        }
+    }
+
     @Test func segmentStateInEffect() throws {
         let p = try Playlist(bytes: try Fixtures.bytes("valid/every-media-tag.m3u8"))
         let m = p.media(url: "https://origin.example/live/index.m3u8")
