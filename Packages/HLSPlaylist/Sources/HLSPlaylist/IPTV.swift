@@ -159,7 +159,10 @@ public struct IPTVStreamParser: Sendable {
     private var partial: [UInt8] = []
     private var lineNumber = 0
     private var entryStart = 0
-    private var current: IPTVChannel?
+    /// The entry being read (meaningful while `hasCurrent`), kept in place so option lines update it without
+    /// moving the whole channel.
+    private var current = IPTVChannel(name: "", url: "")
+    private var hasCurrent = false
     private var pendingOptions: IPTVChannel?
     private var extgrp: String?
     private var maxDiagnostics = 10_000
@@ -229,9 +232,10 @@ public struct IPTVStreamParser: Sendable {
             partial = []
             try line(whole[...], ending: LineEnding.none, emit: emit)
         }
-        if current != nil {
+        if hasCurrent {
             report(entryStart, 1, "#EXTINF without a URL")
-            current = nil
+            hasCurrent = false
+            current.lines = []
         }
     }
 
@@ -263,7 +267,7 @@ public struct IPTVStreamParser: Sendable {
         var trimmed = content
         while let f = trimmed.first, ASCII.isWhitespace(f) { trimmed = trimmed.dropFirst() }
         while let l = trimmed.last, ASCII.isWhitespace(l) { trimmed = trimmed.dropLast() }
-        if lineNumber == 1, trimmed.starts(with: Array("#EXTM3U".utf8)) {
+        if lineNumber == 1, IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.extm3uPrefix) {
             // The header line is kept for the whole parse: a copy, so it does not pin the caller's chunk.
             let own = IPTVLine(bytes: ArraySlice(Array(content)), ending: lineEnding)
             header = IPTVHeader(attributes: IPTVStreamParser.attributes(trimmed.dropFirst(7)).0, line: own)
@@ -279,23 +283,22 @@ public struct IPTVStreamParser: Sendable {
         pendingLines.append(stored)
         guard let first = trimmed.first else { return }
         if first == asciiHash {
-            if trimmed.starts(with: extinfPrefix) {
-                if current != nil { report(entryStart, 1, "#EXTINF without a URL; entry skipped") }
-                current = parseExtinf(trimmed.dropFirst(8))
-                if let pre = pendingOptions, var c = current.take() {
-                    c.vlcOpts = pre.vlcOpts + c.vlcOpts
-                    c.kodiProps = pre.kodiProps + c.kodiProps
-                    c.httpHeaders = pre.httpHeaders + c.httpHeaders
-                    c.userAgent = c.userAgent ?? pre.userAgent
-                    c.referrer = c.referrer ?? pre.referrer
-                    c.group = c.group ?? pre.group
-                    current = c
+            if IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.extinfPrefix) {
+                if hasCurrent { report(entryStart, 1, "#EXTINF without a URL; entry skipped") }
+                hasCurrent = parseExtinf(trimmed.dropFirst(8))
+                if hasCurrent, let pre = pendingOptions {
+                    current.vlcOpts = pre.vlcOpts + current.vlcOpts
+                    current.kodiProps = pre.kodiProps + current.kodiProps
+                    current.httpHeaders = pre.httpHeaders + current.httpHeaders
+                    current.userAgent = current.userAgent ?? pre.userAgent
+                    current.referrer = current.referrer ?? pre.referrer
+                    current.group = current.group ?? pre.group
                 }
                 pendingOptions = nil
                 return
             }
             // Options before the EXTINF line are held and applied to the entry once it starts.
-            if trimmed.starts(with: extvlcoptPrefix) {
+            if IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.extvlcoptPrefix) {
                 let (k, v) = IPTVStreamParser.keyValue(trimmed.dropFirst(11))
                 updateEntry { target in
                     target.vlcOpts.append((k, v))
@@ -305,16 +308,16 @@ public struct IPTVStreamParser: Sendable {
                     default: break
                     }
                 }
-            } else if trimmed.starts(with: kodipropPrefix) {
+            } else if IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.kodipropPrefix) {
                 let (k, v) = IPTVStreamParser.keyValue(trimmed.dropFirst(10))
                 updateEntry { $0.kodiProps.append((k, v)) }
-            } else if trimmed.starts(with: extgrpPrefix) {
+            } else if IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.extgrpPrefix) {
                 let group = String(decoding: trimmed.dropFirst(8), as: UTF8.self)
                 extgrp = group
                 updateEntry { target in
                     if target.group == nil { target.group = group }
                 }
-            } else if trimmed.starts(with: exthttpPrefix) {
+            } else if IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.exthttpPrefix) {
                 let headers = JSONObjectReader.stringPairs(trimmed.dropFirst(9))
                 if headers == nil { report(lineNumber, 10, "#EXTHTTP is not a JSON object of strings") }
                 updateEntry { target in
@@ -331,25 +334,27 @@ public struct IPTVStreamParser: Sendable {
             return
         }
         // A URL line.
-        guard var channel = current.take() else {
+        guard hasCurrent else {
             report(lineNumber, 1, "URL without #EXTINF; entry skipped")
             pendingOptions = nil
             return
         }
-        channel.url = String(decoding: trimmed, as: UTF8.self)
-        channel.lines = pendingLines
-        channel.lineNumber = entryStart
+        hasCurrent = false
+        current.url = String(decoding: trimmed, as: UTF8.self)
+        current.lines = pendingLines
+        current.lineNumber = entryStart
         pendingLines = []
         pendingOptions = nil
         extgrp = nil
-        emit(channel)
+        emit(current)
+        // The emitted lines are views into the caller's chunk: not held past the call.
+        current.lines = []
     }
 
     /// Applies an option line to the current entry, or holds it for the entry the next #EXTINF starts.
     private mutating func updateEntry(_ body: (inout IPTVChannel) -> Void) {
-        if var entry = current.take() {
-            body(&entry)
-            current = entry
+        if hasCurrent {
+            body(&current)
         } else {
             var held = pendingOptions.take() ?? IPTVChannel(name: "", url: "")
             body(&held)
@@ -357,30 +362,48 @@ public struct IPTVStreamParser: Sendable {
         }
     }
 
-    private let extinfPrefix = Array("#EXTINF:".utf8)
-    private let extvlcoptPrefix = Array("#EXTVLCOPT:".utf8)
-    private let kodipropPrefix = Array("#KODIPROP:".utf8)
-    private let extgrpPrefix = Array("#EXTGRP:".utf8)
-    private let exthttpPrefix = Array("#EXTHTTP:".utf8)
+    private static let extm3uPrefix: StaticString = "#EXTM3U"
+    private static let extinfPrefix: StaticString = "#EXTINF:"
+    private static let extvlcoptPrefix: StaticString = "#EXTVLCOPT:"
+    private static let kodipropPrefix: StaticString = "#KODIPROP:"
+    private static let extgrpPrefix: StaticString = "#EXTGRP:"
+    private static let exthttpPrefix: StaticString = "#EXTHTTP:"
 
-    private mutating func parseExtinf(_ value: ArraySlice<UInt8>) -> IPTVChannel? {
+    /// Whether `line` starts with `prefix` (compared as bytes over the line's buffer).
+    private static func hasPrefix(_ line: ArraySlice<UInt8>, _ prefix: StaticString) -> Bool {
+        let n = prefix.utf8CodeUnitCount
+        guard line.count >= n else { return false }
+        let p = prefix.utf8Start
+        return line.withUnsafeBufferPointer { b in
+            var k = 0
+            while k < n {
+                if b[k] != p[k] { return false }
+                k &+= 1
+            }
+            return true
+        }
+    }
+
+    /// Reads an EXTINF value into ``current``; false (and a diagnostic) when the entry must be skipped.
+    private mutating func parseExtinf(_ value: ArraySlice<UInt8>) -> Bool {
         var i = value.startIndex
         while i < value.endIndex, value[i] != asciiSpace, value[i] != asciiComma, value[i] != asciiTab { i += 1 }
         guard let duration = Numbers.decimalFloat(value[value.startIndex..<i], signed: true) else {
             report(lineNumber, 9, "#EXTINF duration is not a number; entry skipped")
-            return nil
+            return false
         }
         let (attributes, titleStart) = IPTVStreamParser.attributes(value[i...])
-        var channel = IPTVChannel(name: "", url: "", duration: duration, attributes: attributes)
+        var name = ""
         if let titleStart {
             var title = value[titleStart...]
             while let f = title.first, ASCII.isWhitespace(f) { title = title.dropFirst() }
-            channel.name = String(decoding: title, as: UTF8.self)
+            name = String(decoding: title, as: UTF8.self)
         } else {
-            channel.name = channel["tvg-name"] ?? ""
+            name = attributes.first { $0.name == "tvg-name" }?.value ?? ""
         }
-        if channel.group == nil { channel.group = extgrp }
-        return channel
+        current = IPTVChannel(name: name, url: "", duration: duration, attributes: attributes)
+        if current.group == nil { current.group = extgrp }
+        return true
     }
 
     /// `key=value` (the value may be empty).
@@ -412,16 +435,17 @@ public struct IPTVStreamParser: Sendable {
                 continue
             }
             let keyStart = i
-            while i < end, b[i] != asciiEquals, b[i] != asciiComma, !ASCII.isWhitespace(b[i]) { i += 1 }
+            while i < end, !IPTVStreamParser.endsKey(b[i]) { i += 1 }
             guard i < end, b[i] == asciiEquals else { continue }  // a stray token: skipped
-            let key = String(decoding: UnsafeBufferPointer(rebasing: b[keyStart..<i]), as: UTF8.self)
+            let key = IPTVAttributeNames.name(UnsafeBufferPointer(rebasing: b[keyStart..<i]))
             i += 1
             if i < end, b[i] == asciiQuote {
                 let valueStart = i + 1
                 var j = valueStart
                 var close: Int?
                 while j < end {
-                    if b[j] == asciiQuote, closesValue(b, j) {
+                    j = IPTVStreamParser.nextQuote(b, from: j)
+                    if j < end, closesValue(b, j) {
                         close = j
                         break
                     }
@@ -454,10 +478,31 @@ public struct IPTVStreamParser: Sendable {
         while k < b.endIndex, ASCII.isWhitespace(b[k]) { k += 1 }
         if k >= b.endIndex || b[k] == asciiComma { return true }
         // Another key= follows?
-        while k < b.endIndex, b[k] != asciiEquals, b[k] != asciiQuote, b[k] != asciiComma, !ASCII.isWhitespace(b[k]) {
-            k += 1
-        }
+        while k < b.endIndex, !endsKey(b[k]), b[k] != asciiQuote { k += 1 }
         return k < b.endIndex && b[k] == asciiEquals
+    }
+
+    /// Whether `c` ends an attribute key: `=`, `,`, space or tab (one shift and test).
+    @inline(__always)
+    private static func endsKey(_ c: UInt8) -> Bool {
+        let stops: UInt64 = 1 << 0x3D | 1 << 0x2C | 1 << 0x20 | 1 << 0x09
+        return c < 64 && (stops >> UInt64(c)) & 1 != 0
+    }
+
+    /// The index of the next `"` at or after `from`, or `b.count`; eight bytes at a time.
+    private static func nextQuote(_ b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        var i = from
+        let n = b.count
+        if let start = b.baseAddress {
+            let raw = UnsafeRawPointer(start)
+            while i &+ 8 <= n {
+                let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x2222_2222_2222_2222
+                if (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080 != 0 { break }
+                i &+= 8
+            }
+        }
+        while i < n, b[i] != asciiQuote { i &+= 1 }
+        return i
     }
 }
 
@@ -527,5 +572,39 @@ enum JSONObjectReader {
             return nil
         }
         return nil
+    }
+}
+
+/// The attribute names IPTV lists use most, as string constants: a parsed name that is one of them shares the
+/// constant instead of becoming a new string.
+enum IPTVAttributeNames {
+    static let common: [String] = [
+        "tvg-id", "tvg-name", "tvg-logo", "tvg-chno", "tvg-shift", "tvg-url", "tvg-country", "tvg-language",
+        "tvg-type", "tvg-rec", "group-title", "catchup", "catchup-days", "catchup-source", "catchup-correction",
+        "timeshift", "radio", "parent-code", "audio-track", "url-tvg", "x-tvg-url", "user-agent", "referrer",
+    ]
+    private static let table: [[(bytes: [UInt8], name: String)]] = {
+        var table = [[(bytes: [UInt8], name: String)]](repeating: [], count: 32)
+        for name in common { table[name.utf8.count].append((Array(name.utf8), name)) }
+        return table
+    }()
+
+    /// The name for `bytes`: a shared constant when it is a common name, a new string otherwise.
+    static func name(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        let count = bytes.count
+        if count < table.count, count > 0 {
+            for entry in table[count] {
+                let equal = entry.bytes.withUnsafeBufferPointer { e in
+                    var k = 0
+                    while k < count {
+                        if e[k] != bytes[k] { return false }
+                        k &+= 1
+                    }
+                    return true
+                }
+                if equal { return entry.name }
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -30,6 +30,23 @@ import Testing
         #expect(list.diagnostics.map(\.line) == [14, 15, 23])
     }
 
+    /// Quotes are found eight bytes at a time: a stray quote or the closing quote at every offset in a word.
+    @Test func quotesAtEveryWordOffset() throws {
+        for n in 0..<20 {
+            let pad = String(repeating: "x", count: n)
+            let values = [pad, pad + "\"q\" " + pad, "\"" + pad, pad + "\""]
+            for value in values {
+                let text = "#EXTM3U\n#EXTINF:-1 tvg-name=\"\(value)\" group-title=\"g\(n)\",T \(n)\nhttp://h/\(n)\n"
+                let list = try IPTVPlaylist(text)
+                let channel = try #require(list.channels.first)
+                #expect(channel["tvg-name"] == value, "n=\(n) value=\(value)")
+                #expect(channel.group == "g\(n)")
+                #expect(channel.name == "T \(n)")
+                #expect(channel.attributes.map(\.name) == ["tvg-name", "group-title"])
+            }
+        }
+    }
+
     @Test func losslessWrite() throws {
         let bytes = try Fixtures.bytes("iptv/channels.m3u")
         let list = try IPTVPlaylist(bytes: bytes)
