@@ -272,8 +272,9 @@ extension Playlist {
                 }
                 if known == .extinf {
                     // The most common tag: only its duration and title are read.
-                    extinfDuration = lines[index].extinfDuration
-                    extinfTitle = lines[index].extinfTitle
+                    (extinfDuration, extinfTitle) = lines.withUnsafeBufferPointer {
+                        PlaylistLine.extinf(in: $0, at: index)
+                    }
                     continue
                 }
                 if !known.usedByMediaResolution {

@@ -64,6 +64,15 @@ public struct PlaylistLine: Sendable, Hashable {
         storedIsURI = false
     }
 
+    /// A parsed EXTINF line (built in place, so the tag is not copied).
+    init(bytes: ArraySlice<UInt8>, ending: LineEnding, extinf: ExtInf) {
+        self.bytes = bytes
+        self.ending = ending
+        self.content = .tag(Tag(.extinf, .extinf(extinf)))
+        storedKnownTag = .extinf
+        storedIsURI = false
+    }
+
     /// A tag line, rendered canonically.
     public init(tag: Tag, ending: LineEnding = .lf) {
         self.init(bytes: ArraySlice(tag.rendered.utf8), ending: ending, tag: tag, known: tag.known)
@@ -95,27 +104,11 @@ public struct PlaylistLine: Sendable, Hashable {
     public var isBlank: Bool { content == .blank }
     /// The URI of a URI line with surrounding whitespace removed.
     public var uri: String? { uriBytes.map { String(decoding: $0, as: UTF8.self) } }
-    /// The duration of an EXTINF line (nil for other lines and unreadable values), read without copying the tag.
-    var extinfDuration: Double? {
-        switch content {
-        case .tag(let t):
-            switch t.value {
-            case .extinf(let e): return e.duration
-            default: return nil
-            }
-        default: return nil
-        }
-    }
-    /// The title of an EXTINF line ("" for other lines).
-    var extinfTitle: String {
-        switch content {
-        case .tag(let t):
-            switch t.value {
-            case .extinf(let e): return e.title
-            default: return ""
-            }
-        default: return ""
-        }
+    /// The duration and title of the EXTINF line at `index` (nil and "" for other lines and unreadable values),
+    /// read in place without copying the line or its tag.
+    static func extinf(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> (Double?, String) {
+        if case .tag(let t) = lines[index].content, case .extinf(let e) = t.value { return (e.duration, e.title) }
+        return (nil, "")
     }
     /// The bytes of ``uri``: a view into the line's bytes.
     var uriBytes: ArraySlice<UInt8>? {
@@ -408,7 +401,8 @@ struct ParseState {
             let s = bytes.startIndex
             if bytes.count >= 4, bytes[s + 1] == 0x45, bytes[s + 2] == 0x58, bytes[s + 3] == 0x54 {
                 let tag = try parseTag(bytes, lineNumber: lineNumber)
-                return PlaylistLine(bytes: bytes, ending: ending, tag: tag, known: tag.known)
+                let known = tag.known
+                return PlaylistLine(bytes: bytes, ending: ending, tag: tag, known: known)
             }
             if lineNumber == 1 { try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U") }
             return PlaylistLine(bytes: bytes, ending: ending, content: .comment)
@@ -461,7 +455,7 @@ struct ParseState {
         let value = ExtInf(
             duration: duration, durationText: String(decoding: durationBytes, as: UTF8.self), title: title,
             hasComma: hasComma)
-        return PlaylistLine(bytes: slice, ending: ending, tag: Tag(.extinf, .extinf(value)), known: .extinf)
+        return PlaylistLine(bytes: slice, ending: ending, extinf: value)
     }
 
     mutating func checkMixed(_ lineNumber: Int) throws(PlaylistError) {
