@@ -309,18 +309,25 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                 if i == end { break }
             }
             let nameStart = i
-            while i < end && b[i] != asciiEquals && b[i] != asciiComma { i += 1 }
+            // The common case first: a well-formed name directly followed by '='.
+            while i < end && ASCII.isAttributeNameByte(b[i]) { i &+= 1 }
             var nameEnd = i
-            while nameEnd > nameStart, ASCII.isWhitespace(b[nameEnd - 1]) { nameEnd -= 1 }
-            let name = UnsafeBufferPointer(rebasing: b[nameStart..<nameEnd])
-            if name.isEmpty {
-                problems.append(Problem(offset: nameStart, message: "empty attribute name"))
-            } else if !name.allSatisfy(ASCII.isAttributeNameByte) {
-                problems.append(
-                    Problem(
-                        offset: nameStart,
-                        message: "attribute name \"\(String(decoding: name, as: UTF8.self))\" is not [A-Z0-9-]"))
+            if i == nameStart || i == end || b[i] != asciiEquals {
+                i = nameStart
+                while i < end && b[i] != asciiEquals && b[i] != asciiComma { i += 1 }
+                nameEnd = i
+                while nameEnd > nameStart, ASCII.isWhitespace(b[nameEnd - 1]) { nameEnd -= 1 }
+                let name = UnsafeBufferPointer(rebasing: b[nameStart..<nameEnd])
+                if name.isEmpty {
+                    problems.append(Problem(offset: nameStart, message: "empty attribute name"))
+                } else if !name.allSatisfy(ASCII.isAttributeNameByte) {
+                    problems.append(
+                        Problem(
+                            offset: nameStart,
+                            message: "attribute name \"\(String(decoding: name, as: UTF8.self))\" is not [A-Z0-9-]"))
+                }
             }
+            let name = UnsafeBufferPointer(rebasing: b[nameStart..<nameEnd])
             guard i < end, b[i] == asciiEquals else {
                 problems.append(Problem(offset: i, message: "expected '=' after attribute name"))
                 if i < end { i += 1 }
@@ -335,8 +342,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
             i += 1
             let valueStart = i
             if i < end && b[i] == asciiQuote {
-                i += 1
-                while i < end && b[i] != asciiQuote { i += 1 }
+                i = ByteScan.next(asciiQuote, in: b, from: i + 1)
                 if i == end {
                     problems.append(Problem(offset: valueStart, message: "unterminated quoted string"))
                 } else {

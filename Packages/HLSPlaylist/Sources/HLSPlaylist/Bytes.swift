@@ -31,6 +31,27 @@ enum ASCII {
     }
 }
 
+/// Byte searches eight bytes at a time.
+enum ByteScan {
+    /// The index of the first `byte` at or after `from` in `b`, or `b.count`.
+    @inline(__always)
+    static func next(_ byte: UInt8, in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        var i = max(from, 0)
+        let n = b.count
+        if let start = b.baseAddress {
+            let raw = UnsafeRawPointer(start)
+            let pattern = 0x0101_0101_0101_0101 &* UInt64(byte)
+            while i &+ 8 <= n {
+                let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ pattern
+                if (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080 != 0 { break }
+                i &+= 8
+            }
+        }
+        while i < n, b[i] != byte { i &+= 1 }
+        return i
+    }
+}
+
 /// Number parsing per the value types of RFC 8216bis §4.2.
 enum Numbers {
     /// A decimal-integer: 1 to 20 digits in the range 0 to 2^64-1.
@@ -91,6 +112,53 @@ enum Numbers {
         if !sawDigit || pointIsLast && !sawDigit { return nil }
         if digits > 15 { return slowFloat(bytes) }
         let value = Double(mantissa) / powersOfTen[fractionDigits]
+        return negative ? -value : value
+    }
+
+    /// ``decimalFloat(_:signed:)`` over a buffer with integer offsets (the hot path of EXTINF and attribute values).
+    static func decimalFloat(_ b: UnsafeBufferPointer<UInt8>, signed: Bool) -> Double? {
+        let n = b.count
+        guard n > 0 else { return nil }
+        var i = 0
+        var negative = false
+        if b[0] == 0x2D {
+            guard signed else { return nil }
+            negative = true
+            i = 1
+        }
+        var mantissa: UInt64 = 0
+        var digits = 0
+        var fractionDigits = 0
+        var sawDigit = false
+        var sawPoint = false
+        while i < n {
+            let c = b[i]
+            if c &- 0x30 < 10 {
+                sawDigit = true
+                if digits < 18 {
+                    mantissa = mantissa &* 10 &+ UInt64(c &- 0x30)
+                    if mantissa != 0 { digits &+= 1 }
+                    if sawPoint { fractionDigits &+= 1 }
+                } else if !sawPoint {
+                    return slowFloat(b)
+                }
+            } else if c == 0x2E && !sawPoint {
+                sawPoint = true
+            } else {
+                return nil
+            }
+            i &+= 1
+        }
+        if !sawDigit { return nil }
+        if digits > 15 { return slowFloat(b) }
+        // Powers of ten up to 1e18 are exact, and so is each product on the way.
+        var scale: Double = 1
+        var k = 0
+        while k < fractionDigits {
+            scale *= 10
+            k &+= 1
+        }
+        let value = Double(mantissa) / scale
         return negative ? -value : value
     }
 

@@ -491,18 +491,7 @@ public struct IPTVStreamParser: Sendable {
 
     /// The index of the next `"` at or after `from`, or `b.count`; eight bytes at a time.
     private static func nextQuote(_ b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        var i = from
-        let n = b.count
-        if let start = b.baseAddress {
-            let raw = UnsafeRawPointer(start)
-            while i &+ 8 <= n {
-                let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x2222_2222_2222_2222
-                if (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080 != 0 { break }
-                i &+= 8
-            }
-        }
-        while i < n, b[i] != asciiQuote { i &+= 1 }
-        return i
+        ByteScan.next(asciiQuote, in: b, from: from)
     }
 }
 

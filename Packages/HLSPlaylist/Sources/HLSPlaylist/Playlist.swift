@@ -113,10 +113,11 @@ public struct PlaylistLine: Sendable, Hashable {
     /// The bytes of ``uri``: a view into the line's bytes.
     var uriBytes: ArraySlice<UInt8>? {
         guard storedIsURI else { return nil }
-        var s = bytes
-        while let f = s.first, ASCII.isWhitespace(f) || f == asciiCR { s = s.dropFirst() }
-        while let l = s.last, ASCII.isWhitespace(l) || l == asciiCR { s = s.dropLast() }
-        return s
+        var lo = bytes.startIndex
+        var hi = bytes.endIndex
+        while lo < hi, ASCII.isWhitespace(bytes[lo]) || bytes[lo] == asciiCR { lo &+= 1 }
+        while hi > lo, ASCII.isWhitespace(bytes[hi &- 1]) || bytes[hi &- 1] == asciiCR { hi &-= 1 }
+        return bytes[lo..<hi]
     }
 }
 
@@ -294,7 +295,16 @@ public struct PlaylistParser: Sendable {
                     while i &+ 8 <= count {
                         let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
                         let x = word ^ 0x0A0A_0A0A_0A0A_0A0A
-                        if (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080 != 0 { break }
+                        let found = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
+                        if found != 0 {
+                            #if _endian(little)
+                                // The lowest flagged byte is the first LF (flags above it may be false).
+                                let before = found.trailingZeroBitCount >> 3
+                                if before > 0 { highWord |= word & (UInt64.max >> UInt64(64 &- 8 &* before)) }
+                                i &+= before
+                            #endif
+                            break
+                        }
                         highWord |= word
                         i &+= 8
                     }
@@ -356,7 +366,8 @@ extension PlaylistParser {
                 let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x0A0A_0A0A_0A0A_0A0A
                 // High bit set exactly in the bytes of x that are zero.
                 let zero = ~(((x & low) &+ low) | x | low)
-                count &+= zero.nonzeroBitCount
+                // One bit per LF byte, summed by one multiplication (no population-count instruction needed).
+                count &+= Int(truncatingIfNeeded: ((zero >> 7) &* 0x0101_0101_0101_0101) >> 56)
                 i &+= 8
             }
             while i < n {

@@ -3,6 +3,34 @@ import HLSPlaylist
 import Testing
 
 @Suite struct ParserTests {
+    /// Lines are found eight bytes at a time: a non-UTF-8 byte just before the line feed, at every offset in a word,
+    /// is still seen (and a clean line next to it is not blamed).
+    @Test func invalidUTF8IsSeenAtEveryOffsetBeforeALineFeed() throws {
+        for k in 0..<17 {
+            var bytes = Array("#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\n".utf8)
+            bytes += Array(repeating: UInt8(ascii: "a"), count: k) + [0xFF, 0x0A]
+            bytes += Array("#EXTINF:6,\nclean.ts\n".utf8)
+            let p = try Playlist(bytes: bytes)
+            let lines = p.diagnostics.filter { $0.error.code == .invalidUTF8 }.map(\.error.line)
+            #expect(lines == [4], "k=\(k)")
+            #expect(p.write() == bytes)
+        }
+    }
+
+    /// EXTINF durations are read by the buffer fast path; attribute values by the general one: both agree on
+    /// every shape (integers, fractions, leading zeros, long mantissas, signs, junk).
+    @Test(arguments: [
+        "10", "9.618", "0.5", ".5", "5.", ".", "-1", "1.2.3", "00001.000", "0", "0.000000000000000001",
+        "123456789012345", "1234567890123456", "123456789012345678901", "1234567890.123456789", "1e5",
+        "12345678901234567890e3", "6.006006006006006", "x", "1 ", "4294967296.25",
+    ])
+    func extinfDurationsMatchAttributeFloats(text: String) throws {
+        let p = try Playlist("#EXTM3U\n#EXTINF:\(text),t\nx.ts\n")
+        let expected = Attribute(name: "X", rawValue: text).decimalFloat
+        #expect(p.lines[1].tag?.extinf?.duration == expected, "\(text)")
+        if expected != nil { #expect(p.lines[1].tag?.extinf?.durationText == text) }
+    }
+
     @Test func roundTripIsByteIdenticalOnEveryFixture() throws {
         let files =
             Fixtures.files("valid") + Fixtures.files("quirks") + Fixtures.files("invalid")
