@@ -35,6 +35,8 @@ public struct AdDetector: Sendable {
         public var hasMarkers: Bool
         /// Line indices of EXT-X-DATERANGE tags that describe ads or interstitials (removed from the output).
         public var adDateRangeLines: Set<Int>
+        /// Whether each decision was taken as it was from `remembered` (parallel to ``decisions``).
+        var known: [Bool] = []
     }
 
     /// Decides every segment of `playlist`.
@@ -58,10 +60,14 @@ public struct AdDetector: Sendable {
         var open = initial
         var previousURILine = -1
 
-        for (i, segment) in segments.enumerated() {
-            let uriLine = segment.lineRange.upperBound - 1
+        // Segments and lines are read in place (never copied whole): a live poll of a long window decides only its
+        // new segments and skips every line that is not an ad marker.
+        for i in segments.indices {
+            let uriLine = segments[i].lineRange.upperBound - 1
             let preambleStart = previousURILine + 1
             previousURILine = uriLine
+            let sequence = segments[i].mediaSequence
+            let memory = remembered.isEmpty ? nil : remembered[sequence]
             var startedHere = false
             func start(_ id: String, _ rule: AdRule, _ reason: String, _ duration: Double?) {
                 if startedHere, var current = open {
@@ -73,10 +79,16 @@ public struct AdDetector: Sendable {
                 startedHere = true
                 open = OpenBreak(id: id, rule: rule, reason: reason, remaining: duration, elapsed: 0)
             }
-            let sequence = segment.mediaSequence
             if preambleStart < uriLine {
                 for lineIndex in preambleStart..<uriLine {
-                    guard case .tag(let tag) = playlist.lines[lineIndex].content, let k = tag.known else { continue }
+                    guard let k = playlist.lines[lineIndex].knownTag, k.scope == .adMarker else { continue }
+                    if memory != nil, k != .cue {
+                        // Decided in an earlier poll: only whether the playlist has markers matters here (EXT-X-CUE
+                        // counts only with a splice TYPE, so it is read below).
+                        if k != .asset { hasMarkers = true }
+                        continue
+                    }
+                    guard let tag = playlist.lines[lineIndex].tag else { continue }
                     switch k {
                     case .cueOut:
                         hasMarkers = true
@@ -167,21 +179,22 @@ public struct AdDetector: Sendable {
                     }
                 }
             }
-            if let memory = remembered[sequence] {
+            if let memory {
                 decisions.append(memory.decision)
                 after.append(memory.after)
                 known[i] = true
                 open = memory.after
                 continue
             }
+            let duration = segments[i].duration
             if var current = open {
                 decisions.append(
                     SegmentDecision(
-                        mediaSequence: sequence, uri: segment.uri, duration: segment.duration, isAd: true,
+                        mediaSequence: sequence, uri: segments[i].uri, duration: duration, isAd: true,
                         reason: current.reason, rule: current.rule, breakID: current.id))
-                current.elapsed += segment.duration
+                current.elapsed += duration
                 if let r = current.remaining {
-                    current.remaining = r - segment.duration
+                    current.remaining = r - duration
                 }
                 if let r = current.remaining, r < 0.25 {
                     open = nil
@@ -193,7 +206,7 @@ public struct AdDetector: Sendable {
                     open = current
                 }
             } else {
-                decisions.append(content(segment))
+                decisions.append(content(segments[i]))
             }
             after.append(open)
         }
@@ -203,7 +216,7 @@ public struct AdDetector: Sendable {
 
         var detection = Detection(
             decisions: decisions, after: after, provisional: [Bool](repeating: false, count: segments.count),
-            warnings: warnings, hasMarkers: hasMarkers, adDateRangeLines: [])
+            warnings: warnings, hasMarkers: hasMarkers, adDateRangeLines: [], known: known)
         dateRanges(playlist, media, known: known, into: &detection)
         twitchTitles(media, known: known, into: &detection)
         if options.detectOriginChange {
@@ -344,13 +357,14 @@ public struct AdDetector: Sendable {
 
     func twitchTitles(_ media: MediaPlaylist, known: [Bool], into detection: inout Detection) {
         guard media.segments.contains(where: { $0.title == "live" }) else { return }
-        for (index, segment) in media.segments.enumerated() where !known[index] {
-            if !segment.title.isEmpty, segment.title != "live" {
+        for index in media.segments.indices where !known[index] {
+            let title = media.segments[index].title
+            if !title.isEmpty, title != "live" {
                 detection.hasMarkers = true
                 mark(
-                    &detection, index, segment, rule: .twitchTitle,
-                    reason: "EXTINF title \"\(segment.title)\" marks a stitched ad (content is titled \"live\")",
-                    id: "stitched-\(segment.mediaSequence)")
+                    &detection, index, media.segments[index], rule: .twitchTitle,
+                    reason: "EXTINF title \"\(title)\" marks a stitched ad (content is titled \"live\")",
+                    id: "stitched-\(media.segments[index].mediaSequence)")
             }
         }
     }

@@ -43,17 +43,17 @@ public struct AdFilter: Sendable {
     /// Groups consecutive ad decisions of the same break.
     static func breaks(_ decisions: [SegmentDecision]) -> [AdBreak] {
         var out: [AdBreak] = []
-        for d in decisions where d.isAd {
-            let id = d.breakID ?? "break-\(d.mediaSequence)"
-            if var last = out.last, last.id == id, last.lastMediaSequence &+ 1 == d.mediaSequence {
-                last.lastMediaSequence = d.mediaSequence
-                last.duration += d.duration
-                out[out.count - 1] = last
+        for i in decisions.indices where decisions[i].isAd {
+            let sequence = decisions[i].mediaSequence
+            let id = decisions[i].breakID ?? "break-\(sequence)"
+            if let last = out.indices.last, out[last].id == id, out[last].lastMediaSequence &+ 1 == sequence {
+                out[last].lastMediaSequence = sequence
+                out[last].duration += decisions[i].duration
             } else {
                 out.append(
                     AdBreak(
-                        id: id, rule: d.rule, firstMediaSequence: d.mediaSequence, lastMediaSequence: d.mediaSequence,
-                        duration: d.duration))
+                        id: id, rule: decisions[i].rule, firstMediaSequence: sequence, lastMediaSequence: sequence,
+                        duration: decisions[i].duration))
             }
         }
         return out
@@ -104,28 +104,23 @@ struct CleanWriter {
     }
 
     func keepLine(_ line: PlaylistLine, index: Int, owner: Owner) -> Bool {
-        switch line.content {
-        case .blank, .comment:
-            return owner == .kept
-        case .uri:
-            return owner == .kept
-        case .tag(let tag):
-            guard let known = tag.known else { return owner == .kept }
-            switch known {
-            case .part, .partInf, .preloadHint, .renditionReport, .skip: return false
-            case .dateRange: return !detection.adDateRangeLines.contains(index)
-            default: break
-            }
-            switch known.scope {
-            case .basic, .either, .mediaPlaylist, .multivariant, .mediaMetadata: return true
-            case .adMarker: return false
-            case .mediaSegment:
-                switch owner {
-                case .kept: return true
-                case .removed: return false
-                case .slate:
-                    return known == .extinf || known == .programDateTime || known == .discontinuity
-                }
+        // Blank lines, comments, URIs and unknown tags go with their segment; known tags by their scope. (By the
+        // known tag, so the line's tag is not copied.)
+        guard let known = line.knownTag else { return owner == .kept }
+        switch known {
+        case .part, .partInf, .preloadHint, .renditionReport, .skip: return false
+        case .dateRange: return !detection.adDateRangeLines.contains(index)
+        default: break
+        }
+        switch known.scope {
+        case .basic, .either, .mediaPlaylist, .multivariant, .mediaMetadata: return true
+        case .adMarker: return false
+        case .mediaSegment:
+            switch owner {
+            case .kept: return true
+            case .removed: return false
+            case .slate:
+                return known == .extinf || known == .programDateTime || known == .discontinuity
             }
         }
     }
@@ -174,6 +169,7 @@ struct CleanWriter {
     mutating func run(slateURI: (UInt64) -> String) -> Playlist {
         let lines = playlist.lines
         let segments = media.segments
+        out.reserveCapacity(lines.count + 8)
         var previousURILine = -1
         var keptBefore = false
         var pendingJoin = false
@@ -184,32 +180,39 @@ struct CleanWriter {
         // The source's wall clock at each segment: its last PROGRAM-DATE-TIME plus the durations since (carried
         // across discontinuities, so a date can be re-stated after a removed run that held the only one).
         var clock: Double?
-        for (i, segment) in segments.enumerated() {
-            let uriLine = segment.lineRange.upperBound - 1
-            let decision = detection.decisions[i]
-            let owner: Owner = decision.isAd ? (live ? .slate : .removed) : .kept
+        for i in segments.indices {
+            let sequence = segments[i].mediaSequence
+            let uriLine = segments[i].lineRange.upperBound - 1
+            let owner: Owner = detection.decisions[i].isAd ? (live ? .slate : .removed) : .kept
             let preambleStart = previousURILine + 1
             previousURILine = uriLine
             let joinHere =
-                owner == .kept && pendingJoin && keptBefore && !segment.discontinuity
-                || insertedDiscontinuities.contains(segment.mediaSequence)
+                owner == .kept && pendingJoin && keptBefore && !segments[i].discontinuity
+                || !insertedDiscontinuities.isEmpty && insertedDiscontinuities.contains(sequence)
             var ownDate = false
             var insertedJoin = false
             for index in preambleStart..<uriLine {
-                let line = lines[index]
-                if let tag = line.tag {
-                    switch tag.known {
-                    case .key: CleanWriter.apply(tag, to: &sourceKeys)
-                    case .map: sourceMap = tag
-                    case .programDateTime: clock = tag.dateTime?.secondsSince1970
-                    default: break
-                    }
+                let known = lines[index].knownTag
+                switch known {
+                case .key: if let tag = lines[index].tag { CleanWriter.apply(tag, to: &sourceKeys) }
+                case .map: sourceMap = lines[index].tag
+                case .programDateTime: clock = lines[index].tag?.dateTime?.secondsSince1970
+                default: break
                 }
-                guard keepLine(line, index: index, owner: owner) else { continue }
-                if joinHere, !insertedJoin, let known = line.knownTag, known.scope == .mediaSegment {
+                guard keepLine(lines[index], index: index, owner: owner) else { continue }
+                if joinHere, !insertedJoin, let known, known.scope == .mediaSegment {
                     out.append(PlaylistLine(tag: Tag(.discontinuity)))
                     insertedJoin = true
                 }
+                switch known {
+                case .mediaSequence, .discontinuitySequence, .serverControl, .key, .map, .byteRange, .programDateTime:
+                    break
+                default:
+                    // Nothing to look at: the line as it is.
+                    out.append(lines[index])
+                    continue
+                }
+                let line = lines[index]
                 guard let tag = line.tag else {
                     out.append(line)
                     continue
@@ -230,7 +233,7 @@ struct CleanWriter {
                     outputMap = tag
                     out.append(line)
                 case .byteRange:
-                    if let r = segment.byteRange, tag.byteRange?.offset == nil {
+                    if let r = segments[i].byteRange, tag.byteRange?.offset == nil {
                         out.append(
                             PlaylistLine(
                                 tag: Tag(.byteRange, .byteRange(ByteRangeSpec(length: r.length, offset: r.offset))))
@@ -245,12 +248,12 @@ struct CleanWriter {
                     out.append(line)
                 }
             }
-            defer { clock = clock.map { $0 + segment.duration } }
+            defer { clock = clock.map { $0 + segments[i].duration } }
             switch owner {
             case .kept:
                 if joinHere, !insertedJoin { out.append(PlaylistLine(tag: Tag(.discontinuity))) }
                 if pendingJoin || !keptBefore, !ownDate {
-                    if let date = segment.programDateTime {
+                    if let date = segments[i].programDateTime {
                         out.append(PlaylistLine(tag: Tag(.programDateTime, .dateTime(date))))
                     } else if let clock {
                         out.append(
@@ -261,7 +264,7 @@ struct CleanWriter {
                     out.append(PlaylistLine(tag: map))
                     outputMap = map
                 }
-                syncKeys(to: desiredKeys(sourceSequence: segment.mediaSequence, outputSequence: outputSequence))
+                syncKeys(to: desiredKeys(sourceSequence: sequence, outputSequence: outputSequence))
                 out.append(lines[uriLine])
                 if firstKeptIndex == nil { firstKeptIndex = i }
                 keptBefore = true
@@ -276,7 +279,7 @@ struct CleanWriter {
                     outputMap = slateMap
                 }
                 syncKeys(to: [:])
-                out.append(PlaylistLine(uri: slateURI(segment.mediaSequence), ending: lines[uriLine].ending))
+                out.append(PlaylistLine(uri: slateURI(sequence), ending: lines[uriLine].ending))
                 outputSequence &+= 1
             }
         }

@@ -61,6 +61,25 @@ public struct LiveAdFilter: Sendable {
         self.state = state
     }
 
+    /// A content segment as the anchor of the slates after it (with its AES-128 key and IV, when it has them).
+    static func anchor(_ segment: MediaSegment) -> ContentAnchor {
+        var anchor = ContentAnchor(mediaSequence: segment.mediaSequence, uri: segment.uri, duration: segment.duration)
+        if let key = segment.keys.first(where: { $0.method == "AES-128" && $0.keyFormat == "identity" }),
+            let keyURI = key.uri
+        {
+            anchor.keyURI = keyURI
+            var iv = key.iv ?? []
+            if iv.count != 16 {
+                iv = [UInt8](repeating: 0, count: 8)
+                for shift in stride(from: 56, through: 0, by: -8) {
+                    iv.append(UInt8(truncatingIfNeeded: segment.mediaSequence >> UInt64(shift)))
+                }
+            }
+            anchor.iv = iv
+        }
+        return anchor
+    }
+
     /// The slate for a media sequence number (in the current window or recently left).
     public func slate(_ mediaSequence: UInt64) -> SlateSlot? { state.slates[mediaSequence] }
 
@@ -80,7 +99,8 @@ public struct LiveAdFilter: Sendable {
         let detection = AdDetector(options: options).detect(
             playlist, media: media, live: !media.endList, initial: initial, remembered: state.decisions)
         warnings += detection.warnings
-        let fragmented = media.segments.contains { $0.map != nil }
+        let segments = media.segments
+        let fragmented = segments.contains { $0.map != nil }
         // fMP4: a discontinuity where a run of slates starts and where content comes back (unless the origin has
         // one there already). Decided once per media sequence number; those that left the window are counted.
         if fragmented {
@@ -90,63 +110,71 @@ public struct LiveAdFilter: Sendable {
             }
             var previous: Bool? =
                 media.mediaSequence > 0 ? state.decisions[media.mediaSequence &- 1]?.decision.isAd : nil
-            for (i, segment) in media.segments.enumerated() {
+            for i in segments.indices {
                 let isAd = detection.decisions[i].isAd
                 if let previous {
-                    if previous != isAd, !segment.discontinuity {
-                        state.insertedDiscontinuities.insert(segment.mediaSequence)
+                    if previous != isAd, !segments[i].discontinuity {
+                        state.insertedDiscontinuities.insert(segments[i].mediaSequence)
                     } else {
-                        state.insertedDiscontinuities.remove(segment.mediaSequence)
+                        state.insertedDiscontinuities.remove(segments[i].mediaSequence)
                     }
                 }
                 previous = isAd
             }
         }
-        // Slates: each placed after the last content segment before it.
+        // Slates: each placed after the last content segment before it. Segments are read in place; the anchor is
+        // made (its URI resolved) only for a new slate and once for the state, and decisions taken as they were
+        // from the state are not stored again, so a sliding window does per-segment work only for what is new.
         var anchor = state.lastContent
+        var anchorIndex: Int?
         var anchorMap = state.lastContentMap
         var offset = 0.0
         var slates: [SlateSlot] = []
-        for (i, segment) in media.segments.enumerated() {
-            let decision = detection.decisions[i]
-            if decision.isAd {
-                if let anchor, offset == 0 { offset = anchor.duration }
-                let slot =
-                    state.slates[segment.mediaSequence]
-                    ?? SlateSlot(
-                        mediaSequence: segment.mediaSequence, duration: segment.duration, anchorURI: anchor?.uri,
+        func currentAnchor() -> ContentAnchor? {
+            if let index = anchorIndex {
+                anchor = LiveAdFilter.anchor(segments[index])
+                anchorIndex = nil
+            }
+            return anchor
+        }
+        for i in segments.indices {
+            let sequence = segments[i].mediaSequence
+            let duration = segments[i].duration
+            if detection.decisions[i].isAd {
+                if offset == 0 {
+                    if let index = anchorIndex {
+                        offset = segments[index].duration
+                    } else if let anchor {
+                        offset = anchor.duration
+                    }
+                }
+                let slot: SlateSlot
+                if let existing = state.slates[sequence] {
+                    slot = existing
+                } else {
+                    let anchor = currentAnchor()
+                    slot = SlateSlot(
+                        mediaSequence: sequence, duration: duration, anchorURI: anchor?.uri,
                         anchorMediaSequence: anchor?.mediaSequence, offsetFromAnchor: offset,
                         isFragmentedMP4: fragmented, anchorMapURI: fragmented ? anchorMap : nil,
                         anchorKeyURI: anchor?.keyURI, anchorIV: anchor?.iv)
-                slates.append(slot)
-                state.slates[segment.mediaSequence] = slot
-                offset = slot.offsetFromAnchor + segment.duration
-            } else {
-                anchor = ContentAnchor(
-                    mediaSequence: segment.mediaSequence, uri: segment.uri, duration: segment.duration)
-                if let key = segment.keys.first(where: { $0.method == "AES-128" && $0.keyFormat == "identity" }),
-                    let keyURI = key.uri
-                {
-                    anchor?.keyURI = keyURI
-                    var iv = key.iv ?? []
-                    if iv.count != 16 {
-                        iv = [UInt8](repeating: 0, count: 8)
-                        for shift in stride(from: 56, through: 0, by: -8) {
-                            iv.append(UInt8(truncatingIfNeeded: segment.mediaSequence >> UInt64(shift)))
-                        }
-                    }
-                    anchor?.iv = iv
+                    state.slates[sequence] = slot
                 }
-                anchorMap = segment.map?.uri
+                slates.append(slot)
+                offset = slot.offsetFromAnchor + duration
+            } else {
+                anchorIndex = i
+                anchorMap = fragmented ? segments[i].map?.uri : nil
                 offset = 0
             }
-            if !detection.provisional[i] {
-                let remembered = RememberedDecision(decision: decision, after: detection.after[i])
-                if state.decisions[segment.mediaSequence] != remembered {
-                    state.decisions[segment.mediaSequence] = remembered
+            if !detection.provisional[i], !(detection.known.count == segments.count && detection.known[i]) {
+                let remembered = RememberedDecision(decision: detection.decisions[i], after: detection.after[i])
+                if state.decisions[sequence] != remembered {
+                    state.decisions[sequence] = remembered
                 }
             }
         }
+        anchor = currentAnchor()
         state.lastContent = anchor
         state.lastContentMap = anchorMap
         let previousFloor = state.lastFirstSequence.map { $0 > retention ? $0 - retention : 0 }

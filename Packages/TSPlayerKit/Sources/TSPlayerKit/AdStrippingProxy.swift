@@ -182,17 +182,36 @@ public final class AdStrippingProxy: Sendable {
         } catch {
             return failure(error)
         }
-        let bytes: [UInt8]
-        switch fetched.playlist.kind {
-        case .multivariant:
-            bytes = rewriteMultivariant(fetched.playlist, base: fetched.url)
-        default:
-            let playlistID = id ?? state.withLock { $0.id(for: url, kind: .playlist, now: ProxyClock.now) }
-            bytes = media(fetched, playlistID: playlistID)
-        }
-        var response = HTTPResponse.bytes(bytes, contentType: "application/vnd.apple.mpegurl")
+        var response = HTTPResponse.bytes(
+            served(fetched, id: id, url: url), contentType: "application/vnd.apple.mpegurl")
         response.headers.add(name: "Cache-Control", value: "no-cache")
         return response
+    }
+
+    /// The bytes served for a fetched playlist: a multivariant playlist rewritten, a media playlist filtered and
+    /// rewritten (`id`: its route, nil for the upstream URL itself).
+    private func served(_ fetched: FetchedPlaylist, id: String?, url: String) -> [UInt8] {
+        switch fetched.playlist.kind {
+        case .multivariant:
+            return rewriteMultivariant(fetched.playlist, base: fetched.url)
+        default:
+            let playlistID = id ?? state.withLock { $0.id(for: url, kind: .playlist, now: ProxyClock.now) }
+            return media(fetched, playlistID: playlistID)
+        }
+    }
+
+    /// One poll's work on playlist bytes already fetched from `url`: checked and parsed as
+    /// ``RemotePlaylistFetcher/fetchPlaylist(_:)`` does, then filtered and rewritten as a request for the upstream
+    /// URL's route is. Exposed for benchmarks and tests (the same state as requests through the server).
+    public func poll(bytes: [UInt8], url: String) throws(ProxyError) -> [UInt8] {
+        try RemotePlaylistFetcher.checkPlaylist(bytes, url: url, contentType: nil)
+        let playlist: Playlist
+        do {
+            playlist = try Playlist(bytes: bytes)
+        } catch {
+            throw ProxyError(.notAPlaylist, url: url, detail: "the playlist cannot be read: \(error)")
+        }
+        return served(FetchedPlaylist(bytes: bytes, playlist: playlist, url: url), id: nil, url: url)
     }
 
     /// Filters one poll of a media playlist and rewrites its URIs. Exposed for benchmarks and tests.
@@ -202,10 +221,26 @@ public final class AdStrippingProxy: Sendable {
     public func media(_ fetched: FetchedPlaylist, playlistID: String) -> [UInt8] {
         let now = ProxyClock.now
         let input = fetched.playlist
+        let reuseFor = min(10, options.mappingLifetime / 4)
+        var stallEvent: Event?
+        // A repeat of the previous live poll is answered before anything is resolved or filtered.
+        let reused = state.withLock { s -> ProxyState.LastPoll? in
+            guard let last = s.lastPolls[playlistID], now - last.at < reuseFor, last.url == fetched.url,
+                ProxyState.same(last.input, fetched.bytes)
+            else { return nil }
+            stallEvent = s.watch(
+                playlistID, input: fetched.bytes, url: fetched.url, stallAfter: last.stallAfter, now: now)
+            return last
+        }
+        if let reused {
+            if let stallEvent { eventSink.yield(stallEvent) }
+            eventSink.yield(
+                .poll(playlist: fetched.url, decisions: reused.result.decisions, warnings: reused.result.warnings))
+            return reused.output
+        }
         let parent = state.withLock { $0.multivariantVariables }
         let view = input.media(url: fetched.url, parent: parent)
         let isVOD = view.endList || view.playlistType == "VOD"
-        var stallEvent: Event?
         if isVOD {
             let result = AdFilter(options: options.filter).cleanVOD(input, media: view)
             eventSink.yield(.poll(playlist: fetched.url, decisions: result.decisions, warnings: result.warnings))
@@ -215,39 +250,21 @@ public final class AdStrippingProxy: Sendable {
         }
         let target = Double(view.targetDuration ?? 6)
         let stallAfter = options.stallTimeout ?? max(3 * target, 6)
-        var hasher = Hasher()
-        fetched.bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-        let digest = hasher.finalize()
         let filterOptions = options.filter
-        let reuseFor = min(10, options.mappingLifetime / 4)
-        let (result, reused) = state.withLock { s -> (AdFilterResult, [UInt8]?) in
-            var watch = s.watches[playlistID] ?? ProxyState.Watch(digest: digest, changedAt: now)
-            if watch.digest != digest {
-                if watch.stalled { stallEvent = .resumed(playlist: fetched.url) }
-                watch = ProxyState.Watch(digest: digest, changedAt: now)
-            } else if !watch.stalled, now - watch.changedAt >= stallAfter {
-                watch.stalled = true
-                stallEvent = .stalled(playlist: fetched.url, seconds: now - watch.changedAt)
-            }
-            s.watches[playlistID] = watch
-            if let last = s.lastPolls[playlistID], now - last.at < reuseFor, last.url == fetched.url,
-                ProxyState.same(last.input, fetched.bytes)
-            {
-                return (last.result, last.output)
-            }
+        let result = state.withLock { s -> AdFilterResult in
+            stallEvent = s.watch(playlistID, input: fetched.bytes, url: fetched.url, stallAfter: stallAfter, now: now)
             var filter = s.filters.removeValue(forKey: playlistID) ?? LiveAdFilter(options: filterOptions)
             let result = filter.filter(input, media: view)
             s.filters[playlistID] = filter
-            return (result, nil)
+            return result
         }
         if let stallEvent { eventSink.yield(stallEvent) }
         eventSink.yield(.poll(playlist: fetched.url, decisions: result.decisions, warnings: result.warnings))
-        if let reused { return reused }
         let output = rewriteMedia(
             result.playlist, base: fetched.url, variables: view.variables, playlistID: playlistID, live: true, now: now)
         state.withLock { s in
             s.lastPolls[playlistID] = ProxyState.LastPoll(
-                url: fetched.url, input: fetched.bytes, result: result, output: output, at: now)
+                url: fetched.url, input: fetched.bytes, result: result, output: output, at: now, stallAfter: stallAfter)
         }
         return output
     }
@@ -262,8 +279,9 @@ public final class AdStrippingProxy: Sendable {
         let slatePrefix = prefix + Array("slate/\(playlistID)/".utf8)
         let lifetime = options.mappingLifetime
         let refreshEvery = min(10, lifetime / 4)
+        let lines = playlist.lines
         var size = 0
-        for line in playlist.lines { size &+= line.bytes.count &+ 2 }
+        for i in lines.indices { size &+= lines[i].bytes.count &+ 2 }
         var out: [UInt8] = []
         out.reserveCapacity(size + size / 4)
         state.withLock { s in
@@ -274,74 +292,86 @@ public final class AdStrippingProxy: Sendable {
                 cache = ProxyState.RouteCache(base: base, variables: variables)
             }
             let baseReference = URIReference(base)
-            for line in playlist.lines {
-                switch line.content {
-                case .uri:
-                    if live, line.bytes.starts(with: ProxyState.slateStem) {
+            // Lines are read in place (a line copied whole costs a retain per field).
+            for i in lines.indices {
+                if lines[i].isURI {
+                    if live, lines[i].bytes.starts(with: ProxyState.slateStem) {
                         out += slatePrefix
-                        out += line.bytes.dropFirst(ProxyState.slateStem.count)
-                        break
-                    }
-                    let raw = line.uri ?? ""
-                    if let index = cache.entries.index(forKey: raw) {
-                        let cached = cache.entries.values[index]
-                        if now - cached.refreshed >= refreshEvery {
-                            if s.touch(cached.id, now: now) {
-                                cache.entries.values[index].refreshed = now
-                            } else {
-                                cache.entries.remove(at: index)
-                                out += s.segmentRoute(raw, cache: &cache, base: baseReference, prefix: prefix, now: now)
-                                break
-                            }
-                        }
-                        cache.entries.values[index].seen = now
-                        out += cached.line
+                        out += lines[i].bytes.dropFirst(ProxyState.slateStem.count)
                     } else {
-                        out += s.segmentRoute(raw, cache: &cache, base: baseReference, prefix: prefix, now: now)
+                        // Looked up by the line's bytes (no String made): only a new URI is resolved and mapped.
+                        let key = ProxyState.URIKey(lines[i].bytes)
+                        if let index = cache.entries.index(forKey: key) {
+                            var fresh = true
+                            if now - cache.entries.values[index].refreshed >= refreshEvery {
+                                if s.touch(cache.entries.values[index].id, now: now) {
+                                    cache.entries.values[index].refreshed = now
+                                } else {
+                                    cache.entries.remove(at: index)
+                                    fresh = false
+                                }
+                            }
+                            if fresh {
+                                cache.entries.values[index].seen = now
+                                out += cache.entries.values[index].line
+                            } else {
+                                out += s.segmentRoute(
+                                    lines[i].uri ?? "", key: key, cache: &cache, base: baseReference, prefix: prefix,
+                                    now: now)
+                            }
+                        } else {
+                            out += s.segmentRoute(
+                                lines[i].uri ?? "", key: key, cache: &cache, base: baseReference, prefix: prefix,
+                                now: now)
+                        }
                     }
-                case .tag(let tag):
-                    guard let known = tag.known, var a = tag.attributes else {
+                    ProxyState.appendEnding(lines[i].ending, to: &out)
+                    continue
+                }
+                switch lines[i].knownTag {
+                case .key, .sessionKey, .map, .define: break
+                default:
+                    out += lines[i].bytes
+                    ProxyState.appendEnding(lines[i].ending, to: &out)
+                    continue
+                }
+                let line = lines[i]
+                guard let tag = line.tag, let known = tag.known, var a = tag.attributes else {
+                    out += line.bytes
+                    ProxyState.appendEnding(line.ending, to: &out)
+                    continue
+                }
+                switch known {
+                case .key, .sessionKey, .map:
+                    guard let raw = a.quotedString("URI") else {
                         out += line.bytes
                         break
                     }
-                    switch known {
-                    case .key, .sessionKey, .map:
-                        guard let raw = a.quotedString("URI") else {
-                            out += line.bytes
-                            break
-                        }
-                        if live, known == .map, raw.hasPrefix("slate/") {
-                            // The fMP4 slates' init section (LiveAdFilter's slateMapURI).
-                            a.setQuoted("URI", String(decoding: slatePrefix, as: UTF8.self) + raw.dropFirst(6))
-                            out += Array(Tag.attributes(known, a).rendered.utf8)
-                            break
-                        }
-                        let url = ProxyState.resolve(raw, variables: variables, base: baseReference)
-                        let kind: ProxyState.Kind = known == .map ? .segment : .key
-                        let id = s.id(for: url, kind: kind, now: now)
-                        let route =
-                            kind == .key
-                            ? "/\(token.value)/k/\(id).key"
-                            : "/\(token.value)/s/\(id).\(ProxyState.extensionOf(url, default: "mp4"))"
-                        a.setQuoted("URI", route)
+                    if live, known == .map, raw.hasPrefix("slate/") {
+                        // The fMP4 slates' init section (LiveAdFilter's slateMapURI).
+                        a.setQuoted("URI", String(decoding: slatePrefix, as: UTF8.self) + raw.dropFirst(6))
                         out += Array(Tag.attributes(known, a).rendered.utf8)
-                    case .define:
-                        if let defined = ProxyState.definition(a, variables: variables) {
-                            out += Array(Tag.attributes(.define, defined).rendered.utf8)
-                        } else {
-                            out += line.bytes
-                        }
-                    default:
+                        break
+                    }
+                    let url = ProxyState.resolve(raw, variables: variables, base: baseReference)
+                    let kind: ProxyState.Kind = known == .map ? .segment : .key
+                    let id = s.id(for: url, kind: kind, now: now)
+                    let route =
+                        kind == .key
+                        ? "/\(token.value)/k/\(id).key"
+                        : "/\(token.value)/s/\(id).\(ProxyState.extensionOf(url, default: "mp4"))"
+                    a.setQuoted("URI", route)
+                    out += Array(Tag.attributes(known, a).rendered.utf8)
+                case .define:
+                    if let defined = ProxyState.definition(a, variables: variables) {
+                        out += Array(Tag.attributes(.define, defined).rendered.utf8)
+                    } else {
                         out += line.bytes
                     }
                 default:
                     out += line.bytes
                 }
-                switch line.ending {
-                case .lf: out.append(0x0A)
-                case .crlf: out += [0x0D, 0x0A]
-                case .none: break
-                }
+                ProxyState.appendEnding(line.ending, to: &out)
             }
             cache.trim(now: now, lifetime: lifetime)
             s.routeCaches[playlistID] = cache
@@ -540,7 +570,8 @@ struct ProxyState {
         var kind: Kind
     }
     struct Watch {
-        var digest: Int
+        /// The bytes of the last poll (shared with the fetched buffer, not copied).
+        var input: [UInt8]
         var changedAt: Double
         var stalled = false
     }
@@ -562,7 +593,7 @@ struct ProxyState {
         }
         var base: String
         var variables = Variables()
-        var entries: [String: Route] = [:]
+        var entries: [URIKey: Route] = [:]
         var lastTrim: Double = 0
 
         /// Forgets URIs no poll has held for `lifetime` seconds (checked at most every 10 s).
@@ -580,6 +611,8 @@ struct ProxyState {
         var result: AdFilterResult
         var output: [UInt8]
         var at: Double
+        /// Seconds the playlist may stay identical before a stall is reported.
+        var stallAfter: Double
     }
     var lastPolls: [String: LastPoll] = [:]
     /// fMP4 content init sections by URL (for the slates' track and timeline).
@@ -606,6 +639,24 @@ struct ProxyState {
     var watches: [String: Watch] = [:]
     var slateCache: [SlateKey: [UInt8]] = [:]
     var lastPrune: Double = 0
+
+    /// Notes a live poll of a playlist: a stall when its bytes have not changed for `stallAfter` seconds, a resume
+    /// when they change again (by byte comparison with the previous poll).
+    mutating func watch(
+        _ playlistID: String, input: [UInt8], url: String, stallAfter: Double, now: Double
+    ) -> AdStrippingProxy.Event? {
+        var event: AdStrippingProxy.Event?
+        var watch = watches[playlistID] ?? Watch(input: input, changedAt: now)
+        if !ProxyState.same(watch.input, input) {
+            if watch.stalled { event = .resumed(playlist: url) }
+            watch = Watch(input: input, changedAt: now)
+        } else if !watch.stalled, now - watch.changedAt >= stallAfter {
+            watch.stalled = true
+            event = .stalled(playlist: url, seconds: now - watch.changedAt)
+        }
+        watches[playlistID] = watch
+        return event
+    }
 
     /// The route ID of an upstream URL (the whole URL, query included), made on first use.
     mutating func id(for url: String, kind: Kind, now: Double) -> String {
@@ -637,16 +688,72 @@ struct ProxyState {
         return true
     }
 
-    /// Maps a segment URI line to its route (made on first use) and caches the rewritten line.
+    /// Maps a segment URI line (`raw`, trimmed; `key`, its bytes as in the line) to its route (made on first use)
+    /// and caches the rewritten line.
     mutating func segmentRoute(
-        _ raw: String, cache: inout RouteCache, base: URIReference, prefix: [UInt8], now: Double
+        _ raw: String, key: URIKey, cache: inout RouteCache, base: URIReference, prefix: [UInt8], now: Double
     ) -> [UInt8] {
         let url = ProxyState.resolve(raw, variables: cache.variables, base: base)
         let (id, ext) = route(for: url, kind: .segment, now: now, defaultExtension: "ts")
         var line = prefix
         line += Array("s/\(id).\(ext)".utf8)
-        cache.entries[raw] = RouteCache.Route(id: id, line: line, refreshed: now, seen: now)
+        cache.entries[key.owned] = RouteCache.Route(id: id, line: line, refreshed: now, seen: now)
         return line
+    }
+
+    static func appendEnding(_ ending: LineEnding, to out: inout [UInt8]) {
+        switch ending {
+        case .lf: out.append(0x0A)
+        case .crlf:
+            out.append(0x0D)
+            out.append(0x0A)
+        case .none: break
+        }
+    }
+
+    /// The bytes of a URI line as a dictionary key: hashed once (FNV-1a over 8-byte words, then the Hasher sees one
+    /// integer), compared with memcmp.
+    struct URIKey: Hashable {
+        var bytes: ArraySlice<UInt8>
+        var digest: Int
+
+        init(_ bytes: ArraySlice<UInt8>) {
+            self.bytes = bytes
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            bytes.withUnsafeBytes { raw in
+                var i = 0
+                let count = raw.count
+                while i &+ 8 <= count {
+                    h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x0000_0100_0000_01b3
+                    i &+= 8
+                }
+                while i < count {
+                    h = (h ^ UInt64(raw[i])) &* 0x0000_0100_0000_01b3
+                    i &+= 1
+                }
+            }
+            digest = Int(truncatingIfNeeded: h ^ UInt64(bytes.count))
+        }
+
+        private init(bytes: ArraySlice<UInt8>, digest: Int) {
+            self.bytes = bytes
+            self.digest = digest
+        }
+
+        /// The key with bytes of its own (a view into a poll's buffer would keep the whole buffer alive).
+        var owned: URIKey { URIKey(bytes: ArraySlice(Array(bytes)), digest: digest) }
+
+        static func == (a: URIKey, b: URIKey) -> Bool {
+            guard a.digest == b.digest, a.bytes.count == b.bytes.count else { return false }
+            return a.bytes.withUnsafeBytes { x in
+                b.bytes.withUnsafeBytes { y in
+                    guard let p = x.baseAddress, let q = y.baseAddress else { return true }
+                    return memcmp(p, q, x.count) == 0
+                }
+            }
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(digest) }
     }
 
     /// A URI with its `{$name}` variables substituted (RFC 8216bis §4.3), resolved against the playlist's URL.

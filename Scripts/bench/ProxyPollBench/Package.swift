@@ -1,0 +1,17 @@
+// swift-tools-version: 6.1
+// The in-process proxy poll benchmark: times what AdStrippingProxy does per poll of a live media playlist (parse,
+// filter, rewrite into proxy routes, output bytes), without the network. Scripts/bench/proxy.sh builds it in release
+// mode and prints its figure beside the end-to-end poll times.
+import PackageDescription
+
+let package = Package(
+    name: "ProxyPollBench",
+    platforms: [.macOS(.v15)],
+    dependencies: [.package(path: "../../../Packages/TSPlayerKit")],
+    targets: [
+        .executableTarget(
+            name: "proxy-poll-bench",
+            dependencies: [.product(name: "TSPlayerKit", package: "TSPlayerKit")]
+        )
+    ]
+)

@@ -1,0 +1,147 @@
+// Times the in-process work of one AdStrippingProxy poll of a live media playlist: the fetched bytes checked and
+// parsed, the window filtered (ad detection, slates) and every URI rewritten into a proxy route, the output bytes
+// written; everything `tsplayer proxy` does per poll except the network. The window has `--window` segments
+// (default 1,000) with a 30 s CUE-OUT break every 400 segments, the same shape as Scripts/bench/proxy.sh's origin,
+// and moves on by one segment per poll (so every poll is filtered and rewritten); a second series polls the same
+// window again and again (the proxy answers those from its previous output).
+//
+// Usage: proxy-poll-bench [--polls N] [--window N] [--profile N]
+//   --profile N: only run N moving polls (after a warm-up) and print nothing else, for perf/callgrind.
+import Foundation
+import HLSPlaylist
+import TSPlayerKit
+
+var polls = 2000
+var window = 1000
+var profile: Int?
+var arguments = CommandLine.arguments.dropFirst()
+while let name = arguments.popFirst() {
+    guard let value = arguments.popFirst().flatMap({ Int($0) }), value > 0 else {
+        print("usage: proxy-poll-bench [--polls N] [--window N] [--profile N]")
+        exit(64)
+    }
+    switch name {
+    case "--polls": polls = value
+    case "--window": window = value
+    case "--profile": profile = value
+    default:
+        print("usage: proxy-poll-bench [--polls N] [--window N] [--profile N]")
+        exit(64)
+    }
+}
+
+let url = "http://127.0.0.1:8080/live/index.m3u8"
+let firstSequence = 50000
+let warmup = 200
+let total = warmup + polls + window + 1
+
+// Every segment's lines, and where each starts in one byte array, so a window is one slice.
+var entries: [UInt8] = []
+var offsets: [Int] = []
+for m in firstSequence..<(firstSequence + total) {
+    offsets.append(entries.count)
+    var e = ""
+    if m % 400 == 0 { e += "#EXT-X-CUE-OUT:30.000\n" }
+    if m % 400 == 15 { e += "#EXT-X-CUE-IN\n" }
+    e += "#EXTINF:2.000,\nhttps://cdn\(m % 3).example.com/live/1080p/segment_\(m).ts?session=abcdef0123456789\n"
+    entries += Array(e.utf8)
+}
+offsets.append(entries.count)
+
+/// The upstream bytes of the window starting `n` segments in.
+@MainActor func windowBytes(_ n: Int) -> [UInt8] {
+    var out = Array(
+        "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(firstSequence + n)\n".utf8)
+    out += entries[offsets[n]..<offsets[n + window]]
+    return out
+}
+
+let proxy = AdStrippingProxy(url: url)
+let clock = ContinuousClock()
+
+func milliseconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return 0 }
+    let mid = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+@MainActor func poll(_ bytes: [UInt8]) -> [UInt8] {
+    do {
+        return try proxy.poll(bytes: bytes, url: url)
+    } catch {
+        print("proxy-poll-bench: \(error)")
+        exit(1)
+    }
+}
+
+// Warm-up (also builds the routes of the first window), and a check that the output is what a player gets.
+var last: [UInt8] = []
+for n in 0..<warmup { last = poll(windowBytes(n)) }
+let text = String(decoding: last, as: UTF8.self)
+let uriLines = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+let slates = uriLines.filter { $0.contains("/slate/") }.count
+guard uriLines.count == window, slates > 0, uriLines.allSatisfy({ $0.hasPrefix("/\(proxy.token.value)/") }) else {
+    print("proxy-poll-bench: unexpected output (\(uriLines.count) URIs, \(slates) slates):\n\(text.prefix(2000))")
+    exit(1)
+}
+
+if let profile {
+    for n in warmup..<(warmup + min(profile, polls)) { last = poll(windowBytes(n)) }
+    exit(0)
+}
+
+// Moving window: each poll one segment further on.
+var moving: [Double] = []
+var parse: [Double] = []
+moving.reserveCapacity(polls)
+for n in warmup..<(warmup + polls) {
+    let bytes = windowBytes(n)
+    let start = clock.now
+    last = poll(bytes)
+    moving.append(milliseconds(clock.now - start))
+}
+// The parse alone and the media view alone (HLSPlaylist), on the same windows.
+var view: [Double] = []
+for n in warmup..<(warmup + polls) {
+    let bytes = windowBytes(n)
+    var start = clock.now
+    guard let parsed = try? Playlist(bytes: bytes) else { exit(1) }
+    parse.append(milliseconds(clock.now - start))
+    start = clock.now
+    let media = parsed.media(url: url)
+    view.append(milliseconds(clock.now - start))
+    if media.segments.count != window { exit(1) }
+}
+// Repeated window: the same bytes every time.
+var repeated: [Double] = []
+let same = windowBytes(warmup + polls)
+_ = poll(same)
+for _ in 0..<polls {
+    let start = clock.now
+    last = poll(same)
+    repeated.append(milliseconds(clock.now - start))
+}
+
+func format(_ ms: Double) -> String {
+    let rounded = (ms * 1000).rounded() / 1000
+    var text = "\(rounded)"
+    if let dot = text.firstIndex(of: ".") {
+        let decimals = text.distance(from: dot, to: text.endIndex) - 1
+        if decimals < 3 { text += String(repeating: "0", count: 3 - decimals) }
+    }
+    return String(repeating: " ", count: max(0, 8 - text.count)) + text
+}
+let m = median(moving)
+let p = median(parse)
+let v = median(view)
+print("in-process poll work, \(window)-segment window (\(polls) polls each, median; \(slates) slates in the output):")
+print("  moving window, whole poll      \(format(m)) ms   (check, parse, media view, filter, rewrite, output bytes)")
+print("    HLSPlaylist parse (alone)    \(format(p)) ms")
+print("    HLSPlaylist media view       \(format(v)) ms")
+print("    the rest: filter + rewrite   \(format(max(0, m - p - v))) ms")
+print("  repeated window                \(format(median(repeated))) ms   (answered from the previous output)")
