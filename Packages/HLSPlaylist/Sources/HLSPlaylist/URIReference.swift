@@ -191,6 +191,10 @@ struct URIResolver {
     let base: URIReference?
     let baseText: String
     let directoryPrefix: String?
+    /// ``directoryPrefix`` or "", and whether there is one: kept apart so the hot path copies a plain string,
+    /// not an optional (whose copy is an outlined call).
+    let prefixText: String
+    let hasDirectoryPrefix: Bool
     /// Whether there is a base (kept apart so the hot path never copies ``base``).
     let hasBase: Bool
 
@@ -200,6 +204,8 @@ struct URIResolver {
             base = nil
             baseText = ""
             directoryPrefix = nil
+            prefixText = ""
+            hasDirectoryPrefix = false
             return
         }
         let b = URIReference(text)
@@ -212,8 +218,12 @@ struct URIResolver {
             if let a = b.authority { prefix += "//" + a }
             prefix += b.path[...slash]
             directoryPrefix = prefix
+            prefixText = prefix
+            hasDirectoryPrefix = true
         } else {
             directoryPrefix = nil
+            prefixText = ""
+            hasDirectoryPrefix = false
         }
     }
 
@@ -423,7 +433,7 @@ extension URIResolver {
         let scan = raw.withUnsafeBufferPointer { URIScan($0) }
         if !scan.hasBrace {
             if !hasBase || scan.shape == .absoluteWithoutDots { return LazyURI(raw: raw, prefix: "") }
-            if scan.shape == .simpleRelative, let directoryPrefix { return LazyURI(raw: raw, prefix: directoryPrefix) }
+            if scan.shape == .simpleRelative, hasDirectoryPrefix { return LazyURI(raw: raw, prefix: prefixText) }
         }
         return lazySlow(raw, scan: scan, substitute: substitute)
     }
