@@ -358,7 +358,7 @@ extension Playlist {
                             ? previousRange?.end ?? 0 : 0)
                     range = ByteRange(length: spec.length, offset: offset)
                     previousRange = (location, range?.end ?? 0)
-                } else {
+                } else if previousRange != nil {
                     previousRange = nil
                 }
                 let duration = extinfDuration ?? 0
@@ -383,9 +383,9 @@ extension Playlist {
                 byteRangeSpec = nil
                 discontinuity = false
                 gap = false
-                ownDate = nil
+                if ownDate != nil { ownDate = nil }
                 parts = []
-                previousPartRange = nil
+                if previousPartRange != nil { previousPartRange = nil }
                 firstLine = nil
             }
         }

@@ -469,13 +469,17 @@ struct ParseState {
         return PlaylistLine(bytes: slice, ending: ending, extinf: value)
     }
 
+    @inline(__always)
     mutating func checkMixed(_ lineNumber: Int) throws(PlaylistError) {
-        if sawMedia && sawMultivariant && !reportedMixed {
-            reportedMixed = true
-            try report(
-                .mixedPlaylist, line: lineNumber, column: 1,
-                "media segment tags and multivariant playlist tags in one playlist")
-        }
+        if sawMedia && sawMultivariant && !reportedMixed { try reportMixed(lineNumber) }
+    }
+
+    @inline(never)
+    mutating func reportMixed(_ lineNumber: Int) throws(PlaylistError) {
+        reportedMixed = true
+        try report(
+            .mixedPlaylist, line: lineNumber, column: 1,
+            "media segment tags and multivariant playlist tags in one playlist")
     }
 
     mutating func parseTag(_ bytes: ArraySlice<UInt8>, lineNumber: Int) throws(PlaylistError) -> Tag {

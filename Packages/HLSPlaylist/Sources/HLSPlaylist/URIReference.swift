@@ -429,7 +429,7 @@ struct LazyURI: Sendable, Hashable {
 extension URIResolver {
     /// Resolves a reference given as bytes, deferring the string work when the result is the reference itself or
     /// the base directory followed by it. References holding `{` are substituted by `substitute` first.
-    func lazy(_ raw: ArraySlice<UInt8>, substitute: (String) -> String) -> LazyURI {
+    func lazy(_ raw: consuming ArraySlice<UInt8>, substitute: (String) -> String) -> LazyURI {
         let scan = raw.withUnsafeBufferPointer { URIScan($0) }
         if !scan.hasBrace {
             if !hasBase || scan.shape == .absoluteWithoutDots { return LazyURI(raw: raw, prefix: "") }
