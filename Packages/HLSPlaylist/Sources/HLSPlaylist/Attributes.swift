@@ -434,20 +434,43 @@ enum AttributeNames {
         }
     }
 
+    /// The names by length as words of their bytes (see ``words(_:)``), for the lookup over a buffer.
+    private static let wordTable: [[(words: SIMD4<UInt64>, id: Int)]] = {
+        var table = [[(words: SIMD4<UInt64>, id: Int)]](repeating: [], count: 32)
+        for (id, name) in all.enumerated() {
+            let bytes = Array(name.utf8)
+            table[bytes.count].append((bytes.withUnsafeBufferPointer { words($0) }, id))
+        }
+        return table
+    }()
+
+    /// Eight-byte words that together cover every byte of a name of 1 to 31 bytes: the first and last eight
+    /// bytes, and the middle ones of longer names (shorter names are packed into one word).
+    @inline(__always)
+    private static func words(_ b: UnsafeBufferPointer<UInt8>) -> SIMD4<UInt64> {
+        let count = b.count
+        guard count >= 8, let base = b.baseAddress else {
+            var w: UInt64 = 0
+            var k = 0
+            while k < count {
+                w |= UInt64(b[k]) << UInt64(k &* 8)
+                k &+= 1
+            }
+            return SIMD4(w, w, 0, 0)
+        }
+        let raw = UnsafeRawPointer(base)
+        let first = raw.loadUnaligned(as: UInt64.self)
+        let last = raw.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+        let second = count > 16 ? raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) : 0
+        let third = count > 24 ? raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self) : 0
+        return SIMD4(first, last, second, third)
+    }
+
     static func id(of b: UnsafeBufferPointer<UInt8>) -> Int {
         let count = b.count
-        guard count < byLength.count, let first = b.first else { return -1 }
-        for entry in byLength[count] where entry.bytes[0] == first {
-            let equal = entry.bytes.withUnsafeBufferPointer { e in
-                var k = 1
-                while k < count {
-                    if e[k] != b[k] { return false }
-                    k &+= 1
-                }
-                return true
-            }
-            if equal { return entry.id }
-        }
+        guard count > 0, count < 32 else { return -1 }
+        let w = words(b)
+        for entry in wordTable[count] where entry.words == w { return entry.id }
         return -1
     }
 

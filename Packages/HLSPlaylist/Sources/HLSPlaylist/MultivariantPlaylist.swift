@@ -151,6 +151,8 @@ extension Playlist {
             sessionData: [], sessionKeys: [], contentSteeringServerURI: nil, contentSteeringPathwayID: nil,
             variables: variables, diagnostics: [])
         var pending: (AttributeList, Int)?
+        // At most one variant per URI line; reserved once instead of grown by doubling.
+        result.variants.reserveCapacity(lines.count / 2)
         for index in lines.indices {
             if let known = lines[index].storedKnownTag {
                 guard case .tag(let t) = lines[index].content else { continue }
@@ -193,10 +195,9 @@ extension Playlist {
                     result.contentSteeringPathwayID = t.attributes?.quotedString("PATHWAY-ID")
                 default: break
                 }
-            } else if lines[index].storedIsURI, let (a, tagIndex) = pending {
+            } else if lines[index].storedIsURI, let (a, tagIndex) = pending.take() {
                 let location = resolver.lazy(lines[index].uriBytes ?? [], substitute: { substitute($0, index) })
                 result.variants.append(VariantStream(a, location: location, lineIndex: tagIndex, uriLineIndex: index))
-                pending = nil
             }
         }
         result.diagnostics = diagnostics

@@ -3,6 +3,40 @@ import HLSPlaylist
 import Testing
 
 @Suite struct ParserTests {
+    /// Attribute names are matched word by word while parsing: every name of the draft (1 to 27 bytes), and names
+    /// that differ from one only in a byte covered by each word, are told apart.
+    @Test func attributeNamesMatchedWordByWord() throws {
+        let names = [
+            "AUDIO", "ALLOWED-CPC", "ASSOC-LANGUAGE", "AUTOSELECT", "AVERAGE-BANDWIDTH", "BANDWIDTH", "BIT-DEPTH",
+            "BYTERANGE", "BYTERANGE-LENGTH", "BYTERANGE-START", "CAN-BLOCK-RELOAD", "CAN-SKIP-DATERANGES",
+            "CAN-SKIP-UNTIL", "CHANNELS", "CHARACTERISTICS", "CLASS", "CLOSED-CAPTIONS", "CODECS", "CUE", "DATA-ID",
+            "DEFAULT", "DURATION", "END-DATE", "END-ON-NEXT", "FORCED", "FORMAT", "FRAME-RATE", "GAP", "GROUP-ID",
+            "HDCP-LEVEL", "HOLD-BACK", "ID", "IMPORT", "INDEPENDENT", "INSTREAM-ID", "IV", "KEYFORMAT",
+            "KEYFORMATVERSIONS", "LANGUAGE", "LAST-MSN", "LAST-PART", "METHOD", "NAME", "PART-HOLD-BACK",
+            "PART-TARGET", "PATHWAY-ID", "PLANNED-DURATION", "PRECISE", "PROGRAM-ID", "QUERYPARAM",
+            "RECENTLY-REMOVED-DATERANGES", "REQ-VIDEO-LAYOUT", "RESOLUTION", "SAMPLE-RATE", "SCORE", "SCTE35-CMD",
+            "SCTE35-IN", "SCTE35-OUT", "SERVER-URI", "SKIPPED-SEGMENTS", "STABLE-RENDITION-ID", "STABLE-VARIANT-ID",
+            "START-DATE", "SUBTITLES", "SUPPLEMENTAL-CODECS", "TIME-OFFSET", "TYPE", "URI", "VALUE", "VIDEO",
+            "VIDEO-RANGE",
+        ]
+        for name in names {
+            // The name itself, then variants with one byte changed at the start, the middle and the end.
+            var variants = [name]
+            for position in Set([0, name.utf8.count / 2, name.utf8.count - 1]) {
+                var bytes = Array(name.utf8)
+                bytes[position] = bytes[position] == UInt8(ascii: "Q") ? UInt8(ascii: "Z") : UInt8(ascii: "Q")
+                variants.append(String(decoding: bytes, as: UTF8.self))
+            }
+            for candidate in variants {
+                let p = try Playlist("#EXTM3U\n#EXT-X-SESSION-DATA:\(candidate)=\"v\",X-OTHER=\"d\"\n")
+                let list = try #require(p.lines[1].tag?.attributes)
+                #expect(list[candidate]?.quotedString == "v", "\(candidate)")
+                #expect(list.attributes.first?.name == candidate)
+                if candidate != name, !names.contains(candidate) { #expect(list[name] == nil, "\(candidate)") }
+            }
+        }
+    }
+
     /// Lines are found eight bytes at a time: a non-UTF-8 byte just before the line feed, at every offset in a word,
     /// is still seen (and a clean line next to it is not blamed).
     @Test func invalidUTF8IsSeenAtEveryOffsetBeforeALineFeed() throws {
