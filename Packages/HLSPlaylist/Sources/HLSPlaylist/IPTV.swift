@@ -216,7 +216,14 @@ public struct IPTVStreamParser: Sendable {
                 let raw = UnsafeRawPointer(start)
                 while i &+ 8 <= n {
                     let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x0A0A_0A0A_0A0A_0A0A
-                    if (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080 != 0 { break }
+                    let found = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
+                    if found != 0 {
+                        #if _endian(little)
+                            // The lowest flagged byte is the first LF (flags above it may be false).
+                            i &+= found.trailingZeroBitCount >> 3
+                        #endif
+                        break
+                    }
                     i &+= 8
                 }
             }
@@ -427,6 +434,9 @@ public struct IPTVStreamParser: Sendable {
         out.reserveCapacity(8)
         var i = b.startIndex
         let end = b.endIndex
+        // The next key as found while deciding that a quote closed the previous value (start and `=`), so it is
+        // not scanned twice.
+        var knownKey = (start: -1, equals: -1)
         while i < end {
             let c = b[i]
             if c == asciiComma { return (out, i + 1) }
@@ -435,7 +445,11 @@ public struct IPTVStreamParser: Sendable {
                 continue
             }
             let keyStart = i
-            while i < end, !IPTVStreamParser.endsKey(b[i]) { i += 1 }
+            if keyStart == knownKey.start {
+                i = knownKey.equals
+            } else {
+                while i < end, !IPTVStreamParser.endsKey(b[i]) { i += 1 }
+            }
             guard i < end, b[i] == asciiEquals else { continue }  // a stray token: skipped
             let key = IPTVAttributeNames.name(UnsafeBufferPointer(rebasing: b[keyStart..<i]))
             i += 1
@@ -445,9 +459,13 @@ public struct IPTVStreamParser: Sendable {
                 var close: Int?
                 while j < end {
                     j = IPTVStreamParser.nextQuote(b, from: j)
-                    if j < end, closesValue(b, j) {
-                        close = j
-                        break
+                    if j < end {
+                        let (closes, nextKey) = closesValue(b, j)
+                        if closes {
+                            close = j
+                            knownKey = nextKey
+                            break
+                        }
                     }
                     j += 1
                 }
@@ -471,15 +489,21 @@ public struct IPTVStreamParser: Sendable {
         return (out, nil)
     }
 
-    private static func closesValue(_ b: UnsafeBufferPointer<UInt8>, _ quote: Int) -> Bool {
+    /// Whether the quote at `quote` closes a value; when it does because another `key=` follows, also where that
+    /// key starts and where its `=` is (-1 otherwise).
+    private static func closesValue(_ b: UnsafeBufferPointer<UInt8>, _ quote: Int) -> (Bool, (start: Int, equals: Int))
+    {
+        let none = (start: -1, equals: -1)
         var k = quote + 1
-        if k >= b.endIndex || b[k] == asciiComma { return true }
-        guard ASCII.isWhitespace(b[k]) else { return false }
+        if k >= b.endIndex || b[k] == asciiComma { return (true, none) }
+        guard ASCII.isWhitespace(b[k]) else { return (false, none) }
         while k < b.endIndex, ASCII.isWhitespace(b[k]) { k += 1 }
-        if k >= b.endIndex || b[k] == asciiComma { return true }
+        if k >= b.endIndex || b[k] == asciiComma { return (true, none) }
         // Another key= follows?
+        let start = k
         while k < b.endIndex, !endsKey(b[k]), b[k] != asciiQuote { k += 1 }
-        return k < b.endIndex && b[k] == asciiEquals
+        if k < b.endIndex && b[k] == asciiEquals { return (true, (start, k)) }
+        return (false, none)
     }
 
     /// Whether `c` ends an attribute key: `=`, `,`, space or tab (one shift and test).

@@ -47,6 +47,16 @@ import Testing
         }
     }
 
+    /// The key after a closing quote is found once (while deciding the quote closes the value) and reused:
+    /// spaces and tabs before it, an unquoted value, and a stray quote followed by a non-key.
+    @Test func keysAfterClosingQuotes() throws {
+        let text = "#EXTM3U\n#EXTINF:-1 a=\"1\"   b=\"2\" c=3 d=\"x\" y\" e=\"5\"\t f=\"6\",Title, more\nhttp://h/1\n"
+        let channel = try #require(try IPTVPlaylist(text).channels.first)
+        #expect(channel.attributes.map(\.name) == ["a", "b", "c", "d", "e", "f"])
+        #expect(channel.attributes.map(\.value) == ["1", "2", "3", "x\" y", "5", "6"])
+        #expect(channel.name == "Title, more")
+    }
+
     @Test func losslessWrite() throws {
         let bytes = try Fixtures.bytes("iptv/channels.m3u")
         let list = try IPTVPlaylist(bytes: bytes)
