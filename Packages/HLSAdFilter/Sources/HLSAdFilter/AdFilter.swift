@@ -264,7 +264,9 @@ struct CleanWriter {
                     out.append(PlaylistLine(tag: map))
                     outputMap = map
                 }
-                syncKeys(to: desiredKeys(sourceSequence: sequence, outputSequence: outputSequence))
+                if !sourceKeys.isEmpty || !outputKeys.isEmpty {
+                    syncKeys(to: desiredKeys(sourceSequence: sequence, outputSequence: outputSequence))
+                }
                 out.append(lines[uriLine])
                 if firstKeptIndex == nil { firstKeptIndex = i }
                 keptBefore = true
@@ -278,7 +280,7 @@ struct CleanWriter {
                     out.append(PlaylistLine(tag: slateMap))
                     outputMap = slateMap
                 }
-                syncKeys(to: [:])
+                if !outputKeys.isEmpty { syncKeys(to: [:]) }
                 out.append(PlaylistLine(uri: slateURI(sequence), ending: lines[uriLine].ending))
                 outputSequence &+= 1
             }

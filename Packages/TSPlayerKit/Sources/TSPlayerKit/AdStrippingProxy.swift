@@ -277,6 +277,7 @@ public final class AdStrippingProxy: Sendable {
     ) -> [UInt8] {
         let prefix = Array("/\(token.value)/".utf8)
         let slatePrefix = prefix + Array("slate/\(playlistID)/".utf8)
+        let slateStem = ProxyState.slateStem
         let lifetime = options.mappingLifetime
         let refreshEvery = min(10, lifetime / 4)
         let lines = playlist.lines
@@ -295,26 +296,17 @@ public final class AdStrippingProxy: Sendable {
             // Lines are read in place (a line copied whole costs a retain per field).
             for i in lines.indices {
                 if lines[i].isURI {
-                    if live, lines[i].bytes.starts(with: ProxyState.slateStem) {
+                    if live, lines[i].bytes.starts(with: slateStem) {
                         out += slatePrefix
-                        out += lines[i].bytes.dropFirst(ProxyState.slateStem.count)
+                        out += lines[i].bytes.dropFirst(slateStem.count)
                     } else {
                         // Looked up by the line's bytes (no String made): only a new URI is resolved and mapped.
                         let key = ProxyState.URIKey(lines[i].bytes)
                         if let index = cache.entries.index(forKey: key) {
-                            var fresh = true
-                            if now - cache.entries.values[index].refreshed >= refreshEvery {
-                                if s.touch(cache.entries.values[index].id, now: now) {
-                                    cache.entries.values[index].refreshed = now
-                                } else {
-                                    cache.entries.remove(at: index)
-                                    fresh = false
-                                }
-                            }
-                            if fresh {
-                                cache.entries.values[index].seen = now
-                                out += cache.entries.values[index].line
-                            } else {
+                            let fresh = ProxyState.RouteCache.reuse(
+                                &cache.entries.values[index], into: &out, state: &s, now: now, every: refreshEvery)
+                            if !fresh {
+                                cache.entries.remove(at: index)
                                 out += s.segmentRoute(
                                     lines[i].uri ?? "", key: key, cache: &cache, base: baseReference, prefix: prefix,
                                     now: now)
@@ -595,6 +587,22 @@ struct ProxyState {
         var variables = Variables()
         var entries: [URIKey: Route] = [:]
         var lastTrim: Double = 0
+
+        /// Writes a cached route's line (read in place, not copied out of the cache) and notes that a poll held it;
+        /// false when the route itself was pruned.
+        static func reuse(
+            _ route: inout Route, into out: inout [UInt8], state s: inout ProxyState, now: Double,
+            every refreshEvery: Double
+        ) -> Bool {
+            if now - route.refreshed >= refreshEvery {
+                // Keeps the route alive (or finds that it was pruned).
+                guard s.touch(route.id, now: now) else { return false }
+                route.refreshed = now
+            }
+            route.seen = now
+            out += route.line
+            return true
+        }
 
         /// Forgets URIs no poll has held for `lifetime` seconds (checked at most every 10 s).
         mutating func trim(now: Double, lifetime: Double) {
