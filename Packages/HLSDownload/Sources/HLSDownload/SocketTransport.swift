@@ -95,7 +95,10 @@ public struct SocketTransport: DownloadTransport {
                     key: target.key, chunkSize: chunkSize)
                 let body = AsyncThrowingStream<[UInt8], any Error>(unfolding: { try await reader.next() })
                 if parsed.framing == .none { reader.finishIfEmpty() }
-                return TransportResponse(status: parsed.status, headers: parsed.headers, body: body)
+                var socketBody: SocketBody?
+                if case .length(let length) = parsed.framing, length > 0 { socketBody = SocketBody(reader, length) }
+                return TransportResponse(
+                    status: parsed.status, headers: parsed.headers, body: body, socketBody: socketBody)
             } catch let error as TransportError where reused != nil && error.code == .connectionReset {
                 // The server closed the idle connection: try once more on a fresh one.
                 connection.close()
@@ -289,6 +292,27 @@ final class Connection: Sendable {
     }
 
     private var fd: Int32 { state.withLock { $0.fd } }
+
+    /// Hands the socket to a relay: switches it to non-blocking mode and returns it with the bytes already read
+    /// past the response head (at most `limit`), or nil when more than `limit` are buffered or it is closed.
+    func lend(limit: UInt64) -> (descriptor: Int32, buffered: [UInt8])? {
+        state.withLock { s in
+            guard s.fd >= 0, !s.aborted, UInt64(s.buffer.count) <= limit else { return nil }
+            let flags = fcntl(s.fd, F_GETFL)
+            guard flags >= 0, fcntl(s.fd, F_SETFL, flags | O_NONBLOCK) == 0 else { return nil }
+            defer { s.buffer = [] }
+            return (s.fd, s.buffer)
+        }
+    }
+
+    /// Takes the socket back from a relay (blocking mode again).
+    func takeBack() {
+        state.withLock { s in
+            guard s.fd >= 0 else { return }
+            let flags = fcntl(s.fd, F_GETFL)
+            if flags >= 0 { _ = fcntl(s.fd, F_SETFL, flags & ~O_NONBLOCK) }
+        }
+    }
 
     /// Whether the connection is idle and still open: nothing to read (a readable idle socket is closed or
     /// holding junk).
@@ -524,6 +548,56 @@ extension Substring {
     }
 }
 
+/// A response body of known length as the connection's socket, for a relay that moves it in the kernel (Linux
+/// `splice`). The relay claims it before reading any of ``TransportResponse/body`` (which then ends at once), reads
+/// exactly ``length`` bytes (the `claim`'s buffered bytes, then the socket), and releases it, once.
+public final class SocketBody: Sendable {
+    /// The body's length in bytes, buffered bytes included.
+    public let length: UInt64
+    private let reader: BodyReader
+    private let stage = Mutex(Stage.unclaimed)
+    private enum Stage { case unclaimed, claimed, released }
+
+    init(_ reader: BodyReader, _ length: UInt64) {
+        self.reader = reader
+        self.length = length
+    }
+
+    deinit {
+        if stage.withLock({ $0 }) == .claimed { reader.release(complete: false) }
+    }
+
+    /// The socket, in non-blocking mode, and the body bytes already read from it; nil when the body was already
+    /// started, or claimed, or cannot be lent (the stream is then the only way, or the body is lost).
+    public func claim() -> (descriptor: Int32, buffered: [UInt8])? {
+        guard
+            stage.withLock({ s -> Bool in
+                guard s == .unclaimed else { return false }
+                s = .claimed
+                return true
+            })
+        else { return nil }
+        guard let lent = reader.claim(length: length) else {
+            stage.withLock { $0 = .released }
+            return nil
+        }
+        return lent
+    }
+
+    /// Gives the socket back. `complete`: exactly the body was read from it (the connection may be reused);
+    /// otherwise it is closed.
+    public func release(complete: Bool) {
+        guard
+            stage.withLock({ s -> Bool in
+                guard s == .claimed else { return false }
+                s = .released
+                return true
+            })
+        else { return }
+        reader.release(complete: complete)
+    }
+}
+
 /// Delivers one response body in chunks, then gives the connection back to the pool when it can be reused.
 final class BodyReader: Sendable {
     private struct State {
@@ -554,6 +628,27 @@ final class BodyReader: Sendable {
     deinit {
         // Dropped before the end: the connection is in an unknown place of the body and cannot be reused.
         if !state.withLock({ $0.finished }) { connection.close() }
+    }
+
+    /// Claims the whole body for a relay before any of it was read: the socket and the bytes already buffered.
+    func claim(length: UInt64) -> (descriptor: Int32, buffered: [UInt8])? {
+        let claimed = state.withLock { s -> Bool in
+            guard !s.finished, s.framing == .length(length) else { return false }
+            s.finished = true
+            return true
+        }
+        guard claimed else { return nil }
+        guard let lent = connection.lend(limit: length) else {
+            connection.close()  // the body cannot be read either way now
+            return nil
+        }
+        return lent
+    }
+
+    /// Ends a relay's claim: a relay that moved the whole body gives the connection back to the pool.
+    func release(complete: Bool) {
+        connection.takeBack()
+        if complete && reusable { pool.put(connection, key: key) } else { connection.close() }
     }
 
     /// Marks a body without content done (the connection goes back to the pool).

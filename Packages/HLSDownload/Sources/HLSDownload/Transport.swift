@@ -22,11 +22,18 @@ public struct TransportResponse: Sendable {
     public var headers: [HTTPHeaderField]
     /// The body in chunks; it ends normally when the body is complete, or throws when the transfer failed.
     public var body: AsyncThrowingStream<[UInt8], any Error>
+    /// The same body as the connection's socket, for a relay that moves the bytes in the kernel instead of
+    /// reading ``body``; set by ``SocketTransport`` for a body of known length.
+    public var socketBody: SocketBody?
 
-    public init(status: Int, headers: [HTTPHeaderField], body: AsyncThrowingStream<[UInt8], any Error>) {
+    public init(
+        status: Int, headers: [HTTPHeaderField], body: AsyncThrowingStream<[UInt8], any Error>,
+        socketBody: SocketBody? = nil
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.socketBody = socketBody
     }
 
     /// The first value of a header, matched case-insensitively.

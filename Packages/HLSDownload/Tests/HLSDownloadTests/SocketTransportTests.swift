@@ -153,6 +153,76 @@ final class RawOrigin: Sendable {
         }
     }
 
+    /// Reads a claimed socket body to its end: the bytes read with the head, then the socket (non-blocking).
+    static func drain(_ claimed: (descriptor: Int32, buffered: [UInt8]), length: Int) -> [UInt8] {
+        var bytes = claimed.buffered
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < length {
+            let n = recv(claimed.descriptor, &buffer, min(buffer.count, length - bytes.count), 0)
+            if n < 0 && errno == EAGAIN {
+                var descriptor = pollfd(fd: claimed.descriptor, events: Int16(POLLIN), revents: 0)
+                _ = poll(&descriptor, 1, 1000)
+                continue
+            }
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        return bytes
+    }
+
+    /// A relay claims a body of known length as the socket: exactly the body comes out of it, and releasing it
+    /// complete puts the connection back for the next request; a body already started, or without a length,
+    /// cannot be claimed; releasing early closes the connection.
+    @Test func socketBodyIsClaimedReadAndReleased() async throws {
+        let big = (0..<900_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 11) }
+        let origin = try RawOrigin { path in
+            switch path {
+            case "/big": return .bytes(Self.response(big), close: false)
+            case "/chunked":
+                return .bytes(
+                    Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".utf8),
+                    close: false)
+            default: return .bytes(Self.response(Array("hello".utf8)), close: false)
+            }
+        }
+        let transport = SocketTransport(stallTimeout: 5)
+        let first = try await transport.send(TransportRequest(url: origin.url("/big"), headers: []))
+        let body = try #require(first.socketBody)
+        #expect(body.length == UInt64(big.count))
+        let claimed = try #require(body.claim())
+        #expect(fcntl(claimed.descriptor, F_GETFL) & O_NONBLOCK != 0)
+        #expect(body.claim() == nil)
+        #expect(Self.drain(claimed, length: big.count) == big)
+        body.release(complete: true)
+        #expect(fcntl(claimed.descriptor, F_GETFL) & O_NONBLOCK == 0)
+        // The stream of a claimed body ends at once.
+        #expect(try await Self.collect(first).isEmpty)
+        // The connection went back to the pool and serves the next request.
+        let second = try await transport.send(TransportRequest(url: origin.url("/small"), headers: []))
+        #expect(try await Self.collect(second) == Array("hello".utf8))
+        #expect(origin.connections.withLock { $0 } == 1)
+        // A body already started cannot be claimed.
+        let third = try await transport.send(TransportRequest(url: origin.url("/big"), headers: []))
+        var iterator = third.body.makeAsyncIterator()
+        let firstChunk = try #require(try await iterator.next())
+        #expect(third.socketBody?.claim() == nil)
+        var rest = firstChunk
+        while let chunk = try await iterator.next() { rest += chunk }
+        #expect(rest == big)
+        // A chunked body has no socket body.
+        let chunked = try await transport.send(TransportRequest(url: origin.url("/chunked"), headers: []))
+        #expect(chunked.socketBody == nil)
+        #expect(try await Self.collect(chunked) == Array("hello".utf8))
+        // Released early: the connection is closed, and the next request opens a new one.
+        let fourth = try await transport.send(TransportRequest(url: origin.url("/big"), headers: []))
+        let early = try #require(fourth.socketBody?.claim())
+        #expect(Self.drain(early, length: 1000).count >= 1000)
+        fourth.socketBody?.release(complete: false)
+        let fifth = try await transport.send(TransportRequest(url: origin.url("/small"), headers: []))
+        #expect(try await Self.collect(fifth) == Array("hello".utf8))
+        #expect(origin.connections.withLock { $0 } == 2)
+    }
+
     @Test func headersAreSentAndInjectionIsRefused() async throws {
         let origin = try RawOrigin { _ in .bytes(Self.response(Array("ok".utf8)), close: true) }
         let transport = SocketTransport(stallTimeout: 5)

@@ -119,6 +119,26 @@ func startThread(_ body: @escaping @Sendable () -> Void) throws(HTTPServerError)
 private enum OutItem {
     case bytes([UInt8], sent: Int)
     case file(FileStreamer, offset: UInt64, remaining: UInt64)
+    case relay(Relay)
+}
+
+/// A body moved from a claimed descriptor to the client through a pipe, inside the kernel.
+private final class Relay {
+    let source: any SpliceSource
+    let descriptor: Int32
+    let pipe: (read: Int32, write: Int32, capacity: Int)
+    /// Bytes still to take from the descriptor.
+    var toRead: UInt64
+    /// Bytes in the pipe, not yet sent.
+    var inPipe = 0
+
+    init(source: any SpliceSource, descriptor: Int32, pipe: (read: Int32, write: Int32, capacity: Int), length: UInt64)
+    {
+        self.source = source
+        self.descriptor = descriptor
+        self.pipe = pipe
+        self.toRead = length
+    }
 }
 
 /// A streamed body in progress.
@@ -184,12 +204,17 @@ final class EventLoopRunner {
     private var cachedDate = ""
     private var running = true
     private let configuration: HTTPServerConfiguration
+    /// Empty relay pipes kept for the next relay.
+    private var sparePipes: [(read: Int32, write: Int32, capacity: Int)] = []
 
     private static let scratchSize = 64 * 1024
     private static let acceptBatch = 2
     private static let maxBufferedInput = 64 * 1024
     private static let inlineFileLimit: UInt64 = 16 * 1024
     private static let sweepInterval: UInt64 = 250_000_000
+    private static let streamAhead = 1 << 20
+    private static let relayTokenFlag: UInt64 = 1 << 41
+    private static let maxSparePipes = 4
 
     init(handle: LoopHandle, shared: ServerShared, listeners: [Int32]) {
         self.poller = Poller(descriptors: handle.descriptors)
@@ -223,6 +248,11 @@ final class EventLoopRunner {
         }
         for fd in 0..<connections.count { if let connection = connections[fd] { close(connection) } }
         for listener in listeners { poller.remove(listener) }
+        for pipe in sparePipes {
+            closeDescriptor(pipe.read)
+            closeDescriptor(pipe.write)
+        }
+        sparePipes = []
         handle.markClosed()
         poller.closeDescriptors()
         shared.loopStopped()
@@ -240,6 +270,15 @@ final class EventLoopRunner {
         }
         if event.token & (1 << 40) != 0 {
             acceptConnections(Int32(bitPattern: UInt32(truncatingIfNeeded: event.token)))
+            return
+        }
+        if event.token & Self.relayTokenFlag != 0 {
+            // A relay's source has more bytes.
+            let fd = Int(event.token & ~Self.relayTokenFlag)
+            guard fd < connections.count, let connection = connections[fd], !connection.closed,
+                case .relay = connection.output.first
+            else { return }
+            flush(connection)
             return
         }
         let fd = Int(event.token)
@@ -566,6 +605,19 @@ final class EventLoopRunner {
             if !head.isEmpty { connection.output.append(.bytes(head, sent: 0)) }
         case .stream(let body, let chunked):
             connection.output.append(.bytes(head, sent: 0))
+            if !chunked {
+                switch startRelay(body, on: connection) {
+                case .stream:
+                    break
+                case .relay(let relay):
+                    connection.output.append(.relay(relay))
+                    flush(connection)
+                    return
+                case .failed:
+                    failResponse(connection)
+                    return
+                }
+            }
             connection.stream = StreamState(chunked: chunked, remaining: body.length)
             let id = connection.id
             let handle = self.handle
@@ -604,7 +656,10 @@ final class EventLoopRunner {
                     execute(connection.machine.socketError(), connection)
                     return
                 }
-                guard case .done(let count) = result else { return }
+                guard case .done(let count) = result else {
+                    releaseProducerIfRoom(connection)
+                    return
+                }
                 connection.exchange?.bytesWritten += UInt64(count)
                 connection.machine.wroteBytes(now: monotonicNow())
                 if sent + count >= bytes.count {
@@ -653,7 +708,10 @@ final class EventLoopRunner {
                     failResponse(connection)
                     return
                 }
-                guard case .done(let count) = result else { return }
+                guard case .done(let count) = result else {
+                    releaseProducerIfRoom(connection)
+                    return
+                }
                 if count == 0 {
                     failResponse(connection)  // the file shrank under us
                     return
@@ -665,6 +723,17 @@ final class EventLoopRunner {
                 } else {
                     connection.output[0] = .file(
                         file, offset: offset + UInt64(count), remaining: remaining - UInt64(count))
+                }
+            case .relay(let relay):
+                switch pump(relay, connection) {
+                case .finished:
+                    connection.output.removeFirst()
+                    endRelay(relay, complete: true)
+                case .waiting:
+                    return
+                case .failed:
+                    failResponse(connection)
+                    return
                 }
             }
         }
@@ -692,6 +761,119 @@ final class EventLoopRunner {
         }
     }
 
+    /// Lets a streamed body's producer fetch its next chunk while this one is still being written, as long as no
+    /// more than ``streamAhead`` bytes wait for the socket: reading upstream and writing downstream overlap, and a
+    /// slow client still holds the producer back.
+    private func releaseProducerIfRoom(_ connection: Connection) {
+        guard !connection.closed, var stream = connection.stream, let continuation = stream.continuation else { return }
+        var waiting = 0
+        for item in connection.output {
+            if case .bytes(let bytes, let sent) = item { waiting += bytes.count - sent }
+        }
+        guard waiting <= Self.streamAhead else { return }
+        stream.continuation = nil
+        connection.stream = stream
+        continuation.resume(returning: true)
+    }
+
+    // MARK: Relays
+
+    private enum RelayStart {
+        /// No relay: iterate the stream.
+        case stream
+        case relay(Relay)
+        /// The source was claimed but cannot be relayed: the response cannot be completed.
+        case failed
+    }
+
+    /// Claims a streamed body's splice source, when it has one and the system can splice: the bytes the source
+    /// already read go out first, then the relay.
+    private func startRelay(_ body: HTTPResponse.StreamBody, on connection: Connection) -> RelayStart {
+        guard let source = body.spliceSource, let length = body.length, Splice.available else { return .stream }
+        guard let pipe = sparePipes.popLast() ?? Splice.makePipe() else { return .stream }
+        guard let (descriptor, buffered) = source.claim() else {
+            recyclePipe(pipe, empty: true)
+            return .stream
+        }
+        guard UInt64(buffered.count) <= length else {
+            source.release(complete: false)
+            recyclePipe(pipe, empty: true)
+            return .failed
+        }
+        let relay = Relay(
+            source: source, descriptor: descriptor, pipe: pipe, length: length - UInt64(buffered.count))
+        if !buffered.isEmpty { connection.output.append(.bytes(buffered, sent: 0)) }
+        do {
+            try poller.addReadable(descriptor, token: UInt64(connection.fd) | Self.relayTokenFlag)
+        } catch {
+            source.release(complete: false)
+            recyclePipe(pipe, empty: true)
+            return .failed
+        }
+        return .relay(relay)
+    }
+
+    private enum PumpResult { case finished, waiting, failed }
+
+    /// Moves what can be moved now: source → pipe while the pipe has room, pipe → socket while the socket takes
+    /// it. Waits when neither moves (the socket's writable edge or the source's readable edge resumes it).
+    private func pump(_ relay: Relay, _ connection: Connection) -> PumpResult {
+        while true {
+            var moved = false
+            if relay.toRead > 0, relay.inPipe < relay.pipe.capacity {
+                let want = Int(min(relay.toRead, UInt64(relay.pipe.capacity - relay.inPipe)))
+                do {
+                    switch try Splice.move(from: relay.descriptor, to: relay.pipe.write, count: want, more: false) {
+                    case .done(0):
+                        return .failed  // the upstream ended before the announced length
+                    case .done(let count):
+                        relay.toRead -= UInt64(count)
+                        relay.inPipe += count
+                        moved = true
+                    case .wouldBlock:
+                        break
+                    }
+                } catch {
+                    return .failed
+                }
+            }
+            if relay.inPipe > 0 {
+                do {
+                    let more = relay.toRead > 0 || connection.output.count > 1
+                    switch try Splice.move(from: relay.pipe.read, to: connection.fd, count: relay.inPipe, more: more) {
+                    case .done(let count):
+                        relay.inPipe -= count
+                        connection.exchange?.bytesWritten += UInt64(count)
+                        connection.machine.wroteBytes(now: monotonicNow())
+                        moved = moved || count > 0
+                    case .wouldBlock:
+                        break
+                    }
+                } catch {
+                    return .failed
+                }
+            }
+            if relay.toRead == 0, relay.inPipe == 0 { return .finished }
+            if !moved { return .waiting }
+        }
+    }
+
+    /// Ends a relay: the source stops being watched and is given back; an empty pipe is kept for the next one.
+    private func endRelay(_ relay: Relay, complete: Bool) {
+        poller.remove(relay.descriptor)
+        relay.source.release(complete: complete)
+        recyclePipe(relay.pipe, empty: relay.inPipe == 0)
+    }
+
+    private func recyclePipe(_ pipe: (read: Int32, write: Int32, capacity: Int), empty: Bool) {
+        if empty, sparePipes.count < Self.maxSparePipes {
+            sparePipes.append(pipe)
+        } else {
+            closeDescriptor(pipe.read)
+            closeDescriptor(pipe.write)
+        }
+    }
+
     private func finishExchange(_ connection: Connection) {
         guard let exchange = connection.exchange else { return }
         connection.exchange = nil
@@ -716,6 +898,7 @@ final class EventLoopRunner {
             stream.task?.cancel()
             connection.stream = nil
         }
+        for case .relay(let relay) in connection.output { endRelay(relay, complete: false) }
         connection.output.removeAll()
         closeDescriptor(connection.fd)
         let index = Int(connection.fd)

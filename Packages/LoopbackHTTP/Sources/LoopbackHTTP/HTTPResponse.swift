@@ -50,6 +50,18 @@ public struct HTTPResponse: Sendable {
     public struct StreamBody: Sendable {
         public var length: UInt64?
         let makeIterator: @Sendable () -> ChunkIterator
+        /// The same bytes as a descriptor the server may relay from inside the kernel instead.
+        var spliceSource: (any SpliceSource)?
+
+        /// A body of known `length` whose bytes are also readable from a descriptor (an upstream socket): where
+        /// the system has `splice` (Linux) the server moves them source → pipe → client without copying them
+        /// into the process, and never iterates `sequence`; elsewhere, or when the source cannot be claimed, it
+        /// pulls `sequence` as for any stream.
+        public init<S: AsyncSequence & Sendable>(length: UInt64, _ sequence: S, spliceSource: any SpliceSource)
+        where S.Element == [UInt8] {
+            self.init(length: length, sequence)
+            self.spliceSource = spliceSource
+        }
 
         /// Wraps any async sequence of byte chunks. The sequence is iterated once, in a task of its own.
         public init<S: AsyncSequence & Sendable>(length: UInt64? = nil, _ sequence: S)
@@ -155,4 +167,16 @@ public struct HTTPResponse: Sendable {
             shift -= 4
         }
     }
+}
+
+/// A descriptor a streamed body can be relayed from (see ``HTTPResponse/StreamBody/init(length:_:spliceSource:)``).
+public protocol SpliceSource: AnyObject, Sendable {
+    /// Hands the descriptor over for this response, in non-blocking mode, with the body bytes already read
+    /// from it (at most the body's length); its next bytes are the rest of the body. Nil when it cannot be
+    /// handed over (the server then iterates the stream).
+    func claim() -> (descriptor: Int32, buffered: [UInt8])?
+    /// Called once after a successful ``claim()``, when the server is done with the descriptor: `complete`
+    /// is true when it read exactly the rest of the body from it, false when the relay stopped early (the
+    /// client left, a stall, an error).
+    func release(complete: Bool)
 }

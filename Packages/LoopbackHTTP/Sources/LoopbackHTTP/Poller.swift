@@ -81,6 +81,12 @@ final class Poller {
             guard Poller.control(epoll, EpollConstants.controlAdd, fd, events, token) == 0 else { throw Errno.current }
         }
 
+        /// Watches a descriptor for arriving bytes only (a relay's source), edge-triggered.
+        func addReadable(_ fd: Int32, token: UInt64) throws(Errno) {
+            let events = EpollConstants.input | EpollConstants.readHangup | EpollConstants.edgeTriggered
+            guard Poller.control(epoll, EpollConstants.controlAdd, fd, events, token) == 0 else { throw Errno.current }
+        }
+
         func addListener(_ fd: Int32, token: UInt64) throws(Errno) {
             let events = EpollConstants.input | EpollConstants.exclusive
             guard Poller.control(epoll, EpollConstants.controlAdd, fd, events, token) == 0 else { throw Errno.current }
@@ -152,6 +158,13 @@ final class Poller {
             guard change(fd, filter: EVFILT_READ, flags: EV_ADD | EV_CLEAR, token: token) == 0,
                 change(fd, filter: EVFILT_WRITE, flags: EV_ADD | EV_CLEAR, token: token) == 0
             else { throw Errno.current }
+        }
+
+        /// Watches a descriptor for arriving bytes only (a relay's source), edge-triggered.
+        func addReadable(_ fd: Int32, token: UInt64) throws(Errno) {
+            guard change(fd, filter: EVFILT_READ, flags: EV_ADD | EV_CLEAR, token: token) == 0 else {
+                throw Errno.current
+            }
         }
 
         func addListener(_ fd: Int32, token: UInt64) throws(Errno) {

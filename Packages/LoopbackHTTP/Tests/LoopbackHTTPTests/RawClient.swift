@@ -61,7 +61,18 @@ final class RawClient {
         }
     }
 
-    deinit { close(fd) }
+    private var closed = false
+
+    deinit { if !closed { close(fd) } }
+
+    /// Closes with a reset (`SO_LINGER` 0), as a client that vanishes does.
+    func reset() {
+        guard !closed else { return }
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        close(fd)
+        closed = true
+    }
 
     func send(_ text: String) { send(Array(text.utf8)) }
 

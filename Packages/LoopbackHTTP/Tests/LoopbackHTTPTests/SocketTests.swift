@@ -26,7 +26,7 @@ func withServer(
     await server.stop(gracePeriod: .seconds(1))
 }
 
-private func request(_ target: String, _ extra: String = "", method: String = "GET") -> String {
+func request(_ target: String, _ extra: String = "", method: String = "GET") -> String {
     "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)\r\n"
 }
 
@@ -215,10 +215,7 @@ struct SocketTests {
             try await Task.sleep(for: .milliseconds(100))
             #expect(produced.bytes.load(ordering: .relaxed) > later)
             // The client leaves: the connection closes and the producer stops.
-            withExtendedLifetime(client) {}
-            var linger = linger(l_onoff: 1, l_linger: 0)
-            setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
-            close(client.fd)
+            client.reset()
             try await Task.sleep(for: .milliseconds(300))
             let afterClose = produced.bytes.load(ordering: .relaxed)
             try await Task.sleep(for: .milliseconds(300))

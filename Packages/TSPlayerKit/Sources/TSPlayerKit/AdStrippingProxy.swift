@@ -463,7 +463,7 @@ public final class AdStrippingProxy: Sendable {
             response.headers.add(name: "Content-Range", value: contentRange)
         }
         let length = upstream.head.header("Content-Length").flatMap { UInt64($0) }
-        response.body = .stream(HTTPResponse.StreamBody(length: length, upstream.body))
+        response.body = upstream.relayBody(length: length)
         return response
     }
 

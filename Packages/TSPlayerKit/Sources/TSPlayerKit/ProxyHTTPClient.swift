@@ -91,7 +91,7 @@ final class ProxyHTTPClient: Sendable {
                 status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) },
                 finalURL: current)
             // Dropping the body (the last reference to the stream) ends the transfer and closes its connection.
-            return RemoteStream(head: head, body: response.body, cancelTask: {})
+            return RemoteStream(head: head, body: response.body, cancelTask: {}, socketBody: response.socketBody)
         }
         return try await sendOverURLSession(current, headers: headers)
     }

@@ -1,5 +1,7 @@
 import Foundation
+import HLSDownload
 public import HLSPlaylist
+import LoopbackHTTP
 import Synchronization
 
 #if canImport(FoundationNetworking)
@@ -256,9 +258,28 @@ public struct RemoteStream: Sendable {
     public var head: RemoteHead
     public var body: AsyncThrowingStream<[UInt8], any Error>
     let cancelTask: @Sendable () -> Void
+    /// The body as the upstream socket (plain http with a known length), for a relay inside the kernel.
+    var socketBody: SocketBody?
 
     /// Stops the transfer.
     public func cancel() { cancelTask() }
+
+    /// The body of a response that relays this one: moved socket to socket by the server where it can
+    /// (`splice`), else pulled chunk by chunk.
+    func relayBody(length: UInt64?) -> HTTPResponse.Body {
+        if let length, let socketBody, socketBody.length == length {
+            return .stream(HTTPResponse.StreamBody(length: length, body, spliceSource: SocketSplice(socketBody)))
+        }
+        return .stream(HTTPResponse.StreamBody(length: length, body))
+    }
+}
+
+/// An upstream socket body as a server splice source.
+private final class SocketSplice: SpliceSource {
+    let body: SocketBody
+    init(_ body: SocketBody) { self.body = body }
+    func claim() -> (descriptor: Int32, buffered: [UInt8])? { body.claim() }
+    func release(complete: Bool) { body.release(complete: complete) }
 }
 
 /// Which upstream addresses may be fetched.
