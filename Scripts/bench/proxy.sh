@@ -7,6 +7,8 @@
 #        rewritten (only the new segment's route is new);
 #     b. the same window on every request (nginx, a static file): the proxy answers a repeated poll with its
 #        previous output.
+#     c. in process, no network (Scripts/bench/ProxyPollBench, release): what the proxy does per poll of the
+#        moving window (parse, media view, ad detection, slates, route mapping, output bytes), median.
 #  2. segment relay: the same VOD segments downloaded by curl directly from nginx, through the proxy's stream mode,
 #     and by a bare URLSession client (delegate, bodies discarded) in the same run: the proxy fetches plain http
 #     over its own sockets and https with URLSession, whose figure is the ceiling of an https relay on Linux.
@@ -43,6 +45,16 @@ if [[ -z "$ours" ]]; then
     swift build -c release --scratch-path /tmp/build-bench-proxy --product tsplayer >&2
     ours=/tmp/build-bench-proxy/release/tsplayer
 fi
+
+pollbench="${POLLBENCH:-}"
+if [[ -z "$pollbench" ]]; then
+    echo "building the in-process poll benchmark (release)..." >&2
+    swift build -c release --package-path Scripts/bench/ProxyPollBench --scratch-path /tmp/build-bench-proxy-poll >&2
+    pollbench=/tmp/build-bench-proxy-poll/release/proxy-poll-bench
+fi
+"$pollbench" --polls 1000 --window "${BENCH_WINDOW:-1000}" > "$work/inprocess.txt"
+inprocess_ms=$(awk '/whole poll/ { print $5 }' "$work/inprocess.txt")
+inprocess_repeat_ms=$(awk '/repeated window/ { print $3 }' "$work/inprocess.txt")
 
 echo "building the bare URLSession client..." >&2
 cat > "$work/urlget.swift" <<'SWIFT'
@@ -207,19 +219,22 @@ proxied_s=$( (for _ in 1 2 3; do fetch_all "$work/proxied.txt"; done) | best)
 urlsession_s=$("$work/urlget" 3 < "$work/direct.txt")
 
 python3 - "$direct_ms" "$proxied_ms" "$added_ms" "$slates" "$bytes" "$direct_s" "$proxied_s" "$polls" \
-    "$moving_direct_ms" "$moving_proxied_ms" "$moving_added_ms" "$urlsession_s" <<'PY'
+    "$moving_direct_ms" "$moving_proxied_ms" "$moving_added_ms" "$urlsession_s" "$inprocess_ms" \
+    "$inprocess_repeat_ms" <<'PY'
 import sys
-d, p, a, slates, size, ds, ps, polls, md, mp, ma, us = sys.argv[1:]
+d, p, a, slates, size, ds, ps, polls, md, mp, ma, us, ip, ir = sys.argv[1:]
 size = int(size)
 print(f"playlist poll, 1,000-segment live window ({polls} polls each, median):")
 print(f"  moving window (every poll filtered and rewritten):")
 print(f"    python origin direct  {float(md):8.3f} ms")
 print(f"    through tsplayer      {float(mp):8.3f} ms")
 print(f"    added per poll        {float(ma):8.3f} ms   (target < 1 ms)")
+print(f"    in-process poll work  {float(ip):8.3f} ms   (no network; ProxyPollBench, 1,000 polls)")
 print(f"  repeated window (nginx static file; {slates} slates in the output):")
 print(f"    nginx direct          {float(d):8.3f} ms")
 print(f"    through tsplayer      {float(p):8.3f} ms")
 print(f"    added per poll        {float(a):8.3f} ms   (target < 1 ms)")
+print(f"    in-process poll work  {float(ir):8.3f} ms   (no network; answered from the previous output)")
 print(f"segment relay, {size/1e6:.1f} MB in 20 segments (best of 3):")
 dt, pt, ut = size / float(ds) / 1e6, size / float(ps) / 1e6, size / float(us) / 1e6
 print(f"  nginx direct (curl)     {dt:8.1f} MB/s")
