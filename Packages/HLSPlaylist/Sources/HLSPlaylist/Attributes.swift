@@ -185,6 +185,17 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
     /// The ``AttributeNames`` id of the attribute at `position` (-1 for other names).
     func nameID(at position: Int) -> Int { spans[position].nameID }
 
+    /// The position of the first attribute whose ``AttributeNames`` id is `id`, or nil.
+    func firstPosition(ofNameID id: Int) -> Int? {
+        guard id >= 0 else { return nil }
+        var i = 0
+        while i < spans.count {
+            if spans[i].nameID == id { return i }
+            i &+= 1
+        }
+        return nil
+    }
+
     /// Reads the value bytes of the attribute at `position` in place (no ``Attribute`` is made, so no reference
     /// counting per read).
     func withValue<R>(at position: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {

@@ -1,21 +1,74 @@
 /// An EXT-X-STREAM-INF variant stream with its URI line (RFC 8216bis §4.4.6.2).
+///
+/// The typed fields are read from ``attributes`` when asked for (the first attribute of each name wins), so
+/// resolving a multivariant playlist creates no string or number per attribute. Setting a field stores the new
+/// value beside the attributes; setting ``attributes`` keeps every field's value as it was before (as when the
+/// fields were copied out of the list once), so fields and attributes change independently, as they always have.
 public struct VariantStream: Sendable, Hashable {
-    public var bandwidth: UInt64?
-    public var averageBandwidth: UInt64?
-    public var score: Double?
-    public var codecs: String?
-    public var supplementalCodecs: String?
-    public var resolution: Resolution?
-    public var frameRate: Double?
-    public var hdcpLevel: String?
-    public var videoRange: String?
-    public var audio: String?
-    public var video: String?
-    public var subtitles: String?
+    public var bandwidth: UInt64? {
+        get { integer(0) }
+        set { setOverride(.integer(0, newValue)) }
+    }
+    public var averageBandwidth: UInt64? {
+        get { integer(1) }
+        set { setOverride(.integer(1, newValue)) }
+    }
+    public var score: Double? {
+        get { float(2) }
+        set { setOverride(.float(2, newValue)) }
+    }
+    public var codecs: String? {
+        get { string(3) }
+        set { setOverride(.string(3, newValue)) }
+    }
+    public var supplementalCodecs: String? {
+        get { string(4) }
+        set { setOverride(.string(4, newValue)) }
+    }
+    public var resolution: Resolution? {
+        get {
+            for case .resolution(let v) in overrides { return v }
+            return position(5).flatMap { storedAttributes.resolution(at: $0) }
+        }
+        set { setOverride(.resolution(newValue)) }
+    }
+    public var frameRate: Double? {
+        get { float(6) }
+        set { setOverride(.float(6, newValue)) }
+    }
+    public var hdcpLevel: String? {
+        get { string(7) }
+        set { setOverride(.string(7, newValue)) }
+    }
+    public var videoRange: String? {
+        get { string(8) }
+        set { setOverride(.string(8, newValue)) }
+    }
+    public var audio: String? {
+        get { string(9) }
+        set { setOverride(.string(9, newValue)) }
+    }
+    public var video: String? {
+        get { string(10) }
+        set { setOverride(.string(10, newValue)) }
+    }
+    public var subtitles: String? {
+        get { string(11) }
+        set { setOverride(.string(11, newValue)) }
+    }
     /// The CLOSED-CAPTIONS group id, or nil (also nil for `NONE`; see ``attributes``).
-    public var closedCaptions: String?
-    public var pathwayID: String?
-    public var stableVariantID: String?
+    public var closedCaptions: String? {
+        get { string(12) }
+        set { setOverride(.string(12, newValue)) }
+    }
+    public var pathwayID: String? {
+        get { string(13) }
+        set { setOverride(.string(13, newValue)) }
+    }
+    public var stableVariantID: String? {
+        get { string(14) }
+        set { setOverride(.string(14, newValue)) }
+    }
     /// The URI, variables substituted, resolved against the playlist URL.
     public var uri: String {
         get { location.resolved }
@@ -27,58 +80,115 @@ public struct VariantStream: Sendable, Hashable {
     }
     /// Both URIs; the resolved one is built when first read.
     var location: LazyURI
-    public var attributes: AttributeList
+    /// The tag's attribute list. Setting it leaves the typed fields as they were.
+    public var attributes: AttributeList {
+        get { storedAttributes }
+        set {
+            freezeFields()
+            storedAttributes = newValue
+        }
+    }
     /// 0-based index of the tag line; the URI line follows it.
     public var lineIndex: Int
     public var uriLineIndex: Int
 
-    /// For each ``AttributeNames`` id, the field of a variant it fills (-1 for none).
-    private static let fieldByNameID: [Int] = {
-        let names = [
-            "BANDWIDTH", "AVERAGE-BANDWIDTH", "SCORE", "CODECS", "SUPPLEMENTAL-CODECS", "RESOLUTION", "FRAME-RATE",
-            "HDCP-LEVEL", "VIDEO-RANGE", "AUDIO", "VIDEO", "SUBTITLES", "CLOSED-CAPTIONS", "PATHWAY-ID",
-            "STABLE-VARIANT-ID",
-        ]
-        var table = [Int](repeating: -1, count: AttributeNames.all.count)
-        for (field, name) in names.enumerated() where AttributeNames.id(name) >= 0 {
-            table[AttributeNames.id(name)] = field
-        }
-        return table
-    }()
+    private var storedAttributes: AttributeList
+    /// Fields set since the variant was read (empty for a resolved variant, so it costs no allocation).
+    private var overrides: [Override]
 
-    init(_ a: AttributeList, location: LazyURI, lineIndex: Int, uriLineIndex: Int) {
-        attributes = a
-        // One pass over the attributes; the first of each name wins, as with AttributeList's subscript.
-        var seen: UInt32 = 0
-        let fields = VariantStream.fieldByNameID
-        for position in a.indices {
-            let id = a.nameID(at: position)
-            guard id >= 0, id < fields.count else { continue }
-            let field = fields[id]
-            guard field >= 0, seen & (1 << field) == 0 else { continue }
-            seen |= 1 << field
-            switch field {
-            case 0: bandwidth = a.decimalInteger(at: position)
-            case 1: averageBandwidth = a.decimalInteger(at: position)
-            case 2: score = a.decimalFloat(at: position)
-            case 3: codecs = a.quotedString(at: position)
-            case 4: supplementalCodecs = a.quotedString(at: position)
-            case 5: resolution = a.resolution(at: position)
-            case 6: frameRate = a.decimalFloat(at: position)
-            case 7: hdcpLevel = a[position].enumeratedString
-            case 8: videoRange = a[position].enumeratedString
-            case 9: audio = a.quotedString(at: position)
-            case 10: video = a.quotedString(at: position)
-            case 11: subtitles = a.quotedString(at: position)
-            case 12: closedCaptions = a.quotedString(at: position)
-            case 13: pathwayID = a.quotedString(at: position)
-            case 14: stableVariantID = a.quotedString(at: position)
-            default: break
+    /// A field value set by the user: the field's number (see ``nameIDs``) and the value.
+    private enum Override: Sendable, Hashable {
+        case integer(Int, UInt64?)
+        case float(Int, Double?)
+        case string(Int, String?)
+        case resolution(Resolution?)
+
+        var field: Int {
+            switch self {
+            case .integer(let f, _), .float(let f, _), .string(let f, _): return f
+            case .resolution: return 5
             }
         }
+    }
+
+    /// The ``AttributeNames`` id of the attribute behind each field, by field number.
+    private static let nameIDs: [Int] = [
+        "BANDWIDTH", "AVERAGE-BANDWIDTH", "SCORE", "CODECS", "SUPPLEMENTAL-CODECS", "RESOLUTION", "FRAME-RATE",
+        "HDCP-LEVEL", "VIDEO-RANGE", "AUDIO", "VIDEO", "SUBTITLES", "CLOSED-CAPTIONS", "PATHWAY-ID",
+        "STABLE-VARIANT-ID",
+    ].map { AttributeNames.id($0) }
+
+    init(_ a: consuming AttributeList, location: consuming LazyURI, lineIndex: Int, uriLineIndex: Int) {
+        storedAttributes = a
+        overrides = []
         self.location = location
         self.lineIndex = lineIndex
         self.uriLineIndex = uriLineIndex
+    }
+
+    /// The position of the first attribute behind `field`, or nil.
+    private func position(_ field: Int) -> Int? {
+        let ids = VariantStream.nameIDs
+        guard field >= 0, field < ids.count else { return nil }
+        return storedAttributes.firstPosition(ofNameID: ids[field])
+    }
+
+    private func integer(_ field: Int) -> UInt64? {
+        for case .integer(let f, let v) in overrides where f == field { return v }
+        return position(field).flatMap { storedAttributes.decimalInteger(at: $0) }
+    }
+    private func float(_ field: Int) -> Double? {
+        for case .float(let f, let v) in overrides where f == field { return v }
+        return position(field).flatMap { storedAttributes.decimalFloat(at: $0) }
+    }
+    private func string(_ field: Int) -> String? {
+        for case .string(let f, let v) in overrides where f == field { return v }
+        guard let p = position(field) else { return nil }
+        // HDCP-LEVEL and VIDEO-RANGE are enumerated strings, the others quoted strings.
+        if field == 7 || field == 8 { return storedAttributes[p].enumeratedString }
+        return storedAttributes.quotedString(at: p)
+    }
+
+    private mutating func setOverride(_ o: Override) {
+        let field = o.field
+        if let i = overrides.firstIndex(where: { $0.field == field }) {
+            overrides[i] = o
+        } else {
+            overrides.append(o)
+        }
+    }
+
+    /// Stores every field's current value as an override, so a new attribute list does not change it.
+    private mutating func freezeFields() {
+        let values = fieldValues
+        overrides = values
+    }
+
+    /// Every field's current value, in field order.
+    private var fieldValues: [Override] {
+        [
+            .integer(0, bandwidth), .integer(1, averageBandwidth), .float(2, score), .string(3, codecs),
+            .string(4, supplementalCodecs), .resolution(resolution), .float(6, frameRate), .string(7, hdcpLevel),
+            .string(8, videoRange), .string(9, audio), .string(10, video), .string(11, subtitles),
+            .string(12, closedCaptions), .string(13, pathwayID), .string(14, stableVariantID),
+        ]
+    }
+
+    public static func == (a: VariantStream, b: VariantStream) -> Bool {
+        guard a.lineIndex == b.lineIndex, a.uriLineIndex == b.uriLineIndex, a.location == b.location,
+            a.storedAttributes == b.storedAttributes
+        else { return false }
+        // Without overrides the fields are read from equal attribute lists, so they are equal.
+        if a.overrides.isEmpty && b.overrides.isEmpty { return true }
+        return a.fieldValues == b.fieldValues
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(lineIndex)
+        hasher.combine(uriLineIndex)
+        hasher.combine(location)
+        hasher.combine(storedAttributes)
+        hasher.combine(fieldValues)
     }
 }
 

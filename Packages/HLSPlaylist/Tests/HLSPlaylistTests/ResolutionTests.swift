@@ -179,6 +179,52 @@ import Testing
         #expect(enc.segments.map(\.mediaSequence) == [7794, 7795, 7796, 7797])
     }
 
+    /// Variant fields are read from the attributes when asked for; the first attribute of a name wins, a set field
+    /// keeps its value, and a new attribute list leaves the fields as they were.
+    @Test func variantFieldsReadLazily() throws {
+        let text =
+            "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000,AVERAGE-BANDWIDTH=900,SCORE=1.5,CODECS=\"avc1.640028,mp4a.40.2\","
+            + "SUPPLEMENTAL-CODECS=\"dvh1.08.07\",RESOLUTION=1280x720,FRAME-RATE=29.970,HDCP-LEVEL=TYPE-0,"
+            + "VIDEO-RANGE=PQ,AUDIO=\"aud\",VIDEO=\"vid\",SUBTITLES=\"sub\",CLOSED-CAPTIONS=\"cc\","
+            + "PATHWAY-ID=\"A\",STABLE-VARIANT-ID=\"s1\",BANDWIDTH=5\nv.m3u8\n"
+        let mv = try Playlist(text).multivariant(url: "https://a.example/m.m3u8")
+        var v = try #require(mv.variants.first)
+        #expect(v.bandwidth == 1000)
+        #expect(v.averageBandwidth == 900)
+        #expect(v.score == 1.5)
+        #expect(v.codecs == "avc1.640028,mp4a.40.2")
+        #expect(v.supplementalCodecs == "dvh1.08.07")
+        #expect(v.resolution == Resolution(width: 1280, height: 720))
+        #expect(v.frameRate == 29.97)
+        #expect(v.hdcpLevel == "TYPE-0")
+        #expect(v.videoRange == "PQ")
+        #expect(v.audio == "aud")
+        #expect(v.video == "vid")
+        #expect(v.subtitles == "sub")
+        #expect(v.closedCaptions == "cc")
+        #expect(v.pathwayID == "A")
+        #expect(v.stableVariantID == "s1")
+        #expect(v.uri == "https://a.example/v.m3u8")
+        let original = v
+        v.codecs = nil
+        v.bandwidth = 7
+        v.resolution = nil
+        #expect(v.codecs == nil && v.bandwidth == 7 && v.resolution == nil && v.audio == "aud")
+        #expect(v != original)
+        #expect(v.attributes == original.attributes)
+        v.codecs = "avc1.640028,mp4a.40.2"
+        v.bandwidth = 1000
+        v.resolution = Resolution(width: 1280, height: 720)
+        #expect(v == original)
+        #expect(v.hashValue == original.hashValue)
+        // A new attribute list does not change the fields.
+        v.attributes = AttributeList([Attribute(name: "BANDWIDTH", rawValue: "1")])
+        #expect(v.bandwidth == 1000 && v.codecs == "avc1.640028,mp4a.40.2" && v.stableVariantID == "s1")
+        #expect(v.attributes.decimalInteger("BANDWIDTH") == 1)
+        v.attributes.set("AUDIO", rawValue: "\"other\"")
+        #expect(v.audio == "aud")
+    }
+
     @Test func dateTimes() {
         #expect(DateTime("1970-01-01T00:00:00Z")?.secondsSince1970 == 0)
         #expect(DateTime("2010-02-19T14:54:23.031+08:00")?.secondsSince1970 == 1_266_562_463.031)
