@@ -366,10 +366,10 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                     problems.append(Problem(offset: afterQuote, message: "characters after quoted string"))
                 }
             } else {
-                while i < end && b[i] != asciiComma {
-                    if b[i] == asciiQuote {
-                        problems.append(Problem(offset: i, message: "quote inside unquoted value"))
-                    }
+                while true {
+                    i = ByteScan.nextCommaOrQuote(in: b, from: i)
+                    guard i < end, b[i] == asciiQuote else { break }
+                    problems.append(Problem(offset: i, message: "quote inside unquoted value"))
                     i += 1
                 }
             }

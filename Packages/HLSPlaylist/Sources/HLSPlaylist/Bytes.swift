@@ -50,6 +50,32 @@ enum ByteScan {
         while i < n, b[i] != byte { i &+= 1 }
         return i
     }
+
+    /// The index of the first comma or double quote at or after `from` in `b`, or `b.count` (the end of an
+    /// unquoted attribute value), eight bytes at a time.
+    @inline(__always)
+    static func nextCommaOrQuote(in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        var i = max(from, 0)
+        let n = b.count
+        #if _endian(little)
+            if let start = b.baseAddress {
+                let raw = UnsafeRawPointer(start)
+                let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+                while i &+ 8 <= n {
+                    let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    let c = w ^ 0x2C2C_2C2C_2C2C_2C2C
+                    let q = w ^ 0x2222_2222_2222_2222
+                    // High bit set exactly in the bytes that are zero (no false positives), so the lowest one
+                    // is the first comma or quote.
+                    let found = ~(((c & low) &+ low) | c | low) | ~(((q & low) &+ low) | q | low)
+                    if found != 0 { return i &+ (found.trailingZeroBitCount >> 3) }
+                    i &+= 8
+                }
+            }
+        #endif
+        while i < n, b[i] != asciiComma, b[i] != asciiQuote { i &+= 1 }
+        return i
+    }
 }
 
 /// Number parsing per the value types of RFC 8216bis §4.2.

@@ -265,12 +265,16 @@ extension Playlist {
         result.variants.reserveCapacity(lines.count / 2)
         for index in lines.indices {
             if let known = lines[index].storedKnownTag {
+                if known == .streamInf {
+                    // The most common line: only its attribute list is needed.
+                    pending = lines[index].attributeListValue.map { ($0, index) }
+                    continue
+                }
                 guard case .tag(let t) = lines[index].content else { continue }
                 switch known {
                 case .version: result.version = t.decimalInteger
                 case .independentSegments: result.independentSegments = true
                 case .start: result.start = t.attributes
-                case .streamInf: pending = t.attributes.map { ($0, index) }
                 case .iFrameStreamInf:
                     guard let a = t.attributes else { break }
                     let raw = a.quotedString("URI") ?? ""

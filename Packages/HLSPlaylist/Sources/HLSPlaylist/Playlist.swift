@@ -110,6 +110,11 @@ public struct PlaylistLine: Sendable, Hashable {
         if case .tag(let t) = lines[index].content, case .extinf(let e) = t.value { return (e.duration, e.title) }
         return (nil, "")
     }
+    /// The attribute list of an attribute-list tag line (nil for other lines), read without copying the tag.
+    var attributeListValue: AttributeList? {
+        guard case .tag(let t) = content, case .attributes(let list) = t.value else { return nil }
+        return list
+    }
     /// The bytes of ``uri``: a view into the line's bytes.
     var uriBytes: ArraySlice<UInt8>? {
         guard storedIsURI else { return nil }
@@ -484,8 +489,8 @@ struct ParseState {
 
     mutating func parseTag(_ bytes: ArraySlice<UInt8>, lineNumber: Int) throws(PlaylistError) -> Tag {
         let s = bytes.startIndex
-        var colon = s + 1
-        while colon < bytes.endIndex && bytes[colon] != asciiColon { colon += 1 }
+        // The colon, eight bytes at a time (the buffer's indices are offsets from `s`).
+        let colon = s + bytes.withUnsafeBufferPointer { ByteScan.next(asciiColon, in: $0, from: 1) }
         let nameBytes = bytes[(s + 1)..<colon]
         var valueBytes: ArraySlice<UInt8>? = colon < bytes.endIndex ? bytes[(colon + 1)...] : nil
         // Trailing whitespace is tolerated (kept in the line's bytes, not in the value).

@@ -37,6 +37,28 @@ import Testing
         }
     }
 
+    /// Unquoted values end at the first comma or quote found eight bytes at a time: a stray quote at every offset
+    /// in a word is reported at its column, and the values around it keep their bounds.
+    @Test func strayQuoteInUnquotedValueAtEveryOffset() throws {
+        for k in 0..<17 {
+            let clean = String(repeating: "a", count: k)
+            let stray = "x" + clean + "\"b"  // not at the value's start, where it would open a quoted string
+            for (value, quoted) in [(clean, false), (stray, true)] {
+                let p = try Playlist("#EXTM3U\n#EXT-X-START:TIME-OFFSET=1,X-A=\(value),PRECISE=YES\n#EXT-X-ENDLIST\n")
+                let list = try #require(p.lines[1].tag?.attributes)
+                #expect(list.map(\.name) == ["TIME-OFFSET", "X-A", "PRECISE"], "k=\(k)")
+                #expect(list["X-A"]?.rawValue == value, "k=\(k)")
+                #expect(list["PRECISE"]?.rawValue == "YES", "k=\(k)")
+                let columns = p.diagnostics.filter { $0.error.code == .malformedAttributeList }.map(\.column)
+                #expect(columns == (quoted ? [14 + 18 + 1 + k] : []), "k=\(k)")
+                // At the end of the line too (no comma after the value).
+                let last = try Playlist("#EXTM3U\n#EXT-X-START:TIME-OFFSET=1,X-A=\(value)\n#EXT-X-ENDLIST\n")
+                #expect(last.lines[1].tag?.attributes?["X-A"]?.rawValue == value, "k=\(k)")
+                #expect(last.write() == Array(last.text.utf8))
+            }
+        }
+    }
+
     /// Lines are found eight bytes at a time: a non-UTF-8 byte just before the line feed, at every offset in a word,
     /// is still seen (and a clean line next to it is not blamed).
     @Test func invalidUTF8IsSeenAtEveryOffsetBeforeALineFeed() throws {
