@@ -255,3 +255,86 @@ func utf8Contains(_ string: String, _ byte: UInt8) -> Bool {
     var s = string
     return s.withUTF8 { $0.contains(byte) }
 }
+
+/// Names of 1 to 31 bytes looked up by their bytes in an open-addressed table keyed by their eight-byte words,
+/// so a lookup usually reads one slot (attribute names, tag names).
+struct WordTable: Sendable {
+    /// One name: its words (see ``words(_:readable:)``), length and position (-1 marks an empty slot).
+    private struct Slot: Sendable {
+        var words: SIMD4<UInt64>
+        var count: Int
+        var id: Int
+    }
+    private static let size = 256
+    private let slots: [Slot]
+
+    /// A table of `names` (at most 128 of them; longer names and those beyond are never found).
+    init(_ names: [String]) {
+        var table = [Slot](repeating: Slot(words: .zero, count: 0, id: -1), count: WordTable.size)
+        for (id, name) in names.prefix(WordTable.size / 2).enumerated() {
+            let bytes = Array(name.utf8)
+            guard !bytes.isEmpty, bytes.count < 32 else { continue }
+            let w = bytes.withUnsafeBufferPointer { WordTable.words($0, readable: $0.count) }
+            var i = WordTable.slot(w, bytes.count)
+            while table[i].id >= 0 { i = (i &+ 1) & (WordTable.size - 1) }
+            table[i] = Slot(words: w, count: bytes.count, id: id)
+        }
+        slots = table
+    }
+
+    @inline(__always)
+    private static func slot(_ w: SIMD4<UInt64>, _ count: Int) -> Int {
+        let h = (w[0] ^ (w[1] &>> 5) ^ UInt64(truncatingIfNeeded: count)) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: h >> 56)
+    }
+
+    /// Eight-byte words that together cover every byte of a name of 1 to 31 bytes: the first and last eight
+    /// bytes, and the middle ones of longer names (shorter names are packed into one word, read in one load when
+    /// `readable` bytes from the name's start allow it).
+    @inline(__always)
+    private static func words(_ b: UnsafeBufferPointer<UInt8>, readable: Int) -> SIMD4<UInt64> {
+        let count = b.count
+        guard let base = b.baseAddress else { return .zero }
+        let raw = UnsafeRawPointer(base)
+        guard count >= 8 else {
+            if readable >= 8 {
+                #if _endian(little)
+                    let w = raw.loadUnaligned(as: UInt64.self) & (UInt64.max >> UInt64(64 &- 8 &* count))
+                    return SIMD4(w, w, 0, 0)
+                #endif
+            }
+            var w: UInt64 = 0
+            var k = 0
+            while k < count {
+                w |= UInt64(b[k]) << UInt64(k &* 8)
+                k &+= 1
+            }
+            return SIMD4(w, w, 0, 0)
+        }
+        let first = raw.loadUnaligned(as: UInt64.self)
+        let last = raw.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
+        let second = count > 16 ? raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) : 0
+        let third = count > 24 ? raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self) : 0
+        return SIMD4(first, last, second, third)
+    }
+
+    /// The position in the names of the name `b`, or -1. `readable` is how many bytes from the name's start may
+    /// be read (at least its length).
+    func id(of b: UnsafeBufferPointer<UInt8>, readable: Int) -> Int {
+        let count = b.count
+        guard count > 0, count < 32 else { return -1 }
+        let w = WordTable.words(b, readable: Swift.max(readable, count))
+        return slots.withUnsafeBufferPointer { t -> Int in
+            var i = WordTable.slot(w, count)
+            var probes = 0
+            while probes < t.count, i >= 0, i < t.count {
+                let s = t[i]
+                if s.id < 0 { return -1 }
+                if s.count == count && s.words == w { return s.id }
+                i = (i &+ 1) & (WordTable.size - 1)
+                probes &+= 1
+            }
+            return -1
+        }
+    }
+}

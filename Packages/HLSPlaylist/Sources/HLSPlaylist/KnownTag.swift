@@ -174,23 +174,22 @@ public enum KnownTag: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    // Lookup by name bytes without building a String: names grouped by length.
-    private static let byLength: [[(name: [UInt8], tag: KnownTag)]] = {
-        var table = [[(name: [UInt8], tag: KnownTag)]](repeating: [], count: 40)
-        for tag in KnownTag.allCases {
-            let bytes = Array(tag.rawValue.utf8)
-            table[bytes.count].append((bytes, tag))
-        }
-        return table
-    }()
+    // Lookup by name bytes without building a String.
+    private static let cases = Array(KnownTag.allCases)
+    private static let table = WordTable(cases.map(\.rawValue))
 
     /// Finds the tag whose name is exactly `bytes` (a tag name without the leading `#`).
     static func lookup(_ bytes: ArraySlice<UInt8>) -> KnownTag? {
-        let count = bytes.count
-        guard count < byLength.count else { return nil }
-        for entry in byLength[count] where entry.name.elementsEqual(bytes) {
-            return entry.tag
-        }
-        return nil
+        bytes.withUnsafeBufferPointer { lookup(in: $0, start: 0, count: $0.count) }
+    }
+
+    /// Finds the tag whose name is the `count` bytes at `start` in `buffer` (bytes after the name may be read).
+    static func lookup(in buffer: UnsafeBufferPointer<UInt8>, start: Int, count: Int) -> KnownTag? {
+        guard start >= 0, count >= 0, start <= buffer.count, count <= buffer.count - start else { return nil }
+        let name = UnsafeBufferPointer(rebasing: buffer[start..<(start + count)])
+        let id = table.id(of: name, readable: buffer.count - start)
+        let cases = KnownTag.cases
+        guard id >= 0, id < cases.count else { return nil }
+        return cases[id]
     }
 }

@@ -511,7 +511,9 @@ struct ParseState {
         {
             known = .extinf
         } else {
-            known = KnownTag.lookup(trimmedName)
+            known = bytes.withUnsafeBufferPointer {
+                KnownTag.lookup(in: $0, start: trimmedName.startIndex - s, count: trimmedName.count)
+            }
         }
         if lineNumber == 1 && known != .extm3u {
             try report(.missingHeader, line: 1, column: 1, "the first line must be #EXTM3U")

@@ -37,6 +37,31 @@ import Testing
         }
     }
 
+    /// Tag names are looked up word by word: every known tag, and names that differ from one in a single byte at
+    /// the start, the middle or the end, are told apart (with and without a value after the name).
+    @Test func tagNamesMatchedWordByWord() throws {
+        let names = KnownTag.allCases.map(\.rawValue)
+        for tag in KnownTag.allCases {
+            let name = tag.rawValue
+            var variants = [name]
+            for position in Set([0, name.utf8.count / 2, name.utf8.count - 1]) {
+                var bytes = Array(name.utf8)
+                bytes[position] = bytes[position] == UInt8(ascii: "Q") ? UInt8(ascii: "Z") : UInt8(ascii: "Q")
+                variants.append(String(decoding: bytes, as: UTF8.self))
+            }
+            for candidate in variants {
+                for suffix in ["", ":1", ":X=\"a long value after the name\""] {
+                    let p = try Playlist("#EXTM3U\n#\(candidate)\(suffix)\n")
+                    let expected = names.contains(candidate) ? KnownTag(rawValue: candidate) : nil
+                    #expect(p.lines[1].knownTag == expected, "\(candidate)\(suffix)")
+                    // A line not starting with #EXT is a comment, not a tag.
+                    let expectedName = candidate.hasPrefix("EXT") ? candidate : nil
+                    #expect(p.lines[1].tag?.name == expectedName, "\(candidate)\(suffix)")
+                }
+            }
+        }
+    }
+
     /// Unquoted values end at the first comma or quote found eight bytes at a time: a stray quote at every offset
     /// in a word is reported at its column, and the values around it keep their bounds.
     @Test func strayQuoteInUnquotedValueAtEveryOffset() throws {
