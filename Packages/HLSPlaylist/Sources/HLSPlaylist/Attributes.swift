@@ -321,7 +321,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
             }
             let nameStart = i
             // The common case first: a well-formed name directly followed by '='.
-            while i < end && ASCII.isAttributeNameByte(b[i]) { i &+= 1 }
+            i = ByteScan.attributeNameEnd(in: b, from: i)
             var nameEnd = i
             if i == nameStart || i == end || b[i] != asciiEquals {
                 i = nameStart

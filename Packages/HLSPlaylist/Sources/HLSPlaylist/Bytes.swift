@@ -51,6 +51,36 @@ enum ByteScan {
         return i
     }
 
+    /// The index of the first byte at or after `from` in `b` that is not an attribute-name byte (`[A-Z0-9-]`),
+    /// or `b.count`, eight bytes at a time.
+    @inline(__always)
+    static func attributeNameEnd(in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        var i = max(from, 0)
+        let n = b.count
+        #if _endian(little)
+            if let start = b.baseAddress {
+                let raw = UnsafeRawPointer(start)
+                let high: UInt64 = 0x8080_8080_8080_8080
+                let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+                // High bit of each byte set when the 7-bit byte y is at least c (no borrow crosses bytes).
+                @inline(__always) func atLeast(_ y: UInt64, _ c: UInt64) -> UInt64 { ((y | high) &- c) & high }
+                while i &+ 8 <= n {
+                    let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    let y = x & low
+                    let upper = atLeast(y, 0x4141_4141_4141_4141) & ~atLeast(y, 0x5B5B_5B5B_5B5B_5B5B)
+                    let digit = atLeast(y, 0x3030_3030_3030_3030) & ~atLeast(y, 0x3A3A_3A3A_3A3A_3A3A)
+                    let d = y ^ 0x2D2D_2D2D_2D2D_2D2D
+                    let dash = ~(((d & low) &+ low) | d | low)
+                    let invalid = ~(upper | digit | dash) & high | (x & high)
+                    if invalid != 0 { return i &+ (invalid.trailingZeroBitCount >> 3) }
+                    i &+= 8
+                }
+            }
+        #endif
+        while i < n, ASCII.isAttributeNameByte(b[i]) { i &+= 1 }
+        return i
+    }
+
     /// The index of the first comma or double quote at or after `from` in `b`, or `b.count` (the end of an
     /// unquoted attribute value), eight bytes at a time.
     @inline(__always)

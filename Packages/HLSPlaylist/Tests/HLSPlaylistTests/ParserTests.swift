@@ -62,6 +62,28 @@ import Testing
         }
     }
 
+    /// Attribute names end at the first byte outside `[A-Z0-9-]`, found eight bytes at a time: a lowercase letter,
+    /// a byte just outside each range or a non-ASCII byte at every offset in a word is reported, and the name and
+    /// value keep their bounds.
+    @Test func attributeNameEndsAtEveryOffset() throws {
+        for k in 0..<17 {
+            for bad in ["a", "@", "[", "/", ":", "é", "_"] {
+                let name = String(repeating: "A", count: k) + bad + "Z9-"
+                let text = "#EXTM3U\n#EXT-X-START:TIME-OFFSET=1,\(name)=2,PRECISE=YES\n#EXT-X-ENDLIST\n"
+                let p = try Playlist(text)
+                let list = try #require(p.lines[1].tag?.attributes)
+                #expect(list.map(\.name) == ["TIME-OFFSET", name, "PRECISE"], "k=\(k) \(bad)")
+                #expect(list[name]?.rawValue == "2", "k=\(k) \(bad)")
+                #expect(p.diagnostics.map(\.error.code) == [.malformedAttributeList], "k=\(k) \(bad)")
+                #expect(p.write() == Array(text.utf8))
+            }
+            let clean = String(repeating: "A", count: k) + "Z9-"
+            let p = try Playlist("#EXTM3U\n#EXT-X-START:TIME-OFFSET=1,\(clean)=2\n#EXT-X-ENDLIST\n")
+            #expect(p.diagnostics.isEmpty, "k=\(k)")
+            #expect(p.lines[1].tag?.attributes?[clean]?.rawValue == "2", "k=\(k)")
+        }
+    }
+
     /// Unquoted values end at the first comma or quote found eight bytes at a time: a stray quote at every offset
     /// in a word is reported at its column, and the values around it keep their bounds.
     @Test func strayQuoteInUnquotedValueAtEveryOffset() throws {
