@@ -72,6 +72,80 @@ public struct SocketTransport: DownloadTransport {
         }
     }
 
+    /// A small body whole (a playlist, a key): the request, the head and up to `maxBytes` of body are sent and
+    /// read in one blocking call on the connection's queue, where ``send(_:)`` hands every chunk over separately.
+    /// Redirects are followed as by ``send(_:)``; `https://` goes to the fallback. A longer body throws
+    /// ``TransportError/Code/tooLarge``.
+    public func fetch(_ request: TransportRequest, maxBytes: Int) async throws -> WholeResponse {
+        var url = request.url
+        var redirects = 0
+        while true {
+            try Task.checkCancellation()
+            let target = try Target(url)
+            if target.secure {
+                guard let fallback else { throw TransportError(.invalidURL, "https is not supported here: \(url)") }
+                var forwarded = request
+                forwarded.url = url
+                return try await WholeResponse(collecting: try await fallback.send(forwarded), maxBytes: maxBytes)
+            }
+            let response = try await exchangeWhole(target, headers: request.headers, maxBytes: maxBytes)
+            if followsRedirects, [301, 302, 303, 307, 308].contains(response.status),
+                let location = response.header("Location")
+            {
+                redirects += 1
+                guard redirects <= maxRedirects else {
+                    throw TransportError(.tooManyRedirects, "redirect refused at \(url)")
+                }
+                let next = URIReference(location).resolved(against: URIReference(url)).description
+                let scheme = URIReference(next).scheme?.lowercased()
+                guard scheme == "http" || scheme == "https" else {
+                    throw TransportError(.tooManyRedirects, "redirect refused at \(url)")
+                }
+                url = next
+                continue
+            }
+            return response
+        }
+    }
+
+    private func exchangeWhole(_ target: Target, headers: [HTTPHeaderField], maxBytes: Int) async throws
+        -> WholeResponse
+    {
+        let head = Self.requestHead(target, headers: headers)
+        var reused = pool.take(target.key)
+        while true {
+            let connection: Connection
+            if let idle = reused {
+                connection = idle
+            } else {
+                connection = try await Connection.run(nil) { [pool] () throws(TransportError) -> Connection in
+                    try Connection.connect(target, pool: pool)
+                }
+            }
+            do {
+                let (parsed, body) = try await Connection.run(connection) {
+                    () throws(TransportError) -> (ResponseHead, [UInt8]) in
+                    try connection.sendAll(head)
+                    let parsed = try connection.readHead()
+                    return (parsed, try BodyReader.readWhole(connection, framing: parsed.framing, maxBytes: maxBytes))
+                }
+                if parsed.keepAlive && parsed.framing != .untilClose {
+                    pool.put(connection, key: target.key)
+                } else {
+                    connection.close()
+                }
+                return WholeResponse(status: parsed.status, headers: parsed.headers, body: body)
+            } catch let error as TransportError where reused != nil && error.code == .connectionReset {
+                connection.close()
+                reused = nil
+                continue
+            } catch {
+                connection.close()
+                throw error
+            }
+        }
+    }
+
     /// One request on a pooled connection (a stale idle connection is replaced once).
     private func exchange(_ target: Target, headers: [HTTPHeaderField]) async throws -> TransportResponse {
         let head = Self.requestHead(target, headers: headers)
@@ -710,6 +784,51 @@ final class BodyReader: Sendable {
             case .end:
                 complete()
                 return nil
+            }
+        }
+    }
+
+    /// Reads a whole body of at most `maxBytes` (blocking; on the connection's queue).
+    static func readWhole(_ connection: Connection, framing: BodyFraming, maxBytes: Int) throws(TransportError)
+        -> [UInt8]
+    {
+        let tooLarge = TransportError(.tooLarge, "the body is longer than \(maxBytes) bytes")
+        switch framing {
+        case .none:
+            return []
+        case .length(let length):
+            guard length <= UInt64(maxBytes) else { throw tooLarge }
+            var body: [UInt8] = []
+            body.reserveCapacity(Int(length))
+            while body.count < Int(length) {
+                let bytes = try connection.receive(Int(length) - body.count, waitAll: true)
+                if bytes.isEmpty {
+                    throw TransportError(
+                        .connectionReset, "the connection closed with \(Int(length) - body.count) body bytes missing")
+                }
+                body += bytes
+            }
+            return body
+        case .untilClose:
+            var body: [UInt8] = []
+            while true {
+                let bytes = try connection.receive(64 << 10, waitAll: false)
+                if bytes.isEmpty { return body }
+                body += bytes
+                guard body.count <= maxBytes else { throw tooLarge }
+            }
+        case .chunked:
+            var body: [UInt8] = []
+            var left: UInt64?
+            while true {
+                switch try readChunked(connection, chunkLeft: left, limit: 1 << 20) {
+                case .data(let bytes, let remaining):
+                    body += bytes
+                    left = remaining
+                    guard body.count <= maxBytes else { throw tooLarge }
+                case .end:
+                    return body
+                }
             }
         }
     }

@@ -48,11 +48,42 @@ public struct TransportResponse: Sendable {
     }
 }
 
+/// A response read whole (see ``SocketTransport/fetch(_:maxBytes:)``).
+public struct WholeResponse: Sendable {
+    public var status: Int
+    public var headers: [HTTPHeaderField]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [HTTPHeaderField], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// Collects a streamed response, failing past `maxBytes`.
+    public init(collecting response: TransportResponse, maxBytes: Int) async throws {
+        var body: [UInt8] = []
+        for try await chunk in response.body {
+            body += chunk
+            guard body.count <= maxBytes else {
+                throw TransportError(.tooLarge, "the body is longer than \(maxBytes) bytes")
+            }
+        }
+        self.init(status: response.status, headers: response.headers, body: body)
+    }
+
+    /// The first value of a header, matched case-insensitively.
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.name.lowercased() == lower }?.value
+    }
+}
+
 /// A failure below HTTP: the connection could not be made or broke, or the transfer stalled.
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: String, Hashable, Sendable {
-            case connectionFailed, connectionReset, timedOut, tooManyRedirects, invalidURL, other
+            case connectionFailed, connectionReset, timedOut, tooManyRedirects, invalidURL, tooLarge, other
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -62,6 +93,8 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let timedOut = Code(.timedOut)
         public static let tooManyRedirects = Code(.tooManyRedirects)
         public static let invalidURL = Code(.invalidURL)
+        /// A body longer than the caller's cap.
+        public static let tooLarge = Code(.tooLarge)
         public static let other = Code(.other)
         public var description: String { value.rawValue }
 
@@ -69,7 +102,7 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public var isTransient: Bool {
             switch value {
             case .connectionFailed, .connectionReset, .timedOut, .other: true
-            case .tooManyRedirects, .invalidURL: false
+            case .tooManyRedirects, .invalidURL, .tooLarge: false
             }
         }
     }

@@ -153,6 +153,62 @@ final class RawOrigin: Sendable {
         }
     }
 
+    /// `fetch` reads small bodies whole in one call, in every framing, follows redirects, reuses the connection,
+    /// and refuses a body over the cap (declared or not) without reusing that connection.
+    @Test func fetchReadsWholeBodies() async throws {
+        let big = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let origin = try RawOrigin { path in
+            switch path {
+            case "/big": return .bytes(Self.response(big), close: false)
+            case "/chunked":
+                let body = "5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
+                return .bytes(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(body)".utf8), close: false)
+            case "/moved":
+                return .bytes(Self.response([], status: "302 Found", extra: "Location: /big\r\n"), close: false)
+            case "/until-close":
+                return .bytes(Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end".utf8), close: true)
+            case "/long-chunked":
+                let chunk = String(repeating: "x", count: 4096)
+                let body = String(repeating: "1000\r\n\(chunk)\r\n", count: 4) + "0\r\n\r\n"
+                return .bytes(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(body)".utf8), close: false)
+            default: return .bytes(Self.response([], status: "404 Not Found"), close: false)
+            }
+        }
+        let transport = SocketTransport(stallTimeout: 5)
+        let whole = try await transport.fetch(TransportRequest(url: origin.url("/big"), headers: []), maxBytes: 1 << 20)
+        #expect(whole.status == 200)
+        #expect(whole.body == big)
+        let chunked = try await transport.fetch(
+            TransportRequest(url: origin.url("/chunked"), headers: []), maxBytes: 1 << 20)
+        #expect(chunked.body == Array("hello, world".utf8))
+        let moved = try await transport.fetch(
+            TransportRequest(url: origin.url("/moved"), headers: []), maxBytes: 1 << 20)
+        #expect(moved.status == 200)
+        #expect(moved.body == big)
+        let missing = try await transport.fetch(
+            TransportRequest(url: origin.url("/nothing"), headers: []), maxBytes: 1 << 20)
+        #expect(missing.status == 404)
+        #expect(missing.body.isEmpty)
+        #expect(origin.connections.withLock { $0 } == 1)
+        let untilClose = try await transport.fetch(
+            TransportRequest(url: origin.url("/until-close"), headers: []), maxBytes: 1 << 20)
+        #expect(untilClose.body == Array("to the end".utf8))
+        // Over the cap: by its Content-Length, or as it arrives (chunked).
+        await #expect(throws: TransportError(.tooLarge, "the body is longer than 1000 bytes")) {
+            _ = try await transport.fetch(TransportRequest(url: origin.url("/big"), headers: []), maxBytes: 1000)
+        }
+        await #expect(throws: TransportError(.tooLarge, "the body is longer than 5000 bytes")) {
+            _ = try await transport.fetch(
+                TransportRequest(url: origin.url("/long-chunked"), headers: []), maxBytes: 5000)
+        }
+        // The refused bodies' connections were not reused: each later request needed a new one.
+        let after = origin.connections.withLock { $0 }
+        let again = try await transport.fetch(TransportRequest(url: origin.url("/big"), headers: []), maxBytes: 1 << 20)
+        #expect(again.body == big)
+        #expect(origin.connections.withLock { $0 } == after + 1)
+        #expect(!TransportError.Code.tooLarge.isTransient)
+    }
+
     /// Reads a claimed socket body to its end: the bytes read with the head, then the socket (non-blocking).
     static func drain(_ claimed: (descriptor: Int32, buffered: [UInt8]), length: Int) -> [UInt8] {
         var bytes = claimed.buffered

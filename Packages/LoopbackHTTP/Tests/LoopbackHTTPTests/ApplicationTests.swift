@@ -113,6 +113,24 @@ struct ApplicationTests {
         app = makeApplication(www: tree.www, token: token)
     }
 
+    /// The content validator changes when any byte changes (in the word lanes and in the tail), or the length
+    /// does, and is the same for the same bytes.
+    @Test func contentValidatorSeesEveryByte() {
+        let base = (0..<203).map { UInt8(truncatingIfNeeded: $0 &* 37) }
+        let tag = HTTPApplication.contentEntityTag(base)
+        #expect(HTTPApplication.contentEntityTag(Array(base)) == tag)
+        var seen: Set<UInt64> = [HTTPApplication.contentHash(base)]
+        for index in base.indices {
+            var changed = base
+            changed[index] ^= 0x01
+            #expect(HTTPApplication.contentEntityTag(changed) != tag, "byte \(index)")
+            seen.insert(HTTPApplication.contentHash(changed))
+        }
+        #expect(seen.count == base.count + 1)
+        #expect(HTTPApplication.contentHash(base + [0]) != HTTPApplication.contentHash(base))
+        #expect(HTTPApplication.contentHash([]) != HTTPApplication.contentHash([0]))
+    }
+
     @Test func wholeBody() async {
         let response = await app.respond(to: get("/bytes"))
         #expect(response.status.code == 200)

@@ -53,6 +53,52 @@ final class ProxyHTTPClient: Sendable {
 
     /// Sends a GET; returns when the response head arrives.
     func send(_ urlString: String, headers: [(name: String, value: String)]) async throws(ProxyError) -> RemoteStream {
+        let outcome = try await overSockets(urlString) { sockets, url throws -> (Int, String?, TransportResponse) in
+            let response = try await sockets.send(TransportRequest(url: url, headers: requestFields(headers)))
+            return (response.status, response.header("Location"), response)
+        }
+        switch outcome {
+        case .answered(let response, let url):
+            let head = RemoteHead(
+                status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) },
+                finalURL: url)
+            // Dropping the body (the last reference to the stream) ends the transfer and closes its connection.
+            return RemoteStream(head: head, body: response.body, cancelTask: {}, socketBody: response.socketBody)
+        case .notSockets(let url):
+            return try await sendOverURLSession(url, headers: headers)
+        }
+    }
+
+    /// A small body whole, when it can go over the sockets: the request, head and body in one blocking call (no
+    /// per-chunk hand-offs). Nil when the URL, or a redirect's target, is not plain http: use ``send(_:headers:)``.
+    func fetchWhole(_ urlString: String, headers: [(name: String, value: String)], maxBytes: Int)
+        async throws(ProxyError) -> (RemoteHead, [UInt8])?
+    {
+        let outcome = try await overSockets(urlString) { sockets, url throws -> (Int, String?, WholeResponse) in
+            let response = try await sockets.fetch(
+                TransportRequest(url: url, headers: requestFields(headers)), maxBytes: maxBytes)
+            return (response.status, response.header("Location"), response)
+        }
+        guard case .answered(let response, let url) = outcome else { return nil }
+        let head = RemoteHead(
+            status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) },
+            finalURL: url)
+        return (head, response.body)
+    }
+
+    private enum SocketOutcome<Response> {
+        /// The final (non-redirect) answer, and the URL that gave it.
+        case answered(Response, String)
+        /// The URL (maybe a redirect's target) is not plain http, or sockets are off: URLSession's turn.
+        case notSockets(String)
+    }
+
+    /// Runs `exchange` over the sockets while the URL is plain http, following redirects here so that every target
+    /// is checked against the policy. `exchange` gives the status, the Location field and the response.
+    private func overSockets<Response>(
+        _ urlString: String,
+        _ exchange: (SocketTransport, String) async throws -> (Int, String?, Response)
+    ) async throws(ProxyError) -> SocketOutcome<Response> {
         var current = urlString
         var redirects = 0
         while let sockets, URIReference(current).scheme?.lowercased() == "http" {
@@ -60,16 +106,23 @@ final class ProxyHTTPClient: Sendable {
                 throw ProxyError(.invalidURL, url: current, detail: "the URL cannot be parsed")
             }
             try policy.check(url, original: current)
-            let response: TransportResponse
+            let status: Int
+            let location: String?
+            let response: Response
             do {
-                response = try await sockets.send(TransportRequest(url: current, headers: requestFields(headers)))
+                (status, location, response) = try await exchange(sockets, current)
             } catch let error as TransportError {
-                let code: ProxyError.Code = error.code == .timedOut ? .timedOut : .connectionFailed
+                let code: ProxyError.Code =
+                    switch error.code {
+                    case .timedOut: .timedOut
+                    case .tooLarge: .tooLarge
+                    default: .connectionFailed
+                    }
                 throw ProxyError(code, url: current, detail: error.message)
             } catch {
                 throw ProxyError(.connectionFailed, url: current, detail: "\(error)")
             }
-            if [301, 302, 303, 307, 308].contains(response.status), let location = response.header("Location") {
+            if [301, 302, 303, 307, 308].contains(status), let location {
                 redirects += 1
                 let next = URIReference(location).resolved(against: URIReference(current)).description
                 guard redirects <= options.maxRedirects else {
@@ -87,13 +140,9 @@ final class ProxyHTTPClient: Sendable {
                 current = next
                 continue
             }
-            let head = RemoteHead(
-                status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) },
-                finalURL: current)
-            // Dropping the body (the last reference to the stream) ends the transfer and closes its connection.
-            return RemoteStream(head: head, body: response.body, cancelTask: {}, socketBody: response.socketBody)
+            return .answered(response, current)
         }
-        return try await sendOverURLSession(current, headers: headers)
+        return .notSockets(current)
     }
 
     /// The header fields of a socket request: the user agent, the configured headers, then the caller's (a later

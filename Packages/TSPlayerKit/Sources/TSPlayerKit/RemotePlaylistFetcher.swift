@@ -190,6 +190,12 @@ public final class RemotePlaylistFetcher: Sendable {
     func fetchSmallOnce(_ url: String, maxBytes: Int, extraHeaders: [(name: String, value: String)])
         async throws(ProxyError) -> (RemoteHead, [UInt8])
     {
+        if let (head, bytes) = try await client.fetchWhole(url, headers: extraHeaders, maxBytes: maxBytes) {
+            guard (200..<300).contains(head.status) else {
+                throw ProxyError(.httpStatus, url: url, status: head.status, detail: "upstream answered \(head.status)")
+            }
+            return (head, bytes)
+        }
         let response = try await client.send(url, headers: extraHeaders)
         guard (200..<300).contains(response.head.status) else {
             response.cancel()
@@ -285,6 +291,27 @@ private final class SocketSplice: SpliceSource {
 /// Which upstream addresses may be fetched.
 struct UpstreamPolicy: Sendable {
     var allowPrivate: Bool
+    /// Each host's verdict, kept for ``verdictLifetime``: a playlist poll or a segment then costs no name lookup.
+    private let verdicts = HostVerdicts()
+    static let verdictLifetime: Duration = .seconds(30)
+
+    init(allowPrivate: Bool) { self.allowPrivate = allowPrivate }
+
+    /// The non-public address a host resolved to (nil: none), remembered for a while, at most 256 hosts.
+    final class HostVerdicts: Sendable {
+        private let table = Mutex<[String: (privateAddress: String?, until: ContinuousClock.Instant)]>([:])
+
+        func verdict(_ host: String) -> String? {
+            let now = ContinuousClock.now
+            if let known = table.withLock({ $0[host] }), known.until > now { return known.privateAddress }
+            let found = UpstreamPolicy.resolve(host).first(where: UpstreamPolicy.isPrivate)
+            table.withLock { entries in
+                if entries.count >= 256 { entries = entries.filter { $0.value.until > now } }
+                if entries.count < 256 { entries[host] = (found, now + UpstreamPolicy.verdictLifetime) }
+            }
+            return found
+        }
+    }
 
     /// Checks a URL's scheme and (unless private upstreams are allowed) every address its host resolves to.
     func check(_ url: URL, original: String) throws(ProxyError) {
@@ -303,7 +330,7 @@ struct UpstreamPolicy: Sendable {
         if lower == "localhost" || lower.hasSuffix(".localhost") {
             throw ProxyError(.addressNotAllowed, url: original, detail: "\(host) is a loopback name")
         }
-        for address in UpstreamPolicy.resolve(host) where UpstreamPolicy.isPrivate(address) {
+        if let address = verdicts.verdict(lower) {
             throw ProxyError(
                 .addressNotAllowed, url: original, detail: "\(host) resolves to \(address), a non-public address")
         }
