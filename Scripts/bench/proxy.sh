@@ -12,7 +12,8 @@
 #  2. segment relay: the same VOD segments downloaded by curl directly from nginx, through the proxy's stream mode,
 #     and by a bare URLSession client (delegate, bodies discarded) in the same run: the proxy fetches plain http
 #     over its own sockets and https with URLSession, whose figure is the ceiling of an https relay on Linux.
-#     Target: at least 0.9x the direct throughput.
+#     Target: at least 0.9x the direct throughput. The CPU seconds per GB of each path (nginx, curl and the proxy,
+#     read from /proc and time(1)) show how much of the machine each path needs.
 #
 # Usage: Scripts/bench/proxy.sh [--polls N]   (default 300)
 # Needs: swift, ffmpeg, nginx, curl, python3.
@@ -206,23 +207,34 @@ vod_local="$local"
 host="${vod_local#http://}"; host="http://${host%%/*}"
 curl -fs "$vod_local" | grep -v '^#' | sed "s#^#$host#" > "$work/proxied.txt"
 ls "$work"/www/vod/*.ts | sed "s#^$work/www#http://127.0.0.1:$port#" > "$work/direct.txt"
+# fetch_all LIST CPUFILE: fetches every URL in one curl; prints the wall time and appends curl's CPU seconds.
 fetch_all() {
     local args=()
     while read -r u; do args+=(-o /dev/null "$u"); done < "$1"
     local s e
-    s=$(date +%s.%N); curl -fs "${args[@]}"; e=$(date +%s.%N)
+    s=$(date +%s.%N); /usr/bin/time -f "%U %S" -a -o "$2" curl -fs "${args[@]}"; e=$(date +%s.%N)
     python3 -c "print($e - $s)"
 }
 best() { sort -g | head -1; }
-direct_s=$( (for _ in 1 2 3; do fetch_all "$work/direct.txt"; done) | best)
-proxied_s=$( (for _ in 1 2 3; do fetch_all "$work/proxied.txt"; done) | best)
+# CPU seconds (user + system) that processes have used so far.
+cpu_of() { python3 -c "import os,sys; t=os.sysconf('SC_CLK_TCK'); print(sum(sum(map(int, open(f'/proc/{p}/stat').read().rsplit(')',1)[1].split()[11:13])) for p in sys.argv[1:] if os.path.exists(f'/proc/{p}/stat'))/t)" "$@"; }
+sum_file() { python3 -c "import sys; print(sum(float(x) for x in open(sys.argv[1]).read().split()))" "$1"; }
+workers=$(pgrep -P "$nginx_pid" | tr '\n' ' ')
+nginx_before=$(cpu_of $workers)
+direct_s=$( (for _ in 1 2 3; do fetch_all "$work/direct.txt" "$work/curl-direct.cpu"; done) | best)
+nginx_direct=$(python3 -c "print($(cpu_of $workers) - $nginx_before)")
+nginx_before=$(cpu_of $workers); proxy_before=$(cpu_of "$proxy_pid")
+proxied_s=$( (for _ in 1 2 3; do fetch_all "$work/proxied.txt" "$work/curl-proxied.cpu"; done) | best)
+nginx_proxied=$(python3 -c "print($(cpu_of $workers) - $nginx_before)")
+proxy_cpu=$(python3 -c "print($(cpu_of "$proxy_pid") - $proxy_before)")
+curl_direct=$(sum_file "$work/curl-direct.cpu"); curl_proxied=$(sum_file "$work/curl-proxied.cpu")
 urlsession_s=$("$work/urlget" 3 < "$work/direct.txt")
 
 python3 - "$direct_ms" "$proxied_ms" "$added_ms" "$slates" "$bytes" "$direct_s" "$proxied_s" "$polls" \
     "$moving_direct_ms" "$moving_proxied_ms" "$moving_added_ms" "$urlsession_s" "$inprocess_ms" \
-    "$inprocess_repeat_ms" <<'PY'
+    "$inprocess_repeat_ms" "$nginx_direct" "$curl_direct" "$nginx_proxied" "$proxy_cpu" "$curl_proxied" <<'PY'
 import sys
-d, p, a, slates, size, ds, ps, polls, md, mp, ma, us, ip, ir = sys.argv[1:]
+d, p, a, slates, size, ds, ps, polls, md, mp, ma, us, ip, ir, nd, cd, np_, pc, cp = sys.argv[1:]
 size = int(size)
 print(f"playlist poll, 1,000-segment live window ({polls} polls each, median):")
 print(f"  moving window (every poll filtered and rewritten):")
@@ -241,4 +253,12 @@ print(f"  nginx direct (curl)     {dt:8.1f} MB/s")
 print(f"  through tsplayer        {pt:8.1f} MB/s   ratio {pt/dt:5.2f}x   (target >= 0.9x)")
 print(f"  bare URLSession         {ut:8.1f} MB/s   ratio {ut/dt:5.2f}x   (the ceiling of a URLSession relay)")
 print(f"  tsplayer / URLSession   {pt/ut:8.2f}x")
+gb = 3 * size / 1e9
+direct_cpu, relay_cpu = (float(nd) + float(cd)) / gb, (float(np_) + float(pc) + float(cp)) / gb
+print(f"  CPU seconds per GB (3 rounds; 2 cores here): direct {direct_cpu:.3f} (nginx {float(nd)/gb:.3f}, "
+      f"curl {float(cd)/gb:.3f}); relayed {relay_cpu:.3f} (nginx {float(np_)/gb:.3f}, tsplayer {float(pc)/gb:.3f}, "
+      f"curl {float(cp)/gb:.3f})")
+cores = (float(nd) + float(cd)) / (3 * float(ds))
+print(f"  the direct download kept about {cores:.1f} cores busy; where it is CPU-bound, a relay at today's CPU per "
+      f"byte cannot pass {direct_cpu/relay_cpu:.2f}x its rate")
 PY
