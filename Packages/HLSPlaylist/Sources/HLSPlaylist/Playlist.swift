@@ -368,12 +368,19 @@ extension PlaylistParser {
             var i = 0
             let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
             while i &+ 8 <= n {
-                let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x0A0A_0A0A_0A0A_0A0A
-                // High bit set exactly in the bytes of x that are zero.
-                let zero = ~(((x & low) &+ low) | x | low)
-                // One bit per LF byte, summed by one multiplication (no population-count instruction needed).
-                count &+= Int(truncatingIfNeeded: ((zero >> 7) &* 0x0101_0101_0101_0101) >> 56)
-                i &+= 8
+                // Per-byte counters (at most 255 words, so no lane overflows), summed once per block.
+                var lanes: UInt64 = 0
+                var words = 0
+                while words < 255, i &+ 8 <= n {
+                    let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x0A0A_0A0A_0A0A_0A0A
+                    // High bit set exactly in the bytes of x that are zero; one per LF byte.
+                    lanes &+= ~(((x & low) &+ low) | x | low) >> 7
+                    i &+= 8
+                    words &+= 1
+                }
+                // Pairs of byte lanes into 16-bit lanes (each at most 510), then one multiplication sums them.
+                let pairs = (lanes & 0x00FF_00FF_00FF_00FF) &+ ((lanes >> 8) & 0x00FF_00FF_00FF_00FF)
+                count &+= Int(truncatingIfNeeded: (pairs &* 0x0001_0001_0001_0001) >> 48)
             }
             while i < n {
                 if raw[i] == asciiLF { count &+= 1 }
