@@ -282,6 +282,45 @@ struct URIScan {
         #endif
     }
 
+    /// Whether `u` holds a `{`, and a `.` right after a `/` or a `:` (a leading `.` counts too), found eight bytes
+    /// at a time: absolute URIs (most live playlists' segments) skip the simple-relative path and land here. A `.`
+    /// right after the scheme's colon (`g:./x`) starts a dot segment as surely as one after a slash.
+    static func braceAndDotSegment(_ u: UnsafeBufferPointer<UInt8>) -> (brace: Bool, dotSegment: Bool) {
+        let n = u.count
+        guard n > 0, let base = u.baseAddress else { return (false, false) }
+        var brace = false
+        var dot = false
+        var i = 0
+        var previousSlash = true
+        #if _endian(little)
+            let raw = UnsafeRawPointer(base)
+            let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            func equal(_ w: UInt64, _ c: UInt8) -> UInt64 {
+                let x = w ^ (ones &* UInt64(c))
+                return ~(((x & low) &+ low) | x | low)
+            }
+            var slashCarry: UInt64 = 0x80  // the byte before the first one counts as a slash
+            while i &+ 8 <= n, !(brace && dot) {
+                let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if equal(w, 0x7B) != 0 { brace = true }
+                let slash = equal(w, 0x2F) | equal(w, asciiColon)
+                if ((slash << 8) | slashCarry) & equal(w, 0x2E) != 0 { dot = true }
+                slashCarry = slash >> 56
+                i &+= 8
+            }
+            previousSlash = i == 0 || u[i &- 1] == 0x2F || u[i &- 1] == asciiColon
+        #endif
+        while i < n, !(brace && dot) {
+            let c = u[i]
+            if c == 0x7B { brace = true }
+            if c == 0x2E && previousSlash { dot = true }
+            previousSlash = c == 0x2F || c == asciiColon
+            i &+= 1
+        }
+        return (brace, dot)
+    }
+
     enum Shape {
         /// Has a scheme and no dot segment: resolution returns it unchanged (§5.2.2 with §5.2.4 a no-op).
         case absoluteWithoutDots
@@ -306,27 +345,18 @@ struct URIScan {
         }
         let n = u.count
         guard n > 0 else { return }
-        var dotAfterSlash = false
-        var brace = false
-        var previous: UInt8 = 0x2F  // a leading "." counts as following a slash
         var colon = -1  // the first ":" before any "/", "?" or "#": a scheme may end there
-        var firstSegment = true
         var i = 0
         while i < n {
             let c = u[i]
-            if c == 0x7B { brace = true }
-            if c == 0x2E && previous == 0x2F { dotAfterSlash = true }
-            if firstSegment {
-                if c == asciiColon {
-                    colon = i
-                    firstSegment = false
-                } else if c == 0x2F || c == 0x3F || c == asciiHash {
-                    firstSegment = false
-                }
+            if c == asciiColon {
+                colon = i
+                break
             }
-            previous = c
+            if c == 0x2F || c == 0x3F || c == asciiHash { break }
             i &+= 1
         }
+        let (brace, dotAfterSlash) = URIScan.braceAndDotSegment(u)
         hasBrace = brace
         if dotAfterSlash { return }
         let first = u[0]

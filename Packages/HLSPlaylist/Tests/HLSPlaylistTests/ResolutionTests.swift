@@ -50,6 +50,34 @@ import Testing
         #expect(multivariant.variants.first?.rawURI == reference)
     }
 
+    /// Every reference over a small alphabet (up to five characters, bare and after a 24-byte absolute prefix, so
+    /// `/.`, `{` and `:` fall at every place in and across eight-byte words) resolves as the full §5.2 algorithm
+    /// resolves it.
+    @Test func everyShortReferenceResolvesAsTheFullAlgorithm() throws {
+        let base = "https://origin.example/live/sub/index.m3u8?x=1"
+        let alphabet: [Character] = ["a", "/", ".", ":", "{", "?"]
+        var references: [String] = []
+        var current = [""]
+        for _ in 1...5 {
+            current = current.flatMap { prefix in alphabet.map { prefix + String($0) } }
+            references += current
+        }
+        var checked = 0
+        for suffix in references {
+            for reference in [suffix, "https://cdn.example.com/" + suffix] where !reference.hasPrefix("#") {
+                let expected = URIReference(reference).resolved(against: URIReference(base)).description
+                let playlist = try Playlist("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n\(reference)\n")
+                let uri = playlist.media(url: base).segments.first?.uri
+                if uri != expected {
+                    Issue.record("\(reference): \(uri ?? "nil") != \(expected)")
+                    return
+                }
+                checked += 1
+            }
+        }
+        #expect(checked == 2 * references.count)
+    }
+
     @Test func lazyURIsKeepValueSemantics() throws {
         let text = "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\nseg1.ts\n#EXTINF:6,\nseg2.ts\n"
         let url = "https://cdn.example/live/index.m3u8"
