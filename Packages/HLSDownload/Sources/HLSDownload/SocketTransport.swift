@@ -41,34 +41,11 @@ public struct SocketTransport: DownloadTransport {
     }
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
-        var url = request.url
-        var redirects = 0
-        while true {
-            try Task.checkCancellation()
-            let target = try Target(url)
-            if target.secure {
-                guard let fallback else { throw TransportError(.invalidURL, "https is not supported here: \(url)") }
-                var forwarded = request
-                forwarded.url = url
-                return try await fallback.send(forwarded)
-            }
+        try await followingRedirects(request) { fallback, forwarded in
+            try await fallback.send(forwarded)
+        } exchange: { target in
             let response = try await exchange(target, headers: request.headers)
-            if followsRedirects, [301, 302, 303, 307, 308].contains(response.status),
-                let location = response.header("Location")
-            {
-                redirects += 1
-                guard redirects <= maxRedirects else {
-                    throw TransportError(.tooManyRedirects, "redirect refused at \(url)")
-                }
-                let next = URIReference(location).resolved(against: URIReference(url)).description
-                let scheme = URIReference(next).scheme?.lowercased()
-                guard scheme == "http" || scheme == "https" else {
-                    throw TransportError(.tooManyRedirects, "redirect refused at \(url)")
-                }
-                url = next
-                continue
-            }
-            return response
+            return (response, response.status, response.header("Location"))
         }
     }
 
@@ -77,6 +54,21 @@ public struct SocketTransport: DownloadTransport {
     /// Redirects are followed as by ``send(_:)``; `https://` goes to the fallback. A longer body throws
     /// ``TransportError/Code/tooLarge``.
     public func fetch(_ request: TransportRequest, maxBytes: Int) async throws -> WholeResponse {
+        try await followingRedirects(request) { fallback, forwarded in
+            try await WholeResponse(collecting: try await fallback.send(forwarded), maxBytes: maxBytes)
+        } exchange: { target in
+            let response = try await exchangeWhole(target, headers: request.headers, maxBytes: maxBytes)
+            return (response, response.status, response.header("Location"))
+        }
+    }
+
+    /// Runs `exchange` on each plain-http URL in turn, following redirects (when ``followsRedirects``) up to
+    /// ``maxRedirects``, to http(s) targets only; an `https://` URL goes to the fallback through `secure`.
+    private func followingRedirects<Response>(
+        _ request: TransportRequest,
+        secure: (any DownloadTransport, TransportRequest) async throws -> Response,
+        exchange: (Target) async throws -> (Response, status: Int, location: String?)
+    ) async throws -> Response {
         var url = request.url
         var redirects = 0
         while true {
@@ -86,12 +78,10 @@ public struct SocketTransport: DownloadTransport {
                 guard let fallback else { throw TransportError(.invalidURL, "https is not supported here: \(url)") }
                 var forwarded = request
                 forwarded.url = url
-                return try await WholeResponse(collecting: try await fallback.send(forwarded), maxBytes: maxBytes)
+                return try await secure(fallback, forwarded)
             }
-            let response = try await exchangeWhole(target, headers: request.headers, maxBytes: maxBytes)
-            if followsRedirects, [301, 302, 303, 307, 308].contains(response.status),
-                let location = response.header("Location")
-            {
+            let (response, status, location) = try await exchange(target)
+            if followsRedirects, [301, 302, 303, 307, 308].contains(status), let location {
                 redirects += 1
                 guard redirects <= maxRedirects else {
                     throw TransportError(.tooManyRedirects, "redirect refused at \(url)")
@@ -112,6 +102,47 @@ public struct SocketTransport: DownloadTransport {
         -> WholeResponse
     {
         let head = Self.requestHead(target, headers: headers)
+        return try await onPooledConnection(target) { connection in
+            let (parsed, body) = try await Connection.run(connection) {
+                () throws(TransportError) -> (ResponseHead, [UInt8]) in
+                try connection.sendAll(head)
+                let parsed = try connection.readHead()
+                return (parsed, try BodyReader.readWhole(connection, framing: parsed.framing, maxBytes: maxBytes))
+            }
+            if parsed.keepAlive && parsed.framing != .untilClose {
+                pool.put(connection, key: target.key)
+            } else {
+                connection.close()
+            }
+            return WholeResponse(status: parsed.status, headers: parsed.headers, body: body)
+        }
+    }
+
+    /// One request on a pooled connection; the body is read later, chunk by chunk.
+    private func exchange(_ target: Target, headers: [HTTPHeaderField]) async throws -> TransportResponse {
+        let head = Self.requestHead(target, headers: headers)
+        return try await onPooledConnection(target) { connection in
+            let parsed = try await Connection.run(connection) { () throws(TransportError) -> ResponseHead in
+                try connection.sendAll(head)
+                return try connection.readHead()
+            }
+            let reader = BodyReader(
+                connection: connection, framing: parsed.framing, reusable: parsed.keepAlive, pool: pool,
+                key: target.key, chunkSize: chunkSize)
+            let body = AsyncThrowingStream<[UInt8], any Error>(unfolding: { try await reader.next() })
+            if parsed.framing == .none { reader.finishIfEmpty() }
+            var socketBody: SocketBody?
+            if case .length(let length) = parsed.framing, length > 0 { socketBody = SocketBody(reader, length) }
+            return TransportResponse(
+                status: parsed.status, headers: parsed.headers, body: body, socketBody: socketBody)
+        }
+    }
+
+    /// Runs `work` on an idle pooled connection to the target, or a new one. A pooled connection the server had
+    /// closed (`connectionReset`) is replaced by a new one once; on any failure the connection is closed.
+    private func onPooledConnection<Result>(_ target: Target, _ work: (Connection) async throws -> Result)
+        async throws -> Result
+    {
         var reused = pool.take(target.key)
         while true {
             let connection: Connection
@@ -123,18 +154,7 @@ public struct SocketTransport: DownloadTransport {
                 }
             }
             do {
-                let (parsed, body) = try await Connection.run(connection) {
-                    () throws(TransportError) -> (ResponseHead, [UInt8]) in
-                    try connection.sendAll(head)
-                    let parsed = try connection.readHead()
-                    return (parsed, try BodyReader.readWhole(connection, framing: parsed.framing, maxBytes: maxBytes))
-                }
-                if parsed.keepAlive && parsed.framing != .untilClose {
-                    pool.put(connection, key: target.key)
-                } else {
-                    connection.close()
-                }
-                return WholeResponse(status: parsed.status, headers: parsed.headers, body: body)
+                return try await work(connection)
             } catch let error as TransportError where reused != nil && error.code == .connectionReset {
                 connection.close()
                 reused = nil
@@ -142,42 +162,6 @@ public struct SocketTransport: DownloadTransport {
             } catch {
                 connection.close()
                 throw error
-            }
-        }
-    }
-
-    /// One request on a pooled connection (a stale idle connection is replaced once).
-    private func exchange(_ target: Target, headers: [HTTPHeaderField]) async throws -> TransportResponse {
-        let head = Self.requestHead(target, headers: headers)
-        var reused = pool.take(target.key)
-        while true {
-            let connection: Connection
-            if let idle = reused {
-                connection = idle
-            } else {
-                connection = try await Connection.run(nil) { [pool] () throws(TransportError) -> Connection in
-                    try Connection.connect(target, pool: pool)
-                }
-            }
-            do {
-                let parsed = try await Connection.run(connection) { () throws(TransportError) -> ResponseHead in
-                    try connection.sendAll(head)
-                    return try connection.readHead()
-                }
-                let reader = BodyReader(
-                    connection: connection, framing: parsed.framing, reusable: parsed.keepAlive, pool: pool,
-                    key: target.key, chunkSize: chunkSize)
-                let body = AsyncThrowingStream<[UInt8], any Error>(unfolding: { try await reader.next() })
-                if parsed.framing == .none { reader.finishIfEmpty() }
-                var socketBody: SocketBody?
-                if case .length(let length) = parsed.framing, length > 0 { socketBody = SocketBody(reader, length) }
-                return TransportResponse(
-                    status: parsed.status, headers: parsed.headers, body: body, socketBody: socketBody)
-            } catch let error as TransportError where reused != nil && error.code == .connectionReset {
-                // The server closed the idle connection: try once more on a fresh one.
-                connection.close()
-                reused = nil
-                continue
             }
         }
     }

@@ -33,6 +33,15 @@ enum ASCII {
 
 /// Byte searches eight bytes at a time.
 enum ByteScan {
+    /// The high bit of each byte of `word` that equals `byte`, exactly (no false positives, so the lowest set bit
+    /// marks the first match and a popcount counts them).
+    @inline(__always)
+    static func matches(_ word: UInt64, _ byte: UInt8) -> UInt64 {
+        let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        let x = word ^ (0x0101_0101_0101_0101 &* UInt64(byte))
+        return ~(((x & low) &+ low) | x | low)
+    }
+
     /// The index of the first `byte` at or after `from` in `b`, or `b.count`.
     @inline(__always)
     static func next(_ byte: UInt8, in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
@@ -90,14 +99,9 @@ enum ByteScan {
         #if _endian(little)
             if let start = b.baseAddress {
                 let raw = UnsafeRawPointer(start)
-                let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
                 while i &+ 8 <= n {
                     let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    let c = w ^ 0x2C2C_2C2C_2C2C_2C2C
-                    let q = w ^ 0x2222_2222_2222_2222
-                    // High bit set exactly in the bytes that are zero (no false positives), so the lowest one
-                    // is the first comma or quote.
-                    let found = ~(((c & low) &+ low) | c | low) | ~(((q & low) &+ low) | q | low)
+                    let found = matches(w, asciiComma) | matches(w, asciiQuote)
                     if found != 0 { return i &+ (found.trailingZeroBitCount >> 3) }
                     i &+= 8
                 }

@@ -366,15 +366,13 @@ extension PlaylistParser {
             let n = raw.count
             var count = 0
             var i = 0
-            let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
             while i &+ 8 <= n {
                 // Per-byte counters (at most 255 words, so no lane overflows), summed once per block.
                 var lanes: UInt64 = 0
                 var words = 0
                 while words < 255, i &+ 8 <= n {
-                    let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x0A0A_0A0A_0A0A_0A0A
-                    // High bit set exactly in the bytes of x that are zero; one per LF byte.
-                    lanes &+= ~(((x & low) &+ low) | x | low) >> 7
+                    // One per LF byte.
+                    lanes &+= ByteScan.matches(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self), asciiLF) >> 7
                     i &+= 8
                     words &+= 1
                 }

@@ -252,20 +252,13 @@ struct URIScan {
             let first = u[0]
             if first == 0x2F || first == 0x3F || first == asciiHash || first == 0x2E { return false }
             let raw = UnsafeRawPointer(base)
-            let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            // High bit set exactly in the bytes of `w` equal to `c`.
-            func equal(_ w: UInt64, _ c: UInt8) -> UInt64 {
-                let x = w ^ (ones &* UInt64(c))
-                return ~(((x & low) &+ low) | x | low)
-            }
             var i = 0
             var slashCarry: UInt64 = 0
             while i &+ 8 <= n {
                 let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                if equal(w, 0x7B) | equal(w, asciiColon) != 0 { return false }
-                let slash = equal(w, 0x2F)
-                if ((slash << 8) | slashCarry) & equal(w, 0x2E) != 0 { return false }
+                if ByteScan.matches(w, 0x7B) | ByteScan.matches(w, asciiColon) != 0 { return false }
+                let slash = ByteScan.matches(w, 0x2F)
+                if ((slash << 8) | slashCarry) & ByteScan.matches(w, 0x2E) != 0 { return false }
                 slashCarry = slash >> 56
                 i &+= 8
             }
@@ -294,18 +287,12 @@ struct URIScan {
         var previousSlash = true
         #if _endian(little)
             let raw = UnsafeRawPointer(base)
-            let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            func equal(_ w: UInt64, _ c: UInt8) -> UInt64 {
-                let x = w ^ (ones &* UInt64(c))
-                return ~(((x & low) &+ low) | x | low)
-            }
             var slashCarry: UInt64 = 0x80  // the byte before the first one counts as a slash
             while i &+ 8 <= n, !(brace && dot) {
                 let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                if equal(w, 0x7B) != 0 { brace = true }
-                let slash = equal(w, 0x2F) | equal(w, asciiColon)
-                if ((slash << 8) | slashCarry) & equal(w, 0x2E) != 0 { dot = true }
+                if ByteScan.matches(w, 0x7B) != 0 { brace = true }
+                let slash = ByteScan.matches(w, 0x2F) | ByteScan.matches(w, asciiColon)
+                if ((slash << 8) | slashCarry) & ByteScan.matches(w, 0x2E) != 0 { dot = true }
                 slashCarry = slash >> 56
                 i &+= 8
             }
