@@ -2,7 +2,7 @@
 # AdStrippingProxy benchmark, against nginx on loopback in the same run:
 #  1. playlist polls of a 1,000-segment live window (with CUE-OUT breaks), fetched directly and through
 #     `tsplayer proxy` (which fetches it, filters it, rewrites every URI); the median difference is the proxy's added
-#     time per poll (its work plus one extra loopback hop and URLSession's fetch). Target: under 1 ms.
+#     time per poll (its work plus one extra loopback HTTP exchange). Target: under 1 ms.
 #     a. a window that moves one segment on every request (a small python origin), so every poll is filtered and
 #        rewritten (only the new segment's route is new);
 #     b. the same window on every request (nginx, a static file): the proxy answers a repeated poll with its
