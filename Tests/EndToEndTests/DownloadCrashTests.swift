@@ -47,7 +47,8 @@ import Testing
         // No partial or temporary file survives the final run.
         let names =
             (try? FileManager.default.contentsOfDirectory(atPath: store.appendingPathComponent("crash").path)) ?? []
-        #expect(names.allSatisfy { !$0.hasSuffix(".part") && !$0.hasSuffix(".validator") && !$0.hasSuffix(".tmp") })
+        let leftovers = names.filter { $0.hasSuffix(".part") || $0.hasSuffix(".validator") || $0.hasSuffix(".tmp") }
+        #expect(leftovers.isEmpty, "left behind: \(leftovers)")
 
         var streamSize = 0
         let folder = fixtures.www.appendingPathComponent("ts")

@@ -353,6 +353,7 @@ public actor DownloadManager {
             for (index, job) in plan.jobs.enumerated() {
                 let path = folder + "/" + job.path
                 if let size = Files.size(path) {
+                    Files.removeLeftovers(of: path)  // a run killed right after the rename leaves them
                     counters.values.withLock {
                         $0.bytesDone += size
                         $0.knownSizes[index] = size

@@ -63,6 +63,12 @@ enum Files {
         _ = unlink(path)
     }
 
+    /// Removes what fetching `final` leaves beside it until it is in place: the partial file, the resume validator
+    /// and the validator's temporary file (a process killed between two of these steps leaves some behind).
+    static func removeLeftovers(of final: String) {
+        for suffix in [".part", ".validator", ".validator.tmp"] { remove(final + suffix) }
+    }
+
     /// Removes a folder and everything in it (no symlinks are followed).
     static func removeTree(_ path: String) {
         var info = stat()

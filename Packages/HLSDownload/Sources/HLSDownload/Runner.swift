@@ -429,7 +429,7 @@ struct Fetcher: Sendable {
             }
         }
         try Files.rename(part, final)
-        Files.remove(validator)
+        Files.removeLeftovers(of: final)
         return .done(stripped: stripped)
     }
 

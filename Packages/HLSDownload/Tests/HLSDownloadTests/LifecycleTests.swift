@@ -39,6 +39,14 @@ import Testing
         }
         #expect(await first.task(created.id)?.state == .downloading)
 
+        // What a process killed between steps leaves beside files: a finished segment's partial file and validator
+        // (killed right after the rename), a validator's temporary file (killed while writing it).
+        for leftover in [
+            "seg00000.ts.part", "seg00000.ts.validator", "seg00000.ts.validator.tmp", "seg00002.ts.validator.tmp",
+        ] {
+            try Data("stale".utf8).write(to: URL(fileURLWithPath: folder + "/" + leftover))
+        }
+
         // A second process opens the same store while the first one is "dead".
         let origin = FakeOrigin(files: files)
         let second = try Fixtures.manager(origin, root: root)
@@ -53,6 +61,9 @@ import Testing
         #expect(origin.requests.first?.header("Range") == "bytes=1000-")
         #expect(origin.requests.first?.header("If-Range") == "\"v1\"")
         #expect(origin.bytesSent == s2.count - 1000)
+        // Nothing partial or temporary is left once the task is complete.
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        #expect(names.filter { $0.hasSuffix(".part") || $0.hasSuffix(".validator") || $0.hasSuffix(".tmp") }.isEmpty)
 
         // The store holds paths relative to its root.
         let store = Fixtures.text(root + "/tasks.json")
