@@ -2,13 +2,16 @@ import FileRange
 import Foundation
 import Testing
 
-@Suite struct SparseRangeCacheTests {
+@Suite final class SparseRangeCacheTests {
     let folder: URL
 
     init() throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("SparseCache-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     }
+
+    /// Each test's folder goes with it, also when the test fails or throws (Swift Testing makes one instance per test).
+    deinit { try? FileManager.default.removeItem(at: folder) }
 
     var dataPath: String { folder.appendingPathComponent("entry.data").path }
 
