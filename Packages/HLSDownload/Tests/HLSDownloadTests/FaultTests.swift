@@ -2,7 +2,7 @@ import Foundation
 import HLSDownload
 import Testing
 
-@Suite struct FaultTests {
+@Suite(.temporaryFolders) struct FaultTests {
     static let base = "http://origin.test/f/"
 
     /// A 4-segment TS VOD and its files.

@@ -3,7 +3,7 @@ import HLSDownload
 import Synchronization
 import Testing
 
-@Suite struct LifecycleTests {
+@Suite(.temporaryFolders) struct LifecycleTests {
     static let base = FaultTests.base
 
     static func waitFor(_ condition: () async -> Bool) async throws {

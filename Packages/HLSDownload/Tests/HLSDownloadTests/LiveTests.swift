@@ -3,7 +3,7 @@ import HLSDownload
 import Synchronization
 import Testing
 
-@Suite struct LiveTests {
+@Suite(.temporaryFolders) struct LiveTests {
     static let base = "http://live.test/ch/"
     static let playlistURL = base + "index.m3u8"
 
@@ -172,7 +172,7 @@ import Testing
     }
 }
 
-@Suite struct QueuedRestartTests {
+@Suite(.temporaryFolders) struct QueuedRestartTests {
     @Test func aTaskStoredAsQueuedStartsOnResumeAfterARestart() async throws {
         let files = FaultTests.stream()
         let root = Fixtures.temporaryFolder()

@@ -2,7 +2,7 @@ import Foundation
 import HLSDownload
 import Testing
 
-@Suite struct ShapeTests {
+@Suite(.temporaryFolders) struct ShapeTests {
     static let base = "http://origin.test/vod/"
 
     @Test func tsVODWithHeadersOnEveryRequest() async throws {

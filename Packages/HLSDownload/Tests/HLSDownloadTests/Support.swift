@@ -128,10 +128,9 @@ enum Fixtures {
         return text + "#EXT-X-ENDLIST\n"
     }
 
+    /// A new folder that the running test removes when it ends (its suite must be marked `.temporaryFolders`).
     static func temporaryFolder() -> String {
-        let path = NSTemporaryDirectory() + "hlsdownload-tests-" + UUID().uuidString
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        TemporaryFolders.make(prefix: "hlsdownload-tests-")
     }
 
     static func read(_ path: String) -> [UInt8]? {
