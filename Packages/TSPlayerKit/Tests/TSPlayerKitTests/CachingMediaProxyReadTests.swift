@@ -5,7 +5,7 @@ import Testing
 
 /// `CachingMediaProxy.read`: the in-process route (what the Apple resource-loader bridge calls) over the same cache
 /// and origin fetches as the loopback URLs.
-@Suite("CachingMediaProxy in-process reads")
+@Suite("CachingMediaProxy in-process reads", .temporaryFolders)
 struct CachingMediaProxyReadTests {
     static let auth = "Bearer r3ad"
 

@@ -178,8 +178,7 @@ let cachingTestSession: URLSession = {
     return URLSession(configuration: configuration)
 }()
 
+/// A new cache folder that the running test removes when it ends (its suite must be marked `.temporaryFolders`).
 func cachingTestDirectory() -> String {
-    let path = NSTemporaryDirectory() + "cmp-" + UUID().uuidString
-    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
+    TemporaryFolders.make(prefix: "cmp-")
 }

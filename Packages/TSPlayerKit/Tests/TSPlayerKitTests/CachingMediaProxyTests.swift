@@ -18,7 +18,7 @@ func settledResources(in directory: String, _ settled: ([CachedResource]) -> Boo
     return resources
 }
 
-@Suite("CachingMediaProxy")
+@Suite("CachingMediaProxy", .temporaryFolders)
 struct CachingMediaProxyTests {
     static let auth = "Bearer s3cret"
 

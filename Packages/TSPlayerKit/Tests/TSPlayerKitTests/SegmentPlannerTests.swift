@@ -116,6 +116,7 @@ import Testing
     @Test func emptyAndFilelessSegmentsAreTypedErrors() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ts-folder-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
         #expect(throws: PlaybackError.self) { try TSFolderSession(folder: folder.path, segments: []) }
         let missing = #expect(throws: PlaybackError.self) {
             try TSFolderSession(folder: folder.path, segments: [SegmentInfo(duration: 2)])
