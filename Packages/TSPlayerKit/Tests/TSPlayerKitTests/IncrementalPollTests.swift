@@ -1,3 +1,4 @@
+import HLSAdFilter
 import LoopbackHTTP
 import TSPlayerKit
 import Testing
@@ -14,14 +15,15 @@ import Testing
     static let singleFeatureCases: [Int] = Array(0..<(LiveSequence.Features.all.count * 2))
 
     @Test(arguments: singleFeatureCases)
-    func singleFeatureSequencesServeTheSameBytes(_ index: Int) throws {
+    func singleFeatureSequencesServeTheSameBytes(_ index: Int) async throws {
         let (name, feature) = LiveSequence.Features.all[index / 2]
         let seed = UInt64(0x5F00 + index)
         var features: LiveSequence.Features = [.cueOut, feature]
         if feature.contains(.dateRanges) { features.insert(.programDateTime) }
         let sequence = LiveSequence(seed: seed, features: features)
-        let outcome = try Self.compare(sequence, label: "single feature \(name)")
+        let outcome = try await Self.compare(sequence, label: "single feature \(name)")
         #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+        #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
         Self.checkCounts(outcome, sequence: sequence)
     }
 
@@ -29,18 +31,19 @@ import Testing
 
     /// A different random mix of every feature per seed.
     @Test(arguments: 0..<mixedCount)
-    func mixedSequencesServeTheSameBytes(_ index: Int) throws {
+    func mixedSequencesServeTheSameBytes(_ index: Int) async throws {
         let seed = UInt64(0xA110_0000 + index)
         let sequence = LiveSequence(seed: seed, features: LiveSequence.Features.random(seed: seed))
-        let outcome = try Self.compare(sequence, label: "mixed")
+        let outcome = try await Self.compare(sequence, label: "mixed")
         #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+        #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
         Self.checkCounts(outcome, sequence: sequence)
     }
 
     /// Plain segments and CUE-OUT/CUE-IN breaks only: the fast path answers most polls that are not repeats, and
     /// nearly every poll it is meant for (the window moved on, the previous one ended with content, every new
     /// segment is plain content); the proxy without it never takes it.
-    @Test func plainSequencesTakeTheFastPath() throws {
+    @Test func plainSequencesTakeTheFastPath() async throws {
         var moved = 0
         var incremental = 0
         var eligible = 0
@@ -50,8 +53,9 @@ import Testing
             if index % 2 == 1 { features.insert(.bareCueOut) }
             if index % 4 >= 2 { features.insert(.backToBack) }
             let sequence = LiveSequence(seed: seed, features: features, breakOdds: 2)
-            let outcome = try Self.compare(sequence, label: "plain")
+            let outcome = try await Self.compare(sequence, label: "plain")
             #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+            #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
             Self.checkCounts(outcome, sequence: sequence)
             let notRepeats = outcome.polls - outcome.fast.repeated
             let summary =
@@ -68,9 +72,117 @@ import Testing
         #expect(eligible * 10 >= moved * 6, "the generator's plain windows: \(eligible) eligible of \(moved)")
     }
 
+    /// A plain window of `count` segments from `first`, with a break (`CUE-OUT:<2 x length>`, CUE-IN after it) at
+    /// each of `breaks` (media sequence number, length).
+    static func plainWindow(first: Int, count: Int, breaks: [(Int, Int)]) -> [UInt8] {
+        var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+        for m in first..<(first + count) {
+            for (start, length) in breaks {
+                if m == start { text += "#EXT-X-CUE-OUT:\(2 * length).000\n" }
+                if m == start + length { text += "#EXT-X-CUE-IN\n" }
+            }
+            text += "#EXTINF:2.000,\nseg_\(m).ts\n"
+        }
+        return Array(text.utf8)
+    }
+
+    /// After polls the fast path answered, the window jumps back to start inside a break whose CUE-OUT is no longer
+    /// in it: the full path has seen the media sequence go back (from the last poll's number) and says so; the
+    /// proxy with the fast path must judge it from the same last number, not from its last full poll's.
+    @Test func jumpBackIntoABreakAfterFastPolls() async throws {
+        var polls: [[UInt8]] = []
+        for first in 45...80 { polls.append(Self.plainWindow(first: first, count: 10, breaks: [(50, 4)])) }
+        polls.append(Self.plainWindow(first: 51, count: 10, breaks: [(50, 4)]))
+        polls.append(Self.plainWindow(first: 52, count: 10, breaks: [(50, 4)]))
+        let outcome = try await Self.compare(polls: polls, label: "jump back into a break")
+        #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+        #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
+        #expect(outcome.fast.incremental > 10, "\(outcome.fast)")
+    }
+
+    /// After polls the fast path answered, the origin puts a CUE-OUT before a segment it already served as content
+    /// (and that is still in the window).
+    @Test func markerAddedToAFastPolledSegment() async throws {
+        var polls: [[UInt8]] = []
+        for first in 45...70 { polls.append(Self.plainWindow(first: first, count: 10, breaks: [(50, 4)])) }
+        for first in 71...74 { polls.append(Self.plainWindow(first: first, count: 10, breaks: [(50, 4), (76, 2)])) }
+        let outcome = try await Self.compare(polls: polls, label: "marker added")
+        #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+        #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
+        #expect(outcome.fast.incremental > 10, "\(outcome.fast)")
+    }
+
+    /// After polls the fast path answered, the media sequence restarts lower with the same segments.
+    @Test func restartAfterFastPolls() async throws {
+        var polls: [[UInt8]] = []
+        for first in 45...80 { polls.append(Self.plainWindow(first: first, count: 10, breaks: [(50, 4)])) }
+        // The origin renumbers from 60: the same URIs under numbers 20 lower.
+        for first in 61...66 {
+            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first - 20)\n"
+            for m in first..<(first + 10) { text += "#EXTINF:2.000,\nseg_\(m).ts\n" }
+            polls.append(Array(text.utf8))
+        }
+        let outcome = try await Self.compare(polls: polls, label: "restart")
+        #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+        #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
+    }
+
+    /// A slate source that answers with the slot it was asked for (what the slate's timestamps are made from).
+    struct SlotEcho: ProxySlateSource {
+        func slate(for slot: SlateSlot, anchor: [UInt8]?) async -> [UInt8]? {
+            let anchorSequence = slot.anchorMediaSequence.map { "\($0)" } ?? "-"
+            return Array(
+                ("msn \(slot.mediaSequence) duration \(slot.duration) anchor \(slot.anchorURI ?? "-") #\(anchorSequence) "
+                    + "offset \(slot.offsetFromAnchor)").utf8)
+        }
+
+        func fragmentedSlateInit(contentInit: [UInt8]?) -> [UInt8]? { nil }
+    }
+
+    /// The slate served at `/<token>/slate/<playlist>/<msn>.ts`, as text.
+    static func slate(_ proxy: AdStrippingProxy, playlist: String, msn: Int) async -> String {
+        var request = HTTPRequest(method: .get, target: "/\(proxy.token.value)/slate/\(playlist)/\(msn).ts")
+        request.wildcardSegments = ["slate", playlist, "\(msn).ts"]
+        let response = await proxy.respond(to: request)
+        guard case .bytes(let bytes) = response.body else { return "status \(response.status.code), not bytes" }
+        return "status \(response.status.code): " + String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// After polls the fast path answered, the window jumps forward to start with a new break: its slates have no
+    /// content before them in the window, so they are placed after the last content segment the proxy saw. Both
+    /// proxies must place them after the same one (the slate's timestamps follow from it).
+    @Test func slatesAfterAJumpForwardAreAnchoredAlike() async throws {
+        // Anchors are fetched from the origin: a loopback one is refused at once (no network).
+        let url = "http://127.0.0.1:9/live/index.m3u8"
+        var fastOptions = AdStrippingProxy.Options()
+        fastOptions.slates = SlotEcho()
+        var fullOptions = fastOptions
+        fullOptions.incrementalPolls = false
+        let fast = AdStrippingProxy(url: url, options: fastOptions)
+        let full = AdStrippingProxy(url: url, options: fullOptions)
+        var polls: [[UInt8]] = []
+        for first in 45...80 { polls.append(Self.plainWindow(first: first, count: 10, breaks: [(50, 4)])) }
+        for first in 120...122 { polls.append(Self.plainWindow(first: first, count: 10, breaks: [(120, 4)])) }
+        for (index, poll) in polls.enumerated() {
+            let a = try fast.poll(bytes: poll, url: url)
+            let b = try full.poll(bytes: poll, url: url)
+            let swapped = Self.replacing(Array(fast.token.value.utf8), with: Array(full.token.value.utf8), in: a)
+            #expect(swapped == b, "poll \(index): \(Self.firstDifference(swapped, b, input: poll, previous: nil))")
+        }
+        #expect(fast.pollCounts.incremental > 10, "\(Counts(fast.pollCounts))")
+        // The playlist's route ID is the first one assigned (the same in both).
+        let playlist = "1"
+        for msn in 120...123 {
+            let a = await Self.slate(fast, playlist: playlist, msn: msn)
+            let b = await Self.slate(full, playlist: playlist, msn: msn)
+            #expect(a.hasPrefix("status 200: msn \(msn)"), "\(a)")
+            #expect(a == b, "slate \(msn): fast path \(a) vs full path \(b)")
+        }
+    }
+
     /// The shape of Scripts/bench/proxy.sh's moving window: 1,000 segments, a 30 s CUE-OUT every 400, CUE-IN 15
     /// later, three CDN hosts; 60 polls moving by one.
-    @Test func benchShapedMovingWindow() throws {
+    @Test func benchShapedMovingWindow() async throws {
         var entries: [String] = []
         for m in 50000..<(50000 + 1100) {
             var e = ""
@@ -86,8 +198,9 @@ import Testing
                 + entries[n..<(n + 1000)].joined()
             polls.append(Array(body.utf8))
         }
-        let outcome = try Self.compare(polls: polls, label: "bench window")
+        let outcome = try await Self.compare(polls: polls, label: "bench window")
         #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+        #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
         #expect(outcome.fast.full + outcome.fast.incremental + outcome.fast.repeated == 60, "\(outcome.fast)")
         #expect(outcome.fast.incremental > 30, "\(outcome.fast)")
         #expect(outcome.full.incremental == 0, "\(outcome.full)")
@@ -160,17 +273,18 @@ import Testing
     struct Outcome {
         var polls = 0
         var mismatches: [String] = []
+        var eventMismatches: [String] = []
         var fast = Counts()
         var full = Counts()
         var lastOutput: [UInt8] = []
     }
 
-    static func compare(_ sequence: LiveSequence, label: String) throws -> Outcome {
-        try compare(polls: sequence.polls, label: "\(label) seed \(sequence.seed) (\(sequence.features))")
+    static func compare(_ sequence: LiveSequence, label: String) async throws -> Outcome {
+        try await compare(polls: sequence.polls, label: "\(label) seed \(sequence.seed) (\(sequence.features))")
     }
 
     /// Feeds every poll to a proxy with the fast path and one without; records the polls whose outputs differ.
-    static func compare(polls: [[UInt8]], label: String) throws -> Outcome {
+    static func compare(polls: [[UInt8]], label: String) async throws -> Outcome {
         var fastOptions = AdStrippingProxy.Options()
         fastOptions.incrementalPolls = true
         var fullOptions = AdStrippingProxy.Options()
@@ -201,7 +315,40 @@ import Testing
         }
         outcome.fast = Counts(fast.pollCounts)
         outcome.full = Counts(full.pollCounts)
+        // Each poll reports its decisions (the explanation API): the same from both paths.
+        await fast.stop()
+        await full.stop()
+        let fastEvents = await pollEvents(fast)
+        let fullEvents = await pollEvents(full)
+        if fastEvents.count != polls.count || fullEvents.count != polls.count {
+            outcome.eventMismatches.append(
+                "\(label): \(fastEvents.count) and \(fullEvents.count) poll events for \(polls.count) polls")
+        }
+        for (index, (a, b)) in zip(fastEvents, fullEvents).enumerated() where a != b {
+            guard outcome.eventMismatches.count < 3 else { break }
+            let decision = zip(a.decisions, b.decisions).first { $0 != $1 }
+            let detail =
+                decision.map { "fast \($0.0) vs full \($0.1)" }
+                ?? "\(a.decisions.count) vs \(b.decisions.count) decisions, warnings \(a.warnings) vs \(b.warnings)"
+            outcome.eventMismatches.append("\(label) poll \(index): decisions differ: \(detail)")
+        }
         return outcome
+    }
+
+    /// The decisions and warnings of every poll event a stopped proxy reported.
+    static func pollEvents(_ proxy: AdStrippingProxy) async -> [PollEvent] {
+        var out: [PollEvent] = []
+        for await event in proxy.events {
+            if case .poll(_, let decisions, let warnings) = event {
+                out.append(PollEvent(decisions: decisions, warnings: warnings))
+            }
+        }
+        return out
+    }
+
+    struct PollEvent: Equatable {
+        var decisions: [SegmentDecision]
+        var warnings: [String]
     }
 
     /// Every poll is answered one way; the proxy without the fast path never takes it.
@@ -682,14 +829,16 @@ struct LiveSequence {
                 } else {
                     start += rng.int(0...3)
                 }
-                if f.contains(.rewrites), rng.chance(7), size >= 2 {
-                    let index = start + rng.int(0...(size - 2))
-                    switch rng.int(0...2) {
+                if f.contains(.rewrites), rng.chance(7) {
+                    let index = start + rng.int(0...(size - 1))
+                    switch rng.int(0...4) {
                     case 0: stream[index].uri += stream[index].uri.contains("?") ? "&v=2" : "?v=2"
                     case 1:
                         stream[index].milliseconds += 1
                         stream[index].duration = LiveSequence.decimal(stream[index].milliseconds)
-                    default: stream[index].title = stream[index].title.isEmpty ? "fixed" : ""
+                    case 2: stream[index].title = stream[index].title.isEmpty ? "fixed" : ""
+                    case 3: stream[index].tags.insert("#EXT-X-CUE-OUT:4.000", at: 0)
+                    default: stream[index].tags = []
                     }
                     events.rewrites += 1
                     disturbed = true
