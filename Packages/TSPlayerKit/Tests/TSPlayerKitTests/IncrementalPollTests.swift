@@ -112,6 +112,48 @@ import Testing
         #expect(outcome.fast.incremental > 10, "\(outcome.fast)")
     }
 
+    /// The MEDIA-SEQUENCE value gains digits (99 to 100, 999 to 1000, 9999 to 10000) while the window moves on,
+    /// and a zero-padded value (which the fast path must copy as it is or leave to the full path).
+    @Test func mediaSequenceDigitsChangeLength() async throws {
+        for start in [93, 993, 9993] {
+            var polls: [[UInt8]] = []
+            for first in start...(start + 12) {
+                polls.append(Self.plainWindow(first: first, count: 8, breaks: [(start + 9, 2)]))
+            }
+            let outcome = try await Self.compare(polls: polls, label: "digits from \(start)")
+            #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+            #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
+            #expect(outcome.fast.incremental > 0, "\(outcome.fast)")
+        }
+        var padded: [[UInt8]] = []
+        for first in 95...105 {
+            let window = Self.plainWindow(first: first, count: 8, breaks: [])
+            padded.append(Self.replacing(Array(":\(first)\n".utf8), with: Array(":000\(first)\n".utf8), in: window))
+        }
+        let outcome = try await Self.compare(polls: padded, label: "zero-padded")
+        #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+        #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
+    }
+
+    /// An EVENT playlist only grows (append-only polls, a break on the way), then ends with EXT-X-ENDLIST.
+    @Test func eventPlaylistGrowsThenEnds() async throws {
+        var polls: [[UInt8]] = []
+        var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-PLAYLIST-TYPE:EVENT\n#EXT-X-TARGETDURATION:2\n"
+        text += "#EXT-X-MEDIA-SEQUENCE:0\n"
+        for m in 0..<40 {
+            if m == 12 { text += "#EXT-X-CUE-OUT:6.000\n" }
+            if m == 15 { text += "#EXT-X-CUE-IN\n" }
+            text += "#EXTINF:2.000,\nseg_\(m).ts\n"
+            if m >= 4 { polls.append(Array(text.utf8)) }
+        }
+        polls.append(Array((text + "#EXT-X-ENDLIST\n").utf8))
+        let outcome = try await Self.compare(polls: polls, label: "event")
+        #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+        #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
+        #expect(outcome.fast.incremental > 15, "\(outcome.fast)")
+        #expect(String(decoding: outcome.lastOutput, as: UTF8.self).hasSuffix("#EXT-X-ENDLIST\n"))
+    }
+
     /// After polls the fast path answered, the media sequence restarts lower with the same segments.
     @Test func restartAfterFastPolls() async throws {
         var polls: [[UInt8]] = []
