@@ -154,6 +154,17 @@ import Testing
         #expect(String(decoding: outcome.lastOutput, as: UTF8.self).hasSuffix("#EXT-X-ENDLIST\n"))
     }
 
+    /// A poll whose media sequence went back is reported with a warning; the plain polls after it are not.
+    @Test func aWarningIsReportedOnlyWithItsPoll() async throws {
+        var polls: [[UInt8]] = []
+        for first in 40...44 { polls.append(Self.plainWindow(first: first, count: 10, breaks: [])) }
+        for first in 30...34 { polls.append(Self.plainWindow(first: first, count: 10, breaks: [])) }
+        let outcome = try await Self.compare(polls: polls, label: "warning")
+        #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
+        #expect(outcome.eventMismatches.isEmpty, "\(outcome.eventMismatches.joined(separator: "\n"))")
+        #expect(outcome.fast.incremental >= 6, "\(outcome.fast)")
+    }
+
     /// After polls the fast path answered, the media sequence restarts lower with the same segments.
     @Test func restartAfterFastPolls() async throws {
         var polls: [[UInt8]] = []
