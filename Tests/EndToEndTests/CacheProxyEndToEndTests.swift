@@ -12,6 +12,7 @@ enum CacheProxyFixtures {
     private static func make() -> URL? {
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return nil }
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("cacheproxy-\(UUID())")
+        TemporaryFolders.removeAtExit(folder)
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let jobs: [[String]] = [
             ["-f", "lavfi", "-i", "sine=frequency=440:duration=6", "-c:a", "libmp3lame", "-b:a", "128k", "tone.mp3"],
@@ -104,10 +105,9 @@ final class CacheProxyProcess {
     deinit { kill9() }
 }
 
-func cacheProxyTempDirectory() -> URL {
-    let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("cpcache-\(UUID())")
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
+/// A new cache folder that the running test removes when it ends (its suite must be marked `.temporaryFolders`).
+func cacheProxyTempDirectory(sourceLocation: SourceLocation = #_sourceLocation) -> URL {
+    TemporaryFolders.make(prefix: "cpcache-", sourceLocation: sourceLocation)
 }
 
 /// `curl -s [-r range] url` → body (nil when curl fails).
@@ -117,7 +117,7 @@ func cacheProxyCurl(_ url: String, range: String? = nil) throws -> Data? {
     return result.status == 0 ? result.stdout : nil
 }
 
-@Suite("tsplayer cache-proxy end to end", .serialized)
+@Suite("tsplayer cache-proxy end to end", .serialized, .temporaryFolders)
 struct CacheProxyEndToEndTests {
     /// The MD5 of every demuxed packet, as ffmpeg reports it.
     func packetHash(_ input: String) throws -> String? {

@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite struct DownloadCrashTests {
+@Suite(.temporaryFolders) struct DownloadCrashTests {
     /// Kills per run: 20, or DOWNLOAD_CRASH_KILLS when CI asks for fewer.
     static var kills: Int {
         ProcessInfo.processInfo.environment["DOWNLOAD_CRASH_KILLS"].flatMap(Int.init) ?? 20

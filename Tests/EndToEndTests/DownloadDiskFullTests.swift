@@ -8,7 +8,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite struct DownloadDiskFullTests {
+@Suite(.temporaryFolders) struct DownloadDiskFullTests {
     @Test func diskFullPausesAndResumingAfterSpaceIsFreedCompletes() throws {
         guard geteuid() == 0 else { return }
         guard let fixtures = DownloadFixtures.get(), let nginx = try NginxOrigin(root: fixtures.root),

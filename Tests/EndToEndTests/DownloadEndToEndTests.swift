@@ -8,7 +8,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite(.serialized) struct DownloadEndToEndTests {
+@Suite(.serialized, .temporaryFolders) struct DownloadEndToEndTests {
     /// A store folder inside the served root, so nginx serves the downloaded tasks back.
     static func store(_ fixtures: DownloadFixtures) -> (url: URL, served: String) {
         let name = "stores/\(UUID().uuidString)"

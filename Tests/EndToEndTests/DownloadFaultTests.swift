@@ -56,10 +56,14 @@ final class FaultOrigin {
         }
     }
 
-    deinit { stop() }
+    /// The origin is stopped before its log is removed.
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: log)
+    }
 }
 
-@Suite struct DownloadFaultTests {
+@Suite(.temporaryFolders) struct DownloadFaultTests {
     @Test(arguments: [1, 2, 3])
     func seededFaultsEndCompletedOrStoppedWithTheRightError(seed: Int) throws {
         guard let fixtures = DownloadFixtures.get(),

@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@Suite(.serialized) struct DownloadLiveTests {
+@Suite(.serialized, .temporaryFolders) struct DownloadLiveTests {
     /// The small stream's segments: EXTINF duration and file name.
     static func segments(_ fixtures: DownloadFixtures) -> [(duration: String, name: String)] {
         let text =

@@ -35,6 +35,7 @@ struct DownloadFixtures: Sendable {
                 .first(where: { FileManager.default.isExecutableFile(atPath: $0.path) })
         else { return .failure(FixtureError(description: "ffmpeg is not installed; run Scripts/deps.sh")) }
         let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("dl-e2e-\(UUID().uuidString)")
+        TemporaryFolders.removeAtExit(root)
         let www = root.appendingPathComponent("www")
         for folder in ["ts", "fmp4", "br", "mv", "aes", "small"] {
             try? FileManager.default.createDirectory(
@@ -172,10 +173,9 @@ enum DownloadTool {
         return try EndToEnd.run(tool, arguments)
     }
 
-    static func temporaryStore() -> URL {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("dl-store-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
+    /// A new store folder that the running test removes when it ends (its suite must be marked `.temporaryFolders`).
+    static func temporaryStore(sourceLocation: SourceLocation = #_sourceLocation) -> URL {
+        TemporaryFolders.make(prefix: "dl-store-", sourceLocation: sourceLocation)
     }
 
     /// The number of decoded video frames ffprobe counts in `url`.

@@ -1,5 +1,5 @@
 // nginx as the reference origin of the end-to-end tests: started per test on loopback with its own temporary config
-// and access log, stopped with it.
+// and access log, stopped with it; its temporary folder is removed when the origin goes.
 import Foundation
 import Testing
 
@@ -31,9 +31,13 @@ final class NginxOrigin {
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
         guard let nginx = EndToEnd.tool("nginx", sourceLocation: sourceLocation) else { return nil }
-        directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("nginx-\(UUID().uuidString)")
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("nginx-\(UUID().uuidString)")
+        directory = folder
         try FileManager.default.createDirectory(
-            at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+            at: folder.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        // Until nginx runs, a failure (thrown or nil) leaves no folder behind; once it runs, deinit removes it.
+        var running = false
+        defer { if !running { try? FileManager.default.removeItem(at: folder) } }
         let guardLine = requiredAuthorization.map { "if ($http_authorization != \"\($0)\") { return 403; }" } ?? ""
         var chosen: UInt16 = 0
         for _ in 0..<20 {
@@ -86,6 +90,7 @@ final class NginxOrigin {
             }
             if chosen != 0 {
                 self.process = process
+                running = true
                 break
             }
             if process.isRunning {
@@ -110,7 +115,11 @@ final class NginxOrigin {
         }
     }
 
-    deinit { stop() }
+    /// nginx is stopped before its folder (config, logs, temp files) is removed.
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
 
     /// The access log's rows, oldest first.
     func requests() -> [Request] {

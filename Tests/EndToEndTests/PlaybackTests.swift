@@ -62,6 +62,7 @@ enum PlaybackFixtures {
     static let folder: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("playback-fixtures-\(getpid())")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        TemporaryFolders.removeAtExit(url)
         return url
     }()
 

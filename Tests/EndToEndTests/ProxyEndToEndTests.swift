@@ -64,6 +64,7 @@ enum ProxyMedia {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
             "proxy-e2e-\(fragmented ? "fmp4-" : "")\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        TemporaryFolders.removeAtExit(dir)
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { throw CocoaError(.fileNoSuchFile) }
         let result = try EndToEnd.run(
             ffmpeg,
