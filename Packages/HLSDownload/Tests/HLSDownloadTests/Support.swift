@@ -129,8 +129,8 @@ enum Fixtures {
     }
 
     /// A new folder that the running test removes when it ends (its suite must be marked `.temporaryFolders`).
-    static func temporaryFolder() -> String {
-        TemporaryFolders.make(prefix: "hlsdownload-tests-")
+    static func temporaryFolder(sourceLocation: SourceLocation = #_sourceLocation) -> String {
+        TemporaryFolders.make(prefix: "hlsdownload-tests-", sourceLocation: sourceLocation)
     }
 
     static func read(_ path: String) -> [UInt8]? {
@@ -143,12 +143,14 @@ enum Fixtures {
 
     static func manager(
         _ origin: FakeOrigin, root: String? = nil, clock: FakeClock = FakeClock(),
-        configure: (inout DownloadManagerConfiguration) -> Void = { _ in }
+        configure: (inout DownloadManagerConfiguration) -> Void = { _ in },
+        sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> DownloadManager {
         var configuration = DownloadManagerConfiguration()
         configuration.eventInterval = 0
         configure(&configuration)
         return try DownloadManager(
-            storeRoot: root ?? temporaryFolder(), configuration: configuration, transport: origin, clock: clock)
+            storeRoot: root ?? temporaryFolder(sourceLocation: sourceLocation), configuration: configuration,
+            transport: origin, clock: clock)
     }
 }

@@ -12,13 +12,15 @@ final class TemporaryFolders: Sendable {
     private let paths = Mutex<[String]>([])
 
     /// A new, empty folder `<temporary directory>/<prefix><UUID>` owned by the running test.
-    static func make(prefix: String) -> String {
+    static func make(prefix: String, sourceLocation: SourceLocation = #_sourceLocation) -> String {
         let path = NSTemporaryDirectory() + prefix + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         if let current {
             current.paths.withLock { $0.append(path) }
         } else {
-            Issue.record("\(path) was made outside a .temporaryFolders test, so nothing will remove it")
+            Issue.record(
+                "\(path) was made outside a .temporaryFolders test, so nothing will remove it",
+                sourceLocation: sourceLocation)
         }
         return path
     }

@@ -179,6 +179,6 @@ let cachingTestSession: URLSession = {
 }()
 
 /// A new cache folder that the running test removes when it ends (its suite must be marked `.temporaryFolders`).
-func cachingTestDirectory() -> String {
-    TemporaryFolders.make(prefix: "cmp-")
+func cachingTestDirectory(sourceLocation: SourceLocation = #_sourceLocation) -> String {
+    TemporaryFolders.make(prefix: "cmp-", sourceLocation: sourceLocation)
 }
