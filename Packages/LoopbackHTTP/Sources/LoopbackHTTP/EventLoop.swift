@@ -469,6 +469,11 @@ final class EventLoopRunner {
                     let response = await body(request)
                     handle.post(.response(id, response))
                 }
+            case .deferred(let body):
+                connection.awaitingHandler = true
+                let id = connection.id
+                let handle = self.handle
+                body(request, HTTPResponder { handle.post(.response(id, $0)) })
             }
         }
     }

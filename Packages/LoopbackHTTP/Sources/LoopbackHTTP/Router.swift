@@ -4,11 +4,15 @@ import Synchronization
 ///
 /// An ``immediate(_:)`` handler runs on the event-loop thread that read the request, with no task hop: use it
 /// for work that never blocks for long (in-memory bodies, opening a local file). Any other handler is `async`
-/// and runs in a task of its own; its response is handed back to the event loop.
+/// and runs in a task of its own; its response is handed back to the event loop. A ``deferred(_:)`` handler is
+/// called on the event loop too, but answers later, from any thread, through an ``HTTPResponder``: a handler that
+/// must block (a socket read on a dispatch queue) answers with two thread hand-offs instead of an async
+/// handler's four.
 public struct HTTPHandler: Sendable {
     enum Kind: Sendable {
         case immediate(@Sendable (HTTPRequest) -> HTTPResponse)
         case async(@Sendable (HTTPRequest) async -> HTTPResponse)
+        case deferred(@Sendable (HTTPRequest, HTTPResponder) -> Void)
     }
     let kind: Kind
 
@@ -20,6 +24,12 @@ public struct HTTPHandler: Sendable {
         HTTPHandler(kind: .immediate(body))
     }
 
+    /// A handler called on the event loop (it must not block) that answers later, from any thread, with
+    /// ``HTTPResponder/respond(_:)``.
+    public static func deferred(_ body: @escaping @Sendable (HTTPRequest, HTTPResponder) -> Void) -> HTTPHandler {
+        HTTPHandler(kind: .deferred(body))
+    }
+
     private init(kind: Kind) { self.kind = kind }
 
     /// Runs the handler (in process).
@@ -27,7 +37,33 @@ public struct HTTPHandler: Sendable {
         switch kind {
         case .immediate(let body): return body(request)
         case .async(let body): return await body(request)
+        case .deferred(let body):
+            return await withCheckedContinuation { continuation in
+                body(request, HTTPResponder { continuation.resume(returning: $0) })
+            }
         }
+    }
+}
+
+/// How a ``HTTPHandler/deferred(_:)`` handler answers: ``respond(_:)`` once, from any thread. Later calls are
+/// ignored; a responder dropped without an answer answers `500 Internal Server Error`, so a request is never left
+/// waiting.
+public final class HTTPResponder: Sendable {
+    private let deliver: @Sendable (HTTPResponse) -> Void
+    private let answered = Atomic<Bool>(false)
+
+    init(_ deliver: @escaping @Sendable (HTTPResponse) -> Void) { self.deliver = deliver }
+
+    deinit {
+        if !answered.load(ordering: .acquiring) {
+            deliver(.text("500 Internal Server Error: the handler did not answer\n", status: .internalServerError))
+        }
+    }
+
+    /// Sends the response (the first call only).
+    public func respond(_ response: HTTPResponse) {
+        guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        deliver(response)
     }
 }
 
@@ -191,6 +227,14 @@ public struct Router: Sendable {
         _ body: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) {
         add(.get, pattern, session: token, handler: .immediate(body))
+    }
+
+    /// Adds a `GET` (and `HEAD`) route called on the event loop and answered later through an ``HTTPResponder``.
+    public mutating func getDeferred(
+        _ pattern: String, session token: SessionToken? = nil,
+        _ body: @escaping @Sendable (HTTPRequest, HTTPResponder) -> Void
+    ) {
+        add(.get, pattern, session: token, handler: .deferred(body))
     }
 
     /// Adds an async `GET` (and `HEAD`) route under whichever token of `sessions` the request names.
