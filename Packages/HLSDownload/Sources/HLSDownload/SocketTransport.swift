@@ -98,6 +98,30 @@ public struct SocketTransport: DownloadTransport {
         }
     }
 
+    /// ``fetch(_:maxBytes:)`` without a task, for a caller already on a thread that may block (a dispatch queue's,
+    /// never Swift's cooperative pool): the request, head and body in one blocking call on the calling thread, with
+    /// no hand-off at all. Plain `http://` only, and no redirect is followed: nil for an `https://` URL (use
+    /// ``fetch(_:maxBytes:)``); a redirect answer is returned as it is.
+    public func fetchBlocking(_ request: TransportRequest, maxBytes: Int) throws(TransportError) -> WholeResponse? {
+        let target = try Target(request.url)
+        guard !target.secure else { return nil }
+        let head = Self.requestHead(target, headers: request.headers)
+        var reused = pool.take(target.key)
+        while true {
+            let connection: Connection
+            if let reused { connection = reused } else { connection = try Connection.connect(target, pool: pool) }
+            do throws(TransportError) {
+                let (parsed, body) = try Self.whole(on: connection, head: head, maxBytes: maxBytes)
+                settle(connection, after: parsed, key: target.key)
+                return WholeResponse(status: parsed.status, headers: parsed.headers, body: body)
+            } catch {
+                connection.close()
+                guard reused != nil, error.code == .connectionReset else { throw error }
+                reused = nil
+            }
+        }
+    }
+
     private func exchangeWhole(_ target: Target, headers: [HTTPHeaderField], maxBytes: Int) async throws
         -> WholeResponse
     {
@@ -105,16 +129,28 @@ public struct SocketTransport: DownloadTransport {
         return try await onPooledConnection(target) { connection in
             let (parsed, body) = try await Connection.run(connection) {
                 () throws(TransportError) -> (ResponseHead, [UInt8]) in
-                try connection.sendAll(head)
-                let parsed = try connection.readHead()
-                return (parsed, try BodyReader.readWhole(connection, framing: parsed.framing, maxBytes: maxBytes))
+                try Self.whole(on: connection, head: head, maxBytes: maxBytes)
             }
-            if parsed.keepAlive && parsed.framing != .untilClose {
-                pool.put(connection, key: target.key)
-            } else {
-                connection.close()
-            }
+            settle(connection, after: parsed, key: target.key)
             return WholeResponse(status: parsed.status, headers: parsed.headers, body: body)
+        }
+    }
+
+    /// Sends a request head and reads the whole answer (blocking).
+    private static func whole(on connection: Connection, head: [UInt8], maxBytes: Int) throws(TransportError)
+        -> (ResponseHead, [UInt8])
+    {
+        try connection.sendAll(head)
+        let parsed = try connection.readHead()
+        return (parsed, try BodyReader.readWhole(connection, framing: parsed.framing, maxBytes: maxBytes))
+    }
+
+    /// Returns a connection whose answer was read whole to the pool, or closes it when it cannot be reused.
+    private func settle(_ connection: Connection, after parsed: ResponseHead, key: String) {
+        if parsed.keepAlive && parsed.framing != .untilClose {
+            pool.put(connection, key: key)
+        } else {
+            connection.close()
         }
     }
 

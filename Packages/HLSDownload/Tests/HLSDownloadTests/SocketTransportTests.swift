@@ -209,6 +209,60 @@ final class RawOrigin: Sendable {
         #expect(!TransportError.Code.tooLarge.isTransient)
     }
 
+    /// `fetchBlocking` does what `fetch` does in one call on the calling thread (a dispatch queue's here), with
+    /// two differences: a redirect comes back as it is, and an https URL is not its business (nil).
+    @Test func fetchBlockingReadsWholeBodiesOnTheCallingThread() async throws {
+        let big = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 11) }
+        let origin = try RawOrigin { path in
+            switch path {
+            case "/big": return .bytes(Self.response(big), close: false)
+            case "/chunked":
+                let body = "5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
+                return .bytes(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(body)".utf8), close: false)
+            case "/moved":
+                return .bytes(Self.response([], status: "302 Found", extra: "Location: /big\r\n"), close: false)
+            case "/dropped":
+                // Keep-alive by its head, but the origin closes the connection right after.
+                return .bytes(Self.response(Array("bye".utf8)), close: true)
+            default: return .bytes(Self.response([], status: "404 Not Found"), close: false)
+            }
+        }
+        let transport = SocketTransport(stallTimeout: 5)
+        func blocking(_ path: String, maxBytes: Int = 1 << 20) async throws -> WholeResponse? {
+            let url = path.hasPrefix("https:") ? path : origin.url(path)
+            return try await withCheckedThrowingContinuation { continuation in
+                DispatchQueue.global().async {
+                    do {
+                        continuation.resume(
+                            returning: try transport.fetchBlocking(
+                                TransportRequest(url: url, headers: []), maxBytes: maxBytes))
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+            }
+        }
+        #expect(try await blocking("/big")?.body == big)
+        #expect(try await blocking("/chunked")?.body == Array("hello, world".utf8))
+        let moved = try #require(try await blocking("/moved"))
+        #expect(moved.status == 302)
+        #expect(moved.header("Location") == "/big")
+        #expect(try await blocking("/nothing")?.status == 404)
+        // All on one kept-alive connection.
+        #expect(origin.connections.withLock { $0 } == 1)
+        #expect(origin.paths.withLock { $0 } == ["/big", "/chunked", "/moved", "/nothing"])
+        #expect(try await blocking("https://127.0.0.1:1/secure.m3u8") == nil)
+        // A connection the origin closed after answering is not reused: the next request opens a new one.
+        #expect(try await blocking("/dropped")?.body == Array("bye".utf8))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await blocking("/big")?.body == big)
+        #expect(origin.connections.withLock { $0 } == 2)
+        await #expect(throws: TransportError(.tooLarge, "the body is longer than 1000 bytes")) {
+            _ = try await blocking("/big", maxBytes: 1000)
+        }
+        await #expect(throws: TransportError.self) { _ = try await blocking("ftp://127.0.0.1/x") }
+    }
+
     /// Reads a claimed socket body to its end: the bytes read with the head, then the socket (non-blocking).
     static func drain(_ claimed: (descriptor: Int32, buffered: [UInt8]), length: Int) -> [UInt8] {
         var bytes = claimed.buffered
