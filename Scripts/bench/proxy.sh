@@ -9,11 +9,16 @@
 #        previous output.
 #     c. in process, no network (Scripts/bench/ProxyPollBench, release): what the proxy does per poll of the
 #        moving window (parse, media view, ad detection, slates, route mapping, output bytes), median.
+#     The proxy answers a poll whose window only moved on (plain content segments added at the end) from its previous
+#     output (AdStrippingProxy.Options.incrementalPolls); the in-process figure of the same polls filtered in full is
+#     printed beside it.
 #  2. segment relay: the same VOD segments downloaded by curl directly from nginx, through the proxy's stream mode,
 #     and by a bare URLSession client (delegate, bodies discarded) in the same run: the proxy fetches plain http
 #     over its own sockets and https with URLSession, whose figure is the ceiling of an https relay on Linux.
 #     Target: at least 0.9x the direct throughput. The CPU seconds per GB of each path (nginx, curl and the proxy,
-#     read from /proc and time(1)) show how much of the machine each path needs.
+#     read from /proc and time(1)) show how much of the machine each path needs. Then the first six segments again
+#     from an nginx location limited to 80 MB/s per connection (an origin that is not on the same machine), directly
+#     and through the proxy.
 #
 # Usage: Scripts/bench/proxy.sh [--polls N]   (default 300)
 # Needs: swift, ffmpeg, nginx, curl, python3.
@@ -54,7 +59,9 @@ if [[ -z "$pollbench" ]]; then
     pollbench=/tmp/build-bench-proxy-poll/release/proxy-poll-bench
 fi
 "$pollbench" --polls 1000 --window "${BENCH_WINDOW:-1000}" > "$work/inprocess.txt"
-inprocess_ms=$(awk '/whole poll/ { print $5 }' "$work/inprocess.txt")
+inprocess_ms=$(awk '/as served/ { print $5 }' "$work/inprocess.txt")
+inprocess_full_ms=$(awk '/whole poll/ { print $5 }' "$work/inprocess.txt")
+inprocess_split=$(sed -n 's/.*(\([0-9]* incremental, [0-9]* in full\).*/\1/p' "$work/inprocess.txt")
 inprocess_repeat_ms=$(awk '/repeated window/ { print $3 }' "$work/inprocess.txt")
 
 echo "building the bare URLSession client..." >&2
@@ -157,7 +164,12 @@ http {
   uwsgi_temp_path $work/tmp;
   scgi_temp_path $work/tmp;
   types { application/vnd.apple.mpegurl m3u8; video/mp2t ts; }
-  server { listen 127.0.0.1:$port; root $work/www; }
+  server {
+    listen 127.0.0.1:$port;
+    root $work/www;
+    # The same VOD, each connection limited to 80 MB/s (an origin farther away than loopback).
+    location /slow/ { alias $work/www/vod/; limit_rate 80m; }
+  }
 }
 CONF
 nginx -c "$work/nginx.conf" -e "$work/error.log" &
@@ -230,18 +242,31 @@ proxy_cpu=$(python3 -c "print($(cpu_of "$proxy_pid") - $proxy_before)")
 curl_direct=$(sum_file "$work/curl-direct.cpu"); curl_proxied=$(sum_file "$work/curl-proxied.cpu")
 urlsession_s=$("$work/urlget" 3 < "$work/direct.txt")
 
+# Relay from the throttled origin: the first 6 segments, directly and through a proxy in front of /slow/.
+start_proxy "http://127.0.0.1:$port/slow/index.m3u8"
+slow_local="$local"
+slow_host="${slow_local#http://}"; slow_host="http://${slow_host%%/*}"
+curl -fs "$slow_local" | grep -v '^#' | head -6 | sed "s#^#$slow_host#" > "$work/slow-proxied.txt"
+ls "$work"/www/vod/*.ts | head -6 | sed "s#^$work/www/vod#http://127.0.0.1:$port/slow#" > "$work/slow-direct.txt"
+slow_bytes=$(ls "$work"/www/vod/*.ts | head -6 | xargs cat | wc -c)
+slow_direct_s=$( (for _ in 1 2; do fetch_all "$work/slow-direct.txt" /dev/null; done) | best)
+slow_proxied_s=$( (for _ in 1 2; do fetch_all "$work/slow-proxied.txt" /dev/null; done) | best)
+
 python3 - "$direct_ms" "$proxied_ms" "$added_ms" "$slates" "$bytes" "$direct_s" "$proxied_s" "$polls" \
     "$moving_direct_ms" "$moving_proxied_ms" "$moving_added_ms" "$urlsession_s" "$inprocess_ms" \
-    "$inprocess_repeat_ms" "$nginx_direct" "$curl_direct" "$nginx_proxied" "$proxy_cpu" "$curl_proxied" <<'PY'
+    "$inprocess_repeat_ms" "$nginx_direct" "$curl_direct" "$nginx_proxied" "$proxy_cpu" "$curl_proxied" \
+    "$inprocess_full_ms" "$inprocess_split" "$slow_bytes" "$slow_direct_s" "$slow_proxied_s" <<'PY'
 import sys
-d, p, a, slates, size, ds, ps, polls, md, mp, ma, us, ip, ir, nd, cd, np_, pc, cp = sys.argv[1:]
+d, p, a, slates, size, ds, ps, polls, md, mp, ma, us, ip, ir, nd, cd, np_, pc, cp, ifull, isplit, sb, sds, sps = \
+    sys.argv[1:]
 size = int(size)
 print(f"playlist poll, 1,000-segment live window ({polls} polls each, median):")
 print(f"  moving window (every poll filtered and rewritten):")
 print(f"    python origin direct  {float(md):8.3f} ms")
 print(f"    through tsplayer      {float(mp):8.3f} ms")
 print(f"    added per poll        {float(ma):8.3f} ms   (target < 1 ms)")
-print(f"    in-process poll work  {float(ip):8.3f} ms   (no network; ProxyPollBench, 1,000 polls)")
+print(f"    in-process poll work  {float(ip):8.3f} ms   (no network; ProxyPollBench, 1,000 polls: {isplit})")
+print(f"    the same, every poll filtered in full {float(ifull):.3f} ms (incremental polls off)")
 print(f"  repeated window (nginx static file; {slates} slates in the output):")
 print(f"    nginx direct          {float(d):8.3f} ms")
 print(f"    through tsplayer      {float(p):8.3f} ms")
@@ -258,6 +283,10 @@ direct_cpu, relay_cpu = (float(nd) + float(cd)) / gb, (float(np_) + float(pc) + 
 print(f"  CPU seconds per GB (3 rounds; 2 cores here): direct {direct_cpu:.3f} (nginx {float(nd)/gb:.3f}, "
       f"curl {float(cd)/gb:.3f}); relayed {relay_cpu:.3f} (nginx {float(np_)/gb:.3f}, tsplayer {float(pc)/gb:.3f}, "
       f"curl {float(cp)/gb:.3f})")
+sdt, spt = int(sb) / float(sds) / 1e6, int(sb) / float(sps) / 1e6
+print(f"segment relay from an origin limited to 80 MB/s per connection, {int(sb)/1e6:.1f} MB in 6 segments (best of 2):")
+print(f"  nginx direct (curl)     {sdt:8.1f} MB/s")
+print(f"  through tsplayer        {spt:8.1f} MB/s   ratio {spt/sdt:5.2f}x   (target >= 0.9x)")
 cores = (float(nd) + float(cd)) / (3 * float(ds))
 print(f"  the direct download kept about {cores:.1f} cores busy; where it is CPU-bound, a relay at today's CPU per "
       f"byte cannot pass {direct_cpu/relay_cpu:.2f}x its rate")

@@ -177,19 +177,7 @@ public struct LiveAdFilter: Sendable {
         anchor = currentAnchor()
         state.lastContent = anchor
         state.lastContentMap = anchorMap
-        let previousFloor = state.lastFirstSequence.map { $0 > retention ? $0 - retention : 0 }
-        state.lastFirstSequence = media.mediaSequence
-        let floor = media.mediaSequence > retention ? media.mediaSequence - retention : 0
-        if let previousFloor, previousFloor <= floor, floor - previousFloor <= 4096 {
-            // The window moved on by a few segments: forget just the numbers that fell behind.
-            for m in previousFloor..<floor {
-                state.decisions[m] = nil
-                state.slates[m] = nil
-            }
-        } else {
-            state.decisions = state.decisions.filter { $0.key >= floor }
-            state.slates = state.slates.filter { $0.key >= floor }
-        }
+        moveWindow(to: media.mediaSequence)
 
         var writer = CleanWriter(playlist: playlist, media: media, detection: detection, live: true)
         if fragmented {
@@ -202,6 +190,57 @@ public struct LiveAdFilter: Sendable {
         return AdFilterResult(
             playlist: out, decisions: detection.decisions, breaks: AdFilter.breaks(detection.decisions),
             slates: slates, warnings: warnings)
+    }
+}
+
+extension LiveAdFilter {
+    /// Updates the state as ``filter(_:media:)`` would for a poll whose window is the last poll's moved on to
+    /// `mediaSequence` with `added` at its end, when that poll needs no filtering to be answered: the new segments
+    /// are content (no marker lines, no discontinuity, no date, no key or map, no title) and so was the window's
+    /// last segment, and nothing else in the window changed. Their decisions are remembered as content, the last
+    /// of them becomes the slates' anchor, and numbers that fell behind the window are forgotten. Returns the new
+    /// segments' decisions (with their media sequence numbers taken from `mediaSequence` on).
+    public mutating func advance(to mediaSequence: UInt64, windowCount: Int, adding added: [MediaSegment])
+        -> [SegmentDecision]
+    {
+        let detector = AdDetector(options: options)
+        var decisions: [SegmentDecision] = []
+        decisions.reserveCapacity(added.count)
+        let first = mediaSequence &+ UInt64(windowCount &- added.count)
+        for (n, segment) in added.enumerated() {
+            var segment = segment
+            segment.mediaSequence = first &+ UInt64(n)
+            let decision = detector.content(segment)
+            let remembered = RememberedDecision(decision: decision, after: nil)
+            if state.decisions[segment.mediaSequence] != remembered {
+                state.decisions[segment.mediaSequence] = remembered
+            }
+            decisions.append(decision)
+            if n == added.count - 1 {
+                state.lastContent = LiveAdFilter.anchor(segment)
+                state.lastContentMap = nil
+            }
+        }
+        moveWindow(to: mediaSequence)
+        return decisions
+    }
+
+    /// Notes the first media sequence number of a poll and forgets decisions and slates that fell more than
+    /// ``retention`` numbers behind it.
+    mutating func moveWindow(to mediaSequence: UInt64) {
+        let previousFloor = state.lastFirstSequence.map { $0 > retention ? $0 - retention : 0 }
+        state.lastFirstSequence = mediaSequence
+        let floor = mediaSequence > retention ? mediaSequence - retention : 0
+        if let previousFloor, previousFloor <= floor, floor - previousFloor <= 4096 {
+            // The window moved on by a few segments: forget just the numbers that fell behind.
+            for m in previousFloor..<floor {
+                state.decisions[m] = nil
+                state.slates[m] = nil
+            }
+        } else {
+            state.decisions = state.decisions.filter { $0.key >= floor }
+            state.slates = state.slates.filter { $0.key >= floor }
+        }
     }
 }
 

@@ -37,6 +37,10 @@ public final class AdStrippingProxy: Sendable {
         public var server = HTTPServerConfiguration()
         /// Makes slates; nil uses ``ProxySlateMaker``.
         public var slates: (any ProxySlateSource)?
+        /// Whether a live poll whose window only moved on (segments left at the front, plain content segments added
+        /// at the end) is answered from the previous output plus the new segments, without parsing and filtering
+        /// the whole window again. The output is the same byte for byte; see ``PollCounts``.
+        public var incrementalPolls = true
 
         public init() {}
 
@@ -59,6 +63,19 @@ public final class AdStrippingProxy: Sendable {
         /// An upstream request failed (the player got 502 or 504).
         case upstreamError(ProxyError)
     }
+
+    /// How the media playlist polls so far were answered.
+    public struct PollCounts: Sendable, Hashable {
+        /// Parsed, filtered and rewritten whole.
+        public var full = 0
+        /// The previous output moved on: its segments that are still in the window, plus the new ones.
+        public var incremental = 0
+        /// The same bytes as the previous poll: the previous output.
+        public var repeated = 0
+    }
+
+    /// How the media playlist polls so far were answered.
+    public var pollCounts: PollCounts { state.withLock { $0.pollCounts } }
 
     public let upstreamURL: String
     public let options: Options
@@ -89,9 +106,9 @@ public final class AdStrippingProxy: Sendable {
     public func start() async throws(ProxyError) -> String {
         var router = Router()
         // Under the session token: compared in constant time, a wrong one is a 404, the log shows `{token}`.
-        router.get("/**", session: token) { [weak self] request in
-            guard let self else { return .error(.notFound) }
-            return await self.respond(to: request)
+        router.getDeferred("/**", session: token) { [weak self] request, responder in
+            guard let self else { return responder.respond(.error(.notFound)) }
+            self.answer(request, responder)
         }
         let server = HTTPServer(router: router, configuration: options.server)
         let port: UInt16
@@ -148,6 +165,39 @@ public final class AdStrippingProxy: Sendable {
         }
     }
 
+    /// Answers a request from the server. A playlist poll is fetched, filtered and answered on a dispatch queue in
+    /// one blocking socket call (two thread hand-offs in all: to the queue and back to the event loop); everything
+    /// else, and a poll that needs the async path (https, a redirect, a retry), runs ``respond(to:)`` in a task.
+    private func answer(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        let parts = request.wildcardSegments
+        let route: (id: String?, url: String)? =
+            switch (parts.first, parts.count) {
+            case ("master.m3u8", 1): (nil, upstreamURL)
+            case ("p", 2): lookup(stem(parts[1]), kind: .playlist).map { (stem(parts[1]), $0) }
+            default: nil
+            }
+        guard let route, fetcher.fetchesBlocking(route.url) else {
+            Task { responder.respond(await self.respond(to: request)) }
+            return
+        }
+        DispatchQueue.global().async {
+            var response: HTTPResponse?
+            do throws(ProxyError) {
+                if let (bytes, finalURL) = try self.fetcher.fetchPlaylistBytesBlocking(route.url) {
+                    response = Self.playlistResponse(
+                        try self.served(bytes: bytes, finalURL: finalURL, id: route.id, url: route.url))
+                }
+            } catch {
+                response = self.failure(error)
+            }
+            if let response {
+                responder.respond(response)
+            } else {
+                Task { responder.respond(await self.respond(to: request)) }
+            }
+        }
+    }
+
     private func stem(_ name: String) -> String {
         guard let dot = name.firstIndex(of: ".") else { return name }
         return String(name[..<dot])
@@ -176,27 +226,36 @@ public final class AdStrippingProxy: Sendable {
     // MARK: Playlists
 
     private func playlist(id: String?, url: String) async -> HTTPResponse {
-        let fetched: FetchedPlaylist
         do {
-            fetched = try await fetcher.fetchPlaylist(url)
+            let (bytes, finalURL) = try await fetcher.fetchPlaylistBytes(url)
+            return Self.playlistResponse(try served(bytes: bytes, finalURL: finalURL, id: id, url: url))
         } catch {
             return failure(error)
         }
-        var response = HTTPResponse.bytes(
-            served(fetched, id: id, url: url), contentType: "application/vnd.apple.mpegurl")
+    }
+
+    private static func playlistResponse(_ bytes: [UInt8]) -> HTTPResponse {
+        var response = HTTPResponse.bytes(bytes, contentType: "application/vnd.apple.mpegurl")
         response.headers.add(name: "Cache-Control", value: "no-cache")
         return response
     }
 
-    /// The bytes served for a fetched playlist: a multivariant playlist rewritten, a media playlist filtered and
-    /// rewritten (`id`: its route, nil for the upstream URL itself).
-    private func served(_ fetched: FetchedPlaylist, id: String?, url: String) -> [UInt8] {
+    /// The bytes served for checked playlist bytes fetched from `url` (answered by `finalURL`): a live poll that
+    /// repeats or moves on the previous one is answered from it (``quickPoll(_:url:playlistID:now:)``); anything else
+    /// is parsed, then a multivariant playlist rewritten, a media playlist filtered and rewritten (`id`: its route,
+    /// nil for the upstream URL itself).
+    private func served(bytes: [UInt8], finalURL: String, id: String?, url: String) throws(ProxyError) -> [UInt8] {
+        let known = id ?? state.withLock { $0.byURL[ProxyState.RouteKey(url: url, kind: .playlist)] }
+        if let known, let output = quickPoll(bytes, url: finalURL, playlistID: known, now: ProxyClock.now) {
+            return output
+        }
+        let fetched = try RemotePlaylistFetcher.parsed(bytes, url: finalURL)
         switch fetched.playlist.kind {
         case .multivariant:
             return rewriteMultivariant(fetched.playlist, base: fetched.url)
         default:
             let playlistID = id ?? state.withLock { $0.id(for: url, kind: .playlist, now: ProxyClock.now) }
-            return media(fetched, playlistID: playlistID)
+            return fullPoll(fetched, playlistID: playlistID)
         }
     }
 
@@ -205,40 +264,104 @@ public final class AdStrippingProxy: Sendable {
     /// URL's route is. Exposed for benchmarks and tests (the same state as requests through the server).
     public func poll(bytes: [UInt8], url: String) throws(ProxyError) -> [UInt8] {
         try RemotePlaylistFetcher.checkPlaylist(bytes, url: url, contentType: nil)
-        let playlist: Playlist
-        do {
-            playlist = try Playlist(bytes: bytes)
-        } catch {
-            throw ProxyError(.notAPlaylist, url: url, detail: "the playlist cannot be read: \(error)")
-        }
-        return served(FetchedPlaylist(bytes: bytes, playlist: playlist, url: url), id: nil, url: url)
+        return try served(bytes: bytes, finalURL: url, id: nil, url: url)
     }
 
     /// Filters one poll of a media playlist and rewrites its URIs. Exposed for benchmarks and tests.
     ///
     /// A live poll whose bytes are those of the previous poll of the same playlist (players often reload faster
-    /// than the window moves) is answered with the previous output, for at most ten seconds (so routes stay fresh).
+    /// than the window moves) is answered with the previous output; one whose window only moved on (see
+    /// ``Options/incrementalPolls``) with the previous output moved on. Both for at most ten seconds after the
+    /// last poll filtered in full (so routes stay fresh).
     public func media(_ fetched: FetchedPlaylist, playlistID: String) -> [UInt8] {
+        if let output = quickPoll(fetched.bytes, url: fetched.url, playlistID: playlistID, now: ProxyClock.now) {
+            return output
+        }
+        return fullPoll(fetched, playlistID: playlistID)
+    }
+
+    /// A live poll answered from the previous one without parsing or filtering the window: the same bytes (the
+    /// previous output), or the previous window moved on with plain content segments added (``WindowShape``). Nil:
+    /// the poll needs ``fullPoll(_:playlistID:)``.
+    private func quickPoll(_ bytes: [UInt8], url: String, playlistID: String, now: Double) -> [UInt8]? {
+        let reuseFor = min(10, options.mappingLifetime / 4)
+        let incremental = options.incrementalPolls
+        let filterOptions = options.filter
+        let prefix = Array("/\(token.value)/".utf8)
+        let lifetime = options.mappingLifetime
+        var events: [Event] = []
+        let output = state.withLock { s -> [UInt8]? in
+            guard var last = s.lastPolls[playlistID], now - last.fullAt < reuseFor, last.url == url else { return nil }
+            if ProxyState.same(last.input, bytes) {
+                s.pollCounts.repeated += 1
+                if let e = s.watch(playlistID, input: bytes, url: url, stallAfter: last.stallAfter, now: now) {
+                    events.append(e)
+                }
+                events.append(.poll(playlist: url, decisions: last.decisions, warnings: last.warnings))
+                return last.output
+            }
+            guard incremental, let shape = last.shape, let advance = shape.advance(from: last.input, to: bytes),
+                let tail = PlainSegments(Array(bytes[advance.tailStart...]), at: advance.tailStart, url: url),
+                shape.segmentEnds.count - advance.dropped + tail.segments.count <= ProxyState.limits.maxSegments,
+                bytes.count <= ProxyState.limits.maxBytes, bytes.count / 2 + 1 <= ProxyState.limits.maxLines,
+                s.routeCaches[playlistID].map({ $0.base == url && $0.variables == Variables() }) == true,
+                s.filters[playlistID] != nil
+            else { return nil }
+            // Taken out of their tables while they change (a copy left there would make every change copy them).
+            var cache = s.routeCaches.removeValue(forKey: playlistID) ?? ProxyState.RouteCache(base: url)
+            var filter = s.filters.removeValue(forKey: playlistID) ?? LiveAdFilter(options: filterOptions)
+            s.prune(now: now, lifetime: lifetime)
+            let base = URIReference(url)
+            var tailOutput: [UInt8] = []
+            var tailOutputEnds: [Int] = []
+            // The live filter's state moves on as filtering the window would have moved it.
+            let windowCount = shape.segmentEnds.count - advance.dropped + tail.segments.count
+            let decisions =
+                Array(last.decisions[advance.dropped...])
+                + filter.advance(to: advance.firstSequence, windowCount: windowCount, adding: tail.media)
+            s.filters[playlistID] = filter
+            for segment in tail.segments {
+                tailOutput += segment.extinf.bytes
+                ProxyState.appendEnding(segment.extinf.ending, to: &tailOutput)
+                s.appendRoute(
+                    segment.uri, cache: &cache, into: &tailOutput, base: base, prefix: prefix, now: now,
+                    refreshEvery: reuseFor)
+                ProxyState.appendEnding(segment.uri.ending, to: &tailOutput)
+                tailOutputEnds.append(tailOutput.count)
+            }
+            cache.trim(now: now, lifetime: lifetime)
+            s.routeCaches[playlistID] = cache
+            let (output, next) = shape.output(
+                previous: last.output, new: bytes, advance: advance, tailOutput: tailOutput,
+                tailEnds: tail.segments.map(\.end), tailOutputEnds: tailOutputEnds)
+            if let e = s.watch(playlistID, input: bytes, url: url, stallAfter: last.stallAfter, now: now) {
+                events.append(e)
+            }
+            // Filtering the window would have found nothing to warn about: every segment but the new ones was
+            // decided before, and those are plain content.
+            events.append(.poll(playlist: url, decisions: decisions, warnings: []))
+            last.input = bytes
+            last.output = output
+            last.decisions = decisions
+            last.warnings = []
+            last.shape = next
+            s.lastPolls[playlistID] = last
+            s.pollCounts.incremental += 1
+            return output
+        }
+        for event in events { eventSink.yield(event) }
+        return output
+    }
+
+    /// Parses the media view, filters (VOD or live, with the playlist's live state) and rewrites a poll.
+    private func fullPoll(_ fetched: FetchedPlaylist, playlistID: String) -> [UInt8] {
         let now = ProxyClock.now
         let input = fetched.playlist
-        let reuseFor = min(10, options.mappingLifetime / 4)
         var stallEvent: Event?
-        // A repeat of the previous live poll is answered before anything is resolved or filtered.
-        let reused = state.withLock { s -> ProxyState.LastPoll? in
-            guard let last = s.lastPolls[playlistID], now - last.at < reuseFor, last.url == fetched.url,
-                ProxyState.same(last.input, fetched.bytes)
-            else { return nil }
-            stallEvent = s.watch(
-                playlistID, input: fetched.bytes, url: fetched.url, stallAfter: last.stallAfter, now: now)
-            return last
+        let parent = state.withLock { s -> Variables? in
+            s.pollCounts.full += 1
+            return s.multivariantVariables
         }
-        if let reused {
-            if let stallEvent { eventSink.yield(stallEvent) }
-            eventSink.yield(
-                .poll(playlist: fetched.url, decisions: reused.result.decisions, warnings: reused.result.warnings))
-            return reused.output
-        }
-        let parent = state.withLock { $0.multivariantVariables }
         let view = input.media(url: fetched.url, parent: parent)
         let isVOD = view.endList || view.playlistType == "VOD"
         if isVOD {
@@ -262,9 +385,16 @@ public final class AdStrippingProxy: Sendable {
         eventSink.yield(.poll(playlist: fetched.url, decisions: result.decisions, warnings: result.warnings))
         let output = rewriteMedia(
             result.playlist, base: fetched.url, variables: view.variables, playlistID: playlistID, live: true, now: now)
+        let shape =
+            options.incrementalPolls
+            ? WindowShape.make(
+                input: fetched.bytes, lines: input.lines, mediaSequence: view.mediaSequence,
+                segments: view.segments.count, lastIsContent: result.decisions.last?.isAd == false, output: output)
+            : nil
         state.withLock { s in
             s.lastPolls[playlistID] = ProxyState.LastPoll(
-                url: fetched.url, input: fetched.bytes, result: result, output: output, at: now, stallAfter: stallAfter)
+                url: fetched.url, input: fetched.bytes, decisions: result.decisions, warnings: result.warnings,
+                output: output, fullAt: now, stallAfter: stallAfter, shape: shape)
         }
         return output
     }
@@ -300,22 +430,9 @@ public final class AdStrippingProxy: Sendable {
                         out += slatePrefix
                         out += lines[i].bytes.dropFirst(slateStem.count)
                     } else {
-                        // Looked up by the line's bytes (no String made): only a new URI is resolved and mapped.
-                        let key = ProxyState.URIKey(lines[i].bytes)
-                        if let index = cache.entries.index(forKey: key) {
-                            let fresh = ProxyState.RouteCache.reuse(
-                                &cache.entries.values[index], into: &out, state: &s, now: now, every: refreshEvery)
-                            if !fresh {
-                                cache.entries.remove(at: index)
-                                out += s.segmentRoute(
-                                    lines[i].uri ?? "", key: key, cache: &cache, base: baseReference, prefix: prefix,
-                                    now: now)
-                            }
-                        } else {
-                            out += s.segmentRoute(
-                                lines[i].uri ?? "", key: key, cache: &cache, base: baseReference, prefix: prefix,
-                                now: now)
-                        }
+                        s.appendRoute(
+                            lines[i], cache: &cache, into: &out, base: baseReference, prefix: prefix, now: now,
+                            refreshEvery: refreshEvery)
                     }
                     ProxyState.appendEnding(lines[i].ending, to: &out)
                     continue
@@ -612,17 +729,24 @@ struct ProxyState {
         }
     }
     static let slateStem = Array("slate/".utf8)
-    /// The last live poll of a playlist: its input bytes, the filter's result and the bytes served.
+    /// The last live poll of a playlist: its input bytes, decisions and warnings, and the bytes served.
     struct LastPoll {
         var url: String
         var input: [UInt8]
-        var result: AdFilterResult
+        var decisions: [SegmentDecision]
+        var warnings: [String]
         var output: [UInt8]
-        var at: Double
+        /// When the playlist was last filtered in full.
+        var fullAt: Double
         /// Seconds the playlist may stay identical before a stall is reported.
         var stallAfter: Double
+        /// Where the parts of a plain window are (nil: the next poll is filtered in full unless it repeats this one).
+        var shape: WindowShape?
     }
+    /// The parser's default limits (a poll answered incrementally stays within them as a parsed one must).
+    static let limits = PlaylistLimits()
     var lastPolls: [String: LastPoll] = [:]
+    var pollCounts = AdStrippingProxy.PollCounts()
     /// fMP4 content init sections by URL (for the slates' track and timeline).
     var initCache: [String: [UInt8]] = [:]
 
@@ -694,6 +818,22 @@ struct ProxyState {
         guard let index = byID.index(forKey: id) else { return false }
         byID.values[index].lastUsed = now
         return true
+    }
+
+    /// Writes the route of a segment URI line. Looked up by the line's bytes (no String made): only a new URI is
+    /// resolved and mapped.
+    mutating func appendRoute(
+        _ line: PlaylistLine, cache: inout RouteCache, into out: inout [UInt8], base: URIReference, prefix: [UInt8],
+        now: Double, refreshEvery: Double
+    ) {
+        let key = URIKey(line.bytes)
+        if let index = cache.entries.index(forKey: key) {
+            if RouteCache.reuse(&cache.entries.values[index], into: &out, state: &self, now: now, every: refreshEvery) {
+                return
+            }
+            cache.entries.remove(at: index)
+        }
+        out += segmentRoute(line.uri ?? "", key: key, cache: &cache, base: base, prefix: prefix, now: now)
     }
 
     /// Maps a segment URI line (`raw`, trimmed; `key`, its bytes as in the line) to its route (made on first use)

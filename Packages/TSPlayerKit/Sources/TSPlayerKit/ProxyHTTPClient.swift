@@ -86,6 +86,50 @@ final class ProxyHTTPClient: Sendable {
         return (head, response.body)
     }
 
+    /// ``fetchWhole(_:headers:maxBytes:)`` in one blocking call on the calling thread, which must be one that may
+    /// block (a dispatch queue's, never Swift's cooperative pool). Nil when the URL is not plain http, sockets are
+    /// off, or the answer is a redirect: use the async path, which follows it.
+    func fetchWholeBlocking(_ urlString: String, headers: [(name: String, value: String)], maxBytes: Int)
+        throws(ProxyError) -> (RemoteHead, [UInt8])?
+    {
+        guard let sockets, fetchesOverSockets(urlString) else { return nil }
+        guard let url = URL(string: urlString) else {
+            throw ProxyError(.invalidURL, url: urlString, detail: "the URL cannot be parsed")
+        }
+        try policy.check(url, original: urlString)
+        let response: WholeResponse
+        do {
+            guard
+                let answer = try sockets.fetchBlocking(
+                    TransportRequest(url: urlString, headers: requestFields(headers)), maxBytes: maxBytes)
+            else { return nil }
+            response = answer
+        } catch {
+            throw Self.map(error, url: urlString)
+        }
+        if [301, 302, 303, 307, 308].contains(response.status) { return nil }
+        let head = RemoteHead(
+            status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) },
+            finalURL: urlString)
+        return (head, response.body)
+    }
+
+    /// Whether a URL goes over the sockets (plain http, no upstream proxy).
+    func fetchesOverSockets(_ urlString: String) -> Bool {
+        sockets != nil && URIReference(urlString).scheme?.lowercased() == "http"
+    }
+
+    /// A socket transport's error as the proxy reports it.
+    private static func map(_ error: TransportError, url: String) -> ProxyError {
+        let code: ProxyError.Code =
+            switch error.code {
+            case .timedOut: .timedOut
+            case .tooLarge: .tooLarge
+            default: .connectionFailed
+            }
+        return ProxyError(code, url: url, detail: error.message)
+    }
+
     private enum SocketOutcome<Response> {
         /// The final (non-redirect) answer, and the URL that gave it.
         case answered(Response, String)
@@ -112,13 +156,7 @@ final class ProxyHTTPClient: Sendable {
             do {
                 (status, location, response) = try await exchange(sockets, current)
             } catch let error as TransportError {
-                let code: ProxyError.Code =
-                    switch error.code {
-                    case .timedOut: .timedOut
-                    case .tooLarge: .tooLarge
-                    default: .connectionFailed
-                    }
-                throw ProxyError(code, url: current, detail: error.message)
+                throw Self.map(error, url: current)
             } catch {
                 throw ProxyError(.connectionFailed, url: current, detail: "\(error)")
             }

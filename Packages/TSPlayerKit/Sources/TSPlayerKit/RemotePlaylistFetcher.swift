@@ -146,11 +146,48 @@ public final class RemotePlaylistFetcher: Sendable {
     /// Fetches and parses a playlist. A 2xx body that does not start with `#EXTM3U` (after an optional BOM and
     /// whitespace) is ``ProxyError/Code/notAPlaylist``.
     public func fetchPlaylist(_ url: String) async throws(ProxyError) -> FetchedPlaylist {
+        let (bytes, finalURL) = try await fetchPlaylistBytes(url)
+        return try Self.parsed(bytes, url: finalURL)
+    }
+
+    /// A playlist's bytes, checked as ``fetchPlaylist(_:)`` checks them but not parsed, and the URL that answered
+    /// (after redirects).
+    public func fetchPlaylistBytes(_ url: String) async throws(ProxyError) -> (bytes: [UInt8], url: String) {
         let (head, bytes) = try await fetchSmall(url, maxBytes: options.maxPlaylistBytes)
         try RemotePlaylistFetcher.checkPlaylist(bytes, url: url, contentType: head.header("Content-Type"))
+        return (bytes, head.finalURL)
+    }
+
+    /// ``fetchPlaylistBytes(_:)`` in one blocking call on the calling thread, which must be one that may block (a
+    /// dispatch queue's, never Swift's cooperative pool). Nil when the async path is needed: the URL is not plain
+    /// http, the answer is a redirect, or a failure that a retry may cure (the async path retries with backoff).
+    public func fetchPlaylistBytesBlocking(_ url: String) throws(ProxyError) -> (bytes: [UInt8], url: String)? {
+        let fetched: (RemoteHead, [UInt8])?
+        do {
+            fetched = try client.fetchWholeBlocking(url, headers: [], maxBytes: options.maxPlaylistBytes)
+        } catch {
+            if error.isTransient && options.retries > 0 { return nil }
+            throw error
+        }
+        guard let (head, bytes) = fetched else { return nil }
+        guard (200..<300).contains(head.status) else {
+            let error = ProxyError(
+                .httpStatus, url: url, status: head.status, detail: "upstream answered \(head.status)")
+            if error.isTransient && options.retries > 0 { return nil }
+            throw error
+        }
+        try RemotePlaylistFetcher.checkPlaylist(bytes, url: url, contentType: head.header("Content-Type"))
+        return (bytes, head.finalURL)
+    }
+
+    /// Whether ``fetchPlaylistBytesBlocking(_:)`` can fetch a URL (plain http, no upstream proxy).
+    public func fetchesBlocking(_ url: String) -> Bool { client.fetchesOverSockets(url) }
+
+    /// Parses checked playlist bytes fetched from `url`.
+    static func parsed(_ bytes: [UInt8], url: String) throws(ProxyError) -> FetchedPlaylist {
         do {
             let playlist = try Playlist(bytes: bytes)
-            return FetchedPlaylist(bytes: bytes, playlist: playlist, url: head.finalURL)
+            return FetchedPlaylist(bytes: bytes, playlist: playlist, url: url)
         } catch {
             throw ProxyError(.notAPlaylist, url: url, detail: "the playlist cannot be read: \(error)")
         }

@@ -57,6 +57,12 @@ offsets.append(entries.count)
 }
 
 let proxy = AdStrippingProxy(url: url)
+/// The same proxy without incremental polls: every poll of a window that moved on is parsed and filtered in full.
+let fullProxy: AdStrippingProxy = {
+    var options = AdStrippingProxy.Options()
+    options.incrementalPolls = false
+    return AdStrippingProxy(url: url, options: options)
+}()
 let clock = ContinuousClock()
 
 func milliseconds(_ d: Duration) -> Double {
@@ -70,9 +76,9 @@ func median(_ values: [Double]) -> Double {
     return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
-@MainActor func poll(_ bytes: [UInt8]) -> [UInt8] {
+@MainActor func poll(_ bytes: [UInt8], on target: AdStrippingProxy = proxy) -> [UInt8] {
     do {
-        return try proxy.poll(bytes: bytes, url: url)
+        return try target.poll(bytes: bytes, url: url)
     } catch {
         print("proxy-poll-bench: \(error)")
         exit(1)
@@ -81,7 +87,10 @@ func median(_ values: [Double]) -> Double {
 
 // Warm-up (also builds the routes of the first window), and a check that the output is what a player gets.
 var last: [UInt8] = []
-for n in 0..<warmup { last = poll(windowBytes(n)) }
+for n in 0..<warmup {
+    last = poll(windowBytes(n))
+    _ = poll(windowBytes(n), on: fullProxy)
+}
 let text = String(decoding: last, as: UTF8.self)
 let uriLines = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
 let slates = uriLines.filter { $0.contains("/slate/") }.count
@@ -95,16 +104,30 @@ if let profile {
     exit(0)
 }
 
-// Moving window: each poll one segment further on.
+// Moving window: each poll one segment further on, through both proxies; the outputs must be the same bytes (but
+// for the session token in every route).
 var moving: [Double] = []
+var movingFull: [Double] = []
 var parse: [Double] = []
 moving.reserveCapacity(polls)
+movingFull.reserveCapacity(polls)
+let countsBefore = proxy.pollCounts
 for n in warmup..<(warmup + polls) {
     let bytes = windowBytes(n)
-    let start = clock.now
+    var start = clock.now
     last = poll(bytes)
     moving.append(milliseconds(clock.now - start))
+    start = clock.now
+    let full = poll(bytes, on: fullProxy)
+    movingFull.append(milliseconds(clock.now - start))
+    let swapped = String(decoding: last, as: UTF8.self).replacingOccurrences(
+        of: proxy.token.value, with: fullProxy.token.value)
+    guard Array(swapped.utf8) == full else {
+        print("proxy-poll-bench: poll \(n): the incremental output differs from the full one")
+        exit(1)
+    }
 }
+let countsAfter = proxy.pollCounts
 // The parse alone and the media view alone (HLSPlaylist), on the same windows.
 var view: [Double] = []
 for n in warmup..<(warmup + polls) {
@@ -137,11 +160,16 @@ func format(_ ms: Double) -> String {
     return String(repeating: " ", count: max(0, 8 - text.count)) + text
 }
 let m = median(moving)
+let mf = median(movingFull)
 let p = median(parse)
 let v = median(view)
+let incremental = countsAfter.incremental - countsBefore.incremental
+let full = countsAfter.full - countsBefore.full
 print("in-process poll work, \(window)-segment window (\(polls) polls each, median; \(slates) slates in the output):")
-print("  moving window, whole poll      \(format(m)) ms   (check, parse, media view, filter, rewrite, output bytes)")
+print("  moving window, as served       \(format(m)) ms   (\(incremental) incremental, \(full) in full; same bytes)")
+print("  moving window, whole poll      \(format(mf)) ms   (incremental polls off: check, parse, media view, filter,")
+print("                                              rewrite, output bytes)")
 print("    HLSPlaylist parse (alone)    \(format(p)) ms")
 print("    HLSPlaylist media view       \(format(v)) ms")
-print("    the rest: filter + rewrite   \(format(max(0, m - p - v))) ms")
+print("    the rest: filter + rewrite   \(format(max(0, mf - p - v))) ms")
 print("  repeated window                \(format(median(repeated))) ms   (answered from the previous output)")
