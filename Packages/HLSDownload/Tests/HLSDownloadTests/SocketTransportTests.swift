@@ -153,18 +153,26 @@ final class RawOrigin: Sendable {
         }
     }
 
+    /// The replies both whole-body tests share: `/big` (by length), `/chunked` ("hello, world") and `/moved` (302 to
+    /// `/big`).
+    static func wholeBodyReply(_ path: String, big: [UInt8]) -> RawOrigin.Reply? {
+        switch path {
+        case "/big": return .bytes(response(big), close: false)
+        case "/chunked":
+            let body = "5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
+            return .bytes(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(body)".utf8), close: false)
+        case "/moved": return .bytes(response([], status: "302 Found", extra: "Location: /big\r\n"), close: false)
+        default: return nil
+        }
+    }
+
     /// `fetch` reads small bodies whole in one call, in every framing, follows redirects, reuses the connection,
     /// and refuses a body over the cap (declared or not) without reusing that connection.
     @Test func fetchReadsWholeBodies() async throws {
         let big = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
         let origin = try RawOrigin { path in
+            if let reply = Self.wholeBodyReply(path, big: big) { return reply }
             switch path {
-            case "/big": return .bytes(Self.response(big), close: false)
-            case "/chunked":
-                let body = "5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
-                return .bytes(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(body)".utf8), close: false)
-            case "/moved":
-                return .bytes(Self.response([], status: "302 Found", extra: "Location: /big\r\n"), close: false)
             case "/until-close":
                 return .bytes(Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end".utf8), close: true)
             case "/long-chunked":
@@ -214,13 +222,8 @@ final class RawOrigin: Sendable {
     @Test func fetchBlockingReadsWholeBodiesOnTheCallingThread() async throws {
         let big = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 11) }
         let origin = try RawOrigin { path in
+            if let reply = Self.wholeBodyReply(path, big: big) { return reply }
             switch path {
-            case "/big": return .bytes(Self.response(big), close: false)
-            case "/chunked":
-                let body = "5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
-                return .bytes(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(body)".utf8), close: false)
-            case "/moved":
-                return .bytes(Self.response([], status: "302 Found", extra: "Location: /big\r\n"), close: false)
             case "/dropped":
                 // Keep-alive by its head, but the origin closes the connection right after.
                 return .bytes(Self.response(Array("bye".utf8)), close: true)
