@@ -16,7 +16,8 @@
 #     and by a bare URLSession client (delegate, bodies discarded) in the same run: the proxy fetches plain http
 #     over its own sockets and https with URLSession, whose figure is the ceiling of an https relay on Linux.
 #     Target: at least 0.9x the direct throughput. The CPU seconds per GB of each path (nginx, curl and the proxy,
-#     read from /proc and time(1)) show how much of the machine each path needs. Then the first six segments again
+#     read from /proc and time(1)) show how much of the machine each path needs. nginx as a reverse proxy in front of
+#     the same origin is the reference relay, in the same run. Then the first six segments again
 #     from an nginx location limited to 80 MB/s per connection (an origin that is not on the same machine), directly
 #     and through the proxy.
 #
@@ -29,6 +30,7 @@ polls=300
 [[ "${1:-}" == "--polls" ]] && polls="$2"
 work="$(mktemp -d /tmp/proxy-bench.XXXXXX)"
 port=$((20000 + RANDOM % 30000))
+relay_port=$((port + 1))
 nginx_pid=""
 proxy_pid=""
 moving_pid=""
@@ -170,6 +172,21 @@ http {
     # The same VOD, each connection limited to 80 MB/s (an origin farther away than loopback).
     location /slow/ { alias $work/www/vod/; limit_rate 80m; }
   }
+  # The reference relay: nginx as a reverse proxy in front of the same origin (kept-alive upstream connections,
+  # 1 MiB of buffers per request), the same URLs.
+  upstream origin { server 127.0.0.1:$port; keepalive 8; }
+  server {
+    listen 127.0.0.1:$relay_port;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffer_size 256k;
+      proxy_buffers 4 256k;
+      proxy_busy_buffers_size 512k;
+      proxy_max_temp_file_size 0;
+    }
+  }
 }
 CONF
 nginx -c "$work/nginx.conf" -e "$work/error.log" &
@@ -241,6 +258,8 @@ nginx_proxied=$(python3 -c "print($(cpu_of $workers) - $nginx_before)")
 proxy_cpu=$(python3 -c "print($(cpu_of "$proxy_pid") - $proxy_before)")
 curl_direct=$(sum_file "$work/curl-direct.cpu"); curl_proxied=$(sum_file "$work/curl-proxied.cpu")
 urlsession_s=$("$work/urlget" 3 < "$work/direct.txt")
+sed "s#127.0.0.1:$port/#127.0.0.1:$relay_port/#" "$work/direct.txt" > "$work/nginx-relay.txt"
+nginx_relay_s=$( (for _ in 1 2 3; do fetch_all "$work/nginx-relay.txt" /dev/null; done) | best)
 
 # Relay from the throttled origin: the first 6 segments, directly and through a proxy in front of /slow/.
 start_proxy "http://127.0.0.1:$port/slow/index.m3u8"
@@ -255,9 +274,9 @@ slow_proxied_s=$( (for _ in 1 2; do fetch_all "$work/slow-proxied.txt" /dev/null
 python3 - "$direct_ms" "$proxied_ms" "$added_ms" "$slates" "$bytes" "$direct_s" "$proxied_s" "$polls" \
     "$moving_direct_ms" "$moving_proxied_ms" "$moving_added_ms" "$urlsession_s" "$inprocess_ms" \
     "$inprocess_repeat_ms" "$nginx_direct" "$curl_direct" "$nginx_proxied" "$proxy_cpu" "$curl_proxied" \
-    "$inprocess_full_ms" "$inprocess_split" "$slow_bytes" "$slow_direct_s" "$slow_proxied_s" <<'PY'
+    "$inprocess_full_ms" "$inprocess_split" "$slow_bytes" "$slow_direct_s" "$slow_proxied_s" "$nginx_relay_s" <<'PY'
 import sys
-d, p, a, slates, size, ds, ps, polls, md, mp, ma, us, ip, ir, nd, cd, np_, pc, cp, ifull, isplit, sb, sds, sps = \
+d, p, a, slates, size, ds, ps, polls, md, mp, ma, us, ip, ir, nd, cd, np_, pc, cp, ifull, isplit, sb, sds, sps, nrs = \
     sys.argv[1:]
 size = int(size)
 print(f"playlist poll, 1,000-segment live window ({polls} polls each, median):")
@@ -276,6 +295,9 @@ print(f"segment relay, {size/1e6:.1f} MB in 20 segments (best of 3):")
 dt, pt, ut = size / float(ds) / 1e6, size / float(ps) / 1e6, size / float(us) / 1e6
 print(f"  nginx direct (curl)     {dt:8.1f} MB/s")
 print(f"  through tsplayer        {pt:8.1f} MB/s   ratio {pt/dt:5.2f}x   (target >= 0.9x)")
+nt = size / float(nrs) / 1e6
+print(f"  through nginx proxy_pass {nt:7.1f} MB/s   ratio {nt/dt:5.2f}x   (the reference relay)")
+print(f"  tsplayer / nginx relay  {pt/nt:8.2f}x")
 print(f"  bare URLSession         {ut:8.1f} MB/s   ratio {ut/dt:5.2f}x   (the ceiling of a URLSession relay)")
 print(f"  tsplayer / URLSession   {pt/ut:8.2f}x")
 gb = 3 * size / 1e9
