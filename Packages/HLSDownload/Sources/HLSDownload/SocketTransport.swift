@@ -28,12 +28,17 @@ public struct SocketTransport: DownloadTransport {
 
     /// A transport whose reads time out after `stallTimeout` seconds without data, following at most
     /// `maxRedirects` redirects; `https://` goes to `fallback` (refused when nil). With `followsRedirects` false a
-    /// redirect response is returned as it is, for a caller that checks each target itself.
+    /// redirect response is returned as it is, for a caller that checks each target itself. `refusesAddress` is
+    /// asked about each numeric address a host resolves to, right before connecting to it: a refused address is
+    /// never connected to, and a host with only refused addresses fails with
+    /// ``TransportError/Code/addressRefused`` (the check is made on the addresses actually used, so a name that
+    /// resolves differently from one lookup to the next cannot slip past it).
     public init(
         stallTimeout: Double = 20, maxRedirects: Int = 5, chunkSize: Int = 512 << 10,
-        fallback: (any DownloadTransport)? = nil, followsRedirects: Bool = true
+        fallback: (any DownloadTransport)? = nil, followsRedirects: Bool = true,
+        refusesAddress: (@Sendable (String) -> Bool)? = nil
     ) {
-        self.pool = ConnectionPool(stallTimeout: max(0.01, stallTimeout))
+        self.pool = ConnectionPool(stallTimeout: max(0.01, stallTimeout), refusesAddress: refusesAddress)
         self.maxRedirects = max(0, maxRedirects)
         self.followsRedirects = followsRedirects
         self.chunkSize = max(4096, chunkSize)
@@ -287,11 +292,14 @@ struct ResponseHead: Sendable {
 /// Idle keep-alive connections by host and port.
 final class ConnectionPool: Sendable {
     let stallTimeout: Double
+    /// Whether a numeric address must not be connected to (see ``SocketTransport/init``).
+    let refusesAddress: (@Sendable (String) -> Bool)?
     private let idle = Mutex<[String: [Connection]]>([:])
     static let maxIdlePerHost = 32
 
-    init(stallTimeout: Double) {
+    init(stallTimeout: Double, refusesAddress: (@Sendable (String) -> Bool)? = nil) {
         self.stallTimeout = stallTimeout
+        self.refusesAddress = refusesAddress
     }
 
     /// An idle connection that the server has not closed, if any.
@@ -433,9 +441,19 @@ final class Connection: Sendable {
         }
         defer { freeaddrinfo(first) }
         var last = "no address"
+        var refused: [String] = []
+        var tried = 0
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let entry = cursor {
             cursor = entry.pointee.ai_next
+            tried += 1
+            if let refuses = pool.refusesAddress {
+                let address = numericAddress(entry.pointee.ai_addr, entry.pointee.ai_addrlen)
+                if address.map(refuses) ?? true {
+                    refused.append(address ?? "an unreadable address")
+                    continue
+                }
+            }
             let fd = socket(entry.pointee.ai_family, entry.pointee.ai_socktype, entry.pointee.ai_protocol)
             guard fd >= 0 else {
                 last = "\(Errno.current)"
@@ -474,7 +492,22 @@ final class Connection: Sendable {
             #endif
             return Connection(fd: fd)
         }
+        if !refused.isEmpty, refused.count == tried {
+            throw TransportError(
+                .addressRefused,
+                "\(target.host) resolves only to refused addresses (\(refused.joined(separator: ", ")))")
+        }
         throw TransportError(.connectionFailed, "cannot connect to \(target.host):\(target.port): \(last)")
+    }
+
+    /// The numeric text of a socket address (`getnameinfo` with NI_NUMERICHOST).
+    static func numericAddress(_ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t) -> String? {
+        guard let address else { return nil }
+        var host = [CChar](repeating: 0, count: 64)
+        guard getnameinfo(address, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 else {
+            return nil
+        }
+        return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The error for a failed socket call.

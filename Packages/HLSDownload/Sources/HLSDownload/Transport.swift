@@ -83,7 +83,8 @@ public struct WholeResponse: Sendable {
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: String, Hashable, Sendable {
-            case connectionFailed, connectionReset, timedOut, tooManyRedirects, invalidURL, tooLarge, other
+            case connectionFailed, connectionReset, timedOut, tooManyRedirects, invalidURL, tooLarge, addressRefused,
+                other
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -95,6 +96,8 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let invalidURL = Code(.invalidURL)
         /// A body longer than the caller's cap.
         public static let tooLarge = Code(.tooLarge)
+        /// Every address the host resolved to was refused by the transport's address check.
+        public static let addressRefused = Code(.addressRefused)
         public static let other = Code(.other)
         public var description: String { value.rawValue }
 
@@ -102,7 +105,7 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public var isTransient: Bool {
             switch value {
             case .connectionFailed, .connectionReset, .timedOut, .other: true
-            case .tooManyRedirects, .invalidURL, .tooLarge: false
+            case .tooManyRedirects, .invalidURL, .tooLarge, .addressRefused: false
             }
         }
     }

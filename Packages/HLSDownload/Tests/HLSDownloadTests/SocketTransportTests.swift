@@ -266,6 +266,36 @@ final class RawOrigin: Sendable {
         await #expect(throws: TransportError.self) { _ = try await blocking("ftp://127.0.0.1/x") }
     }
 
+    /// The address check sees the numeric addresses a connection would use: refused ones are never connected to,
+    /// and a host with nothing else fails with addressRefused (not transient); other addresses connect as usual.
+    @Test func refusedAddressesAreNeverConnectedTo() async throws {
+        let origin = try RawOrigin { _ in .bytes(Self.response(Array("ok".utf8)), close: false) }
+        let asked = Mutex<[String]>([])
+        let refusing = SocketTransport(
+            stallTimeout: 5,
+            refusesAddress: { address in
+                asked.withLock { $0.append(address) }
+                return address == "127.0.0.1"
+            })
+        await #expect(throws: TransportError.self) {
+            _ = try await refusing.fetch(TransportRequest(url: origin.url("/a"), headers: []), maxBytes: 100)
+        }
+        do {
+            _ = try await refusing.fetch(TransportRequest(url: origin.url("/a"), headers: []), maxBytes: 100)
+        } catch let error as TransportError {
+            #expect(error.code == .addressRefused)
+            #expect(!error.code.isTransient)
+            #expect(error.message.contains("127.0.0.1"))
+        }
+        #expect(asked.withLock { $0 } == ["127.0.0.1", "127.0.0.1"])
+        #expect(origin.connections.withLock { $0 } == 0)
+        let allowing = SocketTransport(stallTimeout: 5, refusesAddress: { $0.hasPrefix("10.") })
+        #expect(
+            try await allowing.fetch(TransportRequest(url: origin.url("/b"), headers: []), maxBytes: 100).body
+                == Array("ok".utf8))
+        #expect(origin.connections.withLock { $0 } == 1)
+    }
+
     /// Reads a claimed socket body to its end: the bytes read with the head, then the socket (non-blocking).
     static func drain(_ claimed: (descriptor: Int32, buffered: [UInt8]), length: Int) -> [UInt8] {
         var bytes = claimed.buffered

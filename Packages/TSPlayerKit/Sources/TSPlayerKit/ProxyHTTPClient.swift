@@ -44,9 +44,17 @@ final class ProxyHTTPClient: Sendable {
         self.delegate = delegate
         self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         // Redirects are followed here, so that every target is checked against the policy.
-        self.sockets =
-            options.upstreamProxy == nil
-            ? SocketTransport(stallTimeout: options.timeout, maxRedirects: 0, followsRedirects: false) : nil
+        // Without allowPrivateUpstreams, the addresses a connection is made to are checked too (the policy's own
+        // lookup may have seen other answers: a name that resolves to a public address for the check and to a
+        // private one for the connection is refused here).
+        var refuses: (@Sendable (String) -> Bool)?
+        if !policy.allowPrivate { refuses = { @Sendable address in UpstreamPolicy.isPrivate(address) } }
+        if options.upstreamProxy == nil {
+            self.sockets = SocketTransport(
+                stallTimeout: options.timeout, maxRedirects: 0, followsRedirects: false, refusesAddress: refuses)
+        } else {
+            self.sockets = nil
+        }
     }
 
     deinit { session.invalidateAndCancel() }
@@ -125,6 +133,7 @@ final class ProxyHTTPClient: Sendable {
             switch error.code {
             case .timedOut: .timedOut
             case .tooLarge: .tooLarge
+            case .addressRefused: .addressNotAllowed
             default: .connectionFailed
             }
         return ProxyError(code, url: url, detail: error.message)
