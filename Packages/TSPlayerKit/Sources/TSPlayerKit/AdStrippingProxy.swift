@@ -301,7 +301,8 @@ public final class AdStrippingProxy: Sendable {
                 return last.output
             }
             guard incremental, let shape = last.shape, let advance = shape.advance(from: last.input, to: bytes),
-                let tail = PlainSegments(Array(bytes[advance.tailStart...]), at: advance.tailStart, url: url),
+                let tail = PlainSegments(
+                    Array(bytes[advance.tailStart...]), at: advance.tailStart, url: url, dated: shape.dated),
                 shape.segmentEnds.count - advance.dropped + tail.segments.count <= ProxyState.limits.maxSegments,
                 bytes.count <= ProxyState.limits.maxBytes, bytes.count / 2 + 1 <= ProxyState.limits.maxLines,
                 s.routeCaches[playlistID].map({ $0.base == url && $0.variables == Variables() }) == true,
@@ -321,8 +322,10 @@ public final class AdStrippingProxy: Sendable {
                 + filter.advance(to: advance.firstSequence, windowCount: windowCount, adding: tail.media)
             s.filters[playlistID] = filter
             for segment in tail.segments {
-                tailOutput += segment.extinf.bytes
-                ProxyState.appendEnding(segment.extinf.ending, to: &tailOutput)
+                for tag in segment.tags {
+                    tailOutput += tag.bytes
+                    ProxyState.appendEnding(tag.ending, to: &tailOutput)
+                }
                 s.appendRoute(
                     segment.uri, cache: &cache, into: &tailOutput, base: base, prefix: prefix, now: now,
                     refreshEvery: reuseFor)

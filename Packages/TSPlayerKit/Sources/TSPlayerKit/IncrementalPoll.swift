@@ -12,12 +12,13 @@ import HLSPlaylist
 ///
 /// A window is plain when its header holds only tags that are copied as they are (EXTM3U, VERSION, TARGETDURATION,
 /// MEDIA-SEQUENCE, DISCONTINUITY-SEQUENCE, INDEPENDENT-SEGMENTS, PLAYLIST-TYPE, ALLOW-CACHE, START) and each segment
-/// only EXTINF, ad-marker tags and its URI line; it ends with a URI line and a line break, and its last segment is
-/// content. For such a window the cleaned output is the header as it was, then for each segment its EXTINF line and
-/// its route (or slate): what a segment becomes depends on its own lines and its remembered decision, never on its
-/// neighbours (no keys, maps, dates, discontinuities or date ranges to carry over). When the next poll's bytes are
-/// this window with segments gone from the front (its MEDIA-SEQUENCE moved on by as many) and plain content segments
-/// (`#EXTINF:<duration>,` with no title, then a URI) added at the end, its output is the previous output with the
+/// only EXTINF, ad-marker tags, a PROGRAM-DATE-TIME (on every segment or on none) and its URI line; it ends with a
+/// URI line and a line break, and its last segment is content. For such a window the cleaned output is the header
+/// as it was, then for each segment its date and EXTINF lines and its route (or slate): what a segment becomes
+/// depends on its own lines and its remembered decision, never on its neighbours (no keys, maps, discontinuities or
+/// date ranges to carry over, no date to make up). When the next poll's bytes are this window with segments gone
+/// from the front (its MEDIA-SEQUENCE moved on by as many) and plain content segments (`#EXTINF:<duration>,` with
+/// no title, its date in a dated window, then a URI) added at the end, its output is the previous output with the
 /// same segments gone, the new MEDIA-SEQUENCE, and the new segments' lines and routes appended.
 struct WindowShape {
     /// The media sequence number of the first segment.
@@ -31,6 +32,8 @@ struct WindowShape {
     var outputSequenceDigits: Range<Int>
     var outputHeaderEnd: Int
     var outputSegmentEnds: [Int]
+    /// Whether every segment has its own PROGRAM-DATE-TIME line (else none has one).
+    var dated: Bool
 
     /// Header tags a plain window may hold (each copied to the output as it is).
     static let headerTags: Set<KnownTag> = [
@@ -64,18 +67,25 @@ struct WindowShape {
         else { return nil }
         var ends: [Int] = []
         ends.reserveCapacity(segments)
+        var datedSegments = 0
+        var dates = 0
         while index < lines.count {
             if lines[index].isURI {
-                guard !lines[index].bytes.starts(with: ProxyState.slateStem) else { return nil }
+                guard !lines[index].bytes.starts(with: ProxyState.slateStem), dates <= 1 else { return nil }
                 ends.append(spans[index].next)
+                datedSegments += dates
+                dates = 0
             } else {
-                guard let known = lines[index].knownTag, known == .extinf || known.scope == .adMarker else {
-                    return nil
-                }
+                guard let known = lines[index].knownTag,
+                    known == .extinf || known == .programDateTime || known.scope == .adMarker
+                else { return nil }
+                if known == .programDateTime { dates += 1 }
             }
             index += 1
         }
-        guard ends.count == segments else { return nil }
+        // Dates on every segment or on none: the output then holds each segment's own date line as it was, and
+        // none is made up for the first segment (which a window with only some dates would get).
+        guard ends.count == segments, datedSegments == 0 || datedSegments == segments else { return nil }
 
         // The output: the same header lines, then segments each ending with its URI (route or slate) line.
         let outSpans = lineSpans(output)
@@ -96,7 +106,7 @@ struct WindowShape {
         return WindowShape(
             firstSequence: mediaSequence, sequenceDigits: digits, headerEnd: spans[headerLines].start,
             segmentEnds: ends, outputSequenceDigits: outputDigits, outputHeaderEnd: outSpans[headerLines].start,
-            outputSegmentEnds: outEnds)
+            outputSegmentEnds: outEnds, dated: datedSegments > 0)
     }
 
     /// How a new poll relates to this window, when it is this window moved on.
@@ -173,7 +183,7 @@ struct WindowShape {
             outputSequenceDigits: outputSequenceDigits
                 .lowerBound..<(outputSequenceDigits.lowerBound
                 + advance.sequenceDigits.count),
-            outputHeaderEnd: newOutputHeaderEnd, outputSegmentEnds: outEnds)
+            outputHeaderEnd: newOutputHeaderEnd, outputSegmentEnds: outEnds, dated: dated)
         return (out, shape)
     }
 
@@ -240,11 +250,12 @@ struct WindowShape {
 }
 
 /// The segments added at the end of a window that moved on, when each is plain content: `#EXTINF:<duration>,` with
-/// no title, then a URI line (not a `slate/` one) with a line break. Parsed by the same parser as a whole window,
+/// no title (and its PROGRAM-DATE-TIME in a dated window), then a URI line (not a `slate/` one) with a line break. Parsed by the same parser as a whole window,
 /// so each line means what it would mean there.
 struct PlainSegments {
     struct Segment {
-        var extinf: PlaylistLine
+        /// Its tag lines, in order: its EXTINF, and its PROGRAM-DATE-TIME in a dated window.
+        var tags: [PlaylistLine]
         var uri: PlaylistLine
         /// Where the segment ends (past its URI line's line break) in the poll's bytes.
         var end: Int
@@ -255,23 +266,39 @@ struct PlainSegments {
     var media: [MediaSegment] = []
 
     /// `bytes`: the new segments' bytes, found at `offset` in the bytes of a poll of `url`; nil when any is not
-    /// plain content.
-    init?(_ bytes: [UInt8], at offset: Int, url: String) {
+    /// plain content. In a `dated` window each segment has exactly one PROGRAM-DATE-TIME line, elsewhere none.
+    init?(_ bytes: [UInt8], at offset: Int, url: String, dated: Bool) {
         guard !bytes.isEmpty else { return }
         guard let playlist = try? Playlist(bytes: Array("#EXTM3U\n".utf8) + bytes) else { return nil }
         let spans = WindowShape.lineSpans(bytes)
         let lines = playlist.lines
-        guard lines.count == spans.count + 1, spans.count % 2 == 0 else { return nil }
-        var i = 1
-        while i + 1 < lines.count {
-            guard lines[i].knownTag == .extinf, let extinf = lines[i].tag?.extinf, extinf.title.isEmpty,
-                lines[i + 1].isURI, !lines[i + 1].bytes.starts(with: ProxyState.slateStem),
-                lines[i + 1].ending != LineEnding.none
-            else { return nil }
-            segments.append(
-                Segment(extinf: lines[i], uri: lines[i + 1], end: offset + spans[i].next))
-            i += 2
+        guard lines.count == spans.count + 1 else { return nil }
+        var tags: [PlaylistLine] = []
+        var extinfs = 0
+        var dates = 0
+        for i in 1..<lines.count {
+            if lines[i].isURI {
+                guard extinfs == 1, dates == (dated ? 1 : 0), !lines[i].bytes.starts(with: ProxyState.slateStem),
+                    lines[i].ending != LineEnding.none
+                else { return nil }
+                segments.append(Segment(tags: tags, uri: lines[i], end: offset + spans[i - 1].next))
+                tags = []
+                extinfs = 0
+                dates = 0
+                continue
+            }
+            switch lines[i].knownTag {
+            case .extinf:
+                guard let extinf = lines[i].tag?.extinf, extinf.title.isEmpty else { return nil }
+                extinfs += 1
+            case .programDateTime:
+                dates += 1
+            default:
+                return nil
+            }
+            tags.append(lines[i])
         }
+        guard tags.isEmpty else { return nil }
         media = playlist.media(url: url).segments
         guard media.count == segments.count else { return nil }
     }

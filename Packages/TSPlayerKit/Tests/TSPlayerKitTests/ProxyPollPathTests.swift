@@ -117,4 +117,42 @@ import Testing
         await full.stop()
         await origin.stop()
     }
+
+    /// A window with a PROGRAM-DATE-TIME on every segment is answered incrementally (each segment's date line goes
+    /// with it); one with dates on only some segments is filtered in full (the first segment's date may be made
+    /// up); both give the bytes of a proxy without incremental polls.
+    @Test func datedWindowsAreIncrementalOnlyWhenEverySegmentHasItsDate() throws {
+        func window(first: Int, datedEvery step: Int) -> [UInt8] {
+            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+            for m in first..<(first + 6) {
+                if m % step == 0 {
+                    let second = 2 * m % 60
+                    let time = "10:\(10 + 2 * m / 60):\(second < 10 ? "0" : "")\(second)"
+                    text += "#EXT-X-PROGRAM-DATE-TIME:2026-11-29T\(time).000Z\n"
+                }
+                if m == 20 { text += "#EXT-X-CUE-OUT:4\n" }
+                text += "#EXTINF:2.000,\nseg\(m).ts\n"
+            }
+            return Array(text.utf8)
+        }
+        for step in [1, 3] {
+            let url = "http://origin.example/live.m3u8"
+            let incremental = AdStrippingProxy(url: url)
+            var options = AdStrippingProxy.Options()
+            options.incrementalPolls = false
+            let full = AdStrippingProxy(url: url, options: options)
+            for first in 10..<30 {
+                let a = try incremental.poll(bytes: window(first: first, datedEvery: step), url: url)
+                let b = try full.poll(bytes: window(first: first, datedEvery: step), url: url)
+                let swapped = String(decoding: a, as: UTF8.self).replacingOccurrences(
+                    of: incremental.token.value, with: full.token.value)
+                #expect(swapped == String(decoding: b, as: UTF8.self), "dates every \(step), poll \(first)")
+            }
+            if step == 1 {
+                #expect(incremental.pollCounts.incremental >= 10, "\(incremental.pollCounts)")
+            } else {
+                #expect(incremental.pollCounts.incremental == 0, "\(incremental.pollCounts)")
+            }
+        }
+    }
 }
