@@ -3,6 +3,15 @@ import HLSPlaylist
 import Testing
 
 @Suite struct ParserTests {
+    /// `name` with one byte changed at the start, in the middle and at the end.
+    static func oneByteVariants(of name: String) -> [String] {
+        Set([0, name.utf8.count / 2, name.utf8.count - 1]).map { position in
+            var bytes = Array(name.utf8)
+            bytes[position] = bytes[position] == UInt8(ascii: "Q") ? UInt8(ascii: "Z") : UInt8(ascii: "Q")
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
     /// Attribute names are matched word by word while parsing: every name of the draft (1 to 27 bytes), and names
     /// that differ from one only in a byte covered by each word, are told apart.
     @Test func attributeNamesMatchedWordByWord() throws {
@@ -21,12 +30,7 @@ import Testing
         ]
         for name in names {
             // The name itself, then variants with one byte changed at the start, the middle and the end.
-            var variants = [name]
-            for position in Set([0, name.utf8.count / 2, name.utf8.count - 1]) {
-                var bytes = Array(name.utf8)
-                bytes[position] = bytes[position] == UInt8(ascii: "Q") ? UInt8(ascii: "Z") : UInt8(ascii: "Q")
-                variants.append(String(decoding: bytes, as: UTF8.self))
-            }
+            let variants = [name] + Self.oneByteVariants(of: name)
             for candidate in variants {
                 let p = try Playlist("#EXTM3U\n#EXT-X-SESSION-DATA:\(candidate)=\"v\",X-OTHER=\"d\"\n")
                 let list = try #require(p.lines[1].tag?.attributes)
@@ -43,12 +47,7 @@ import Testing
         let names = KnownTag.allCases.map(\.rawValue)
         for tag in KnownTag.allCases {
             let name = tag.rawValue
-            var variants = [name]
-            for position in Set([0, name.utf8.count / 2, name.utf8.count - 1]) {
-                var bytes = Array(name.utf8)
-                bytes[position] = bytes[position] == UInt8(ascii: "Q") ? UInt8(ascii: "Z") : UInt8(ascii: "Q")
-                variants.append(String(decoding: bytes, as: UTF8.self))
-            }
+            let variants = [name] + Self.oneByteVariants(of: name)
             for candidate in variants {
                 for suffix in ["", ":1", ":X=\"a long value after the name\""] {
                     let p = try Playlist("#EXTM3U\n#\(candidate)\(suffix)\n")

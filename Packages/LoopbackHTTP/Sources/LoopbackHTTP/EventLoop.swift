@@ -462,20 +462,20 @@ final class EventLoopRunner {
             case .immediate(let body):
                 respond(body(request), on: connection)
             case .async(let body):
-                connection.awaitingHandler = true
-                let id = connection.id
-                let handle = self.handle
-                Task {
-                    let response = await body(request)
-                    handle.post(.response(id, response))
-                }
+                let responder = laterAnswer(on: connection)
+                Task { responder.respond(await body(request)) }
             case .deferred(let body):
-                connection.awaitingHandler = true
-                let id = connection.id
-                let handle = self.handle
-                body(request, HTTPResponder { handle.post(.response(id, $0)) })
+                body(request, laterAnswer(on: connection))
             }
         }
+    }
+
+    /// A responder for an answer that comes later, from another thread, through the loop's mailbox.
+    private func laterAnswer(on connection: Connection) -> HTTPResponder {
+        connection.awaitingHandler = true
+        let id = connection.id
+        let handle = self.handle
+        return HTTPResponder { handle.post(.response(id, $0)) }
     }
 
     private func receive(_ message: LoopMessage) {

@@ -138,11 +138,9 @@ public final class AdStrippingProxy: Sendable {
         let parts = request.wildcardSegments
         guard let first = parts.first else { return .error(.notFound) }
         switch (first, parts.count) {
-        case ("master.m3u8", 1):
-            return await playlist(id: nil, url: upstreamURL)
-        case ("p", 2):
-            guard let entry = lookup(stem(parts[1]), kind: .playlist) else { return expired() }
-            return await playlist(id: stem(parts[1]), url: entry)
+        case ("master.m3u8", 1), ("p", 2):
+            guard let route = playlistRoute(parts) else { return expired() }
+            return await playlist(id: route.id, url: route.url)
         case ("s", 2):
             guard let entry = lookup(stem(parts[1]), kind: .segment) else { return expired() }
             return await segment(entry, request: request)
@@ -169,14 +167,7 @@ public final class AdStrippingProxy: Sendable {
     /// one blocking socket call (two thread hand-offs in all: to the queue and back to the event loop); everything
     /// else, and a poll that needs the async path (https, a redirect, a retry), runs ``respond(to:)`` in a task.
     private func answer(_ request: HTTPRequest, _ responder: HTTPResponder) {
-        let parts = request.wildcardSegments
-        let route: (id: String?, url: String)? =
-            switch (parts.first, parts.count) {
-            case ("master.m3u8", 1): (nil, upstreamURL)
-            case ("p", 2): lookup(stem(parts[1]), kind: .playlist).map { (stem(parts[1]), $0) }
-            default: nil
-            }
-        guard let route, fetcher.fetchesBlocking(route.url) else {
+        guard let route = playlistRoute(request.wildcardSegments), fetcher.fetchesBlocking(route.url) else {
             Task { responder.respond(await self.respond(to: request)) }
             return
         }
@@ -195,6 +186,16 @@ public final class AdStrippingProxy: Sendable {
             } else {
                 Task { responder.respond(await self.respond(to: request)) }
             }
+        }
+    }
+
+    /// The playlist a request's path names: `master.m3u8` (the upstream URL, no route) or `p/<id>` (a route); nil
+    /// for any other path, or a route that is unknown or expired.
+    private func playlistRoute(_ parts: [String]) -> (id: String?, url: String)? {
+        switch (parts.first, parts.count) {
+        case ("master.m3u8", 1): return (nil, upstreamURL)
+        case ("p", 2): return lookup(stem(parts[1]), kind: .playlist).map { (stem(parts[1]), $0) }
+        default: return nil
         }
     }
 
@@ -564,7 +565,7 @@ public final class AdStrippingProxy: Sendable {
             return failure(error)
         }
         let status = upstream.head.status
-        guard (200..<300).contains(status) else {
+        if let error = RemotePlaylistFetcher.statusError(status, url: url) {
             upstream.cancel()
             if status == 416 {
                 var response = HTTPResponse.error(.rangeNotSatisfiable)
@@ -573,8 +574,7 @@ public final class AdStrippingProxy: Sendable {
                 }
                 return response
             }
-            return failure(
-                ProxyError(.httpStatus, url: url, status: status, detail: "upstream answered \(status)"))
+            return failure(error)
         }
         var response = HTTPResponse(status: HTTPStatus(code: status))
         let type = upstream.head.header("Content-Type") ?? ProxyState.contentType(for: url)
@@ -754,12 +754,16 @@ struct ProxyState {
     var initCache: [String: [UInt8]] = [:]
 
     /// Byte equality by memcmp.
-    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
+    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool { same(a, a.indices, b, b.indices) }
+
+    /// Byte equality of two ranges (memcmp).
+    static func same(_ a: [UInt8], _ ra: Range<Int>, _ b: [UInt8], _ rb: Range<Int>) -> Bool {
+        guard ra.count == rb.count else { return false }
+        guard !ra.isEmpty else { return true }
         return a.withUnsafeBytes { x in
             b.withUnsafeBytes { y in
-                guard let p = x.baseAddress, let q = y.baseAddress else { return true }
-                return memcmp(p, q, x.count) == 0
+                guard let p = x.baseAddress, let q = y.baseAddress else { return false }
+                return memcmp(p + ra.lowerBound, q + rb.lowerBound, ra.count) == 0
             }
         }
     }

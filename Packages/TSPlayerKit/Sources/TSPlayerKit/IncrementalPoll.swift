@@ -91,7 +91,9 @@ struct WindowShape {
         let outSpans = lineSpans(output)
         guard outSpans.count > headerLines else { return nil }
         for line in 0..<headerLines {
-            guard same(input, spans[line].start..<spans[line].next, output, outSpans[line].start..<outSpans[line].next)
+            guard
+                ProxyState.same(
+                    input, spans[line].start..<spans[line].next, output, outSpans[line].start..<outSpans[line].next)
             else { return nil }
         }
         let shift = outSpans[sequenceLine].start - spans[sequenceLine].start
@@ -125,7 +127,7 @@ struct WindowShape {
     /// MEDIA-SEQUENCE moved on, and bytes (the new segments, not checked here) after the rest.
     func advance(from old: [UInt8], to new: [UInt8]) -> Advance? {
         let digitsStart = sequenceDigits.lowerBound
-        guard new.count > digitsStart, WindowShape.same(old, 0..<digitsStart, new, 0..<digitsStart) else {
+        guard new.count > digitsStart, ProxyState.same(old, 0..<digitsStart, new, 0..<digitsStart) else {
             return nil
         }
         var digitsEnd = digitsStart
@@ -135,13 +137,13 @@ struct WindowShape {
         // The rest of the header: byte for byte what it was.
         let rest = sequenceDigits.upperBound..<headerEnd
         let headerEnd = digitsEnd + rest.count
-        guard new.count >= headerEnd, WindowShape.same(old, rest, new, digitsEnd..<headerEnd) else { return nil }
+        guard new.count >= headerEnd, ProxyState.same(old, rest, new, digitsEnd..<headerEnd) else { return nil }
         let moved = sequence - firstSequence
         guard moved <= UInt64(segmentEnds.count) else { return nil }
         let dropped = Int(moved)
         let kept = (dropped == 0 ? self.headerEnd : segmentEnds[dropped - 1])..<old.count
         let tailStart = headerEnd + kept.count
-        guard new.count >= tailStart, WindowShape.same(old, kept, new, headerEnd..<tailStart) else { return nil }
+        guard new.count >= tailStart, ProxyState.same(old, kept, new, headerEnd..<tailStart) else { return nil }
         return Advance(
             dropped: dropped, firstSequence: sequence, sequenceDigits: newDigits, headerEnd: headerEnd,
             tailStart: tailStart)
@@ -214,7 +216,8 @@ struct WindowShape {
     /// leading zero).
     static func digits(in bytes: [UInt8], line: (start: Int, end: Int, next: Int)) -> Range<Int>? {
         let start = line.start + sequencePrefix.count
-        guard start < line.end, same(bytes, line.start..<start, sequencePrefix, 0..<sequencePrefix.count) else {
+        guard start < line.end, ProxyState.same(bytes, line.start..<start, sequencePrefix, 0..<sequencePrefix.count)
+        else {
             return nil
         }
         let digits = start..<line.end
@@ -235,23 +238,11 @@ struct WindowShape {
         }
         return value
     }
-
-    /// Byte equality of two ranges (memcmp).
-    static func same(_ a: [UInt8], _ ra: Range<Int>, _ b: [UInt8], _ rb: Range<Int>) -> Bool {
-        guard ra.count == rb.count else { return false }
-        guard !ra.isEmpty else { return true }
-        return a.withUnsafeBytes { x in
-            b.withUnsafeBytes { y in
-                guard let p = x.baseAddress, let q = y.baseAddress else { return false }
-                return memcmp(p + ra.lowerBound, q + rb.lowerBound, ra.count) == 0
-            }
-        }
-    }
 }
 
 /// The segments added at the end of a window that moved on, when each is plain content: `#EXTINF:<duration>,` with
-/// no title (and its PROGRAM-DATE-TIME in a dated window), then a URI line (not a `slate/` one) with a line break. Parsed by the same parser as a whole window,
-/// so each line means what it would mean there.
+/// no title (and its PROGRAM-DATE-TIME in a dated window), then a URI line (not a `slate/` one) with a line break.
+/// Parsed by the same parser as a whole window, so each line means what it would mean there.
 struct PlainSegments {
     struct Segment {
         /// Its tag lines, in order: its EXTINF, and its PROGRAM-DATE-TIME in a dated window.

@@ -162,22 +162,23 @@ public final class RemotePlaylistFetcher: Sendable {
     /// dispatch queue's, never Swift's cooperative pool). Nil when the async path is needed: the URL is not plain
     /// http, the answer is a redirect, or a failure that a retry may cure (the async path retries with backoff).
     public func fetchPlaylistBytesBlocking(_ url: String) throws(ProxyError) -> (bytes: [UInt8], url: String)? {
-        let fetched: (RemoteHead, [UInt8])?
-        do {
-            fetched = try client.fetchWholeBlocking(url, headers: [], maxBytes: options.maxPlaylistBytes)
+        do throws(ProxyError) {
+            guard
+                let (head, bytes) = try client.fetchWholeBlocking(url, headers: [], maxBytes: options.maxPlaylistBytes)
+            else { return nil }
+            if let error = Self.statusError(head.status, url: url) { throw error }
+            try RemotePlaylistFetcher.checkPlaylist(bytes, url: url, contentType: head.header("Content-Type"))
+            return (bytes, head.finalURL)
         } catch {
             if error.isTransient && options.retries > 0 { return nil }
             throw error
         }
-        guard let (head, bytes) = fetched else { return nil }
-        guard (200..<300).contains(head.status) else {
-            let error = ProxyError(
-                .httpStatus, url: url, status: head.status, detail: "upstream answered \(head.status)")
-            if error.isTransient && options.retries > 0 { return nil }
-            throw error
-        }
-        try RemotePlaylistFetcher.checkPlaylist(bytes, url: url, contentType: head.header("Content-Type"))
-        return (bytes, head.finalURL)
+    }
+
+    /// The error for an upstream answer that is not 2xx (nil for 2xx).
+    static func statusError(_ status: Int, url: String) -> ProxyError? {
+        guard !(200..<300).contains(status) else { return nil }
+        return ProxyError(.httpStatus, url: url, status: status, detail: "upstream answered \(status)")
     }
 
     /// Whether ``fetchPlaylistBytesBlocking(_:)`` can fetch a URL (plain http, no upstream proxy).
@@ -228,17 +229,13 @@ public final class RemotePlaylistFetcher: Sendable {
         async throws(ProxyError) -> (RemoteHead, [UInt8])
     {
         if let (head, bytes) = try await client.fetchWhole(url, headers: extraHeaders, maxBytes: maxBytes) {
-            guard (200..<300).contains(head.status) else {
-                throw ProxyError(.httpStatus, url: url, status: head.status, detail: "upstream answered \(head.status)")
-            }
+            if let error = Self.statusError(head.status, url: url) { throw error }
             return (head, bytes)
         }
         let response = try await client.send(url, headers: extraHeaders)
-        guard (200..<300).contains(response.head.status) else {
+        if let error = Self.statusError(response.head.status, url: url) {
             response.cancel()
-            throw ProxyError(
-                .httpStatus, url: url, status: response.head.status, detail: "upstream answered \(response.head.status)"
-            )
+            throw error
         }
         if let length = response.head.header("Content-Length").flatMap({ Int($0) }), length > maxBytes {
             response.cancel()
