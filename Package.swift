@@ -119,7 +119,7 @@ targets.append(
 
 let package = Package(
     name: "TSPlayerKit",
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .visionOS(.v1)],
     products: modules.map { .library(name: $0.name, targets: [$0.name]) }
         + tools.map { .executable(name: $0.name, targets: [$0.name]) }
         + [.executable(name: "tsplayer", targets: ["tsplayer"])],

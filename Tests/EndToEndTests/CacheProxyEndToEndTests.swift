@@ -1,7 +1,7 @@
+import FileRange
 // End-to-end tests of `tsplayer cache-proxy` against a real origin (nginx on loopback that answers 403 without
 // the right Authorization header) and real clients (ffprobe, ffmpeg, curl).
 import Foundation
-import Synchronization
 import Testing
 
 /// Media made by ffmpeg once per run: an mp3, an mp4 (moov at the end, so readers seek) and a .ts.

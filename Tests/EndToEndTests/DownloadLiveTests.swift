@@ -1,8 +1,8 @@
+import FileRange
 // End-to-end tests of live recording with `tsplayer download`: a publisher thread slides a live window over the
 // ffmpeg-made small TS stream (one segment every 0.5 s) in a playlist that nginx serves; the recording is
 // byte-identical to the origin's segments and ends as a VOD playlist at EXT-X-ENDLIST or at --max-duration.
 import Foundation
-import Synchronization
 import Testing
 
 @Suite(.serialized, .temporaryFolders) struct DownloadLiveTests {
@@ -27,7 +27,7 @@ import Testing
     /// from `first` segments on; with `ends`, EXT-X-ENDLIST follows the last segment, else the window stops growing
     /// there. Runs until `stop` is set.
     final class Publisher: Sendable {
-        let stop = Mutex(false)
+        let stop = LockedValue(false)
         let folder: URL
         let segments: [(duration: String, name: String)]
 

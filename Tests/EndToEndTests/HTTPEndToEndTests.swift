@@ -1,7 +1,7 @@
+import FileRange
 // End-to-end tests of LoopbackHTTP against real clients: curl, Python http.client and h11, ffprobe; plus fault
 // tests against the built loopback-http-testserver process (fd baseline, 1,000 connections, slow headers).
 import Foundation
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -13,7 +13,7 @@ import Testing
 /// A running loopback-http-testserver, stopped (stdin closed) by `stop()`.
 /// Collects a child's stderr from the reader callback.
 private final class HTTPTextBox: Sendable {
-    let value = Mutex<String>("")
+    let value = LockedValue<String>("")
 }
 
 final class HTTPTestServer {

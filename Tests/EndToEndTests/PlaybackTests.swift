@@ -1,8 +1,8 @@
+import FileRange
 // Local playback end to end: `tsplayer serve` (and the session API) against ffmpeg/ffprobe as a real HLS client,
 // on fixtures made by ffmpeg in a temporary folder.
 import Foundation
 import LoopbackHTTP
-import Synchronization
 import TSPlayerKit
 import Testing
 
@@ -10,7 +10,7 @@ import Testing
 final class ServerProcess: Sendable {
     let process: Process
     let lines: [String]
-    private let log = Mutex<String>("")
+    private let log = LockedValue<String>("")
 
     /// Starts `tsplayer serve` and waits (20 s at most) until it has printed `expectedLines` lines on stdout.
     init(arguments: [String], expectedLines: Int = 1) throws {
@@ -52,7 +52,7 @@ final class ServerProcess: Sendable {
 }
 
 private final class LogBox: Sendable {
-    private let value = Mutex("")
+    private let value = LockedValue("")
     func append(_ text: String) { value.withLock { $0 += text } }
     var text: String { value.withLock { $0 } }
 }

@@ -1,9 +1,9 @@
+import FileRange
 // The ad-stripping proxy end to end: a python test origin in its own process (Tests/Origins/hls_origin.py) serving
 // ffmpeg-made segments in which ad segments are solid red and requiring an Authorization header, then
 // `tsplayer proxy` with that header, then ffmpeg reading through the proxy. No red frame may come out, and
 // timestamps must run on without a gap.
 import Foundation
-import Synchronization
 import Testing
 
 /// A child process whose first stdout line is read (a port or a URL); stopped with SIGINT/SIGTERM.
@@ -46,7 +46,7 @@ final class ProxyTestProcess: Sendable {
 }
 
 private final class ProxyLog: Sendable {
-    private let value = Mutex(Data())
+    private let value = LockedValue(Data())
     func append(_ data: Data) { value.withLock { $0.append(data) } }
     var text: String { value.withLock { String(decoding: $0, as: UTF8.self) } }
 }

@@ -1,7 +1,7 @@
+import FileRange
 // Shared helpers for the end-to-end tests: locating the built tools and the repository, running processes,
 // and finding the outside programs (ffprobe, curl, ...) that the tests use as real peers.
 import Foundation
-import Synchronization
 import Testing
 
 /// A finished child process.
@@ -87,7 +87,7 @@ enum EndToEnd {
 
 /// Carries the stderr bytes out of the reader thread.
 private final class DataBox: Sendable {
-    let value = Mutex<Data?>(nil)
+    let value = LockedValue<Data?>(nil)
 }
 
 extension EndToEnd {

@@ -1,7 +1,7 @@
+import FileRange
 // Clean-up of what the end-to-end tests make in the temporary directory: a folder owned by one test goes when that
 // test ends (also when it fails or throws); fixtures made once per test process go when the process exits.
 import Foundation
-import Synchronization
 import Testing
 
 /// The folders one test made in the temporary directory, removed when that test ends (also when it fails or throws).
@@ -11,7 +11,7 @@ import Testing
 final class TemporaryFolders: Sendable {
     @TaskLocal static var current: TemporaryFolders?
 
-    private let urls = Mutex<[URL]>([])
+    private let urls = LockedValue<[URL]>([])
 
     /// A new, empty folder `<temporary directory>/<prefix><UUID>` owned by the running test.
     static func make(prefix: String, sourceLocation: SourceLocation = #_sourceLocation) -> URL {
@@ -44,7 +44,7 @@ final class TemporaryFolders: Sendable {
         }
     }
 
-    private static let atExit = Mutex<[URL]>([])
+    private static let atExit = LockedValue<[URL]>([])
 }
 
 struct TemporaryFoldersTrait: SuiteTrait, TestTrait, TestScoping {

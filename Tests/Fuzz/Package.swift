@@ -26,7 +26,7 @@ let modules = Set(fuzzers.flatMap(\.dependencies)).sorted()
 
 let package = Package(
     name: "Fuzz",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v13)],
     products: fuzzers.map { .executable(name: $0.name, targets: [$0.name]) },
     dependencies: modules.map { .package(path: "../../Packages/\($0)") },
     targets: [.target(name: "FuzzSupport", swiftSettings: swiftSettings)]

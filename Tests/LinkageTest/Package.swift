@@ -6,7 +6,7 @@ import PackageDescription
 
 let package = Package(
     name: "LinkageTest",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v13)],
     dependencies: [
         .package(path: "../../Packages/FileRange"),
         .package(path: "../../Packages/MPEGTS"),

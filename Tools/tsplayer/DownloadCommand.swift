@@ -1,6 +1,6 @@
+import FileRange
 import Foundation
 import HLSDownload
-import Synchronization
 
 /// `tsplayer download`: downloads an HLS stream into a task folder for offline playback.
 enum DownloadCommand {
@@ -173,7 +173,7 @@ enum DownloadCommand {
 final class ProgressReporter: Sendable {
     private let json: Bool
     private let terminal: Bool
-    private let lastLine = Mutex(0.0)
+    private let lastLine = LockedValue(0.0)
 
     init(json: Bool) {
         self.json = json
@@ -258,7 +258,7 @@ final class ProgressReporter: Sendable {
 
 /// Set once Ctrl-C arrived.
 final class InterruptFlag: Sendable {
-    private let flag = Mutex(false)
+    private let flag = LockedValue(false)
     func set() { flag.withLock { $0 = true } }
     var isSet: Bool { flag.withLock { $0 } }
 }

@@ -1,7 +1,7 @@
+import FileRange
 import Foundation
 import LoopbackHTTP
 import MPEGTS
-import Synchronization
 import TSPlayerKit
 
 /// `tsplayer serve`: serves .ts files as HLS on a loopback port until interrupted.
@@ -196,7 +196,7 @@ enum SignalSources {
 
 /// True once, then false.
 final class OnceFlag: Sendable {
-    private let flag = Mutex(false)
+    private let flag = LockedValue(false)
     func claim() -> Bool {
         flag.withLock { claimed in
             defer { claimed = true }

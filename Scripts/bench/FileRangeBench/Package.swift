@@ -5,7 +5,7 @@ import PackageDescription
 
 let package = Package(
     name: "FileRangeBench",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v13)],
     dependencies: [.package(path: "../../../Packages/FileRange")],
     targets: [
         .executableTarget(

@@ -6,7 +6,7 @@ import PackageDescription
 
 let package = Package(
     name: "ProxyPollBench",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v13)],
     dependencies: [.package(path: "../../../Packages/TSPlayerKit")],
     targets: [
         .executableTarget(

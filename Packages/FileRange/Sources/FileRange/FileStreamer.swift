@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -80,7 +78,7 @@ public struct FileStreamerError: Error, Hashable, Sendable, CustomStringConverti
 public final class FileStreamer: Sendable {
     /// The path the file was opened from.
     public let path: String
-    private let descriptor: Atomic<Int32>
+    private let descriptor: LockedValue<Int32>
 
     /// Opens `path` read-only.
     public init(path: String) throws(FileStreamerError) {
@@ -98,7 +96,7 @@ public final class FileStreamer: Sendable {
             throw FileStreamerError(
                 .cannotOpen, path: path, errno: (info.st_mode & S_IFMT) == S_IFDIR ? .isDirectory : error)
         }
-        self.descriptor = Atomic(fd)
+        self.descriptor = LockedValue(fd)
     }
 
     deinit {
@@ -106,7 +104,7 @@ public final class FileStreamer: Sendable {
     }
 
     private func openDescriptor() throws(FileStreamerError) -> Int32 {
-        let fd = descriptor.load(ordering: .acquiring)
+        let fd = descriptor.withLock { $0 }
         guard fd >= 0 else { throw FileStreamerError(.closed, path: path) }
         return fd
     }
@@ -194,7 +192,10 @@ public final class FileStreamer: Sendable {
 
     /// Closes the file. Later calls throw `closed`; closing twice is harmless.
     public func close() {
-        let fd = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
+        let fd = descriptor.withLock { fd in
+            defer { fd = -1 }
+            return fd
+        }
         if fd >= 0 {
             _ = systemClose(fd)
         }

@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -89,8 +87,8 @@ public final class SparseRangeCache: Sendable {
         var dirty: Bool
     }
 
-    private let state: Mutex<State>
-    private let commitLock = Mutex<Void>(())
+    private let state: LockedValue<State>
+    private let commitLock = LockedValue<Void>(())
 
     /// Opens or creates the cache whose data lives at `dataPath` and whose map lives at `mapPath` (by default the
     /// data path plus `.ranges`). Ranges the map claims beyond the data file's end are dropped.
@@ -113,7 +111,7 @@ public final class SparseRangeCache: Sendable {
         if let beyond = ByteRange(lowerBound: dataSize, upperBound: UInt64.max) {
             ranges.remove(beyond)
         }
-        state = Mutex(State(fd: fd, written: ranges, metadata: metadata, dirty: false))
+        state = LockedValue(State(fd: fd, written: ranges, metadata: metadata, dirty: false))
     }
 
     deinit {

@@ -1,7 +1,6 @@
 import FileRange
 import Foundation
 import HLSPlaylist
-import Synchronization
 
 /// Downloads HLS streams for offline playback: a queue of tasks with bounded concurrency, a persistent task store,
 /// resumable and verified transfers.

@@ -1,5 +1,5 @@
+import FileRange
 import HLSPlaylist
-import Synchronization
 
 /// Where the recording of a live playlist stands; kept in the task store so that a paused or interrupted
 /// recording goes on where it stopped.

@@ -1,6 +1,5 @@
 import FileRange
 import HLSPlaylist
-import Synchronization
 
 /// Counters a running task shares between its requests.
 final class TaskCounters: Sendable {
@@ -12,7 +11,7 @@ final class TaskCounters: Sendable {
         var jobsTotal = 0
         var lastReport: Double = -1_000_000
     }
-    let values = Mutex(Values())
+    let values = LockedValue(Values())
 
     func add(_ delta: Int64) {
         values.withLock { v in
@@ -515,10 +514,10 @@ struct Fetcher: Sendable {
 
 /// A counting semaphore for the requests of one task.
 final class RequestGate: Sendable {
-    private let state: Mutex<(permits: Int, waiters: [CheckedContinuation<Void, Never>])>
+    private let state: LockedValue<(permits: Int, waiters: [CheckedContinuation<Void, Never>])>
 
     init(permits: Int) {
-        state = Mutex((max(1, permits), []))
+        state = LockedValue((max(1, permits), []))
     }
 
     /// Waits for a free slot; the returned permit gives it back once.
@@ -551,7 +550,7 @@ final class RequestGate: Sendable {
     /// One held slot.
     final class Permit: Sendable {
         private let gate: RequestGate
-        private let held = Mutex(true)
+        private let held = LockedValue(true)
         fileprivate init(gate: RequestGate) { self.gate = gate }
         func release() {
             if held.withLock({ h in

@@ -1,7 +1,6 @@
 import Dispatch
 import FileRange
 import HLSPlaylist
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -294,7 +293,7 @@ final class ConnectionPool: Sendable {
     let stallTimeout: Double
     /// Whether a numeric address must not be connected to (see ``SocketTransport/init``).
     let refusesAddress: (@Sendable (String) -> Bool)?
-    private let idle = Mutex<[String: [Connection]]>([:])
+    private let idle = LockedValue<[String: [Connection]]>([:])
     static let maxIdlePerHost = 32
 
     init(stallTimeout: Double, refusesAddress: (@Sendable (String) -> Bool)? = nil) {
@@ -336,11 +335,11 @@ final class Connection: Sendable {
         /// Bytes read past the response head, not yet consumed.
         var buffer: [UInt8] = []
     }
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
     private let queue = DispatchQueue(label: "HLSDownload.SocketTransport.connection")
 
     private init(fd: Int32) {
-        state = Mutex(State(fd: fd))
+        state = LockedValue(State(fd: fd))
     }
 
     deinit {
@@ -682,7 +681,7 @@ public final class SocketBody: Sendable {
     /// The body's length in bytes, buffered bytes included.
     public let length: UInt64
     private let reader: BodyReader
-    private let stage = Mutex(Stage.unclaimed)
+    private let stage = LockedValue(Stage.unclaimed)
     private enum Stage { case unclaimed, claimed, released }
 
     init(_ reader: BodyReader, _ length: UInt64) {
@@ -733,7 +732,7 @@ final class BodyReader: Sendable {
         var chunkLeft: UInt64?
         var finished = false
     }
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
     private let connection: Connection
     private let reusable: Bool
     private let pool: ConnectionPool
@@ -744,7 +743,7 @@ final class BodyReader: Sendable {
         connection: Connection, framing: BodyFraming, reusable: Bool, pool: ConnectionPool, key: String,
         chunkSize: Int
     ) {
-        self.state = Mutex(State(framing: framing))
+        self.state = LockedValue(State(framing: framing))
         self.connection = connection
         self.reusable = reusable
         self.pool = pool

@@ -1,5 +1,5 @@
+import FileRange
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -77,7 +77,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         var body: AsyncThrowingStream<[UInt8], any Error>.Continuation
         var redirects = 0
     }
-    private let pending = Mutex<[Int: Pending]>([:])
+    private let pending = LockedValue<[Int: Pending]>([:])
     private let maxRedirects: Int
 
     init(maxRedirects: Int) {

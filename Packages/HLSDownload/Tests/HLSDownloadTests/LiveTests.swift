@@ -1,6 +1,6 @@
+import FileRange
 import Foundation
 import HLSDownload
-import Synchronization
 import Testing
 
 @Suite(.temporaryFolders) struct LiveTests {
@@ -44,7 +44,7 @@ import Testing
     @Test func slidingWindowIsRecordedUntilEndList() async throws {
         let windows = [[0, 1, 2], [1, 2, 3], [5, 6, 7], [6, 7, 8]]
         let root = Fixtures.temporaryFolder()
-        let seen = Mutex<[Int: String]>([:])
+        let seen = LockedValue<[Int: String]>([:])
         let origin = Self.origin(
             poll: { n in Self.window(windows[min(n, windows.count) - 1], ended: n >= windows.count) },
             onPoll: { n in

@@ -1,6 +1,6 @@
+import FileRange
 import Foundation
 import HLSDownload
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -16,9 +16,9 @@ final class RawOrigin: Sendable {
     }
     let port: UInt16
     private let listener: Int32
-    let connections = Mutex(0)
-    let paths = Mutex<[String]>([])
-    let heads = Mutex<[String]>([])
+    let connections = LockedValue(0)
+    let paths = LockedValue<[String]>([])
+    let heads = LockedValue<[String]>([])
 
     init(reply: @escaping @Sendable (String) -> Reply) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -270,7 +270,7 @@ final class RawOrigin: Sendable {
     /// and a host with nothing else fails with addressRefused (not transient); other addresses connect as usual.
     @Test func refusedAddressesAreNeverConnectedTo() async throws {
         let origin = try RawOrigin { _ in .bytes(Self.response(Array("ok".utf8)), close: false) }
-        let asked = Mutex<[String]>([])
+        let asked = LockedValue<[String]>([])
         let refusing = SocketTransport(
             stallTimeout: 5,
             refusesAddress: { address in

@@ -1,6 +1,6 @@
+import FileRange
 import Foundation
 import HLSDownload
-import Synchronization
 import Testing
 
 /// What a fake origin answers for one request.
@@ -23,7 +23,7 @@ final class FakeOrigin: DownloadTransport, Sendable {
         var maxInFlight = 0
         var bytesSent = 0
     }
-    let state = Mutex(State())
+    let state = LockedValue(State())
     let handler: (@Sendable (TransportRequest, Int) -> FakeReply?)?
 
     init(files: [String: [UInt8]] = [:], handler: (@Sendable (TransportRequest, Int) -> FakeReply?)? = nil) {
@@ -92,7 +92,7 @@ final class FakeOrigin: DownloadTransport, Sendable {
 
 /// A clock that never sleeps: time advances by what is asked, and every sleep is recorded.
 final class FakeClock: DownloadClock, Sendable {
-    let state = Mutex((time: 0.0, sleeps: [Double]()))
+    let state = LockedValue((time: 0.0, sleeps: [Double]()))
     func now() -> Double { state.withLock { $0.time } }
     func sleep(seconds: Double) async throws {
         try Task.checkCancellation()

@@ -1,5 +1,5 @@
+import FileRange
 import Foundation
-import Synchronization
 import Testing
 
 /// The folders one test made in the temporary directory, removed when that test ends (also when it fails or throws).
@@ -9,7 +9,7 @@ import Testing
 final class TemporaryFolders: Sendable {
     @TaskLocal static var current: TemporaryFolders?
 
-    private let paths = Mutex<[String]>([])
+    private let paths = LockedValue<[String]>([])
 
     /// A new, empty folder `<temporary directory>/<prefix><UUID>` owned by the running test.
     static func make(prefix: String, sourceLocation: SourceLocation = #_sourceLocation) -> String {

@@ -1,5 +1,4 @@
 import FileRange
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -30,16 +29,20 @@ enum LoopMessage: Sendable {
 /// State shared by the event loops of one server.
 final class ServerShared: Sendable {
     let application: HTTPApplication
-    let connectionCount = Atomic<Int>(0)
-    let loopsRunning = Atomic<Int>(0)
-    let onAllLoopsStopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
-    let stoppedFlag = Atomic<Bool>(false)
+    let connectionCount = LockedValue<Int>(0)
+    let loopsRunning = LockedValue<Int>(0)
+    let onAllLoopsStopped = LockedValue<CheckedContinuation<Void, Never>?>(nil)
+    let stoppedFlag = LockedValue<Bool>(false)
 
     init(application: HTTPApplication) { self.application = application }
 
     func loopStopped() {
-        if loopsRunning.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
-            stoppedFlag.store(true, ordering: .releasing)
+        let remaining = loopsRunning.withLock { count in
+            count -= 1
+            return count
+        }
+        if remaining == 0 {
+            stoppedFlag.withLock { $0 = true }
             let continuation = onAllLoopsStopped.withLock { value -> CheckedContinuation<Void, Never>? in
                 defer { value = nil }
                 return value
@@ -51,10 +54,10 @@ final class ServerShared: Sendable {
 
 /// The cross-thread face of one event loop: a mailbox and a wake-up handle.
 final class LoopHandle: Sendable {
-    let inbox = Mutex<[LoopMessage]>([])
+    let inbox = LockedValue<[LoopMessage]>([])
     let descriptors: PollerDescriptors
     /// Set, under `inbox`'s lock, before the loop closes its descriptors.
-    private let closed = Atomic<Bool>(false)
+    private let closed = LockedValue<Bool>(false)
 
     init(descriptors: PollerDescriptors) { self.descriptors = descriptors }
 
@@ -64,7 +67,7 @@ final class LoopHandle: Sendable {
     /// so the loop cannot close the descriptor in the middle of it.
     func post(_ message: LoopMessage) {
         inbox.withLock { box in
-            guard !closed.load(ordering: .acquiring) else { return }
+            guard !closed.withLock({ $0 }) else { return }
             box.append(message)
             if box.count == 1 { Poller.wake(descriptors) }
         }
@@ -73,7 +76,7 @@ final class LoopHandle: Sendable {
     /// Marks the loop closed; after this returns no `post` touches the descriptors.
     func markClosed() {
         inbox.withLock { box in
-            closed.store(true, ordering: .releasing)
+            closed.withLock { $0 = true }
             box.removeAll()
         }
     }
@@ -304,10 +307,13 @@ final class EventLoopRunner {
                 return
             }
             guard let (fd, peer) = accepted else { return }
-            let count = shared.connectionCount.add(1, ordering: .relaxed).newValue
+            let count = shared.connectionCount.withLock { count in
+                count += 1
+                return count
+            }
             if count > configuration.maxConnections {
                 refuseBusy(fd)
-                shared.connectionCount.subtract(1, ordering: .relaxed)
+                shared.connectionCount.withLock { $0 -= 1 }
                 continue
             }
             register(fd: fd, peer: peer)
@@ -909,7 +915,7 @@ final class EventLoopRunner {
         let index = Int(connection.fd)
         if index < connections.count, connections[index] === connection { connections[index] = nil }
         openCount -= 1
-        shared.connectionCount.subtract(1, ordering: .relaxed)
+        shared.connectionCount.withLock { $0 -= 1 }
         if shutdownDeadline != nil, openCount == 0 { running = false }
     }
 

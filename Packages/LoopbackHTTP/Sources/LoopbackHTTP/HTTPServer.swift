@@ -1,5 +1,4 @@
 import FileRange
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -45,7 +44,7 @@ public actor HTTPServer {
     }
 
     /// Open connections right now (across all event loops).
-    public nonisolated var openConnections: Int { shared.connectionCount.load(ordering: .relaxed) }
+    public nonisolated var openConnections: Int { shared.connectionCount.withLock { $0 } }
 
     /// The bound port while running.
     public var port: UInt16? {
@@ -95,7 +94,7 @@ public actor HTTPServer {
             for fd in bound { closeDescriptor(fd) }
             throw error
         }
-        shared.loopsRunning.store(handles.count, ordering: .releasing)
+        shared.loopsRunning.withLock { $0 = handles.count }
         let shared = self.shared
         let listenerList = bound
         for handle in handles {
@@ -116,7 +115,7 @@ public actor HTTPServer {
         let shared = self.shared
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let already = shared.onAllLoopsStopped.withLock { value -> Bool in
-                if shared.stoppedFlag.load(ordering: .acquiring) { return true }
+                if shared.stoppedFlag.withLock({ $0 }) { return true }
                 value = continuation
                 return false
             }

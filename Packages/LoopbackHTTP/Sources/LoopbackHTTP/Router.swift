@@ -1,4 +1,4 @@
-import Synchronization
+import FileRange
 
 /// What answers a request.
 ///
@@ -50,19 +50,23 @@ public struct HTTPHandler: Sendable {
 /// waiting.
 public final class HTTPResponder: Sendable {
     private let deliver: @Sendable (HTTPResponse) -> Void
-    private let answered = Atomic<Bool>(false)
+    private let answered = LockedValue<Bool>(false)
 
     init(_ deliver: @escaping @Sendable (HTTPResponse) -> Void) { self.deliver = deliver }
 
     deinit {
-        if !answered.load(ordering: .acquiring) {
+        if !answered.withLock({ $0 }) {
             deliver(.text("500 Internal Server Error: the handler did not answer\n", status: .internalServerError))
         }
     }
 
     /// Sends the response (the first call only).
     public func respond(_ response: HTTPResponse) {
-        guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let first = answered.withLock { answered in
+            defer { answered = true }
+            return !answered
+        }
+        guard first else { return }
         deliver(response)
     }
 }
@@ -125,7 +129,7 @@ public struct SessionToken: Sendable, Hashable, CustomStringConvertible {
 /// tokens in the set at the time of the request; each is compared in constant time, the match is
 /// ``HTTPRequest/sessionToken``, and the access log shows `{token}` in its place, as for a fixed session.
 public final class SessionTokenSet: Sendable {
-    private let tokens = Mutex<[SessionToken]>([])
+    private let tokens = LockedValue<[SessionToken]>([])
 
     public init() {}
 

@@ -1,5 +1,4 @@
 import FileRange
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -178,7 +177,7 @@ struct FileIdentity: Hashable, Sendable {
 /// Paths whose opened file was found inside the root, with that file's identity (bounded; shared by the event
 /// loops, so behind a `Mutex`).
 final class VerifiedFiles: Sendable {
-    private let table = Mutex<[String: FileIdentity]>([:])
+    private let table = LockedValue<[String: FileIdentity]>([:])
     private static let capacity = 4096
 
     func contains(path: String, identity: FileIdentity) -> Bool {
@@ -210,7 +209,7 @@ final class OpenFiles: Sendable {
         var earliestExpiry = UInt64.max
     }
 
-    private let table = Mutex(Table())
+    private let table = LockedValue(Table())
     private static let capacity = 256
 
     /// The file opened for `path` under `root`, while it has not expired.

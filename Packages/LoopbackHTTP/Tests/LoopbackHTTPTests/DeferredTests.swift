@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import FileRange
 import Testing
 
 @testable import LoopbackHTTP
@@ -92,5 +92,5 @@ struct DeferredInProcessTests {
 
 /// Whether each call of a handler was made inside a task.
 final class TaskNotes: Sendable {
-    let notes = Mutex<[Bool]>([])
+    let notes = LockedValue<[Bool]>([])
 }

@@ -1,5 +1,5 @@
+import FileRange
 import Foundation
-import Synchronization
 import Testing
 
 @testable import LoopbackHTTP
@@ -16,8 +16,8 @@ final class SocketPairSource: SpliceSource {
     let serverEnd: Int32
     let writerEnd: Int32
     let buffered: [UInt8]
-    let claims = Atomic<Int>(0)
-    let releases = Mutex<[Bool]>([])
+    let claims = LockedValue<Int>(0)
+    let releases = LockedValue<[Bool]>([])
 
     init(buffered: [UInt8]) throws {
         var ends: [Int32] = [-1, -1]
@@ -38,14 +38,14 @@ final class SocketPairSource: SpliceSource {
     }
 
     func claim() -> (descriptor: Int32, buffered: [UInt8])? {
-        claims.add(1, ordering: .relaxed)
+        claims.withLock { $0 += 1 }
         _ = fcntl(serverEnd, F_SETFL, fcntl(serverEnd, F_GETFL) | O_NONBLOCK)
         return (serverEnd, buffered)
     }
 
     func release(complete: Bool) { releases.withLock { $0.append(complete) } }
 
-    var claimCount: Int { claims.load(ordering: .relaxed) }
+    var claimCount: Int { claims.withLock { $0 } }
     var released: [Bool] { releases.withLock { $0 } }
 
     /// Writes `bytes` into the pair in pieces, pausing now and then so that the relay runs dry and waits for the
@@ -86,7 +86,7 @@ struct WatchedStream: AsyncSequence, Sendable {
         let pulled: PullFlag
         var chunks: [[UInt8]]
         mutating func next() async -> [UInt8]? {
-            pulled.value.store(true, ordering: .relaxed)
+            pulled.value.withLock { $0 = true }
             return chunks.isEmpty ? nil : chunks.removeFirst()
         }
     }
@@ -94,10 +94,10 @@ struct WatchedStream: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pulled: pulled, chunks: chunks) }
 }
 
-/// A shareable flag (`Atomic` itself cannot be copied).
+/// A shareable flag.
 final class PullFlag: Sendable {
-    let value = Atomic<Bool>(false)
-    var isSet: Bool { value.load(ordering: .relaxed) }
+    let value = LockedValue<Bool>(false)
+    var isSet: Bool { value.withLock { $0 } }
 }
 
 /// Deterministic bytes that differ at every offset within a few megabytes.

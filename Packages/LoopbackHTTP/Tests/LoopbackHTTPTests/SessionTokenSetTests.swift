@@ -1,4 +1,4 @@
-import Synchronization
+import FileRange
 import Testing
 
 @testable import LoopbackHTTP
@@ -53,7 +53,7 @@ struct SessionTokenSetTests {
         let sessions = SessionTokenSet()
         let token = SessionToken.random()
         sessions.insert(token)
-        let entries = Mutex<[AccessLogEntry]>([])
+        let entries = LockedValue<[AccessLogEntry]>([])
         let app = Self.application(sessions) { entry in entries.withLock { $0.append(entry) } }
         try await withServer(app) { port, _ in
             let client = try RawClient(port: port)

@@ -1,6 +1,5 @@
 import FileRange
 import Foundation
-import Synchronization
 import Testing
 
 @testable import LoopbackHTTP
@@ -204,22 +203,22 @@ struct SocketTests {
             var head = [UInt8](repeating: 0, count: 64)
             _ = recv(client.fd, &head, head.count, 0)
             try await Task.sleep(for: .milliseconds(600))
-            let stalled = produced.bytes.load(ordering: .relaxed)
+            let stalled = produced.bytes.withLock { $0 }
             try await Task.sleep(for: .milliseconds(300))
-            let later = produced.bytes.load(ordering: .relaxed)
+            let later = produced.bytes.withLock { $0 }
             #expect(stalled < 64 << 20, "produced \(stalled) bytes for a client that reads nothing")
             #expect(later - stalled <= 2 * EndlessChunks.chunkSize, "production went on: \(stalled) → \(later)")
             // Reading drains the socket and production resumes.
             var sink = [UInt8](repeating: 0, count: 1 << 20)
             for _ in 0..<64 { _ = recv(client.fd, &sink, sink.count, 0) }
             try await Task.sleep(for: .milliseconds(100))
-            #expect(produced.bytes.load(ordering: .relaxed) > later)
+            #expect(produced.bytes.withLock { $0 } > later)
             // The client leaves: the connection closes and the producer stops.
             client.reset()
             try await Task.sleep(for: .milliseconds(300))
-            let afterClose = produced.bytes.load(ordering: .relaxed)
+            let afterClose = produced.bytes.withLock { $0 }
             try await Task.sleep(for: .milliseconds(300))
-            #expect(produced.bytes.load(ordering: .relaxed) - afterClose <= EndlessChunks.chunkSize)
+            #expect(produced.bytes.withLock { $0 } - afterClose <= EndlessChunks.chunkSize)
             #expect(server.openConnections == 0)
         }
     }
@@ -330,7 +329,7 @@ struct SocketTests {
     }
 
     @Test func accessLogHidesToken() async throws {
-        let entries = Mutex<[AccessLogEntry]>([])
+        let entries = LockedValue<[AccessLogEntry]>([])
         let logged = makeApplication(
             www: tree.www, token: token, log: { entry in entries.withLock { $0.append(entry) } })
         try await withServer(logged) { port, _ in
@@ -414,7 +413,7 @@ struct SocketTests {
 
 /// Counts the bytes a producer has handed out.
 final class ProducedCounter: Sendable {
-    let bytes = Atomic<Int>(0)
+    let bytes = LockedValue<Int>(0)
 }
 
 /// An endless pull-based body: each chunk is made when asked for.
@@ -426,7 +425,7 @@ struct EndlessChunks: AsyncSequence, Sendable {
         let counter: ProducedCounter
         mutating func next() async -> [UInt8]? {
             if Task.isCancelled { return nil }
-            counter.bytes.add(EndlessChunks.chunkSize, ordering: .relaxed)
+            counter.bytes.withLock { $0 += EndlessChunks.chunkSize }
             return [UInt8](repeating: 0x78, count: EndlessChunks.chunkSize)
         }
     }

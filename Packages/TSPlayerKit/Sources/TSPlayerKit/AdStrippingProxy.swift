@@ -1,8 +1,8 @@
+import FileRange
 import Foundation
 public import HLSAdFilter
 public import HLSPlaylist
 public import LoopbackHTTP
-import Synchronization
 
 /// A loopback proxy in front of a remote HLS stream that removes ads.
 ///
@@ -84,8 +84,8 @@ public final class AdStrippingProxy: Sendable {
     /// Poll decisions, stalls and upstream errors, as they happen.
     public let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
-    private let state = Mutex(ProxyState())
-    private let server = Mutex<HTTPServer?>(nil)
+    private let state = LockedValue(ProxyState())
+    private let server = LockedValue<HTTPServer?>(nil)
     private let slates: any ProxySlateSource
 
     public init(url: String, options: Options = Options()) {

@@ -1,6 +1,5 @@
 import FileRange
 import Foundation
-import Synchronization
 
 /// What the caching proxy knows about a remote resource, from the origin's first response; kept in the cache's
 /// metadata so that it survives restarts.
@@ -77,7 +76,7 @@ public struct CachedResource: Sendable, Hashable {
 final class CacheIndex: Sendable {
     let directory: String
     let maxBytes: UInt64
-    private let records: Mutex<[String: CachedResource]>
+    private let records: LockedValue<[String: CachedResource]>
 
     init(directory: String, maxBytes: UInt64) throws(CachingProxyError) {
         self.directory = directory
@@ -89,7 +88,7 @@ final class CacheIndex: Sendable {
         }
         var found: [String: CachedResource] = [:]
         for resource in CacheIndex.scan(directory) { found[resource.key] = resource }
-        records = Mutex(found)
+        records = LockedValue(found)
     }
 
     /// The resources held in `directory`, most recently used first.

@@ -1,7 +1,6 @@
 import FileRange
 import Foundation
 public import LoopbackHTTP
-import Synchronization
 
 /// An error from ``CachingMediaProxy``: an opaque ``Code`` plus context.
 public struct CachingProxyError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -105,7 +104,7 @@ public final class CachingMediaProxy: Sendable {
     let index: CacheIndex
     private let fetcher: RemotePlaylistFetcher
     private let revalidator: RemotePlaylistFetcher
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     /// The live session tokens of ``localURL(for:headers:)`` URLs.
     private let tokens = SessionTokenSet()
 

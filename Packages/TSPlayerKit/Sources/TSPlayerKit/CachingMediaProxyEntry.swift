@@ -1,6 +1,5 @@
 import FileRange
 import Foundation
-import Synchronization
 
 /// One cached remote resource while the proxy uses it: its sparse cache, its content info, the origin fetches in
 /// flight (so that overlapping readers fetch each byte once), and readers waiting for bytes.
@@ -35,7 +34,7 @@ final class CachedMediaEntry: Sendable {
     let cache: SparseRangeCache
     let window: UInt64
     let commitInterval: UInt64
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
     private let fetcher: RemotePlaylistFetcher
     private let onFetchEnd: @Sendable (CachedMediaEntry) -> Void
 
@@ -61,7 +60,7 @@ final class CachedMediaEntry: Sendable {
             metadata = ["url": url]
             cache.setMetadata(metadata)
         }
-        state = Mutex(State(info: CachedContentInfo(metadata: metadata)))
+        state = LockedValue(State(info: CachedContentInfo(metadata: metadata)))
     }
 
     var info: CachedContentInfo? { state.withLock { $0.info } }

@@ -1,7 +1,7 @@
 #if canImport(AVFoundation)
     public import AVFoundation
     import Foundation
-    import Synchronization
+    import FileRange
     import UniformTypeIdentifiers
 
     /// The `AVAssetResourceLoaderDelegate` route to a ``CachingMediaProxy`` cache, for apps that want AVPlayer to
@@ -29,7 +29,7 @@
 
         private let proxy: CachingMediaProxy
         private let queue = DispatchQueue(label: "TSPlayerKit.CachingResourceLoader")
-        private let state = Mutex(State())
+        private let state = LockedValue(State())
 
         /// A loader over `proxy`'s cache. Keep it alive for as long as its assets play (AVFoundation holds the
         /// delegate weakly).

@@ -1,9 +1,9 @@
+import FileRange
 public import HLSDownload
-import Synchronization
 
 /// The playback sessions of downloaded tasks, one per store, task and server, so that asking again for the same
 /// task reuses the session (and its URL) while it is served.
-private let downloadSessions = Mutex<[String: HLSFolderSession]>([:])
+private let downloadSessions = LockedValue<[String: HLSFolderSession]>([:])
 
 extension DownloadManager {
     /// The local URL of a completed task's playlist, served offline through `server`: the first call starts a

@@ -1,5 +1,5 @@
+import FileRange
 public import LoopbackHTTP
-import Synchronization
 
 /// Something the playback server serves under its own token: a `.ts` file, a folder, a presentation.
 public protocol PlaybackSource: AnyObject, Sendable {
@@ -119,6 +119,6 @@ public actor PlaybackServer {
 
 /// The live sessions, shared between the actor and the server's handler.
 private final class SessionRegistry: Sendable {
-    let sessions = Mutex<[any PlaybackSource]>([])
+    let sessions = LockedValue<[any PlaybackSource]>([])
     let tokens = SessionTokenSet()
 }

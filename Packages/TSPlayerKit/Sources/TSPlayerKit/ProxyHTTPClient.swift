@@ -1,7 +1,7 @@
+import FileRange
 import Foundation
 import HLSDownload
 import HLSPlaylist
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -264,7 +264,7 @@ final class TransferBody: Sendable {
         var suspended = false
         var cancelled = false
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     private let task: URLSessionDataTask
     static let wakeBytes = 256 << 10
     static let wakeDelay = Duration.milliseconds(5)
@@ -434,7 +434,7 @@ final class ProxyClientDelegate: NSObject, URLSessionDataDelegate, Sendable {
         var body: TransferBody
         var redirects = 0
     }
-    private let pending = Mutex<[Int: Pending]>([:])
+    private let pending = LockedValue<[Int: Pending]>([:])
     private let maxRedirects: Int
     private let policy: UpstreamPolicy
 

@@ -1,8 +1,8 @@
+import FileRange
 import Foundation
 import HLSDownload
 public import HLSPlaylist
 import LoopbackHTTP
-import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -333,7 +333,7 @@ struct UpstreamPolicy: Sendable {
 
     /// The non-public address a host resolved to (nil: none), remembered for a while, at most 256 hosts.
     final class HostVerdicts: Sendable {
-        private let table = Mutex<[String: (privateAddress: String?, until: ContinuousClock.Instant)]>([:])
+        private let table = LockedValue<[String: (privateAddress: String?, until: ContinuousClock.Instant)]>([:])
 
         func verdict(_ host: String) -> String? {
             let now = ContinuousClock.now

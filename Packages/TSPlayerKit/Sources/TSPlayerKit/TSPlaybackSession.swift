@@ -2,7 +2,6 @@ import FileRange
 import HLSPlaylist
 public import LoopbackHTTP
 public import MPEGTS
-import Synchronization
 
 /// Plays one `.ts` file through the loopback server: the file is indexed (in the background, or at once from its
 /// sidecar index) and described as HLS, a VOD media playlist of keyframe-aligned byte-range segments with true
@@ -40,10 +39,10 @@ public final class TSPlaybackSession: PlaybackSource {
     private let file: FileStreamer
     /// Segments the caller gave (a file of concatenated segments); nil when the file is indexed instead.
     private let givenSegments: [PlannedSegment]?
-    private let indexState: Mutex<TSIndex?>
+    private let indexState: LockedValue<TSIndex?>
     /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete.
-    private let iFrames = Mutex<[PlannedSegment]?>(nil)
-    private let indexing = Mutex<Task<Void, Never>?>(nil)
+    private let iFrames = LockedValue<[PlannedSegment]?>(nil)
+    private let indexing = LockedValue<Task<Void, Never>?>(nil)
 
     /// Opens `path`. Reads only both ends of the file (the probe) and, when present and current, its sidecar index.
     public init(tsFile path: String, options: Options = Options()) throws(PlaybackError) {
@@ -60,7 +59,7 @@ public final class TSPlaybackSession: PlaybackSource {
         } catch {
             throw PlaybackError(.notTransportStream, path: path, detail: "\(error)")
         }
-        indexState = Mutex(TSIndex.loadSidecar(for: path))
+        indexState = LockedValue(TSIndex.loadSidecar(for: path))
         givenSegments = nil
         codecDetails = Self.readCodecDetails(file)
     }
@@ -86,7 +85,7 @@ public final class TSPlaybackSession: PlaybackSource {
             throw PlaybackError(.notTransportStream, path: path, detail: "\(error)")
         }
         givenSegments = try SegmentInfo.validated(segments, fileSize: size, path: path)
-        indexState = Mutex(nil)
+        indexState = LockedValue(nil)
         codecDetails = Self.readCodecDetails(file)
     }
 

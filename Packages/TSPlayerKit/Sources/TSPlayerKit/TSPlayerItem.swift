@@ -1,7 +1,7 @@
 #if canImport(AVFoundation)
     import AVFoundation
     import Foundation
-    import Synchronization
+    import FileRange
 
     /// Errors of the seed library's API, kept so its users can switch.
     public enum TSPlayerItemError: Error, Sendable {
@@ -111,6 +111,6 @@
     }
     /// Carries the registration result out of the task.
     private final class RegistrationBox: Sendable {
-        let value = Mutex<Result<String, PlaybackError>?>(nil)
+        let value = LockedValue<Result<String, PlaybackError>?>(nil)
     }
 #endif

@@ -1,7 +1,6 @@
 import FileRange
 import Foundation
 import LoopbackHTTP
-import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -30,8 +29,8 @@ final class CachingTestOrigin: Sendable {
     }
 
     final class Box<T: Sendable>: Sendable {
-        let mutex: Mutex<T>
-        init(_ value: T) { mutex = Mutex(value) }
+        let mutex: LockedValue<T>
+        init(_ value: T) { mutex = LockedValue(value) }
         func withLock<R>(_ body: (inout T) -> R) -> R { mutex.withLock { body(&$0) } }
     }
 

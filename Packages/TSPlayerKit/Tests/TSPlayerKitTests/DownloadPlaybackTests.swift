@@ -1,6 +1,6 @@
+import FileRange
 import Foundation
 import HLSDownload
-import Synchronization
 import TSPlayerKit
 import Testing
 

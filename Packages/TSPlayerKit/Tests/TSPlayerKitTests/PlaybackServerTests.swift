@@ -1,6 +1,6 @@
+import FileRange
 import Foundation
 import LoopbackHTTP
-import Synchronization
 import Testing
 
 @testable import TSPlayerKit
@@ -20,7 +20,7 @@ private final class EchoSource: PlaybackSource {
 struct PlaybackServerTests {
     @Test("sessions are reached only under their own live token, and no token reaches the access log")
     func sessionsAndLog() async throws {
-        let paths = Mutex<[String]>([])
+        let paths = LockedValue<[String]>([])
         var configuration = HTTPServerConfiguration()
         configuration.accessLog = { entry in paths.withLock { $0.append("\(entry.path) \(entry.status)") } }
         let server = PlaybackServer(configuration: configuration)

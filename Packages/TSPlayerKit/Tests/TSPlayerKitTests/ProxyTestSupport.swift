@@ -1,6 +1,6 @@
+import FileRange
 import Foundation
 import LoopbackHTTP
-import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -16,8 +16,8 @@ final class ProxyTestOrigin: Sendable {
         var redirect: String?
     }
     final class Locked<T: Sendable>: Sendable {
-        let value: Mutex<T>
-        init(_ v: T) { value = Mutex(v) }
+        let value: LockedValue<T>
+        init(_ v: T) { value = LockedValue(v) }
         func withLock<R>(_ body: (inout T) -> R) -> R { value.withLock { body(&$0) } }
     }
     let resources = Locked<[String: Resource]>([:])

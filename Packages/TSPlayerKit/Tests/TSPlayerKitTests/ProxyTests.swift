@@ -1,8 +1,8 @@
+import FileRange
 import Foundation
 import HLSAdFilter
 import HLSPlaylist
 import LoopbackHTTP
-import Synchronization
 import Testing
 
 @testable import TSPlayerKit

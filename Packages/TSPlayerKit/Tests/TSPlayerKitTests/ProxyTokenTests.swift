@@ -1,6 +1,6 @@
+import FileRange
 import Foundation
 import LoopbackHTTP
-import Synchronization
 import Testing
 
 @testable import TSPlayerKit
@@ -11,7 +11,7 @@ struct ProxyTokenTests {
     @Test func wrongTokenIs404AndTheLogHidesTheToken() async throws {
         let origin = try await ProxyTestOrigin()
         origin.set("/master.m3u8", "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000000\nvideo.m3u8\n")
-        let paths = Mutex<[String]>([])
+        let paths = LockedValue<[String]>([])
         var options = AdStrippingProxy.Options()
         options.fetch.allowPrivateUpstreams = true
         options.fetch.retries = 0

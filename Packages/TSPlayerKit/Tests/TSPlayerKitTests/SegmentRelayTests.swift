@@ -1,7 +1,7 @@
+import FileRange
 import Foundation
 import HLSPlaylist
 import LoopbackHTTP
-import Synchronization
 import Testing
 
 @testable import TSPlayerKit
@@ -20,7 +20,7 @@ import Testing
         let port: UInt16
         /// Remote addresses of the segment requests, in order.
         final class Peers: Sendable {
-            let list = Mutex<[String]>([])
+            let list = LockedValue<[String]>([])
         }
         let peers = Peers()
         let segments: [[UInt8]]
