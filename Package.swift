@@ -117,6 +117,34 @@ targets.append(
     )
 )
 
+// The Apple glue (Packages/TSPlayerKit/Sources/TSPlayerKit/Apple), compiled on Linux as a module of its own against
+// test-only stand-ins of the part of AVFoundation and UniformTypeIdentifiers it uses, and tested there. On Apple
+// platforms the glue is part of TSPlayerKit and these targets do not exist. Tests/AppleGlue/README.md says what this
+// proves and what it cannot.
+#if os(Linux)
+    let standIns = ["AVFoundation", "UniformTypeIdentifiers"]
+    for name in standIns {
+        targets.append(.target(name: name, path: "Tests/AppleStandIn/\(name)", swiftSettings: swiftSettings))
+    }
+    targets.append(
+        .target(
+            name: "TSPlayerKitAppleGlue",
+            dependencies: ["TSPlayerKit", "FileRange"] + standIns.map { .target(name: $0) },
+            path: "Tests/AppleGlue/Glue",
+            swiftSettings: swiftSettings + [.define("TSPLAYERKIT_APPLE_GLUE")]
+        )
+    )
+    targets.append(
+        .testTarget(
+            name: "AppleGlueTests",
+            dependencies: ["TSPlayerKitAppleGlue", "TSPlayerKit", "LoopbackHTTP", "FileRange"]
+                + standIns.map { .target(name: $0) },
+            path: "Tests/AppleGlue/Tests",
+            swiftSettings: swiftSettings
+        )
+    )
+#endif
+
 let package = Package(
     name: "TSPlayerKit",
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .visionOS(.v1)],

@@ -340,7 +340,7 @@ func waitForEndList(_ url: String) throws -> String {
         for name in names {
             let data = try Data(contentsOf: pieces.appendingPathComponent(name))
             let probe = try TSProbeDuration.of(pieces.appendingPathComponent(name).path)
-            segments.append(SegmentInfo(offset: UInt64(joined.count), length: UInt64(data.count), duration: probe))
+            segments.append(SegmentInfo(offset: UInt64(joined.count), duration: probe, length: UInt64(data.count)))
             joined += data
         }
         let joinedURL = pieces.appendingPathComponent("joined.bin")
@@ -367,9 +367,9 @@ func waitForEndList(_ url: String) throws -> String {
         let base = try await server.add(session)
         await session.waitUntilIndexed()
         #expect(try fetch(base + "index.m3u8").contains("#EXT-X-ENDLIST"))
-        let port = try #require(await server.boundPort)
+        let port = try #require(server.boundPort)
         #expect(try await server.revive() == port)
-        #expect(await server.baseURL(for: session) == base)
+        #expect(server.baseURL(for: session) == base)
         #expect(try fetch(base + "index.m3u8").contains("#EXT-X-ENDLIST"))
 
         // Someone else takes the port while the server is down: revival moves to a new port.
@@ -383,7 +383,7 @@ func waitForEndList(_ url: String) throws -> String {
         await server.remove(session)
         _ = try await other.add(squatter)
         _ = try await server.add(session)  // the port is taken, so the server binds a new one
-        let moved = try #require(await server.baseURL(for: session))
+        let moved = try #require(server.baseURL(for: session))
         #expect(moved != base && moved.hasSuffix("/\(session.token.value)/"))
         #expect(try fetch(moved + "index.m3u8").contains("#EXT-X-ENDLIST"))
         #expect(try await server.revive() != port)

@@ -80,7 +80,7 @@ enum ServeCommand {
         }
 
         let server = PlaybackServer.shared
-        await server.setConfiguration(configuration)
+        server.setConfiguration(configuration)
         var sessions: [Served] = []
         for path in inputs {
             do {

@@ -116,7 +116,7 @@ enum TasksCommand {
             configuration.port = number
         }
         let server = PlaybackServer.shared
-        await server.setConfiguration(configuration)
+        server.setConfiguration(configuration)
         let url: String
         do {
             url = try await manager.playURL(forTask: id, server: server)

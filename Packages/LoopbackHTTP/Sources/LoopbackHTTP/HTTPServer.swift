@@ -17,9 +17,11 @@ import FileRange
 /// await server.stop(gracePeriod: .seconds(2))
 /// ```
 ///
-/// The lifecycle lives in this actor; requests are served by a small fixed set of event-loop threads (epoll on
-/// Linux, kqueue on Darwin) that never block on the actor.
-public actor HTTPServer {
+/// The lifecycle is a small state machine under a lock, so that ``start()`` is synchronous: it binds and starts the
+/// event loops on the calling thread and never waits for Swift's cooperative pool, which lets synchronous APIs
+/// above it (an app's initialiser on the main thread, or inside a task) start a server without deadlocking.
+/// Requests are served by a small fixed set of event-loop threads (epoll on Linux, kqueue on Darwin).
+public final class HTTPServer: Sendable {
     /// Where the server is in its lifecycle.
     public enum State: Hashable, Sendable {
         case idle
@@ -28,23 +30,30 @@ public actor HTTPServer {
         case stopped
     }
 
-    public private(set) var state: State = .idle
-    public nonisolated let application: HTTPApplication
+    private struct Lifecycle {
+        var state: State = .idle
+        var listeners: [Int32] = []
+        var loops: [LoopHandle] = []
+    }
+
+    public let application: HTTPApplication
     private let shared: ServerShared
-    private var listeners: [Int32] = []
-    private var loops: [LoopHandle] = []
+    private let lifecycle = LockedValue(Lifecycle())
 
     public init(application: HTTPApplication) {
         self.application = application
         self.shared = ServerShared(application: application)
     }
 
-    public init(router: Router, configuration: HTTPServerConfiguration = HTTPServerConfiguration()) {
+    public convenience init(router: Router, configuration: HTTPServerConfiguration = HTTPServerConfiguration()) {
         self.init(application: HTTPApplication(router: router, configuration: configuration))
     }
 
+    /// Where the server is in its lifecycle.
+    public var state: State { lifecycle.withLock { $0.state } }
+
     /// Open connections right now (across all event loops).
-    public nonisolated var openConnections: Int { shared.connectionCount.withLock { $0 } }
+    public var openConnections: Int { shared.connectionCount.withLock { $0 } }
 
     /// The bound port while running.
     public var port: UInt16? {
@@ -52,10 +61,20 @@ public actor HTTPServer {
         return nil
     }
 
-    /// Binds, starts the event loops and returns the bound port.
+    /// Binds, starts the event loops and returns the bound port, on the calling thread.
     @discardableResult
     public func start() throws(HTTPServerError) -> UInt16 {
-        guard state == .idle else { throw HTTPServerError(.alreadyStarted) }
+        try lifecycle.withLock { (life) throws(HTTPServerError) -> UInt16 in
+            guard life.state == .idle else { throw HTTPServerError(.alreadyStarted) }
+            let (port, listeners, loops) = try bindAndRun()
+            life.listeners = listeners
+            life.loops = loops
+            life.state = .running(port: port)
+            return port
+        }
+    }
+
+    private func bindAndRun() throws(HTTPServerError) -> (UInt16, [Int32], [LoopHandle]) {
         let configuration = application.configuration
         guard !configuration.bindAddresses.isEmpty, configuration.eventLoopThreads >= 1 else {
             throw HTTPServerError(.invalidConfiguration, message: "no bind address or no event loop")
@@ -84,7 +103,6 @@ public actor HTTPServer {
             }
         }
         guard !bound.isEmpty else { throw HTTPServerError(.bind, message: "no address could be bound") }
-        listeners = bound
         var handles: [LoopHandle] = []
         do {
             for _ in 0..<configuration.eventLoopThreads {
@@ -102,15 +120,17 @@ public actor HTTPServer {
                 EventLoopRunner(handle: handle, shared: shared, listeners: listenerList).run()
             }
         }
-        loops = handles
-        state = .running(port: port)
-        return port
+        return (port, bound, handles)
     }
 
     /// Stops accepting, lets responses in flight finish for up to `gracePeriod`, then closes everything.
     public func stop(gracePeriod: Duration = .seconds(5)) async {
-        guard case .running = state else { return }
-        state = .stopping
+        let loops: [LoopHandle]? = lifecycle.withLock { life in
+            guard case .running = life.state else { return nil }
+            life.state = .stopping
+            return life.loops
+        }
+        guard let loops else { return }
         let deadline = monotonicNow() &+ gracePeriod.nanosecondsClamped
         let shared = self.shared
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -122,10 +142,12 @@ public actor HTTPServer {
             if already { continuation.resume() }
             for loop in loops { loop.post(.shutdown(deadline: deadline)) }
         }
-        for fd in listeners { closeDescriptor(fd) }
-        listeners = []
-        loops = []
-        state = .stopped
+        lifecycle.withLock { life in
+            for fd in life.listeners { closeDescriptor(fd) }
+            life.listeners = []
+            life.loops = []
+            life.state = .stopped
+        }
     }
 
     static func isLoopback(_ address: String) -> Bool {

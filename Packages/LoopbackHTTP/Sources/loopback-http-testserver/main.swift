@@ -136,7 +136,7 @@ if let root {
 let server = HTTPServer(router: router, configuration: configuration)
 let port: UInt16
 do {
-    port = try await server.start()
+    port = try server.start()
 } catch {
     printError("Error: \(error)\n")
     exit(1)

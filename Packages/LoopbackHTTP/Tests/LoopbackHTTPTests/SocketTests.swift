@@ -15,7 +15,7 @@ func withServer(
     _ application: HTTPApplication, _ body: (UInt16, HTTPServer) async throws -> Void
 ) async throws {
     let server = HTTPServer(application: application)
-    let port = try await server.start()
+    let port = try server.start()
     do {
         try await body(port, server)
     } catch {
@@ -356,7 +356,7 @@ struct SocketTests {
             return .text("done")
         }
         let server = HTTPServer(application: HTTPApplication(router: router, configuration: app.configuration))
-        let port = try await server.start()
+        let port = try server.start()
         let busy = try RawClient(port: port)
         let idle = try RawClient(port: port)
         busy.send(request("/slow"))
@@ -368,7 +368,7 @@ struct SocketTests {
         #expect(busy.isClosedByPeer())
         #expect(idle.isClosedByPeer())
         #expect((try? RawClient(port: port)) == nil)
-        #expect(await server.state == .stopped)
+        #expect(server.state == .stopped)
     }
 
     @Test func shutdownDeadlineForcesClose() async throws {
@@ -378,7 +378,7 @@ struct SocketTests {
             return .text("late")
         }
         let server = HTTPServer(application: HTTPApplication(router: router, configuration: app.configuration))
-        let port = try await server.start()
+        let port = try server.start()
         let client = try RawClient(port: port)
         client.send(request("/never"))
         try await Task.sleep(for: .milliseconds(50))
@@ -392,11 +392,11 @@ struct SocketTests {
         var configuration = HTTPServerConfiguration()
         configuration.bindAddresses = ["0.0.0.0"]
         let server = HTTPServer(router: Router(), configuration: configuration)
-        await #expect(throws: HTTPServerError.self) { try await server.start() }
+        #expect(throws: HTTPServerError.self) { try server.start() }
         let loopback = HTTPServer(router: Router())
-        let port = try await loopback.start()
+        let port = try loopback.start()
         #expect(port != 0)
-        #expect(await loopback.state == .running(port: port))
+        #expect(loopback.state == .running(port: port))
         await loopback.stop()
     }
 

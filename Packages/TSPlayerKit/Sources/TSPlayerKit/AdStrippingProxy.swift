@@ -86,24 +86,47 @@ public final class AdStrippingProxy: Sendable {
     private let eventSink: AsyncStream<Event>.Continuation
     private let state = LockedValue(ProxyState())
     private let server = LockedValue<HTTPServer?>(nil)
+    private let mode: LockedValue<SegmentMode>
     private let slates: any ProxySlateSource
 
-    public init(url: String, options: Options = Options()) {
+    /// A proxy for `url`; `fetcher` (made from `options.fetch` when nil) fetches every upstream request.
+    public init(url: String, options: Options = Options(), fetcher: RemotePlaylistFetcher? = nil) {
         self.upstreamURL = url
         self.options = options
         self.token = SessionToken.random()
-        self.fetcher = RemotePlaylistFetcher(options: options.fetch)
+        self.fetcher = fetcher ?? RemotePlaylistFetcher(options: options.fetch)
+        self.mode = LockedValue(options.segmentMode)
         (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
         self.slates = options.slates ?? ProxySlateMaker()
     }
 
-    deinit { eventSink.finish() }
+    deinit {
+        eventSink.finish()
+        // A proxy released while running stops its server (its routes already answer 404: they hold it weakly).
+        if let server = server.withLock({ $0 }) {
+            Task.detached { await server.stop(gracePeriod: .seconds(1)) }
+        }
+    }
 
     /// The path of the multivariant playlist: `/<token>/master.m3u8`.
     public var masterPath: String { "/\(token.value)/master.m3u8" }
 
+    /// How segments reach the player (``Options/segmentMode`` at first); a change applies to the next request.
+    public var segmentMode: SegmentMode {
+        get { mode.withLock { $0 } }
+        set { mode.withLock { $0 = newValue } }
+    }
+
+    /// The port the loopback server listens on, while it runs.
+    public var port: UInt16? { server.withLock { $0?.port } }
+
     /// Starts the loopback server; returns the player's URL (`http://127.0.0.1:PORT/<token>/master.m3u8`).
     public func start() async throws(ProxyError) -> String {
+        try startServer()
+    }
+
+    /// ``start()`` on the calling thread (binding takes a few milliseconds and never waits on Swift's pool).
+    func startServer() throws(ProxyError) -> String {
         var router = Router()
         // Under the session token: compared in constant time, a wrong one is a 404, the log shows `{token}`.
         router.getDeferred("/**", session: token) { [weak self] request, responder in
@@ -113,7 +136,7 @@ public final class AdStrippingProxy: Sendable {
         let server = HTTPServer(router: router, configuration: options.server)
         let port: UInt16
         do {
-            port = try await server.start()
+            port = try server.start()
         } catch {
             throw ProxyError(.serverFailed, url: upstreamURL, detail: "\(error)")
         }
@@ -550,7 +573,7 @@ public final class AdStrippingProxy: Sendable {
     // MARK: Segments, keys, slates
 
     private func segment(_ url: String, request: HTTPRequest) async -> HTTPResponse {
-        if options.segmentMode == .redirect {
+        if segmentMode == .redirect {
             var response = HTTPResponse(status: .found)
             response.headers.add(name: "Location", value: url)
             return response
@@ -590,7 +613,7 @@ public final class AdStrippingProxy: Sendable {
     /// A content init section (fMP4), fetched once and kept (a few, most recent).
     private func contentInit(_ url: String) async throws(ProxyError) -> [UInt8] {
         if let cached = state.withLock({ $0.initCache[url] }) { return cached }
-        let bytes = try await fetcher.fetchSmall(url, maxBytes: options.fetch.maxSmallBodyBytes).1
+        let bytes = try await fetcher.fetchSmall(url, maxBytes: fetcher.options.maxSmallBodyBytes).1
         state.withLock { s in
             if s.initCache.count >= 8 { s.initCache.removeAll() }
             s.initCache[url] = bytes
@@ -600,7 +623,7 @@ public final class AdStrippingProxy: Sendable {
 
     private func small(_ url: String, contentType: String?) async -> HTTPResponse {
         do {
-            let (head, bytes) = try await fetcher.fetchSmall(url, maxBytes: options.fetch.maxSmallBodyBytes)
+            let (head, bytes) = try await fetcher.fetchSmall(url, maxBytes: fetcher.options.maxSmallBodyBytes)
             let type = contentType ?? head.header("Content-Type") ?? "application/octet-stream"
             var response = HTTPResponse.bytes(bytes, contentType: type)
             response.headers.add(name: "Cache-Control", value: "no-cache")

@@ -264,7 +264,7 @@ public final class CachingMediaProxy: Sendable {
         let server = HTTPServer(router: router, configuration: options.server)
         let port: UInt16
         do {
-            port = try await server.start()
+            port = try server.start()
         } catch {
             throw CachingProxyError(.serverFailed, detail: "\(error)")
         }

@@ -18,7 +18,7 @@ extension DownloadManager {
         let entry = String(playlist[playlist.index(after: slash)...])
         let key = Self.sessionKey(store: storeRoot, task: id, server: server)
         if let session = downloadSessions.withLock({ $0[key] }), session.entryPlaylist == entry,
-            let base = await server.baseURL(for: session)
+            let base = server.baseURL(for: session)
         {
             return base + session.entryPlaylist
         }
@@ -30,7 +30,7 @@ extension DownloadManager {
             table[key] = session
             return session
         }
-        if winner !== session, let otherBase = await server.baseURL(for: winner) {
+        if winner !== session, let otherBase = server.baseURL(for: winner) {
             await server.remove(session)
             return otherBase + winner.entryPlaylist
         }

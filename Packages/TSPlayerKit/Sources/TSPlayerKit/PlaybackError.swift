@@ -39,6 +39,10 @@ public struct PlaybackError: Error, Hashable, Sendable, CustomStringConvertible 
     public var path: String?
     /// What the lower layer said.
     public var detail: String
+    /// For a segment outside its file: the segment's first byte.
+    public var offset: UInt64?
+    /// For a segment outside its file: the file's size.
+    public var fileSize: UInt64?
 
     /// An error with context.
     public init(_ code: Code, path: String? = nil, detail: String) {

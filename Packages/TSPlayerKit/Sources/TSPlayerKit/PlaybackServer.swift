@@ -14,31 +14,45 @@ public protocol PlaybackSource: AnyObject, Sendable {
 /// One loopback HTTP server shared by every playback session: each session's routes sit under its own token, so
 /// sessions never see each other's files; a session's routes disappear when it is removed, and the server stops when
 /// the last session goes.
-public actor PlaybackServer {
+///
+/// Every call is safe from any thread. ``register(_:)`` is synchronous and never waits on Swift's cooperative pool
+/// (binding takes a few milliseconds on the calling thread), so synchronous initialisers above it cannot deadlock,
+/// whether they run on the main thread or inside a task.
+public final class PlaybackServer: Sendable {
     /// The server most apps need.
     public static let shared = PlaybackServer()
 
-    /// The settings the server starts with (port, CORS, access log). Change them before the first session.
-    public var configuration: HTTPServerConfiguration
+    private struct Lifecycle {
+        var configuration: HTTPServerConfiguration
+        var server: HTTPServer?
+        var port: UInt16?
+    }
 
     private let registry = SessionRegistry()
-    private var server: HTTPServer?
-    private var port: UInt16?
+    private let lifecycle: LockedValue<Lifecycle>
 
     /// A server that starts with `configuration` when its first session is added.
     public init(configuration: HTTPServerConfiguration = HTTPServerConfiguration()) {
-        self.configuration = configuration
+        lifecycle = LockedValue(Lifecycle(configuration: configuration))
     }
+
+    /// The settings the server starts with (port, CORS, access log). Change them before the first session.
+    public var configuration: HTTPServerConfiguration { lifecycle.withLock { $0.configuration } }
 
     /// Changes the settings used the next time the server starts.
     public func setConfiguration(_ configuration: HTTPServerConfiguration) {
-        self.configuration = configuration
+        lifecycle.withLock { $0.configuration = configuration }
     }
 
     /// Adds a session (starting the server when needed) and starts indexing it; returns the base URL of its routes,
-    /// such as `http://127.0.0.1:49152/TOKEN/`.
+    /// such as `http://127.0.0.1:49152/TOKEN/`. The same as ``register(_:)``, for async callers.
     public func add(_ session: any PlaybackSource) async throws(PlaybackError) -> String {
-        let port = try await startIfNeeded()
+        try register(session)
+    }
+
+    /// Adds a session as ``add(_:)`` does, synchronously on the calling thread.
+    public func register(_ session: any PlaybackSource) throws(PlaybackError) -> String {
+        let port = try startIfNeeded()
         registry.sessions.withLock { $0.append(session) }
         registry.tokens.insert(session.token)
         session.prepare()
@@ -47,6 +61,17 @@ public actor PlaybackServer {
 
     /// Removes a session; its routes answer 404 from now on. The server stops when no session remains.
     public func remove(_ session: any PlaybackSource) async {
+        await unregister(session)?.stop()
+    }
+
+    /// Removes a session without waiting for the server to stop (for `deinit`s and other synchronous callers).
+    public func removeWithoutWaiting(_ session: any PlaybackSource) {
+        guard let server = unregister(session) else { return }
+        Task.detached { await server.stop() }
+    }
+
+    /// Takes the session out; returns the server when it was the last one, for the caller to stop.
+    private func unregister(_ session: any PlaybackSource) -> HTTPServer? {
         let remaining = registry.sessions.withLock { list in
             list.removeAll { $0 === session }
             return list.count
@@ -54,16 +79,21 @@ public actor PlaybackServer {
         if !registry.sessions.withLock({ list in list.contains { $0.token == session.token } }) {
             registry.tokens.remove(session.token)
         }
-        if remaining == 0, let server {
-            self.server = nil
-            port = nil
-            await server.stop()
+        guard remaining == 0 else { return nil }
+        return lifecycle.withLock { life in
+            // A session registered meanwhile keeps the server.
+            guard registry.sessions.withLock({ $0.isEmpty }), let server = life.server else { return nil }
+            life.server = nil
+            life.port = nil
+            return server
         }
     }
 
     /// The base URL of a session's routes while the server runs, or nil when the session is not served.
     public func baseURL(for session: any PlaybackSource) -> String? {
-        guard let port, registry.sessions.withLock({ list in list.contains { $0 === session } }) else { return nil }
+        guard let port = boundPort, registry.sessions.withLock({ list in list.contains { $0 === session } }) else {
+            return nil
+        }
         return "http://127.0.0.1:\(port)/\(session.token.value)/"
     }
 
@@ -72,48 +102,49 @@ public actor PlaybackServer {
     /// ``baseURL(for:)``). Sessions keep their tokens. Returns the port.
     @discardableResult
     public func revive() async throws(PlaybackError) -> UInt16 {
-        let previous = port
-        if let server {
-            self.server = nil
-            port = nil
-            await server.stop(gracePeriod: .milliseconds(200))
+        let (old, previous) = lifecycle.withLock { life in
+            defer {
+                life.server = nil
+                life.port = nil
+            }
+            return (life.server, life.port)
         }
+        await old?.stop(gracePeriod: .milliseconds(200))
         guard registry.sessions.withLock({ !$0.isEmpty }) else { return previous ?? 0 }
+        if let previous, let port = try? startIfNeeded(port: previous) { return port }
         let configured = configuration.port
-        if let previous {
-            configuration.port = previous
-            defer { configuration.port = configured }
-            if let port = try? await startIfNeeded() { return port }
-        }
-        configuration.port = configured == previous ? 0 : configured
-        defer { configuration.port = configured }
-        return try await startIfNeeded()
+        return try startIfNeeded(port: configured == previous ? 0 : configured)
     }
 
     /// The port the server listens on, while it runs.
-    public var boundPort: UInt16? { port }
+    public var boundPort: UInt16? { lifecycle.withLock { $0.port } }
 
-    private func startIfNeeded() async throws(PlaybackError) -> UInt16 {
-        if let port { return port }
-        var router = Router()
-        let registry = self.registry
-        // The router matches the live tokens in constant time and logs "/{token}/…", never a token.
-        router.getImmediate("/**", sessions: registry.tokens) { request in
-            guard let token = request.sessionToken,
-                let session = registry.sessions.withLock({ list in list.first { $0.token == token } })
-            else { return .error(.notFound) }
-            return session.respond(to: request)
+    /// Starts the server unless it runs; `port` overrides the configured one for this start.
+    private func startIfNeeded(port override: UInt16? = nil) throws(PlaybackError) -> UInt16 {
+        try lifecycle.withLock { (life) throws(PlaybackError) -> UInt16 in
+            if let port = life.port { return port }
+            var router = Router()
+            let registry = self.registry
+            // The router matches the live tokens in constant time and logs "/{token}/…", never a token.
+            router.getImmediate("/**", sessions: registry.tokens) { request in
+                guard let token = request.sessionToken,
+                    let session = registry.sessions.withLock({ list in list.first { $0.token == token } })
+                else { return .error(.notFound) }
+                return session.respond(to: request)
+            }
+            var configuration = life.configuration
+            if let override { configuration.port = override }
+            let server = HTTPServer(router: router, configuration: configuration)
+            let port: UInt16
+            do {
+                port = try server.start()
+            } catch {
+                throw PlaybackError(.serverFailed, detail: "\(error)")
+            }
+            life.server = server
+            life.port = port
+            return port
         }
-        let server = HTTPServer(router: router, configuration: configuration)
-        let port: UInt16
-        do {
-            port = try await server.start()
-        } catch {
-            throw PlaybackError(.serverFailed, detail: "\(error)")
-        }
-        self.server = server
-        self.port = port
-        return port
     }
 }
 

@@ -9,8 +9,9 @@ public struct SegmentInfo: Hashable, Sendable, Codable {
     /// The segment's duration in seconds.
     public var duration: Double
 
-    /// A segment.
-    public init(file: String? = nil, offset: UInt64 = 0, length: UInt64? = nil, duration: Double) {
+    /// A segment: `length` bytes from `offset` (to the end of the file when nil), playing for `duration` seconds,
+    /// in `file` for folder sessions. The labels are the seed library's, in its order.
+    public init(offset: UInt64 = 0, duration: Double, length: UInt64? = nil, file: String? = nil) {
         self.file = file
         self.offset = offset
         self.length = length
@@ -29,10 +30,13 @@ public struct SegmentInfo: Hashable, Sendable, Codable {
                     .invalidSegment, path: path, detail: "segment \(number) has duration \(segment.duration)")
             }
             guard length > 0, segment.offset < fileSize, length <= fileSize - segment.offset else {
-                throw PlaybackError(
+                var error = PlaybackError(
                     .invalidSegment, path: path,
                     detail: "segment \(number) (offset \(segment.offset), length \(length)) is outside the file "
                         + "of \(fileSize) bytes")
+                error.offset = segment.offset
+                error.fileSize = fileSize
+                throw error
             }
             planned.append(PlannedSegment(offset: segment.offset, length: length, duration: segment.duration))
         }

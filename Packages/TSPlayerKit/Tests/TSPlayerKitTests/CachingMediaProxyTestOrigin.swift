@@ -51,7 +51,7 @@ final class CachingTestOrigin: Sendable {
             CachingTestOrigin.answer(request, resources: resources, served: served, required: requiredAuthorization)
         }
         server = HTTPServer(router: router)
-        port = try await server.start()
+        port = try server.start()
     }
 
     static func answer(

@@ -49,7 +49,7 @@ final class ProxyTestOrigin: Sendable {
             return response
         }
         server = HTTPServer(router: router)
-        port = try await server.start()
+        port = try server.start()
     }
 
     func set(_ path: String, _ text: String, contentType: String = "application/vnd.apple.mpegurl", status: Int = 200) {

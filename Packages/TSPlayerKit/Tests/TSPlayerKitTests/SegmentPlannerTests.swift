@@ -90,17 +90,17 @@ import Testing
 @Suite struct PlaybackHelpersTests {
     @Test func givenSegmentsAreValidated() throws {
         let planned = try SegmentInfo.validated(
-            [SegmentInfo(offset: 100, length: 50, duration: 2), SegmentInfo(offset: 0, length: 100, duration: 4)],
+            [SegmentInfo(offset: 100, duration: 2, length: 50), SegmentInfo(offset: 0, duration: 4, length: 100)],
             fileSize: 150, path: "f.ts")
         #expect(planned.map(\.offset) == [0, 100])
         let cases: [([SegmentInfo], String)] = [
-            ([SegmentInfo(offset: 0, length: 200, duration: 1)], "outside the file"),
-            ([SegmentInfo(offset: 150, length: 1, duration: 1)], "outside the file"),
-            ([SegmentInfo(offset: 0, length: 0, duration: 1)], "outside the file"),
-            ([SegmentInfo(offset: 0, length: 10, duration: 0)], "duration"),
-            ([SegmentInfo(offset: 0, length: 10, duration: .nan)], "duration"),
+            ([SegmentInfo(offset: 0, duration: 1, length: 200)], "outside the file"),
+            ([SegmentInfo(offset: 150, duration: 1, length: 1)], "outside the file"),
+            ([SegmentInfo(offset: 0, duration: 1, length: 0)], "outside the file"),
+            ([SegmentInfo(offset: 0, duration: 0, length: 10)], "duration"),
+            ([SegmentInfo(offset: 0, duration: .nan, length: 10)], "duration"),
             (
-                [SegmentInfo(offset: 0, length: 60, duration: 1), SegmentInfo(offset: 50, length: 10, duration: 1)],
+                [SegmentInfo(offset: 0, duration: 1, length: 60), SegmentInfo(offset: 50, duration: 1, length: 10)],
                 "overlap"
             ),
         ]
@@ -123,7 +123,7 @@ import Testing
         }
         #expect(missing?.code == .missingFileField)
         let escape = #expect(throws: PlaybackError.self) {
-            try TSFolderSession(folder: folder.path, segments: [SegmentInfo(file: "../etc/passwd", duration: 2)])
+            try TSFolderSession(folder: folder.path, segments: [SegmentInfo(duration: 2, file: "../etc/passwd")])
         }
         #expect(escape?.code == .invalidSegment)
         let empty = #expect(throws: PlaybackError.self) { try TSFolderSession(folder: folder.path) }

@@ -44,7 +44,7 @@ import Testing
                 if entry.path.hasSuffix(".ts") { peers.list.withLock { $0.append(entry.remoteAddress) } }
             }
             server = HTTPServer(application: HTTPApplication(router: router, configuration: configuration))
-            port = try await server.start()
+            port = try server.start()
         }
 
         var connections: Int { peers.list.withLock { Set($0).count } }

@@ -1,17 +1,23 @@
-#if canImport(AVFoundation)
+// Apple glue: compiled in TSPlayerKit on Apple platforms, and on Linux as the module TSPlayerKitAppleGlue against
+// the stand-ins in Tests/AppleStandIn (see TSPlayerItem.swift).
+#if canImport(AVFoundation) && (canImport(Darwin) || TSPLAYERKIT_APPLE_GLUE)
     public import AVFoundation
-    import Foundation
     import FileRange
+    public import Foundation
     import UniformTypeIdentifiers
+    #if TSPLAYERKIT_APPLE_GLUE
+        public import TSPlayerKit
+    #endif
 
     /// The `AVAssetResourceLoaderDelegate` route to a ``CachingMediaProxy`` cache, for apps that want AVPlayer to
     /// read a remote resource through a custom URL scheme instead of the loopback URL.
     ///
     /// A thin adapter: every request is answered by ``CachingMediaProxy/read(_:headers:from:length:)``, the same
     /// cache and origin fetches that the loopback route uses (and that the tests on every platform exercise); this
-    /// file only translates between AVFoundation's loading requests and that call. It is not built or tested on
-    /// Linux. The loopback URL from ``CachingMediaProxy/localURL(for:headers:)`` is the better default: it works for
-    /// every player, and AVFoundation calls a resource loader several times for one resource.
+    /// file only translates between AVFoundation's loading requests and that call. It is built, and its logic tested,
+    /// on Linux against a stand-in of AVFoundation (Tests/AppleStandIn), not against AVFoundation itself. The loopback
+    /// URL from ``CachingMediaProxy/localURL(for:headers:)`` is the better default: it works for every player, and
+    /// AVFoundation calls a resource loader several times for one resource.
     ///
     /// ```swift
     /// let loader = CachingResourceLoader(proxy: proxy)
@@ -73,7 +79,7 @@
             }
             if loadingRequest.contentInformationRequest != nil, loadingRequest.dataRequest == nil { length = 0 }
             let id = ObjectIdentifier(loadingRequest)
-            nonisolated(unsafe) let request = loadingRequest
+            let request = loadingRequest
             let proxy = self.proxy
             let task = Task { [weak self] in
                 do {
@@ -93,7 +99,7 @@
                     }
                     if !Task.isCancelled { request.finishLoading() }
                 } catch {
-                    if !Task.isCancelled { request.finishLoading(with: error as NSError) }
+                    if !Task.isCancelled { request.finishLoading(with: error) }
                 }
                 self?.state.withLock { _ = $0.loads.removeValue(forKey: id) }
             }

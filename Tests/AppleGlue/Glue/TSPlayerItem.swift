@@ -1,0 +1,1 @@
+../../../Packages/TSPlayerKit/Sources/TSPlayerKit/Apple/TSPlayerItem.swift
