@@ -419,7 +419,7 @@ def derive(lib, bindir, verbose=False):
     with open(os.path.abspath(__file__), "rb") as f:
         key.update(f.read())
     for p in interfaces + [b for b in binaries if os.path.isdir(b)]:
-        for q in [p] + sorted(glob.glob(os.path.join(p, "*"))) if os.path.isdir(p) else [p]:
+        for q in ([p] + sorted(glob.glob(os.path.join(p, "*")))) if os.path.isdir(p) else [p]:
             st = os.stat(q)
             key.update(f"{q}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     cache_dir = os.path.join(ROOT, ".build", "check-floor")
@@ -537,7 +537,7 @@ APPLE_ONLY = re.compile(r"^\s*canImport\(Darwin\)\s*$")
 def non_apple_lines(lines):
     """Line numbers (1-based) inside #if branches that are never compiled for an Apple platform."""
     out = set()
-    stack = []  # (branch excluded?, some earlier branch was Darwin-only)
+    stack = []  # [this branch is never compiled for Apple, an earlier branch of this #if was canImport(Darwin)]
     for no, line in enumerate(lines, 1):
         s = line.strip()
         m = re.match(r"^#(if|elseif|else|endif)\b(.*)$", s)
@@ -546,8 +546,10 @@ def non_apple_lines(lines):
             if d == "if":
                 stack.append([bool(APPLE_EXCLUDED.match(cond)), bool(APPLE_ONLY.match(cond))])
             elif d == "elseif" and stack:
-                stack[-1] = [bool(APPLE_EXCLUDED.match(cond)) or (stack[-1][1] and "Darwin" not in cond
-                              and bool(APPLE_EXCLUDED.match(cond))), stack[-1][1]]
+                # after a canImport(Darwin) branch, every Apple build has taken that one
+                darwin_before = stack[-1][1]
+                stack[-1] = [darwin_before or bool(APPLE_EXCLUDED.match(cond)),
+                             darwin_before or bool(APPLE_ONLY.match(cond))]
             elif d == "else" and stack:
                 stack[-1] = [stack[-1][1], stack[-1][1]]
             elif d == "endif" and stack:
@@ -713,7 +715,7 @@ def scan(files, table, rel=lambda p: p, shadow=None, member_shadow=None):
         line_starts = [0]
         for ln in lines:
             line_starts.append(line_starts[-1] + len(ln) + 1)
-        excluded = non_apple_lines(src.split("\n"))
+        excluded = non_apple_lines(lines)
         words = set(IDENT_RE.findall(text))
         visible = visible_modules(text)
         ranges = coverage(text)
