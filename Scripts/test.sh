@@ -36,6 +36,9 @@ Scripts/check-manifests.sh --self-test
 step "Linkage of the pure cores (and the check can fail)"
 Scripts/check-linkage.sh
 
+step "API floor (and the check can fail)"
+Scripts/check-floor.sh --self-test && Scripts/check-floor.sh
+
 step "Build everything with warnings as errors"
 swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 swift build --build-tests -Xswiftc -warnings-as-errors >/dev/null  # fails here if the build above failed

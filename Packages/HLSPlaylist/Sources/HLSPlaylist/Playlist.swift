@@ -341,7 +341,7 @@ public struct PlaylistParser: Sendable {
                         "line is \(contentEnd - lineStart) bytes; the limit is \(limits.maxLineLength)")
                 }
                 let slice = source[lineStart..<contentEnd]
-                if highBits & 0x80 != 0, String(validating: slice, as: UTF8.self) == nil {
+                if highBits & 0x80 != 0, !isWellFormedUTF8(slice) {
                     try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
                 }
                 if lineNumber > 1, contentEnd - lineStart >= 8,
@@ -644,6 +644,20 @@ struct ParseState {
         }
         if pendingVariantLine != 0 {
             try report(.truncated, line: pendingVariantLine, column: 1, "EXT-X-STREAM-INF is not followed by a URI")
+        }
+    }
+}
+
+/// Whether the bytes are well-formed UTF-8 (overlong forms and surrogates refused): what
+/// `String(validating:as:) != nil` says, without that initialiser, which needs macOS 15 / iOS 18.
+func isWellFormedUTF8(_ bytes: some Sequence<UInt8>) -> Bool {
+    var iterator = bytes.makeIterator()
+    var decoder = UTF8()
+    while true {
+        switch decoder.decode(&iterator) {
+        case .scalarValue: continue
+        case .emptyInput: return true
+        case .error: return false
         }
     }
 }

@@ -354,7 +354,7 @@ public struct Router: Sendable {
 
     /// Percent-decodes once; nil on a malformed escape or invalid UTF-8.
     static func percentDecode(_ bytes: some Collection<UInt8>) -> String? {
-        if !bytes.contains(UInt8(ascii: "%")) { return String(validating: bytes, as: UTF8.self) }
+        if !bytes.contains(UInt8(ascii: "%")) { return validatedUTF8(bytes) }
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
         var iterator = bytes.makeIterator()
@@ -368,7 +368,21 @@ public struct Router: Sendable {
                 output.append(byte)
             }
         }
-        return String(validating: output, as: UTF8.self)
+        return validatedUTF8(output)
+    }
+
+    /// The bytes as a string if they are well-formed UTF-8 (overlong forms and surrogates refused), else nil: what
+    /// `String(validating:as:)` does, which needs macOS 15 / iOS 18.
+    private static func validatedUTF8(_ bytes: some Collection<UInt8>) -> String? {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return String(decoding: bytes, as: UTF8.self)
+            case .error: return nil
+            }
+        }
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
