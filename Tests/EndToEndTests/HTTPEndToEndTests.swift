@@ -71,14 +71,7 @@ final class HTTPTestServer {
     }
 
     /// What each open descriptor is (also for a failure message).
-    var descriptors: [String] {
-        let directory = "/proc/\(pid)/fd"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return names.sorted { (Int($0) ?? 0) < (Int($1) ?? 0) }.map { name in
-            name + " -> "
-                + ((try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + name)) ?? "?")
-        }
-    }
+    var descriptors: [String] { Platform.descriptors(of: pid) }
 
     func stop() {
         try? input.fileHandleForWriting.close()
@@ -142,15 +135,8 @@ private func curl(_ arguments: [String], sourceLocation: SourceLocation = #_sour
 
 /// Connects a blocking TCP socket to 127.0.0.1:port.
 private func connectSocket(_ port: UInt16) -> Int32 {
-    #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-    #endif
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let fd = Platform.tcpSocket()
+    var address = Platform.loopback(port: port)
     var timeout = timeval(tv_sec: 10, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     let result = withUnsafePointer(to: &address) {
@@ -169,12 +155,7 @@ private func sendAll(_ fd: Int32, _ text: String) {
     let bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
-        #if canImport(Glibc)
-            let flags = Int32(MSG_NOSIGNAL)
-        #else
-            let flags: Int32 = 0
-        #endif
-        let count = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, flags) }
+        let count = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Platform.sendFlags) }
         if count <= 0 { return }
         offset += count
     }
