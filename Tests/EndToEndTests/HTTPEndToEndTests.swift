@@ -66,7 +66,10 @@ final class HTTPTestServer {
 
     /// The server's open sockets and files: what serving a request opens (the runtime's own descriptors, such as
     /// the timerfd Dispatch creates on first use, come and go on their own and are not counted).
-    var descriptorCount: Int {
+    var descriptorCount: Int { Self.counted(descriptors) }
+
+    /// The sockets and files among descriptors listed as `N -> what`.
+    static func counted(_ descriptors: [String]) -> Int {
         descriptors.filter { $0.contains("-> socket:") || $0.contains("-> /") }.count
     }
 
@@ -446,6 +449,27 @@ struct HTTPEndToEndTests {
             #expect(ids.contains("RANGE_CORRECT"), "\(path): \(ids)")
             #expect(ids.contains("CL_CORRECT"), "\(path): \(ids)")
         }
+    }
+
+    /// Darwin counts a process's descriptors with lsof (it has no /proc): on Linux, where both exist, lsof's
+    /// count of the server's sockets and files is /proc's, with a connection open and after it closed.
+    @Test(.disabled(if: Platform.isDarwin, "holds lsof against /proc, which Darwin does not have"))
+    func lsofCountsDescriptorsAsProcDoes() throws {
+        let tree = try HTTPFixtureTree()
+        guard let lsof = EndToEnd.tool("lsof"),
+            let server = try HTTPTestServer(["--root", tree.www.path])
+        else { return }
+        defer { server.stop() }
+        let idle = HTTPTestServer.counted(Platform.lsofDescriptors(of: server.pid, lsof: lsof))
+        #expect(idle == server.descriptorCount, "lsof: \(Platform.lsofDescriptors(of: server.pid, lsof: lsof))")
+        #expect(idle > 0)
+        let fd = connectSocket(server.port)
+        defer { close(fd) }
+        sendAll(fd, "GET /file.ts HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        _ = readUntilResponse(fd)
+        let busy = HTTPTestServer.counted(Platform.lsofDescriptors(of: server.pid, lsof: lsof))
+        #expect(busy == server.descriptorCount, "proc: \(server.descriptors)")
+        #expect(busy > idle)
     }
 
     @Test func tenThousandRangeReadCloseCycles() throws {

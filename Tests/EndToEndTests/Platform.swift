@@ -69,15 +69,16 @@ enum Platform {
                     + ((try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + name)) ?? "?")
             }
         #else
-            return lsofDescriptors(of: pid)
+            return lsofDescriptors(of: pid, lsof: URL(fileURLWithPath: "/usr/sbin/lsof"))
         #endif
     }
 
     /// `lsof -F ftn` (field output: `f` descriptor, `t` type, `n` name, one per line) for one process, numeric
-    /// descriptors only (not cwd, txt and the other lsof pseudo-descriptors).
-    private static func lsofDescriptors(of pid: Int32) -> [String] {
+    /// descriptors only (not cwd, txt and the other lsof pseudo-descriptors), in the form of ``descriptors(of:)``.
+    /// Darwin's way; built everywhere so that a Linux run can hold it against /proc.
+    static func lsofDescriptors(of pid: Int32, lsof: URL) -> [String] {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/lsof")
+        process.executableURL = lsof
         process.arguments = ["-n", "-P", "-a", "-p", String(pid), "-F", "ftn"]
         let out = Pipe()
         process.standardOutput = out
