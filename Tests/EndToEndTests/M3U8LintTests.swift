@@ -409,6 +409,13 @@ enum PlaylistFixtures {
         let (failed, _) = try #require(try lint([always.url("/x.m3u8")]))
         #expect(failed.err == "Error: \(always.url("/x.m3u8")): 503 Service Unavailable\n")
         #expect(always.paths.withLock { $0 }.count == 3)
+        // A Retry-After longer than the deadline left is not waited for: the answer is reported at once.
+        let later = try ScriptedOrigin { _ in Self.response("429 Too Many Requests", extra: "Retry-After: 3600\r\n") }
+        let (limited, seconds) = try #require(try lint([later.url("/x.m3u8")]))
+        // (LoopbackHTTP's status table does not name 429 yet.)
+        #expect(limited.err == "Error: \(later.url("/x.m3u8")): HTTP status 429\n")
+        #expect(later.paths.withLock { $0 }.count == 1)
+        #expect(seconds < 2, "took \(seconds) s")
     }
 
     /// Redirects are followed, and the playlist's URIs resolve against where it ended up; more than five fail, and

@@ -42,11 +42,13 @@ enum Fetch {
             case nil:
                 throw .unreadable("\(url): no complete answer within \(seconds(timeout)) (--timeout)")
             case .failed(let message, let transient):
-                guard transient, attempt < maxAttempts else { throw .unreadable("\(url): \(message)") }
+                guard transient, attempt < maxAttempts, retryAfter < remaining else {
+                    throw .unreadable("\(url): \(message)")
+                }
             case .response(let response) where (200..<300).contains(response.status):
                 return (response.body, response.url ?? url)
             case .response(let response):
-                let status = HTTPStatus(code: response.status).description
+                let status = inWords(response.status)
                 let at = response.url.map { $0 == url ? "" : " (at \($0))" } ?? ""
                 guard retriable(response.status), attempt < maxAttempts else {
                     throw .unreadable("\(url): \(status)\(at)")
@@ -59,6 +61,13 @@ enum Fetch {
             usleep(useconds_t(min(retryAfter, remaining) * 1e6))
             attempt += 1
         }
+    }
+
+    /// `404 Not Found`: the status with its name from LoopbackHTTP's table, or `HTTP status N` for one the table
+    /// does not name (it answers those with `Status N`).
+    static func inWords(_ code: Int) -> String {
+        let status = HTTPStatus(code: code)
+        return status.reasonPhrase == "Status \(code)" ? "HTTP status \(code)" : status.description
     }
 
     /// Whether an HTTP status may pass on a later try: 408, 429 and the 5xx answers of a busy or restarting
