@@ -58,9 +58,17 @@ enum Fetch {
                 }
                 guard retryAfter < remaining else { throw .unreadable("\(url): \(status)\(at)") }
             }
-            usleep(useconds_t(min(retryAfter, remaining) * 1e6))
+            pause(seconds: min(retryAfter, remaining))
             attempt += 1
         }
+    }
+
+    /// Sleeps (nanosleep, resumed after a signal), for any length a deadline allows.
+    private static func pause(seconds: Double) {
+        let whole = seconds.rounded(.down)
+        var request = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+        var left = timespec()
+        while nanosleep(&request, &left) != 0 && errno == EINTR { request = left }
     }
 
     /// `404 Not Found`: the status with its name from LoopbackHTTP's table, or `HTTP status N` for one the table
