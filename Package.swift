@@ -63,7 +63,7 @@ let modules: [Module] = [
 
 /// Command-line tools under Tools/<name>, with the modules each one uses.
 let tools: [(name: String, dependencies: [String])] = [
-    ("m3u8lint", ["HLSPlaylist"]),
+    ("m3u8lint", ["HLSPlaylist", "HLSDownload", "LoopbackHTTP", "FileRange"]),
     ("tsinspect", ["MPEGTS", "FileRange"]),
 ]
 

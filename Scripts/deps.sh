@@ -5,7 +5,7 @@
 set -euo pipefail
 
 apt_packages=(ffmpeg curl nginx-light python3-pip gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
-    gstreamer1.0-libav openssl)
+    gstreamer1.0-libav openssl lsof)
 bench_apt_packages=(wrk hyperfine)
 pip_packages=(m3u8 h11 threefive redbot)
 
@@ -16,7 +16,7 @@ want_bench=0
 # Each apt package and the command that proves it is there.
 declare -A probe=([ffmpeg]=ffprobe [curl]=curl [nginx-light]=nginx [python3-pip]=python3 [wrk]=wrk [hyperfine]=hyperfine
     [gstreamer1.0-tools]=gst-launch-1.0 [gstreamer1.0-plugins-good]=gst:isomp4 [gstreamer1.0-plugins-bad]=gst:hls
-    [gstreamer1.0-libav]=gst:libav [openssl]=openssl)
+    [gstreamer1.0-libav]=gst:libav [openssl]=openssl [lsof]=lsof)
 # A probe is a command on PATH, or gst:PLUGIN for a GStreamer plugin.
 present() {
     case "$1" in

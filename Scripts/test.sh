@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one test command (README.md and .ci/run call it). It installs the outside programs the tests use when they
-# are missing, makes the media fixtures, checks formatting, the manifests and the linkage of the pure cores, builds
-# everything with warnings as errors, builds the packages through their own manifests, and runs every test.
+# are missing, makes the media fixtures, checks formatting, the manifests, that no Linux-only symbol sits where
+# Darwin compiles, and the linkage of the pure cores, builds everything with warnings as errors, builds the
+# packages through their own manifests, and runs every test.
 # Any failure fails it.
 #
 # Usage: Scripts/test.sh [--no-standalone]   (--no-standalone skips the builds through the packages' own manifests)
@@ -32,6 +33,9 @@ swift format lint --strict --configuration .swift-format "${swift_files[@]}"
 
 step "Manifests agree (and the check can fail)"
 Scripts/check-manifests.sh --self-test
+
+step "No Linux-only symbol where Darwin compiles (and the check can fail)"
+Scripts/check-platform-symbols.sh --self-test && Scripts/check-platform-symbols.sh
 
 step "Linkage of the pure cores (and the check can fail)"
 Scripts/check-linkage.sh

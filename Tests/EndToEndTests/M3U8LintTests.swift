@@ -1,8 +1,15 @@
 // End-to-end tests of m3u8lint: the built binary's output and exit codes pinned exactly, JSON outputs checked
 // against the fixtures, http(s) input served by a real HTTP server, and a differential test against Python's
 // m3u8 package on the fixtures where both should agree.
+import FileRange
 import Foundation
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 enum PlaylistFixtures {
     static let directory = EndToEnd.repositoryRoot.appendingPathComponent(
@@ -255,7 +262,7 @@ enum PlaylistFixtures {
         #expect(lintResult.out.hasPrefix("\(url):3:23: warning: target duration 10 is above 6 seconds"))
         let missing = try EndToEnd.run(tool, ["http://127.0.0.1:\(p)/nope.m3u8"])
         #expect(missing.status == 2)
-        #expect(missing.err == "Error: http://127.0.0.1:\(p)/nope.m3u8: fetch failed (curl status 22)\n")
+        #expect(missing.err == "Error: http://127.0.0.1:\(p)/nope.m3u8: 404 Not Found\n")
     }
 
     /// Python's m3u8 and m3u8lint --dump-json agree on every valid fixture for the fields both model.
@@ -343,5 +350,224 @@ enum PlaylistFixtures {
             compared += 1
         }
         #expect(compared >= 16)
+    }
+}
+
+/// m3u8lint's http client (the toolkit's own, HLSDownload's) against a scripted loopback origin: statuses in
+/// words, which answers are retried, redirects, a refused port and a server that never answers, with the time each
+/// failure takes.
+@Suite struct M3U8LintFetchTests {
+    static let playlist = Array("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\nseg.ts\n#EXT-X-ENDLIST\n".utf8)
+
+    static func response(_ status: String, _ body: [UInt8] = [], extra: String = "") -> [UInt8] {
+        Array("HTTP/1.1 \(status)\r\nContent-Length: \(body.count)\r\n\(extra)\r\n".utf8) + body
+    }
+
+    /// Runs m3u8lint and returns its result and the seconds it took.
+    func lint(_ arguments: [String]) throws -> (result: ProcessResult, seconds: Double)? {
+        guard let tool = EndToEnd.product("m3u8lint") else { return nil }
+        let start = ContinuousClock.now
+        let result = try EndToEnd.run(tool, arguments)
+        let elapsed = ContinuousClock.now - start
+        return (result, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    @Test func notFoundNamesTheURLAndTheStatusAndIsAskedOnce() throws {
+        let origin = try ScriptedOrigin { _ in Self.response("404 Not Found") }
+        let url = origin.url("/missing.m3u8")
+        let (result, seconds) = try #require(try lint([url]))
+        #expect(result.status == 2)
+        #expect(result.out.isEmpty)
+        #expect(result.err == "Error: \(url): 404 Not Found\n")
+        #expect(origin.paths.withLock { $0 } == ["/missing.m3u8"])
+        #expect(seconds < 2, "took \(seconds) s")
+        // The same for --dump-json and --iptv-json, which fetch the same way; a 403 is not retried either.
+        let forbidden = try ScriptedOrigin { _ in Self.response("403 Forbidden") }
+        let dump = try #require(try lint(["--iptv-json", forbidden.url("/list.m3u")]))
+        #expect(dump.result.err == "Error: \(forbidden.url("/list.m3u")): 403 Forbidden\n")
+        #expect(forbidden.paths.withLock { $0 }.count == 1)
+    }
+
+    /// 503, 429 and 408 may pass on a later try: each is retried (Retry-After honoured), within the deadline.
+    @Test func busyAnswersAreRetried() throws {
+        let asked = LockedValue(0)
+        let origin = try ScriptedOrigin { _ in
+            switch asked.withLock({ n -> Int in
+                n += 1
+                return n
+            }) {
+            case 1: Self.response("503 Service Unavailable")
+            case 2: Self.response("429 Too Many Requests", extra: "Retry-After: 0\r\n")
+            default: Self.response("200 OK", Self.playlist)
+            }
+        }
+        let url = origin.url("/live.m3u8")
+        let (result, _) = try #require(try lint(["--dump-json", url]))
+        #expect(result.status == 0, "\(result.err)")
+        #expect(origin.paths.withLock { $0 }.count == 3)
+        let always = try ScriptedOrigin { _ in Self.response("503 Service Unavailable") }
+        let (failed, _) = try #require(try lint([always.url("/x.m3u8")]))
+        #expect(failed.err == "Error: \(always.url("/x.m3u8")): 503 Service Unavailable\n")
+        #expect(always.paths.withLock { $0 }.count == 3)
+        // A Retry-After longer than the deadline left is not waited for: the answer is reported at once.
+        let later = try ScriptedOrigin { _ in Self.response("429 Too Many Requests", extra: "Retry-After: 3600\r\n") }
+        let (limited, seconds) = try #require(try lint([later.url("/x.m3u8")]))
+        // (LoopbackHTTP's status table does not name 429 yet.)
+        #expect(limited.err == "Error: \(later.url("/x.m3u8")): HTTP status 429\n")
+        #expect(later.paths.withLock { $0 }.count == 1)
+        #expect(seconds < 2, "took \(seconds) s")
+    }
+
+    /// Redirects are followed, and the playlist's URIs resolve against where it ended up; more than five fail, and
+    /// a redirect to a missing playlist names both URLs.
+    @Test func redirectsAreFollowedAndBounded() throws {
+        let origin = try ScriptedOrigin { path in
+            switch path {
+            case "/start.m3u8": Self.response("302 Found", extra: "Location: /moved/here/index.m3u8\r\n")
+            case "/moved/here/index.m3u8": Self.response("200 OK", Self.playlist)
+            case "/gone.m3u8": Self.response("301 Moved Permanently", extra: "Location: /nowhere.m3u8\r\n")
+            case "/file.m3u8": Self.response("302 Found", extra: "Location: file:///etc/passwd\r\n")
+            default:
+                if let n = Int(path.dropFirst("/loop".count)), path.hasPrefix("/loop") {
+                    Self.response("302 Found", extra: "Location: /loop\(n + 1)\r\n")
+                } else {
+                    Self.response("404 Not Found")
+                }
+            }
+        }
+        let (moved, _) = try #require(try lint(["--dump-json", origin.url("/start.m3u8")]))
+        #expect(moved.status == 0, "\(moved.err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: moved.stdout) as? [String: Any])
+        let segments = try #require(object["segments"] as? [[String: Any]])
+        #expect(segments.first?["uri"] as? String == origin.url("/moved/here/seg.ts"))
+
+        let (gone, _) = try #require(try lint([origin.url("/gone.m3u8")]))
+        #expect(gone.status == 2)
+        #expect(
+            gone.err == "Error: \(origin.url("/gone.m3u8")): 404 Not Found (at \(origin.url("/nowhere.m3u8")))\n")
+
+        let (loop, _) = try #require(try lint([origin.url("/loop0")]))
+        #expect(loop.status == 2)
+        #expect(
+            loop.err
+                == "Error: \(origin.url("/loop0")): more than 5 redirects, or a redirect to a URL that is not http(s)\n"
+        )
+        #expect(origin.paths.withLock { $0 }.filter { $0.hasPrefix("/loop") } == (0...5).map { "/loop\($0)" })
+
+        let (file, _) = try #require(try lint([origin.url("/file.m3u8")]))
+        #expect(file.status == 2)
+        #expect(file.err.hasPrefix("Error: \(origin.url("/file.m3u8")): more than 5 redirects, or a redirect"))
+    }
+
+    /// Nothing listens: the failure is reported at once (no retry, no waiting for a timeout).
+    @Test func refusedPortFailsWithinASecond() throws {
+        let port = ScriptedOrigin.unusedPort()
+        let url = "http://127.0.0.1:\(port)/index.m3u8"
+        let (result, seconds) = try #require(try lint([url]))
+        #expect(result.status == 2)
+        #expect(
+            result.err.hasPrefix("Error: \(url): cannot connect to 127.0.0.1:\(port): ECONNREFUSED"), "\(result.err)")
+        #expect(seconds < 1, "took \(seconds) s")
+    }
+
+    /// A server that accepts the connection and never answers: the fetch gives up when --timeout has passed, and
+    /// by default after 10 s.
+    @Test func silentServerFailsWithinTheTimeout() throws {
+        let origin = try ScriptedOrigin { _ in nil }
+        let url = origin.url("/silent.m3u8")
+        let (result, seconds) = try #require(try lint(["--timeout", "1", url]))
+        #expect(result.status == 2)
+        #expect(result.err == "Error: \(url): no complete answer within 1 s (--timeout)\n")
+        #expect(seconds >= 1 && seconds < 2, "took \(seconds) s")
+        let (byDefault, defaultSeconds) = try #require(try lint([url]))
+        #expect(byDefault.err == "Error: \(url): no complete answer within 10 s (--timeout)\n")
+        #expect(defaultSeconds >= 10 && defaultSeconds < 11, "took \(defaultSeconds) s")
+        let (bad, _) = try #require(try lint(["--timeout", "0", url]))
+        #expect(bad.status == 64)
+        #expect(bad.err.hasPrefix("Error: '--timeout' needs a number of seconds above 0, not '0'\n"))
+    }
+}
+
+/// A loopback origin whose answer to each request path is raw bytes (sent, then the connection closed) or nil:
+/// the connection is held open and never answered. One thread per connection.
+final class ScriptedOrigin: Sendable {
+    let port: UInt16
+    let paths = LockedValue<[String]>([])
+    private let listener: Int32
+    private let held = LockedValue<[Int32]>([])
+
+    init(_ reply: @escaping @Sendable (String) -> [UInt8]?) throws {
+        let fd = Platform.tcpSocket()
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = Platform.loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        try #require(bound == 0 && listen(fd, 16) == 0)
+        port = Self.localPort(fd)
+        listener = fd
+        Thread.detachNewThread { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                Platform.noSigPipe(client)
+                Thread.detachNewThread { self.serve(client, reply) }
+            }
+        }
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    private func serve(_ client: Int32, _ reply: @Sendable (String) -> [UInt8]?) {
+        var head: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while head.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
+            let n = recv(client, &buffer, buffer.count, 0)
+            if n <= 0 {
+                close(client)
+                return
+            }
+            head += buffer[0..<n]
+        }
+        let path = String(decoding: head, as: UTF8.self).split(separator: " ").dropFirst().first.map(String.init) ?? ""
+        paths.withLock { $0.append(path) }
+        guard let bytes = reply(path) else {
+            held.withLock { $0.append(client) }
+            return
+        }
+        _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Platform.sendFlags) }
+        close(client)
+    }
+
+    /// The port a listening socket was given.
+    static func localPort(_ fd: Int32) -> UInt16 {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// A loopback port nothing listens on: one the system just handed out and this process let go.
+    static func unusedPort() -> UInt16 {
+        let fd = Platform.tcpSocket()
+        defer { close(fd) }
+        var address = Platform.loopback(port: 0)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return localPort(fd)
+    }
+
+    deinit {
+        _ = shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for fd in held.withLock({ $0 }) { close(fd) }
     }
 }

@@ -11,7 +11,7 @@ let toolVersion = "1.0.0"
 
 let usage =
     "USAGE: m3u8lint [--strict] [--json] [--previous <file>] [--dump-json [--url <url>] [--parent <file>]] "
-    + "[--iptv-json] [--format] <input> ..."
+    + "[--iptv-json] [--format] [--timeout <seconds>] <input> ..."
 
 let help = """
     OVERVIEW: Check HLS playlists against RFC 8216bis and Apple's HLS authoring rules.
@@ -33,6 +33,8 @@ let help = """
       --parent <file>         The multivariant playlist, for EXT-X-DEFINE IMPORT.
       --iptv-json             Read an IPTV extended M3U channel list and print it as JSON.
       --format                Print the playlist in canonical form.
+      --timeout <seconds>     The longest an http(s) fetch may take, redirects and retries included
+                              (default: 10).
       --benchmark <n>         Parse (and resolve) the input n times in-process and report the time per parse.
       --version               Show the version.
       -h, --help              Show help information.
@@ -50,6 +52,7 @@ struct Options {
     var iptvJSON = false
     var format = false
     var benchmark: Int?
+    var timeout = Fetch.defaultTimeout
 }
 
 func usageError(_ message: String) -> Never {
@@ -87,6 +90,12 @@ func parseArguments(_ args: [String]) -> Options {
             case "--parent": o.parent = value(a)
             case "--iptv-json": o.iptvJSON = true
             case "--format": o.format = true
+            case "--timeout":
+                let v = value(a)
+                guard let seconds = Double(v), seconds > 0, seconds <= 86_400 else {
+                    usageError("'--timeout' needs a number of seconds above 0, not '\(v)'")
+                }
+                o.timeout = seconds
             case "--benchmark":
                 let v = value(a)
                 guard let n = Int(v), n > 0 else { usageError("'--benchmark' needs a positive count, not '\(v)'") }
@@ -111,7 +120,7 @@ func isURL(_ s: String) -> Bool { s.hasPrefix("http://") || s.hasPrefix("https:/
 /// Reads an input; for URLs also returns the URL after redirects (the base for resolution).
 func load(_ input: String) throws(InputError) -> (bytes: [UInt8], url: String?) {
     if isURL(input) {
-        let fetched = try IO.fetch(input)
+        let fetched = try Fetch.fetch(input, maxBytes: IO.maxBytes, timeout: options.timeout)
         return (fetched.body, fetched.effectiveURL)
     }
     return (try IO.readFile(input), nil)
@@ -142,7 +151,7 @@ func runIPTV() -> Int32 {
         let fd: Int32
         if isURL(input) {
             do {
-                let bytes = try IO.fetch(input).body
+                let bytes = try Fetch.fetch(input, maxBytes: IO.maxBytes, timeout: options.timeout).body
                 var parser = IPTVStreamParser()
                 var j = JSONWriter()
                 try streamIPTV(bytes[...], parser: &parser, json: &j, final: true)

@@ -18,8 +18,8 @@ enum CacheProxyCommand {
 
         OPTIONS:
           -H, --header <header>   An extra request header, 'Name: value' (repeatable); sent with every request.
-          --cache-dir <dir>       The cache folder (default: $XDG_CACHE_HOME/tsplayer/media or
-                                  ~/.cache/tsplayer/media).
+          --cache-dir <dir>       The cache folder (default: $XDG_CACHE_HOME/tsplayer/media, else
+                                  ~/.cache/tsplayer/media; on macOS ~/Library/Caches/tsplayer/media).
           --max-size <size>       The cache's size budget, in bytes or with K, M, G (default: 2G); whole least
                                   recently used files are evicted beyond it.
           --port <port>           The loopback port to listen on (default: an ephemeral port).
@@ -144,6 +144,12 @@ enum CacheProxyCommand {
     static func defaultDirectory() -> String {
         let environment = ProcessInfo.processInfo.environment
         if let xdg = environment["XDG_CACHE_HOME"], !xdg.isEmpty { return xdg + "/tsplayer/media" }
+        #if canImport(Darwin)
+            // Apple's place for caches a program can rebuild (File System Programming Guide: Library/Caches).
+            if let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first {
+                return caches.appendingPathComponent("tsplayer/media").path
+            }
+        #endif
         return NSHomeDirectory() + "/.cache/tsplayer/media"
     }
 }

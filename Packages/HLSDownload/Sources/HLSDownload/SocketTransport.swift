@@ -46,9 +46,12 @@ public struct SocketTransport: DownloadTransport {
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         try await followingRedirects(request) { fallback, forwarded in
-            try await fallback.send(forwarded)
-        } exchange: { target in
-            let response = try await exchange(target, headers: request.headers)
+            var response = try await fallback.send(forwarded)
+            if response.url == nil { response.url = forwarded.url }
+            return response
+        } exchange: { target, url in
+            var response = try await exchange(target, headers: request.headers)
+            response.url = url
             return (response, response.status, response.header("Location"))
         }
     }
@@ -59,9 +62,12 @@ public struct SocketTransport: DownloadTransport {
     /// ``TransportError/Code/tooLarge``.
     public func fetch(_ request: TransportRequest, maxBytes: Int) async throws -> WholeResponse {
         try await followingRedirects(request) { fallback, forwarded in
-            try await WholeResponse(collecting: try await fallback.send(forwarded), maxBytes: maxBytes)
-        } exchange: { target in
-            let response = try await exchangeWhole(target, headers: request.headers, maxBytes: maxBytes)
+            var response = try await WholeResponse(collecting: try await fallback.send(forwarded), maxBytes: maxBytes)
+            if response.url == nil { response.url = forwarded.url }
+            return response
+        } exchange: { target, url in
+            var response = try await exchangeWhole(target, headers: request.headers, maxBytes: maxBytes)
+            response.url = url
             return (response, response.status, response.header("Location"))
         }
     }
@@ -71,7 +77,7 @@ public struct SocketTransport: DownloadTransport {
     private func followingRedirects<Response>(
         _ request: TransportRequest,
         secure: (any DownloadTransport, TransportRequest) async throws -> Response,
-        exchange: (Target) async throws -> (Response, status: Int, location: String?)
+        exchange: (Target, String) async throws -> (Response, status: Int, location: String?)
     ) async throws -> Response {
         var url = request.url
         var redirects = 0
@@ -84,7 +90,7 @@ public struct SocketTransport: DownloadTransport {
                 forwarded.url = url
                 return try await secure(fallback, forwarded)
             }
-            let (response, status, location) = try await exchange(target)
+            let (response, status, location) = try await exchange(target, url)
             if followsRedirects, [301, 302, 303, 307, 308].contains(status), let location {
                 redirects += 1
                 guard redirects <= maxRedirects else {
@@ -117,7 +123,7 @@ public struct SocketTransport: DownloadTransport {
             do throws(TransportError) {
                 let (parsed, body) = try Self.whole(on: connection, head: head, maxBytes: maxBytes)
                 settle(connection, after: parsed, key: target.key)
-                return WholeResponse(status: parsed.status, headers: parsed.headers, body: body)
+                return WholeResponse(status: parsed.status, headers: parsed.headers, body: body, url: request.url)
             } catch {
                 connection.close()
                 guard reused != nil, error.code == .connectionReset else { throw error }

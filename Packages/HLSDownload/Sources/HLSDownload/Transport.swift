@@ -25,15 +25,18 @@ public struct TransportResponse: Sendable {
     /// The same body as the connection's socket, for a relay that moves the bytes in the kernel instead of
     /// reading ``body``; set by ``SocketTransport`` for a body of known length.
     public var socketBody: SocketBody?
+    /// The URL that answered, after the redirects the transport followed; nil when the transport does not know it.
+    public var url: String?
 
     public init(
         status: Int, headers: [HTTPHeaderField], body: AsyncThrowingStream<[UInt8], any Error>,
-        socketBody: SocketBody? = nil
+        socketBody: SocketBody? = nil, url: String? = nil
     ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.socketBody = socketBody
+        self.url = url
     }
 
     /// The first value of a header, matched case-insensitively.
@@ -53,11 +56,14 @@ public struct WholeResponse: Sendable {
     public var status: Int
     public var headers: [HTTPHeaderField]
     public var body: [UInt8]
+    /// The URL that answered, after the redirects the transport followed; nil when the transport does not know it.
+    public var url: String?
 
-    public init(status: Int, headers: [HTTPHeaderField], body: [UInt8]) {
+    public init(status: Int, headers: [HTTPHeaderField], body: [UInt8], url: String? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.url = url
     }
 
     /// Collects a streamed response, failing past `maxBytes`.
@@ -69,7 +75,7 @@ public struct WholeResponse: Sendable {
                 throw TransportError(.tooLarge, "the body is longer than \(maxBytes) bytes")
             }
         }
-        self.init(status: response.status, headers: response.headers, body: body)
+        self.init(status: response.status, headers: response.headers, body: body, url: response.url)
     }
 
     /// The first value of a header, matched case-insensitively.

@@ -65,8 +65,10 @@ public struct URLSessionTransport: DownloadTransport {
 struct HeadResult: Sendable {
     var status: Int
     var headers: [HTTPHeaderField]
+    /// The URL that answered, after the redirects URLSession followed.
+    var url: String?
     func response(body: AsyncThrowingStream<[UInt8], any Error>) -> TransportResponse {
-        TransportResponse(status: status, headers: headers, body: body)
+        TransportResponse(status: status, headers: headers, body: body, url: url)
     }
 }
 
@@ -95,7 +97,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        var result = HeadResult(status: 0, headers: [])
+        var result = HeadResult(status: 0, headers: [], url: response.url?.absoluteString)
         if let http = response as? HTTPURLResponse {
             result.status = http.statusCode
             for (name, value) in http.allHeaderFields {

@@ -5,6 +5,16 @@ import Testing
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// send(2) flags that keep a write to a closed peer from raising SIGPIPE: MSG_NOSIGNAL on Linux; on Darwin, which
+/// has none for send(2), SO_NOSIGPIPE is set on each accepted socket instead and the flags are 0.
+#if canImport(Darwin)
+    private let noSignalFlags: Int32 = 0
+#else
+    private let noSignalFlags = Int32(MSG_NOSIGNAL)
 #endif
 
 /// A tiny HTTP/1.1 origin on a loopback socket, one thread per connection: `reply` maps a request path to raw
@@ -21,10 +31,17 @@ final class RawOrigin: Sendable {
     let heads = LockedValue<[String]>([])
 
     init(reply: @escaping @Sendable (String) -> Reply) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #if canImport(Darwin)
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #else
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
+        #if canImport(Darwin)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+        #endif
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
         address.sin_port = 0
@@ -44,6 +61,10 @@ final class RawOrigin: Sendable {
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 { return }
+                #if canImport(Darwin)
+                    var one: Int32 = 1
+                    setsockopt(client, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+                #endif
                 connections.withLock { $0 += 1 }
                 Thread.detachNewThread { self.serve(client, reply: reply) }
             }
@@ -68,10 +89,10 @@ final class RawOrigin: Sendable {
             heads.withLock { $0.append(String(text[..<end.lowerBound])) }
             switch reply(path) {
             case .bytes(let bytes, let closing):
-                _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, noSignalFlags) }
                 if closing { return }
             case .stall(let bytes):
-                _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, noSignalFlags) }
                 Thread.sleep(forTimeInterval: 5)
                 return
             }
@@ -133,6 +154,9 @@ final class RawOrigin: Sendable {
         #expect(try await Self.collect(chunked) == Array("hello, world".utf8))
         let moved = try await transport.send(TransportRequest(url: origin.url("/moved"), headers: []))
         #expect(moved.status == 200)
+        // The response says where it came from after the redirect.
+        #expect(moved.url == origin.url("/small"))
+        #expect(chunked.url == origin.url("/chunked"))
         #expect(try await Self.collect(moved) == Array("hello".utf8))
         let missing = try await transport.send(TransportRequest(url: origin.url("/nothing"), headers: []))
         #expect(missing.status == 404)
@@ -193,6 +217,8 @@ final class RawOrigin: Sendable {
             TransportRequest(url: origin.url("/moved"), headers: []), maxBytes: 1 << 20)
         #expect(moved.status == 200)
         #expect(moved.body == big)
+        #expect(moved.url == origin.url("/big"))
+        #expect(whole.url == origin.url("/big"))
         let missing = try await transport.fetch(
             TransportRequest(url: origin.url("/nothing"), headers: []), maxBytes: 1 << 20)
         #expect(missing.status == 404)

@@ -8,6 +8,8 @@ import Testing
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// Segment relay in stream mode over a plain-http upstream, where the server moves the bytes from the upstream
@@ -112,10 +114,20 @@ final class RelayRawClient {
     let fd: Int32
 
     init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #if canImport(Darwin)
+            fd = socket(AF_INET, SOCK_STREAM, 0)
+            // Darwin has no MSG_NOSIGNAL for send(2): the socket itself is told not to raise SIGPIPE.
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #else
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
         var window: Int32 = 64 << 10
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &window, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
+        #if canImport(Darwin)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+        #endif
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
@@ -131,7 +143,12 @@ final class RelayRawClient {
     }
 
     func send(_ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        #if canImport(Darwin)
+            let flags: Int32 = 0  // SO_NOSIGPIPE is set on the socket
+        #else
+            let flags = Int32(MSG_NOSIGNAL)
+        #endif
+        _ = Array(text.utf8).withUnsafeBytes { systemSend(fd, $0.baseAddress, $0.count, flags) }
     }
 
     func readSome() -> Int {
@@ -145,4 +162,9 @@ final class RelayRawClient {
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
         close(fd)
     }
+}
+
+/// The C library's send(2), named apart from RelayRawClient.send.
+private func systemSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int, _ flags: Int32) -> Int {
+    send(fd, bytes, count, flags)
 }

@@ -1,0 +1,113 @@
+// The few places where the end-to-end tests meet a difference between Linux (Glibc) and Darwin: how the socket
+// type constant is imported, SIGPIPE on send (MSG_NOSIGNAL on Linux; SO_NOSIGPIPE on the socket on Darwin, whose
+// send(2) has no such flag), sockaddr_in's length field (Darwin only), and another process's open descriptors
+// (/proc/<pid>/fd on Linux; lsof(8) on Darwin, which has no /proc).
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+enum Platform {
+    /// Whether the tests run on an Apple platform, for a test that cannot run there (its trait says why).
+    #if canImport(Darwin)
+        static let isDarwin = true
+    #else
+        static let isDarwin = false
+    #endif
+
+    /// A new IPv4 TCP socket (-1 on failure) that never raises SIGPIPE when written to after the peer left, as
+    /// long as writes use ``sendFlags``.
+    static func tcpSocket() -> Int32 {
+        #if canImport(Darwin)
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+            noSigPipe(fd)
+        #else
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        return fd
+    }
+
+    /// Turns SIGPIPE off for a socket this process did not make with ``tcpSocket()`` (an accepted one) on
+    /// Darwin; nothing to do on Linux, where ``sendFlags`` does it per call.
+    static func noSigPipe(_ fd: Int32) {
+        #if canImport(Darwin)
+            var one: Int32 = 1
+            _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+    }
+
+    /// The send(2) flags that go with ``tcpSocket()``.
+    #if canImport(Darwin)
+        static let sendFlags: Int32 = 0
+    #else
+        static let sendFlags = Int32(MSG_NOSIGNAL)
+    #endif
+
+    /// 127.0.0.1:`port` (0 for an ephemeral port when binding).
+    static func loopback(port: UInt16) -> sockaddr_in {
+        var address = sockaddr_in()
+        #if canImport(Darwin)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+        #endif
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return address
+    }
+
+    /// Another process's open descriptors as `N -> what`: `socket:...` for a socket, the path for a file or
+    /// device, something else for a pipe, an event queue and the like.
+    static func descriptors(of pid: Int32) -> [String] {
+        #if os(Linux)
+            let directory = "/proc/\(pid)/fd"
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            return names.sorted { (Int($0) ?? 0) < (Int($1) ?? 0) }.map { name in
+                name + " -> "
+                    + ((try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + name)) ?? "?")
+            }
+        #else
+            return lsofDescriptors(of: pid, lsof: URL(fileURLWithPath: "/usr/sbin/lsof"))
+        #endif
+    }
+
+    /// `lsof -F ftn` (field output: `f` descriptor, `t` type, `n` name, one per line) for one process, numeric
+    /// descriptors only (not cwd, txt and the other lsof pseudo-descriptors), in the form of ``descriptors(of:)``.
+    /// Darwin's way; built everywhere so that a Linux run can hold it against /proc.
+    static func lsofDescriptors(of pid: Int32, lsof: URL) -> [String] {
+        let process = Process()
+        process.executableURL = lsof
+        process.arguments = ["-n", "-P", "-a", "-p", String(pid), "-F", "ftn"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return [] }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        var result: [String] = []
+        var descriptor: Int?
+        var type = ""
+        func flush(_ name: String) {
+            guard let descriptor else { return }
+            let socketTypes: Set = ["IPv4", "IPv6", "unix", "sock"]
+            result.append("\(descriptor) -> " + (socketTypes.contains(type) ? "socket:\(type)" : name))
+        }
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            guard let tag = line.first else { continue }
+            let value = String(line.dropFirst())
+            switch tag {
+            case "f":
+                descriptor = Int(value)
+                type = ""
+            case "t": type = value
+            case "n":
+                flush(value)
+                descriptor = nil
+            default: break
+            }
+        }
+        return result
+    }
+}
