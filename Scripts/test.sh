@@ -47,6 +47,9 @@ step "Build everything with warnings as errors"
 swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 swift build --build-tests -Xswiftc -warnings-as-errors >/dev/null  # fails here if the build above failed
 
+step "Apple glue against the AVFoundation stand-in (and the check can fail)"
+Scripts/check-apple-glue.sh
+
 if [[ $standalone == 1 ]]; then
     # TSPlayerKit depends on every other package by path, so building it on its own builds every library through
     # its own package's manifest; the test targets are the same sources the root builds, and check-manifests.sh
