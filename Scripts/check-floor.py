@@ -251,12 +251,13 @@ def param_labels(text):
     return labels
 
 
-def split_top(inner):
+def split_top(inner, opening="([{<", closing=")]}>"):
+    """Splits at the commas outside any bracket pair."""
     parts, depth, cur = [], 0, []
     for c in inner:
-        if c in "([{<":
+        if c in opening:
             depth += 1
-        elif c in ")]}>":
+        elif c in closing:
             depth -= 1
         if c == "," and depth == 0:
             parts.append("".join(cur))
@@ -665,19 +666,8 @@ def call_labels(text, i):
 
 
 def split_args(inner):
-    parts, depth, cur = [], 0, []
-    for c in inner:
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        if c == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-    parts.append("".join(cur))
-    return [p for p in parts if p.strip()]
+    # In a call, < and > are operators, not brackets.
+    return split_top(inner, "([{", ")]}")
 
 
 def project_declared(files):
