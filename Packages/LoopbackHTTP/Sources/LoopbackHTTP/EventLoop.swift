@@ -82,42 +82,6 @@ final class LoopHandle: Sendable {
     }
 }
 
-/// Starts a detached thread running `body`.
-func startThread(_ body: @escaping @Sendable () -> Void) throws(HTTPServerError) {
-    final class Start: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let context = Unmanaged.passRetained(Start(body)).toOpaque()
-    #if canImport(Glibc)
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { argument in
-                guard let argument else { return nil }
-                Unmanaged<Start>.fromOpaque(argument).takeRetainedValue().body()
-                return nil
-            }, context)
-    #else
-        var thread: pthread_t?
-        let result = pthread_create(
-            &thread, nil,
-            { argument in
-                Unmanaged<Start>.fromOpaque(argument).takeRetainedValue().body()
-                return nil
-            }, context)
-    #endif
-    guard result == 0 else {
-        Unmanaged<Start>.fromOpaque(context).release()
-        throw HTTPServerError(.eventLoop, errno: Errno(rawValue: result), message: "pthread_create")
-    }
-    #if canImport(Glibc)
-        pthread_detach(thread)
-    #else
-        if let thread { pthread_detach(thread) }
-    #endif
-}
-
 /// One outgoing piece of a response.
 private enum OutItem {
     case bytes([UInt8], sent: Int)
@@ -343,7 +307,7 @@ final class EventLoopRunner {
         _ = bytes.withUnsafeBytes { buffer in
             try? SocketOps.send(fd, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, buffer.count)
         }
-        _ = Glibc_or_Darwin_shutdown(fd)
+        _ = Platform.shutdownWrite(fd)
         closeDescriptor(fd)
     }
 
@@ -688,7 +652,7 @@ final class EventLoopRunner {
                             try SocketOps.sendFile(socket: connection.fd, file: fileFD, offset: offset, count: chunk)
                         }
                     } catch let error as Errno {
-                        if error == .invalidArgument || error.rawValue == ENOSYS || error == .notSupported {
+                        if SendFile.isUnsupported(error) {
                             connection.usePread = true  // no sendfile for this pair: copy through memory
                             continue
                         }
@@ -940,13 +904,4 @@ final class EventLoopRunner {
         }
         if shutdownDeadline != nil, openCount == 0 { running = false }
     }
-}
-
-@inline(__always)
-private func Glibc_or_Darwin_shutdown(_ fd: Int32) -> Int32 {
-    #if canImport(Glibc)
-        Glibc.shutdown(fd, Int32(SHUT_WR))
-    #else
-        Darwin.shutdown(fd, SHUT_WR)
-    #endif
 }
