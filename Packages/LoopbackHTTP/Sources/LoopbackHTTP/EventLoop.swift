@@ -33,8 +33,27 @@ final class ServerShared: Sendable {
     let loopsRunning = LockedValue<Int>(0)
     let onAllLoopsStopped = LockedValue<CheckedContinuation<Void, Never>?>(nil)
     let stoppedFlag = LockedValue<Bool>(false)
+    /// Why the server stopped accepting connections while it runs (the first listener that failed), and which
+    /// listeners failed: every loop stops watching them.
+    let failure = LockedValue<HTTPServerError?>(nil)
+    let failedListeners = LockedValue<Set<Int32>>([])
 
     init(application: HTTPApplication) { self.application = application }
+
+    /// Clears what the previous run left, before a start. The loops of that run have all stopped.
+    func reset() {
+        stoppedFlag.withLock { $0 = false }
+        onAllLoopsStopped.withLock { $0 = nil }
+        failure.withLock { $0 = nil }
+        failedListeners.withLock { $0 = [] }
+    }
+
+    func listenerFailed(_ listener: Int32, _ error: HTTPServerError) {
+        failedListeners.withLock { _ = $0.insert(listener) }
+        failure.withLock { value in
+            if value == nil { value = error }
+        }
+    }
 
     func loopStopped() {
         let remaining = loopsRunning.withLock { count in
@@ -165,6 +184,7 @@ final class EventLoopRunner {
     private var nextSerial: UInt64 = 0
     private var shutdownDeadline: UInt64?
     private var acceptPausedUntil: UInt64?
+    private var listenerHealth: [Int32: ListenerHealth] = [:]
     private var nextSweep: UInt64 = 0
     private let scratch: UnsafeMutableRawBufferPointer
     private var cachedDateSecond = -1
@@ -236,7 +256,7 @@ final class EventLoopRunner {
             return
         }
         if event.token & (1 << 40) != 0 {
-            acceptConnections(Int32(bitPattern: UInt32(truncatingIfNeeded: event.token)))
+            acceptConnections(Int32(bitPattern: UInt32(truncatingIfNeeded: event.token)), hangup: event.hangup)
             return
         }
         if event.token & Self.relayTokenFlag != 0 {
@@ -256,8 +276,16 @@ final class EventLoopRunner {
 
     // MARK: Accepting
 
-    private func acceptConnections(_ listener: Int32) {
+    private func acceptConnections(_ listener: Int32, hangup: Bool) {
         guard shutdownDeadline == nil, acceptPausedUntil == nil else { return }
+        if shared.failedListeners.withLock({ $0.contains(listener) }) {
+            poller.remove(listener)  // another loop found it dead
+            return
+        }
+        if hangup, listenerHealth[listener, default: ListenerHealth()].hungUp() == .fail {
+            failListener(listener, errno: nil)
+            return
+        }
         // A few per wake-up, like nginx without multi_accept: the listener is level-triggered and exclusive, so
         // the remaining connections wake a loop that is idle instead of piling onto the busy one.
         for _ in 0..<Self.acceptBatch {
@@ -265,11 +293,17 @@ final class EventLoopRunner {
             do {
                 accepted = try SocketOps.accept(listener)
             } catch {
-                if error == .connectionAborted || error.rawValue == EPROTO { continue }
-                // EMFILE, ENFILE, ENOBUFS, ENOMEM: stop accepting for a moment, keep serving.
-                pauseAccepting()
+                switch listenerHealth[listener, default: ListenerHealth()].acceptFailed(error) {
+                case .retry:
+                    continue
+                case .pause:
+                    pauseAccepting()  // EMFILE, ENFILE, ENOBUFS, ENOMEM: stop accepting for a moment, keep serving
+                case .fail:
+                    failListener(listener, errno: error)
+                }
                 return
             }
+            listenerHealth[listener, default: ListenerHealth()].healthy()
             guard let (fd, peer) = accepted else { return }
             let count = shared.connectionCount.withLock { count in
                 count += 1
@@ -284,6 +318,18 @@ final class EventLoopRunner {
         }
     }
 
+    /// Stops watching a dead listener and marks the server failed (``HTTPServer/failure``); connections already
+    /// accepted are served on.
+    private func failListener(_ listener: Int32, errno: Errno?) {
+        poller.remove(listener)
+        shared.listenerFailed(
+            listener,
+            HTTPServerError(
+                .listenerFailed, errno: errno,
+                message: errno == nil
+                    ? "the listening socket was shut down" : "accepting failed; the listening socket is unusable"))
+    }
+
     private func pauseAccepting() {
         acceptPausedUntil = monotonicNow() + 100_000_000
         for listener in listeners { poller.remove(listener) }
@@ -292,7 +338,8 @@ final class EventLoopRunner {
     private func resumeAcceptingIfDue(now: UInt64) {
         guard let until = acceptPausedUntil, now >= until, shutdownDeadline == nil else { return }
         acceptPausedUntil = nil
-        for listener in listeners {
+        let failed = shared.failedListeners.withLock { $0 }
+        for listener in listeners where !failed.contains(listener) {
             try? poller.addListener(listener, token: UInt64(UInt32(bitPattern: listener)) | 1 << 40)
         }
     }

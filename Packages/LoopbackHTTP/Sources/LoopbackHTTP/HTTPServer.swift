@@ -33,6 +33,8 @@ public actor HTTPServer {
     private let shared: ServerShared
     private var listeners: [Int32] = []
     private var loops: [LoopHandle] = []
+    /// The port of the last run, for ``revive(gracePeriod:)``.
+    private var lastPort: UInt16?
 
     public init(application: HTTPApplication) {
         self.application = application
@@ -46,6 +48,18 @@ public actor HTTPServer {
     /// Open connections right now (across all event loops).
     public nonisolated var openConnections: Int { shared.connectionCount.withLock { $0 } }
 
+    /// Why the server stopped accepting connections while it runs, or nil while it accepts them.
+    ///
+    /// A listening socket can die under a running server: iOS reclaims the sockets of an app it suspended, and
+    /// when the app resumes its listener fails every `accept`. The event loops then stop watching it instead of
+    /// retrying it for ever, keep serving the connections they have, and record the failure here (code
+    /// ``HTTPServerError/Code/listenerFailed``); ``state`` stays `.running`. Check it when the app returns to
+    /// the foreground, and call ``revive(gracePeriod:)``.
+    public nonisolated var failure: HTTPServerError? { shared.failure.withLock { $0 } }
+
+    /// The listening sockets of the current run (for tests that break one under the running loops).
+    var listenerDescriptors: [Int32] { listeners }
+
     /// The bound port while running.
     public var port: UInt16? {
         if case .running(let port) = state { return port }
@@ -56,20 +70,46 @@ public actor HTTPServer {
     @discardableResult
     public func start() throws(HTTPServerError) -> UInt16 {
         guard state == .idle else { throw HTTPServerError(.alreadyStarted) }
+        return try run(port: application.configuration.port)
+    }
+
+    /// Starts the server again on a fresh listening socket, for example after ``failure`` was set or the app
+    /// closed the server while in the background: on the port it had when that port is still free, else on the
+    /// configured port, else (when that is the old one, or 0) on a new ephemeral port. A running server is
+    /// stopped first, with `gracePeriod` for the responses in flight. Returns the port.
+    @discardableResult
+    public func revive(gracePeriod: Duration = .milliseconds(200)) async throws(HTTPServerError) -> UInt16 {
+        if case .running = state { await stop(gracePeriod: gracePeriod) }
+        guard state != .stopping else { throw HTTPServerError(.alreadyStarted, message: "the server is stopping") }
+        state = .idle
+        let configured = application.configuration.port
+        if let previous = lastPort, previous != 0 {
+            do {
+                return try run(port: previous)
+            } catch {
+                // Someone took the port meanwhile: go on to the configured or a new port.
+                guard error.code == .bind, error.errno == .addressInUse else { throw error }
+            }
+        }
+        return try run(port: configured == lastPort ? 0 : configured)
+    }
+
+    private func run(port requestedPort: UInt16) throws(HTTPServerError) -> UInt16 {
         let configuration = application.configuration
-        guard !configuration.bindAddresses.isEmpty, configuration.eventLoopThreads >= 1 else {
+        let addresses = configuration.bindAddresses
+        guard !addresses.isEmpty, configuration.eventLoopThreads >= 1 else {
             throw HTTPServerError(.invalidConfiguration, message: "no bind address or no event loop")
         }
-        for address in configuration.bindAddresses where !Self.isLoopback(address) {
+        for address in addresses where !Self.isLoopback(address) {
             guard configuration.nonLoopbackToken != nil else {
                 throw HTTPServerError(
                     .invalidConfiguration, address: address,
                     message: "binding a non-loopback address needs nonLoopbackToken")
             }
         }
-        var port = configuration.port
+        var port = requestedPort
         var bound: [Int32] = []
-        for (index, address) in configuration.bindAddresses.enumerated() {
+        for (index, address) in addresses.enumerated() {
             do {
                 let result = try SocketOps.listen(host: address, port: port, backlog: configuration.listenBacklog)
                 bound.append(result.fd)
@@ -78,13 +118,12 @@ public actor HTTPServer {
                 // The IPv6 loopback may be missing (containers): skip it unless it is the only address.
                 let missing =
                     error.errno == Errno(rawValue: EADDRNOTAVAIL) || error.errno == Errno(rawValue: EAFNOSUPPORT)
-                if address == "::1", missing, index > 0 || configuration.bindAddresses.count > 1 { continue }
+                if address == "::1", missing, index > 0 || addresses.count > 1 { continue }
                 for fd in bound { closeDescriptor(fd) }
                 throw error
             }
         }
         guard !bound.isEmpty else { throw HTTPServerError(.bind, message: "no address could be bound") }
-        listeners = bound
         var handles: [LoopHandle] = []
         do {
             for _ in 0..<configuration.eventLoopThreads {
@@ -94,6 +133,8 @@ public actor HTTPServer {
             for fd in bound { closeDescriptor(fd) }
             throw error
         }
+        listeners = bound
+        shared.reset()
         shared.loopsRunning.withLock { $0 = handles.count }
         let shared = self.shared
         let listenerList = bound
@@ -103,6 +144,7 @@ public actor HTTPServer {
             }
         }
         loops = handles
+        lastPort = port
         state = .running(port: port)
         return port
     }

@@ -30,7 +30,7 @@ func syscall<T: FixedWidthInteger & SignedInteger>(_ body: () -> T) throws(Errno
 public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: Hashable, Sendable {
-            case socket, bind, listen, eventLoop, invalidConfiguration, alreadyStarted, notRunning
+            case socket, bind, listen, eventLoop, invalidConfiguration, alreadyStarted, notRunning, listenerFailed
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -41,6 +41,9 @@ public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertibl
         public static let invalidConfiguration = Code(.invalidConfiguration)
         public static let alreadyStarted = Code(.alreadyStarted)
         public static let notRunning = Code(.notRunning)
+        /// A listening socket died while the server ran (on iOS, the system reclaims the sockets of a suspended
+        /// app): the server accepts no more connections until ``HTTPServer/revive(gracePeriod:)``.
+        public static let listenerFailed = Code(.listenerFailed)
         public var description: String { "\(value)" }
     }
     public var code: Code

@@ -96,3 +96,112 @@ struct SendFileTests {
         }
     }
 }
+
+@Suite("Listener failures")
+struct ListenerHealthTests {
+    @Test func repeatedAbortsFailTheListener() {
+        var health = ListenerHealth()
+        for attempt in 1..<ListenerHealth.abortLimit {
+            #expect(health.acceptFailed(.connectionAborted) == .retry, "attempt \(attempt)")
+        }
+        #expect(health.acceptFailed(.connectionAborted) == .fail)
+    }
+
+    @Test func anAcceptedConnectionOrAnEmptyQueueResetsTheCount() {
+        var health = ListenerHealth()
+        for _ in 1..<ListenerHealth.abortLimit { _ = health.acceptFailed(.connectionAborted) }
+        health.healthy()
+        #expect(health.consecutiveAborts == 0)
+        for _ in 1..<ListenerHealth.abortLimit {
+            #expect(health.acceptFailed(Errno(rawValue: EPROTO)) == .retry)
+        }
+    }
+
+    @Test func listenerErrorsFailAtOnceAndResourceErrorsPause() {
+        for code in [EBADF, EINVAL, ENOTSOCK] {
+            var health = ListenerHealth()
+            #expect(health.acceptFailed(Errno(rawValue: code)) == .fail, "errno \(code)")
+        }
+        for code in [EMFILE, ENFILE, ENOBUFS, ENOMEM] {
+            var health = ListenerHealth()
+            for _ in 0..<100 { #expect(health.acceptFailed(Errno(rawValue: code)) == .pause, "errno \(code)") }
+        }
+        var health = ListenerHealth()
+        #expect(health.hungUp() == .fail)
+    }
+}
+
+/// Process CPU time in nanoseconds.
+private func processCPUTime() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+private func helloApplication(_ adjust: (inout HTTPServerConfiguration) -> Void = { _ in }) -> HTTPApplication {
+    var router = Router()
+    router.getImmediate("/hello") { _ in .text("hello\n") }
+    var configuration = HTTPServerConfiguration()
+    adjust(&configuration)
+    return HTTPApplication(router: router, configuration: configuration)
+}
+
+private func get(_ target: String, port: UInt16, host: String = "127.0.0.1", hostHeader: String? = nil) throws
+    -> WireResponse?
+{
+    let client = try RawClient(port: port, host: host)
+    client.send("GET \(target) HTTP/1.1\r\nHost: \(hostHeader ?? "127.0.0.1:\(port)")\r\n\r\n")
+    return client.readResponse()
+}
+
+@Suite("Dead listeners and revival", .serialized)
+struct RevivalTests {
+    /// Shutting the listening socket down under the running loops (what iOS's reclaiming does, as far as a
+    /// Linux kernel can show it: epoll reports a hang-up and accept fails with EINVAL) marks the server failed,
+    /// does not spin the loops, and `revive()` binds the same port again.
+    @Test func aShutDownListenerFailsTheServerAndReviveRebindsTheSamePort() async throws {
+        let server = HTTPServer(application: helloApplication { $0.bindAddresses = ["127.0.0.1"] })
+        let port = try await server.start()
+        #expect(try get("/hello", port: port)?.status == 200)
+        #expect(server.failure == nil)
+        let listeners = await server.listenerDescriptors
+        #if canImport(Glibc)
+            for fd in listeners { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+        #else
+            for fd in listeners { _ = Darwin.shutdown(fd, SHUT_RDWR) }
+        #endif
+        var waited = 0
+        while server.failure == nil, waited < 100 {
+            try await Task.sleep(for: .milliseconds(20))
+            waited += 1
+        }
+        let failure = try #require(server.failure, "the loops never noticed the dead listener")
+        #expect(failure.code == .listenerFailed)
+        #expect(await server.state == .running(port: port))
+
+        // A loop that kept retrying a level-triggered dead listener would burn a core; these stay idle.
+        let cpuBefore = processCPUTime()
+        try await Task.sleep(for: .milliseconds(500))
+        let cpu = processCPUTime() - cpuBefore
+        #expect(cpu < 200_000_000, "the process used \(cpu / 1_000_000) ms of CPU in 500 ms after the failure")
+
+        let revived = try await server.revive()
+        #expect(revived == port)
+        #expect(server.failure == nil)
+        #expect(try get("/hello", port: port)?.status == 200)
+        await server.stop(gracePeriod: .seconds(1))
+    }
+
+    /// When another socket took the port while the server was down, revival binds a new one.
+    @Test func reviveMovesToANewPortWhenTheOldOneIsTaken() async throws {
+        let server = HTTPServer(application: helloApplication { $0.bindAddresses = ["127.0.0.1"] })
+        let port = try await server.start()
+        await server.stop(gracePeriod: .seconds(1))
+        let squatter = try SocketOps.listen(host: "127.0.0.1", port: port, backlog: 4)
+        defer { closeDescriptor(squatter.fd) }
+        let revived = try await server.revive()
+        #expect(revived != port && revived != 0)
+        #expect(try get("/hello", port: revived)?.status == 200)
+        await server.stop(gracePeriod: .seconds(1))
+    }
+}
