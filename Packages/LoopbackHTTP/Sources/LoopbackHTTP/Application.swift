@@ -70,7 +70,9 @@ public struct HTTPApplication: Sendable {
     func decide(_ request: inout HTTPRequest) -> Decision {
         // Host (RFC 9112 §3.2): an absolute-form target's authority wins over the Host field.
         if let host = Self.authority(of: request.target) ?? request.headers.first(name: "Host") {
-            guard hostIsAllowed(host) else { return .respond(.error(.misdirectedRequest)) }
+            guard hostIsAllowed(host, localHost: request.localHost) else {
+                return .respond(.error(.misdirectedRequest))
+            }
         }  // else: HTTP/1.0 without Host (1.1 without Host was refused by the parser); browsers always send it
         let method = request.method
         if method != .get && method != .head && method != .options {
@@ -132,8 +134,10 @@ public struct HTTPApplication: Sendable {
         return String(rest[..<end])
     }
 
-    /// Whether a `Host` value names this server: a loopback name, with or without a port.
-    func hostIsAllowed(_ host: String) -> Bool {
+    /// Whether a `Host` value names this server: a loopback name, the local-network address the connection
+    /// arrived on (`localHost`, only with ``HTTPServerConfiguration/listensOnLocalNetwork``) or one of
+    /// ``HTTPServerConfiguration/additionalAllowedHosts``, with or without a port.
+    func hostIsAllowed(_ host: String, localHost: String? = nil) -> Bool {
         var utf8 = Array(host.utf8)[...]
         // Strip the port: ":" 1*5DIGIT after the host (after "]" for an IPv6 literal).
         let portSearchStart =
@@ -154,6 +158,7 @@ public struct HTTPApplication: Sendable {
         {
             return true
         }
+        if let localHost, utf8.elementsEqual(localHost.utf8) { return true }
         return configuration.additionalAllowedHosts.contains {
             ASCII.equalsIgnoringCase($0.utf8, utf8) || ASCII.equalsIgnoringCase($0.utf8, host.utf8)
         }

@@ -162,11 +162,18 @@ private final class Connection {
     var closed = false
     var awaitingHandler = false
     var usePread = false
+    /// The local address this connection arrived on, when it is not a loopback address (``HTTPServerConfiguration/
+    /// listensOnLocalNetwork``): a `Host` naming it is accepted.
+    let localHost: String?
 
-    init(fd: Int32, id: ConnectionID, peer: String, machine: HTTPConnectionStateMachine, limits: HTTPParserLimits) {
+    init(
+        fd: Int32, id: ConnectionID, peer: String, localHost: String?, machine: HTTPConnectionStateMachine,
+        limits: HTTPParserLimits
+    ) {
         self.fd = fd
         self.id = id
         self.peer = peer
+        self.localHost = localHost
         self.machine = machine
         self.parser = HTTPRequestHeadParser(limits: limits)
         input.reserveCapacity(2048)
@@ -305,6 +312,18 @@ final class EventLoopRunner {
             }
             listenerHealth[listener, default: ListenerHealth()].healthy()
             guard let (fd, peer) = accepted else { return }
+            var localHost: String?
+            if configuration.listensOnLocalNetwork {
+                switch LocalNetwork.admission(of: fd) {
+                case .loopback:
+                    break
+                case .localNetwork(let address):
+                    localHost = address
+                case .refused:
+                    closeDescriptor(fd)
+                    continue
+                }
+            }
             let count = shared.connectionCount.withLock { count in
                 count += 1
                 return count
@@ -314,7 +333,7 @@ final class EventLoopRunner {
                 shared.connectionCount.withLock { $0 -= 1 }
                 continue
             }
-            register(fd: fd, peer: peer)
+            register(fd: fd, peer: peer, localHost: localHost)
         }
     }
 
@@ -358,11 +377,11 @@ final class EventLoopRunner {
         closeDescriptor(fd)
     }
 
-    private func register(fd: Int32, peer: String) {
+    private func register(fd: Int32, peer: String, localHost: String?) {
         nextSerial &+= 1
         let now = monotonicNow()
         let connection = Connection(
-            fd: fd, id: ConnectionID(fd: fd, serial: nextSerial), peer: peer,
+            fd: fd, id: ConnectionID(fd: fd, serial: nextSerial), peer: peer, localHost: localHost,
             machine: HTTPConnectionStateMachine(timeouts: configuration.timeouts, now: now),
             limits: configuration.limits)
         let index = Int(fd)
@@ -468,6 +487,7 @@ final class EventLoopRunner {
     private func dispatch(_ request: HTTPRequest, on connection: Connection) {
         var request = request
         request.remoteAddress = connection.peer
+        request.localHost = connection.localHost
         let decision = shared.application.decide(&request)
         connection.exchange = Exchange(request: request, logPath: nil, start: monotonicNow())
         switch decision {

@@ -66,6 +66,10 @@ public actor HTTPServer {
         return nil
     }
 
+    /// The device's IPv4 local-network addresses (interfaces that are up, loopback excluded), for the URLs
+    /// handed to another device when ``HTTPServerConfiguration/listensOnLocalNetwork`` is on.
+    public nonisolated static func localNetworkAddresses() -> [String] { LocalNetwork.addresses() }
+
     /// Binds, starts the event loops and returns the bound port.
     @discardableResult
     public func start() throws(HTTPServerError) -> UInt16 {
@@ -94,9 +98,18 @@ public actor HTTPServer {
         return try run(port: configured == lastPort ? 0 : configured)
     }
 
+    /// The addresses to bind: ``HTTPServerConfiguration/bindAddresses``, with the IPv4 loopback address widened to
+    /// `0.0.0.0` when ``HTTPServerConfiguration/listensOnLocalNetwork`` is on.
+    static func bindAddresses(for configuration: HTTPServerConfiguration) -> [String] {
+        guard configuration.listensOnLocalNetwork else { return configuration.bindAddresses }
+        var addresses = configuration.bindAddresses.filter { !$0.hasPrefix("127.") && $0 != "0.0.0.0" }
+        addresses.insert("0.0.0.0", at: 0)
+        return addresses
+    }
+
     private func run(port requestedPort: UInt16) throws(HTTPServerError) -> UInt16 {
         let configuration = application.configuration
-        let addresses = configuration.bindAddresses
+        let addresses = Self.bindAddresses(for: configuration)
         guard !addresses.isEmpty, configuration.eventLoopThreads >= 1 else {
             throw HTTPServerError(.invalidConfiguration, message: "no bind address or no event loop")
         }
@@ -104,7 +117,7 @@ public actor HTTPServer {
             guard configuration.nonLoopbackToken != nil else {
                 throw HTTPServerError(
                     .invalidConfiguration, address: address,
-                    message: "binding a non-loopback address needs nonLoopbackToken")
+                    message: "binding a non-loopback address (or listensOnLocalNetwork) needs nonLoopbackToken")
             }
         }
         var port = requestedPort

@@ -138,9 +138,12 @@ private func processCPUTime() -> UInt64 {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
-private func helloApplication(_ adjust: (inout HTTPServerConfiguration) -> Void = { _ in }) -> HTTPApplication {
+private func helloApplication(token: SessionToken? = nil, _ adjust: (inout HTTPServerConfiguration) -> Void = { _ in })
+    -> HTTPApplication
+{
     var router = Router()
     router.getImmediate("/hello") { _ in .text("hello\n") }
+    if let token { router.getImmediate("/hello", session: token) { _ in .text("hello\n") } }
     var configuration = HTTPServerConfiguration()
     adjust(&configuration)
     return HTTPApplication(router: router, configuration: configuration)
@@ -152,6 +155,27 @@ private func get(_ target: String, port: UInt16, host: String = "127.0.0.1", hos
     let client = try RawClient(port: port, host: host)
     client.send("GET \(target) HTTP/1.1\r\nHost: \(hostHeader ?? "127.0.0.1:\(port)")\r\n\r\n")
     return client.readResponse()
+}
+
+/// Whether a TCP connection to host:port is refused.
+private func isRefused(host: String, port: UInt16) -> Bool {
+    do {
+        _ = try RawClient(port: port, host: host)
+        return false
+    } catch let error as POSIXError {
+        return error.code == .ECONNREFUSED
+    } catch {
+        return false
+    }
+}
+
+private func boundAddress(_ fd: Int32) -> String {
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    _ = withUnsafeMutablePointer(to: &storage) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return SocketOps.describe(&storage)
 }
 
 @Suite("Dead listeners and revival", .serialized)
@@ -203,5 +227,77 @@ struct RevivalTests {
         #expect(revived != port && revived != 0)
         #expect(try get("/hello", port: revived)?.status == 200)
         await server.stop(gracePeriod: .seconds(1))
+    }
+}
+
+@Suite("Local network (AirPlay)", .serialized)
+struct LocalNetworkTests {
+    @Test func subnetRule() {
+        let wifi = LocalNetwork.Interface(address: 0xC0A8_0105, mask: 0xFFFF_FF00)  // 192.168.1.5/24
+        let cellular = LocalNetwork.Interface(address: 0x0A40_0001, mask: 0xFFFF_FFFF)  // 10.64.0.1/32
+        let interfaces = [wifi, cellular]
+        #expect(LocalNetwork.admits(local: wifi.address, peer: 0xC0A8_0120, interfaces: interfaces))
+        #expect(!LocalNetwork.admits(local: wifi.address, peer: 0xC0A8_0220, interfaces: interfaces))
+        #expect(!LocalNetwork.admits(local: cellular.address, peer: 0x0A40_0002, interfaces: interfaces))
+        #expect(LocalNetwork.admits(local: cellular.address, peer: cellular.address, interfaces: interfaces))
+        #expect(!LocalNetwork.admits(local: 0x0101_0101, peer: 0x0101_0101, interfaces: interfaces))
+        #expect(LocalNetwork.dotted(0xC0A8_0105) == "192.168.1.5")
+    }
+
+    @Test func hostCheckAcceptsTheArrivalAddressOnly() {
+        let application = helloApplication()
+        #expect(application.hostIsAllowed("192.168.1.5:8080", localHost: "192.168.1.5"))
+        #expect(application.hostIsAllowed("192.168.1.5", localHost: "192.168.1.5"))
+        #expect(!application.hostIsAllowed("192.168.1.5:8080", localHost: nil))
+        #expect(!application.hostIsAllowed("192.168.1.6:8080", localHost: "192.168.1.5"))
+        #expect(!application.hostIsAllowed("evil.example:8080", localHost: "192.168.1.5"))
+    }
+
+    @Test func theOptionNeedsASessionToken() async {
+        let server = HTTPServer(application: helloApplication { $0.listensOnLocalNetwork = true })
+        await #expect(throws: HTTPServerError.self) { try await server.start() }
+    }
+
+    /// With the option the server listens on the IPv4 wildcard and answers on this machine's local-network
+    /// address, under the token, with that address as Host; without it, it listens on loopback only and the
+    /// local-network address refuses the connection.
+    @Test func answersOnTheLocalNetworkOnlyWhenAsked() async throws {
+        let token = SessionToken.random()
+        let lan = HTTPServer(
+            application: helloApplication(token: token) {
+                $0.listensOnLocalNetwork = true
+                $0.nonLoopbackToken = token
+                $0.bindAddresses = ["127.0.0.1"]
+            })
+        let lanPort = try await lan.start()
+        let plain = HTTPServer(application: helloApplication { $0.bindAddresses = ["127.0.0.1"] })
+        let plainPort = try await plain.start()
+        defer {
+            Task {
+                await lan.stop(gracePeriod: .seconds(1))
+                await plain.stop(gracePeriod: .seconds(1))
+            }
+        }
+        #expect(await lan.listenerDescriptors.map(boundAddress) == ["0.0.0.0:\(lanPort)"])
+        #expect(await plain.listenerDescriptors.map(boundAddress) == ["127.0.0.1:\(plainPort)"])
+        // Loopback still answers, under the token.
+        #expect(try get("/\(token.value)/hello", port: lanPort)?.status == 200)
+        #expect(try get("/hello", port: lanPort)?.status == 404)
+
+        guard let address = HTTPServer.localNetworkAddresses().first else {
+            withKnownIssue("this machine has no IPv4 interface besides loopback: only the bindings were checked") {
+                Issue.record("no local-network address to connect to")
+            }
+            return
+        }
+        let withToken = try get(
+            "/\(token.value)/hello", port: lanPort, host: address, hostHeader: "\(address):\(lanPort)")
+        #expect(withToken?.status == 200, "GET via \(address)")
+        #expect(withToken?.bodyText == "hello\n")
+        let foreignHost = try get(
+            "/\(token.value)/hello", port: lanPort, host: address, hostHeader: "rebound.example:\(lanPort)")
+        #expect(foreignHost?.status == 421)
+        #expect(try get("/hello", port: lanPort, host: address, hostHeader: address)?.status == 404)
+        #expect(isRefused(host: address, port: plainPort), "the loopback-only server answered on \(address)")
     }
 }
