@@ -164,6 +164,17 @@ enum Platform {
         #endif
     }
 
+    /// Whether ``path(ofOpen:)`` can fail for want of the facility rather than because of the file: Linux
+    /// containers may have no `/proc`, and then a path is resolved by name instead. Darwin's `F_GETPATH` has no such
+    /// gap, so a failure there refuses the file.
+    static var openPathMayBeUnavailable: Bool {
+        #if os(Linux)
+            true
+        #else
+            false
+        #endif
+    }
+
     /// A `stat`'s modification time: `st_mtimespec` on Darwin, `st_mtim` on Linux.
     static func modificationTime(of info: stat) -> (seconds: Int64, nanoseconds: Int64) {
         #if canImport(Darwin)

@@ -27,8 +27,15 @@ struct PollEvent {
 #if canImport(Darwin)
     /// The kevent(2) function. Darwin's `kevent` is also a struct whose memberwise initializer has the same six
     /// parameters, so a direct call `kevent(kq, …)` is taken for the initializer ("missing argument labels"); a
-    /// reference to the name in a value position picks the function (swift-nio does the same).
-    private let sysKevent = kevent
+    /// reference to the name in a value position picks the function (swift-nio does the same). <sys/event.h>
+    /// declares `int kevent(int kq, const struct kevent *changelist, int nchanges, struct kevent *eventlist, int
+    /// nevents, const struct timespec *timeout)` without nullability annotations, so every pointer imports as an
+    /// implicitly unwrapped optional, which this type matches; the C function type spelled out keeps the global
+    /// `Sendable` in Swift 6.
+    private let sysKevent:
+        @convention(c) (
+            Int32, UnsafePointer<kevent>?, Int32, UnsafeMutablePointer<kevent>?, Int32, UnsafePointer<timespec>?
+        ) -> Int32 = kevent
 #endif
 
 final class Poller {

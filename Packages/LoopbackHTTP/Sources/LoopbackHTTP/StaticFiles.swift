@@ -146,7 +146,8 @@ public struct StaticFileHandler: Sendable {
         } catch {
             return nil
         }
-        return link ?? realPath(path)  // Linux: /proc may be missing (some containers)
+        if let link { return link }
+        return Platform.openPathMayBeUnavailable ? realPath(path) : nil
     }
 }
 
