@@ -34,12 +34,12 @@ public struct HTTPServerConfiguration: Sendable {
     /// Also accept connections from the device's local network (off by default), for AirPlay: an Apple TV that
     /// plays a stream the app hands to it fetches the URLs itself, and cannot reach `127.0.0.1` on the phone.
     ///
-    /// The IPv4 loopback address in ``bindAddresses`` is replaced by the IPv4 wildcard `0.0.0.0` (which also
+    /// IPv4 only: the IPv4 loopback address in ``bindAddresses`` is replaced by the wildcard `0.0.0.0` (which also
     /// answers on loopback and follows the device from one network to the next), so ``nonLoopbackToken`` must be
     /// set, and every request's first path segment must be that token. A connection that arrives on a
     /// non-loopback address is served only when its peer is on the subnet of the interface it arrived on (other
     /// devices on the same Wi-Fi or Ethernet); others — routed peers, and peers reaching a cellular or VPN
-    /// address — are closed at once. `Host` may then also be the address the connection arrived on. Build the URLs
+    /// address — are closed at once, as are connections to any IPv6 address other than `::1`. `Host` may then also be the address the connection arrived on. Build the URLs
     /// you hand out with ``HTTPServer/localNetworkAddresses()``.
     ///
     /// - Important: This exposes the server to every device on the local network, including untrusted ones on a

@@ -55,7 +55,9 @@ enum LocalNetwork {
 
     /// Where an accepted socket's connection comes from: loopback, the local network, or neither.
     static func admission(of fd: Int32) -> Admission {
-        guard let local = address(of: fd, peer: false) else { return .refused }
+        guard let local = address(of: fd, peer: false) else {
+            return isIPv6Loopback(fd) ? .loopback : .refused  // the option covers IPv4 only
+        }
         if local >> 24 == 127 { return .loopback }
         guard let peer = address(of: fd, peer: true) else { return .refused }
         return admits(local: local, peer: peer, interfaces: interfaces()) ? .localNetwork(dotted(local)) : .refused
@@ -75,6 +77,22 @@ enum LocalNetwork {
     private static func ipv4(_ pointer: UnsafeMutablePointer<sockaddr>) -> UInt32 {
         UnsafeMutableRawPointer(pointer).withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
             UInt32(bigEndian: $0.pointee.sin_addr.s_addr)
+        }
+    }
+
+    /// Whether a socket's own address is the IPv6 loopback address `::1`.
+    private static func isIPv6Loopback(_ fd: Int32) -> Bool {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard result == 0, Int32(storage.ss_family) == AF_INET6 else { return false }
+        return withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                var address = pointer.pointee.sin6_addr
+                return withUnsafeBytes(of: &address) { $0.prefix(15).allSatisfy { $0 == 0 } && $0.last == 1 }
+            }
         }
     }
 

@@ -267,7 +267,7 @@ struct LocalNetworkTests {
             application: helloApplication(token: token) {
                 $0.listensOnLocalNetwork = true
                 $0.nonLoopbackToken = token
-                $0.bindAddresses = ["127.0.0.1"]
+                $0.bindAddresses = ["127.0.0.1", "::1"]
             })
         let lanPort = try await lan.start()
         let plain = HTTPServer(application: helloApplication { $0.bindAddresses = ["127.0.0.1"] })
@@ -278,7 +278,14 @@ struct LocalNetworkTests {
                 await plain.stop(gracePeriod: .seconds(1))
             }
         }
-        #expect(await lan.listenerDescriptors.map(boundAddress) == ["0.0.0.0:\(lanPort)"])
+        let lanListeners = await lan.listenerDescriptors.map(boundAddress)
+        #expect(lanListeners.first == "0.0.0.0:\(lanPort)")
+        if lanListeners.count > 1 {  // the IPv6 loopback exists here: it still answers
+            #expect(lanListeners[1] == "[::1]:\(lanPort)")
+            let overIPv6 = try get(
+                "/\(token.value)/hello", port: lanPort, host: "::1", hostHeader: "[::1]:\(lanPort)")
+            #expect(overIPv6?.status == 200)
+        }
         #expect(await plain.listenerDescriptors.map(boundAddress) == ["127.0.0.1:\(plainPort)"])
         // Loopback still answers, under the token.
         #expect(try get("/\(token.value)/hello", port: lanPort)?.status == 200)
