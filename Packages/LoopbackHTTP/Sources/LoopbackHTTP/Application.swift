@@ -90,13 +90,15 @@ public struct HTTPApplication: Sendable {
             return .respond(response)
         }
         let path = request.path
+        // With a non-loopback binding, a request must name a token first: the server's own, or the session token of
+        // a route under `session:` / `sessions:` (checked by the router, in constant time, below).
+        var namesServerToken = true
         if let token = configuration.nonLoopbackToken {
             let first = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), maxSplits: 1).first
-            guard let first, token.matches(String(decoding: first, as: UTF8.self)) else {
-                return .respond(.error(.notFound))
-            }
+            namesServerToken = first.map { token.matches(String(decoding: $0, as: UTF8.self)) } ?? false
         }
         if method == .options {
+            guard namesServerToken else { return .respond(.error(.notFound)) }
             guard let allowed = router.allowedMethods(path: path) else { return .respond(.error(.notFound)) }
             var methods = allowed.map(\.rawValue)
             if methods.contains("GET") && !methods.contains("HEAD") { methods.append("HEAD") }
@@ -110,7 +112,13 @@ public struct HTTPApplication: Sendable {
             }
             return .respond(response)
         }
-        switch router.match(method: method, path: path) {
+        let match = router.match(method: method, path: path)
+        if !namesServerToken {
+            guard case .handler(_, _, _, let session, _) = match, session != nil else {
+                return .respond(.error(.notFound))
+            }
+        }
+        switch match {
         case .handler(let handler, let parameters, let wildcard, let session, let logPath):
             request.parameters = parameters
             request.wildcardSegments = wildcard

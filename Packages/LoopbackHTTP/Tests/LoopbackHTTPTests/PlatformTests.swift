@@ -308,3 +308,33 @@ struct LocalNetworkTests {
         #expect(isRefused(host: address, port: plainPort), "the loopback-only server answered on \(address)")
     }
 }
+
+/// Beyond loopback, a request must name a token first: the server's `nonLoopbackToken`, or the live token of a
+/// session route (what a server whose sessions come and go, such as TSPlayerKit's PlaybackServer, has in its URLs).
+@Suite("Non-loopback token")
+struct NonLoopbackTokenTests {
+    @Test func serverTokenOrSessionTokenFirst() async {
+        let serverToken = SessionToken.random()
+        let sessions = SessionTokenSet()
+        let session = SessionToken.random()
+        sessions.insert(session)
+        var router = Router()
+        router.getImmediate("/open") { _ in .text("open\n") }
+        router.getImmediate("/**", sessions: sessions) { _ in .text("session\n") }
+        var configuration = HTTPServerConfiguration()
+        configuration.nonLoopbackToken = serverToken
+        let application = HTTPApplication(router: router, configuration: configuration)
+        func status(_ target: String, _ method: HTTPMethod = .get) async -> Int {
+            await application.respond(
+                to: HTTPRequest(method: method, target: target, headers: ["Host": "127.0.0.1"])
+            ).status.code
+        }
+        #expect(await status("/\(session.value)/index.m3u8") == 200)
+        #expect(await status("/open") == 404)
+        #expect(await status("/\(SessionToken.random().value)/index.m3u8") == 404)
+        #expect(await status("/\(serverToken.value)/index.m3u8") == 404)  // no such route under the server token
+        #expect(await status("/\(session.value)/index.m3u8", .options) == 404)
+        sessions.remove(session)
+        #expect(await status("/\(session.value)/index.m3u8") == 404)
+    }
+}
