@@ -117,12 +117,7 @@ public final class FileStreamer: Sendable {
 
     /// The file's current modification time.
     public func modificationTime() throws(FileStreamerError) -> (seconds: Int64, nanoseconds: Int64) {
-        let info = try status()
-        #if canImport(Darwin)
-            return (Int64(info.st_mtimespec.tv_sec), Int64(info.st_mtimespec.tv_nsec))
-        #else
-            return (Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec))
-        #endif
+        fileModificationTime(of: try status())
     }
 
     private func status() throws(FileStreamerError) -> stat {
@@ -200,16 +195,4 @@ public final class FileStreamer: Sendable {
             _ = systemClose(fd)
         }
     }
-}
-
-/// The C library's `close`, named apart from ``FileStreamer/close()``.
-@usableFromInline
-func systemClose(_ fd: Int32) -> Int32 {
-    #if canImport(Glibc)
-        Glibc.close(fd)
-    #elseif canImport(Musl)
-        Musl.close(fd)
-    #else
-        Darwin.close(fd)
-    #endif
 }

@@ -261,7 +261,7 @@ public final class SparseRangeCache: Sendable {
                 guard let (ranges, metadata) = snapshot else { return }
                 do throws(Errno) {
                     // Every range in the snapshot was written before it was recorded, so this flush covers it.
-                    _ = try retryingOnInterrupt { fsync(fd) }
+                    try syncToStorage(fd)
                     try RangeMapFile.save(path: mapPath, ranges: ranges, metadata: metadata)
                 } catch {
                     state.withLock { $0.dirty = true }
@@ -382,7 +382,7 @@ enum RangeMapFile {
             throw writeError
         }
         do {
-            _ = try retryingOnInterrupt { fsync(fd) }
+            try syncToStorage(fd)
         } catch {
             _ = systemClose(fd)
             throw error
@@ -400,7 +400,7 @@ enum RangeMapFile {
         }
         let fd = try retryingOnInterrupt { open(folder, O_RDONLY | O_CLOEXEC) }
         defer { _ = systemClose(fd) }
-        _ = try retryingOnInterrupt { fsync(fd) }
+        try syncToStorage(fd)
     }
 
     static func checksum(_ bytes: [UInt8]) -> UInt64 {
@@ -440,15 +440,4 @@ enum RangeMapFile {
         }
         return String(decoding: bytes, as: UTF8.self)
     }
-}
-
-/// The C library's `write`.
-func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    #if canImport(Glibc)
-        Glibc.write(fd, buffer, count)
-    #elseif canImport(Musl)
-        Musl.write(fd, buffer, count)
-    #else
-        Darwin.write(fd, buffer, count)
-    #endif
 }

@@ -26,7 +26,8 @@ import FileRange
     private let posixRename = Darwin.rename
 #endif
 
-/// Small POSIX file helpers with typed errno: appending writes, fsync, atomic replace, directory flush.
+/// Small POSIX file helpers with typed errno: appending writes, flushes to storage (FileRange's `syncToStorage`:
+/// `F_FULLFSYNC` on Darwin), atomic replace, directory flush.
 enum Files {
     /// The error for a failed call on `path`: disk full and quota become ``DownloadError/Code/diskFull``.
     static func error(_ errno: Errno, _ what: String, path: String) -> DownloadError {
@@ -96,15 +97,19 @@ enum Files {
         let fd = open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { throw error(.current, "opening to flush", path: path) }
         defer { _ = posixClose(fd) }
-        guard fsync(fd) == 0 else { throw error(.current, "flushing", path: path) }
+        do {
+            try syncToStorage(fd)
+        } catch {
+            throw Self.error(error, "flushing", path: path)
+        }
     }
 
     /// Flushes a folder's entries (after a rename into it).
     static func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY)
         guard fd >= 0 else { return }
-        _ = fsync(fd)
-        close(fd)
+        _ = try? syncToStorage(fd)
+        _ = posixClose(fd)
     }
 
     static func rename(_ from: String, _ to: String) throws(DownloadError) {
@@ -206,7 +211,11 @@ final class FileWriter {
     }
 
     func sync() throws(DownloadError) {
-        guard fsync(fd) == 0 else { throw Files.error(.current, "flushing", path: path) }
+        do {
+            try syncToStorage(fd)
+        } catch {
+            throw Files.error(error, "flushing", path: path)
+        }
     }
 
     func close() {

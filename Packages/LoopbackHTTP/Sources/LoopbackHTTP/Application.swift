@@ -70,7 +70,9 @@ public struct HTTPApplication: Sendable {
     func decide(_ request: inout HTTPRequest) -> Decision {
         // Host (RFC 9112 §3.2): an absolute-form target's authority wins over the Host field.
         if let host = Self.authority(of: request.target) ?? request.headers.first(name: "Host") {
-            guard hostIsAllowed(host) else { return .respond(.error(.misdirectedRequest)) }
+            guard hostIsAllowed(host, localHost: request.localHost) else {
+                return .respond(.error(.misdirectedRequest))
+            }
         }  // else: HTTP/1.0 without Host (1.1 without Host was refused by the parser); browsers always send it
         let method = request.method
         if method != .get && method != .head && method != .options {
@@ -88,13 +90,15 @@ public struct HTTPApplication: Sendable {
             return .respond(response)
         }
         let path = request.path
+        // With a non-loopback binding, a request must name a token first: the server's own, or the session token of
+        // a route under `session:` / `sessions:` (checked by the router, in constant time, below).
+        var namesServerToken = true
         if let token = configuration.nonLoopbackToken {
             let first = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), maxSplits: 1).first
-            guard let first, token.matches(String(decoding: first, as: UTF8.self)) else {
-                return .respond(.error(.notFound))
-            }
+            namesServerToken = first.map { token.matches(String(decoding: $0, as: UTF8.self)) } ?? false
         }
         if method == .options {
+            guard namesServerToken else { return .respond(.error(.notFound)) }
             guard let allowed = router.allowedMethods(path: path) else { return .respond(.error(.notFound)) }
             var methods = allowed.map(\.rawValue)
             if methods.contains("GET") && !methods.contains("HEAD") { methods.append("HEAD") }
@@ -108,7 +112,13 @@ public struct HTTPApplication: Sendable {
             }
             return .respond(response)
         }
-        switch router.match(method: method, path: path) {
+        let match = router.match(method: method, path: path)
+        if !namesServerToken {
+            guard case .handler(_, _, _, let session, _) = match, session != nil else {
+                return .respond(.error(.notFound))
+            }
+        }
+        switch match {
         case .handler(let handler, let parameters, let wildcard, let session, let logPath):
             request.parameters = parameters
             request.wildcardSegments = wildcard
@@ -132,8 +142,10 @@ public struct HTTPApplication: Sendable {
         return String(rest[..<end])
     }
 
-    /// Whether a `Host` value names this server: a loopback name, with or without a port.
-    func hostIsAllowed(_ host: String) -> Bool {
+    /// Whether a `Host` value names this server: a loopback name, the local-network address the connection
+    /// arrived on (`localHost`, only with ``HTTPServerConfiguration/listensOnLocalNetwork``) or one of
+    /// ``HTTPServerConfiguration/additionalAllowedHosts``, with or without a port.
+    func hostIsAllowed(_ host: String, localHost: String? = nil) -> Bool {
         var utf8 = Array(host.utf8)[...]
         // Strip the port: ":" 1*5DIGIT after the host (after "]" for an IPv6 literal).
         let portSearchStart =
@@ -154,6 +166,7 @@ public struct HTTPApplication: Sendable {
         {
             return true
         }
+        if let localHost, utf8.elementsEqual(localHost.utf8) { return true }
         return configuration.additionalAllowedHosts.contains {
             ASCII.equalsIgnoringCase($0.utf8, utf8) || ASCII.equalsIgnoringCase($0.utf8, host.utf8)
         }

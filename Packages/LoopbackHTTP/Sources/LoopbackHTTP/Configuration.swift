@@ -29,8 +29,27 @@ public struct HTTPServerConfiguration: Sendable {
     public var bindAddresses: [String] = ["127.0.0.1", "::1"]
     /// The port; 0 picks a free ephemeral port (read it back from ``HTTPServer/start()``).
     public var port: UInt16 = 0
-    /// Required to bind any non-loopback address: every request's first path segment must then be this token.
+    /// Required to bind any non-loopback address: every request's first path segment must then be this token, or
+    /// the live session token of a route registered under a ``SessionToken`` or a ``SessionTokenSet`` (which the
+    /// router checks anyway); anything else is a 404.
     public var nonLoopbackToken: SessionToken?
+    /// Also accept connections from the device's local network (off by default), for AirPlay: an Apple TV that
+    /// plays a stream the app hands to it fetches the URLs itself, and cannot reach `127.0.0.1` on the phone.
+    ///
+    /// IPv4 only: the IPv4 loopback address in ``bindAddresses`` is replaced by the wildcard `0.0.0.0` (which also
+    /// answers on loopback and follows the device from one network to the next), so ``nonLoopbackToken`` must be
+    /// set, and every request's first path segment must be that token or the session token of a route under one.
+    /// A connection that arrives on a non-loopback address is served only when its peer is on the subnet of the
+    /// interface it arrived on (other devices on the same Wi-Fi or Ethernet); others — routed peers, and peers
+    /// reaching a cellular or VPN address — are closed at once, as are connections to any IPv6 address other than
+    /// `::1`. `Host` may then also be the address the connection arrived on. Build the URLs you hand out with
+    /// ``HTTPServer/localNetworkAddresses()``.
+    ///
+    /// - Important: This exposes the server to every device on the local network, including untrusted ones on a
+    ///   public Wi-Fi. The session token is then the only thing between them and what the server serves, and it
+    ///   travels in clear text (plain HTTP) to anyone who can watch the network. Turn it on only while an AirPlay
+    ///   route is active, and off again afterwards. See the LoopbackHTTP threat model.
+    public var listensOnLocalNetwork = false
     /// `Host` values accepted in addition to `127.0.0.1`, `localhost` and `[::1]` (each with or without the
     /// port). Anything else is answered 421, which stops DNS-rebinding attacks.
     public var additionalAllowedHosts: [String] = []

@@ -33,8 +33,27 @@ final class ServerShared: Sendable {
     let loopsRunning = LockedValue<Int>(0)
     let onAllLoopsStopped = LockedValue<CheckedContinuation<Void, Never>?>(nil)
     let stoppedFlag = LockedValue<Bool>(false)
+    /// Why the server stopped accepting connections while it runs (the first listener that failed), and which
+    /// listeners failed: every loop stops watching them.
+    let failure = LockedValue<HTTPServerError?>(nil)
+    let failedListeners = LockedValue<Set<Int32>>([])
 
     init(application: HTTPApplication) { self.application = application }
+
+    /// Clears what the previous run left, before a start. The loops of that run have all stopped.
+    func reset() {
+        stoppedFlag.withLock { $0 = false }
+        onAllLoopsStopped.withLock { $0 = nil }
+        failure.withLock { $0 = nil }
+        failedListeners.withLock { $0 = [] }
+    }
+
+    func listenerFailed(_ listener: Int32, _ error: HTTPServerError) {
+        failedListeners.withLock { _ = $0.insert(listener) }
+        failure.withLock { value in
+            if value == nil { value = error }
+        }
+    }
 
     func loopStopped() {
         let remaining = loopsRunning.withLock { count in
@@ -80,42 +99,6 @@ final class LoopHandle: Sendable {
             box.removeAll()
         }
     }
-}
-
-/// Starts a detached thread running `body`.
-func startThread(_ body: @escaping @Sendable () -> Void) throws(HTTPServerError) {
-    final class Start: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let context = Unmanaged.passRetained(Start(body)).toOpaque()
-    #if canImport(Glibc)
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { argument in
-                guard let argument else { return nil }
-                Unmanaged<Start>.fromOpaque(argument).takeRetainedValue().body()
-                return nil
-            }, context)
-    #else
-        var thread: pthread_t?
-        let result = pthread_create(
-            &thread, nil,
-            { argument in
-                Unmanaged<Start>.fromOpaque(argument).takeRetainedValue().body()
-                return nil
-            }, context)
-    #endif
-    guard result == 0 else {
-        Unmanaged<Start>.fromOpaque(context).release()
-        throw HTTPServerError(.eventLoop, errno: Errno(rawValue: result), message: "pthread_create")
-    }
-    #if canImport(Glibc)
-        pthread_detach(thread)
-    #else
-        if let thread { pthread_detach(thread) }
-    #endif
 }
 
 /// One outgoing piece of a response.
@@ -179,11 +162,18 @@ private final class Connection {
     var closed = false
     var awaitingHandler = false
     var usePread = false
+    /// The local address this connection arrived on, when it is not a loopback address (``HTTPServerConfiguration/
+    /// listensOnLocalNetwork``): a `Host` naming it is accepted.
+    let localHost: String?
 
-    init(fd: Int32, id: ConnectionID, peer: String, machine: HTTPConnectionStateMachine, limits: HTTPParserLimits) {
+    init(
+        fd: Int32, id: ConnectionID, peer: String, localHost: String?, machine: HTTPConnectionStateMachine,
+        limits: HTTPParserLimits
+    ) {
         self.fd = fd
         self.id = id
         self.peer = peer
+        self.localHost = localHost
         self.machine = machine
         self.parser = HTTPRequestHeadParser(limits: limits)
         input.reserveCapacity(2048)
@@ -201,6 +191,7 @@ final class EventLoopRunner {
     private var nextSerial: UInt64 = 0
     private var shutdownDeadline: UInt64?
     private var acceptPausedUntil: UInt64?
+    private var listenerHealth: [Int32: ListenerHealth] = [:]
     private var nextSweep: UInt64 = 0
     private let scratch: UnsafeMutableRawBufferPointer
     private var cachedDateSecond = -1
@@ -272,7 +263,7 @@ final class EventLoopRunner {
             return
         }
         if event.token & (1 << 40) != 0 {
-            acceptConnections(Int32(bitPattern: UInt32(truncatingIfNeeded: event.token)))
+            acceptConnections(Int32(bitPattern: UInt32(truncatingIfNeeded: event.token)), hangup: event.hangup)
             return
         }
         if event.token & Self.relayTokenFlag != 0 {
@@ -292,8 +283,16 @@ final class EventLoopRunner {
 
     // MARK: Accepting
 
-    private func acceptConnections(_ listener: Int32) {
+    private func acceptConnections(_ listener: Int32, hangup: Bool) {
         guard shutdownDeadline == nil, acceptPausedUntil == nil else { return }
+        if shared.failedListeners.withLock({ $0.contains(listener) }) {
+            poller.remove(listener)  // another loop found it dead
+            return
+        }
+        if hangup, listenerHealth[listener, default: ListenerHealth()].hungUp() == .fail {
+            failListener(listener, errno: nil)
+            return
+        }
         // A few per wake-up, like nginx without multi_accept: the listener is level-triggered and exclusive, so
         // the remaining connections wake a loop that is idle instead of piling onto the busy one.
         for _ in 0..<Self.acceptBatch {
@@ -301,12 +300,30 @@ final class EventLoopRunner {
             do {
                 accepted = try SocketOps.accept(listener)
             } catch {
-                if error == .connectionAborted || error.rawValue == EPROTO { continue }
-                // EMFILE, ENFILE, ENOBUFS, ENOMEM: stop accepting for a moment, keep serving.
-                pauseAccepting()
+                switch listenerHealth[listener, default: ListenerHealth()].acceptFailed(error) {
+                case .retry:
+                    continue
+                case .pause:
+                    pauseAccepting()  // EMFILE, ENFILE, ENOBUFS, ENOMEM: stop accepting for a moment, keep serving
+                case .fail:
+                    failListener(listener, errno: error)
+                }
                 return
             }
+            listenerHealth[listener, default: ListenerHealth()].healthy()
             guard let (fd, peer) = accepted else { return }
+            var localHost: String?
+            if configuration.listensOnLocalNetwork {
+                switch LocalNetwork.admission(of: fd) {
+                case .loopback:
+                    break
+                case .localNetwork(let address):
+                    localHost = address
+                case .refused:
+                    closeDescriptor(fd)
+                    continue
+                }
+            }
             let count = shared.connectionCount.withLock { count in
                 count += 1
                 return count
@@ -316,8 +333,20 @@ final class EventLoopRunner {
                 shared.connectionCount.withLock { $0 -= 1 }
                 continue
             }
-            register(fd: fd, peer: peer)
+            register(fd: fd, peer: peer, localHost: localHost)
         }
+    }
+
+    /// Stops watching a dead listener and marks the server failed (``HTTPServer/failure``); connections already
+    /// accepted are served on.
+    private func failListener(_ listener: Int32, errno: Errno?) {
+        poller.remove(listener)
+        shared.listenerFailed(
+            listener,
+            HTTPServerError(
+                .listenerFailed, errno: errno,
+                message: errno == nil
+                    ? "the listening socket was shut down" : "accepting failed; the listening socket is unusable"))
     }
 
     private func pauseAccepting() {
@@ -328,7 +357,8 @@ final class EventLoopRunner {
     private func resumeAcceptingIfDue(now: UInt64) {
         guard let until = acceptPausedUntil, now >= until, shutdownDeadline == nil else { return }
         acceptPausedUntil = nil
-        for listener in listeners {
+        let failed = shared.failedListeners.withLock { $0 }
+        for listener in listeners where !failed.contains(listener) {
             try? poller.addListener(listener, token: UInt64(UInt32(bitPattern: listener)) | 1 << 40)
         }
     }
@@ -343,15 +373,15 @@ final class EventLoopRunner {
         _ = bytes.withUnsafeBytes { buffer in
             try? SocketOps.send(fd, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, buffer.count)
         }
-        _ = Glibc_or_Darwin_shutdown(fd)
+        _ = Platform.shutdownWrite(fd)
         closeDescriptor(fd)
     }
 
-    private func register(fd: Int32, peer: String) {
+    private func register(fd: Int32, peer: String, localHost: String?) {
         nextSerial &+= 1
         let now = monotonicNow()
         let connection = Connection(
-            fd: fd, id: ConnectionID(fd: fd, serial: nextSerial), peer: peer,
+            fd: fd, id: ConnectionID(fd: fd, serial: nextSerial), peer: peer, localHost: localHost,
             machine: HTTPConnectionStateMachine(timeouts: configuration.timeouts, now: now),
             limits: configuration.limits)
         let index = Int(fd)
@@ -457,6 +487,7 @@ final class EventLoopRunner {
     private func dispatch(_ request: HTTPRequest, on connection: Connection) {
         var request = request
         request.remoteAddress = connection.peer
+        request.localHost = connection.localHost
         let decision = shared.application.decide(&request)
         connection.exchange = Exchange(request: request, logPath: nil, start: monotonicNow())
         switch decision {
@@ -688,7 +719,7 @@ final class EventLoopRunner {
                             try SocketOps.sendFile(socket: connection.fd, file: fileFD, offset: offset, count: chunk)
                         }
                     } catch let error as Errno {
-                        if error == .invalidArgument || error.rawValue == ENOSYS || error == .notSupported {
+                        if SendFile.isUnsupported(error) {
                             connection.usePread = true  // no sendfile for this pair: copy through memory
                             continue
                         }
@@ -940,13 +971,4 @@ final class EventLoopRunner {
         }
         if shutdownDeadline != nil, openCount == 0 { running = false }
     }
-}
-
-@inline(__always)
-private func Glibc_or_Darwin_shutdown(_ fd: Int32) -> Int32 {
-    #if canImport(Glibc)
-        Glibc.shutdown(fd, Int32(SHUT_WR))
-    #else
-        Darwin.shutdown(fd, SHUT_WR)
-    #endif
 }

@@ -1,34 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-/// `stat` fields the server needs, in one call.
-struct FileStatus: Equatable {
-    var size: UInt64
-    var seconds: Int64
-    var nanoseconds: Int64
-    var device: UInt64
-    var inode: UInt64
-    /// The number of links to the file (0 once it was deleted or renamed over while open).
-    var links: UInt64 = 1
-
-    static func of(_ fd: Int32) -> FileStatus? {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return nil }
-        #if canImport(Darwin)
-            let (seconds, nanoseconds) = (Int64(info.st_mtimespec.tv_sec), Int64(info.st_mtimespec.tv_nsec))
-        #else
-            let (seconds, nanoseconds) = (Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec))
-        #endif
-        return FileStatus(
-            size: UInt64(max(0, info.st_size)), seconds: seconds, nanoseconds: nanoseconds,
-            device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(truncatingIfNeeded: info.st_ino),
-            links: UInt64(truncatingIfNeeded: info.st_nlink))
-    }
-}
-
 /// IMF-fixdate formatting into bytes (RFC 9110 §5.6.7), for the hot path; FileRange's `HTTPDate` parses.
 enum FastDate {
     private static let days: StaticString = "ThuFriSatSunMonTueWed"

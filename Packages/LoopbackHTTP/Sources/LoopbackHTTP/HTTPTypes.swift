@@ -289,6 +289,9 @@ public struct HTTPRequest: Sendable {
     public var remoteAddress: String = ""
     /// The session token the route matched, for routes under a ``SessionToken`` or a ``SessionTokenSet``.
     public var sessionToken: SessionToken?
+    /// The local address the request arrived on, when it is not loopback (only with
+    /// ``HTTPServerConfiguration/listensOnLocalNetwork``): a `Host` that names it is accepted.
+    var localHost: String?
 
     public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = [:]) {
         self.method = method

@@ -24,6 +24,20 @@ struct PollEvent {
 /// The kernel's readiness API: epoll on Linux, kqueue on Darwin. Connections are registered once,
 /// edge-triggered for both directions; listeners level-triggered for reading; a wake-up source lets other
 /// threads interrupt `wait`.
+#if canImport(Darwin)
+    /// The kevent(2) function. Darwin's `kevent` is also a struct whose memberwise initializer has the same six
+    /// parameters, so a direct call `kevent(kq, …)` is taken for the initializer ("missing argument labels"); a
+    /// reference to the name in a value position picks the function (swift-nio does the same). <sys/event.h>
+    /// declares `int kevent(int kq, const struct kevent *changelist, int nchanges, struct kevent *eventlist, int
+    /// nevents, const struct timespec *timeout)` without nullability annotations, so every pointer imports as an
+    /// implicitly unwrapped optional, which this type matches; the C function type spelled out keeps the global
+    /// `Sendable` in Swift 6.
+    private let sysKevent:
+        @convention(c) (
+            Int32, UnsafePointer<kevent>?, Int32, UnsafeMutablePointer<kevent>?, Int32, UnsafePointer<timespec>?
+        ) -> Int32 = kevent
+#endif
+
 final class Poller {
     static let wakeToken = UInt64.max
 
@@ -128,13 +142,33 @@ final class Poller {
         private var buffer: UnsafeMutablePointer<kevent>
         private let capacity = 256
 
+        /// One change or event record. `struct kevent` is `{ uintptr_t ident; int16_t filter; uint16_t flags;
+        /// uint32_t fflags; intptr_t data; void *udata; }` (<sys/event.h>); `EV_SET` is a macro Swift does not
+        /// import, so the fields are set one by one. The token rides in `udata` (`UnsafeMutableRawPointer?`,
+        /// nil for token 0), which the kernel hands back untouched.
+        private static func event(ident: UInt, filter: Int32, flags: Int32, fflags: UInt32 = 0, token: UInt64)
+            -> kevent
+        {
+            var event = Darwin.kevent()
+            event.ident = ident
+            event.filter = Int16(truncatingIfNeeded: filter)
+            event.flags = UInt16(truncatingIfNeeded: flags)
+            event.fflags = fflags
+            event.data = 0
+            event.udata = UnsafeMutableRawPointer(bitPattern: UInt(truncatingIfNeeded: token))
+            return event
+        }
+
         static func makeDescriptors() throws(HTTPServerError) -> PollerDescriptors {
             let queue = kqueue()
             guard queue >= 0 else { throw HTTPServerError(.eventLoop, errno: .current, message: "kqueue") }
-            var event = kevent(
-                ident: 0, filter: Int16(EVFILT_USER), flags: UInt16(EV_ADD | EV_CLEAR), fflags: 0, data: 0,
-                udata: UnsafeMutableRawPointer(bitPattern: UInt(Poller.wakeToken)))
-            _ = kevent(queue, &event, 1, nil, 0, nil)
+            // The wake-up source: a user event, triggered by `wake` (EVFILT_USER, NOTE_TRIGGER; kqueue(2)).
+            var event = Self.event(ident: 0, filter: EVFILT_USER, flags: EV_ADD | EV_CLEAR, token: Poller.wakeToken)
+            guard sysKevent(queue, &event, 1, nil, 0, nil) == 0 else {
+                let error = Errno.current
+                closeDescriptor(queue)
+                throw HTTPServerError(.eventLoop, errno: error, message: "kevent EVFILT_USER")
+            }
             return PollerDescriptors(poll: queue, wake: queue)
         }
 
@@ -148,10 +182,8 @@ final class Poller {
         func closeDescriptors() { closeDescriptor(queue) }
 
         private func change(_ fd: Int32, filter: Int32, flags: Int32, token: UInt64) -> Int32 {
-            var event = kevent(
-                ident: UInt(fd), filter: Int16(filter), flags: UInt16(flags), fflags: 0, data: 0,
-                udata: UnsafeMutableRawPointer(bitPattern: UInt(token)))
-            return kevent(queue, &event, 1, nil, 0, nil)
+            var event = Self.event(ident: UInt(truncatingIfNeeded: fd), filter: filter, flags: flags, token: token)
+            return sysKevent(queue, &event, 1, nil, 0, nil)
         }
 
         func addConnection(_ fd: Int32, token: UInt64) throws(Errno) {
@@ -177,9 +209,8 @@ final class Poller {
         }
 
         static func wake(_ descriptors: PollerDescriptors) {
-            var event = kevent(
-                ident: 0, filter: Int16(EVFILT_USER), flags: 0, fflags: UInt32(NOTE_TRIGGER), data: 0, udata: nil)
-            _ = kevent(descriptors.poll, &event, 1, nil, 0, nil)
+            var event = Self.event(ident: 0, filter: EVFILT_USER, flags: 0, fflags: UInt32(NOTE_TRIGGER), token: 0)
+            _ = sysKevent(descriptors.poll, &event, 1, nil, 0, nil)
         }
 
         func drainWake() {}
@@ -187,7 +218,7 @@ final class Poller {
         func wait(timeoutMilliseconds: Int32, _ body: (PollEvent) -> Void) {
             var timeout = timespec(
                 tv_sec: Int(timeoutMilliseconds / 1000), tv_nsec: Int(timeoutMilliseconds % 1000) * 1_000_000)
-            let count = kevent(queue, nil, 0, buffer, Int32(capacity), &timeout)
+            let count = sysKevent(queue, nil, 0, buffer, Int32(capacity), &timeout)
             guard count > 0 else { return }
             for i in 0..<Int(count) {
                 let event = buffer[i]

@@ -140,31 +140,14 @@ public struct StaticFileHandler: Sendable {
     }
 
     static func realPath(ofOpen file: FileStreamer, path: String) -> String? {
-        #if os(Linux)
-            let link: String?
-            do {
-                link = try file.withFileDescriptor { (fd: Int32) -> String? in
-                    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-                    let count = readlink("/proc/self/fd/\(fd)", &buffer, Int(PATH_MAX))
-                    guard count > 0 else { return nil }
-                    return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                }
-            } catch {
-                return nil
-            }
-            return link ?? realPath(path)
-        #else
-            do {
-                return try file.withFileDescriptor { (fd: Int32) -> String? in
-                    var buffer = [CChar](repeating: 0, count: Int(MAXPATHLEN))
-                    guard fcntl(fd, F_GETPATH, &buffer) == 0 else { return nil }
-                    let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-                    return String(decoding: bytes, as: UTF8.self)
-                }
-            } catch {
-                return nil
-            }
-        #endif
+        let link: String?
+        do {
+            link = try file.withFileDescriptor { (fd: Int32) -> String? in Platform.path(ofOpen: fd) }
+        } catch {
+            return nil
+        }
+        if let link { return link }
+        return Platform.openPathMayBeUnavailable ? realPath(path) : nil
     }
 }
 

@@ -30,7 +30,7 @@ func syscall<T: FixedWidthInteger & SignedInteger>(_ body: () -> T) throws(Errno
 public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: Hashable, Sendable {
-            case socket, bind, listen, eventLoop, invalidConfiguration, alreadyStarted, notRunning
+            case socket, bind, listen, eventLoop, invalidConfiguration, alreadyStarted, notRunning, listenerFailed
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -41,6 +41,9 @@ public struct HTTPServerError: Error, Hashable, Sendable, CustomStringConvertibl
         public static let invalidConfiguration = Code(.invalidConfiguration)
         public static let alreadyStarted = Code(.alreadyStarted)
         public static let notRunning = Code(.notRunning)
+        /// A listening socket died while the server ran (on iOS, the system reclaims the sockets of a suspended
+        /// app): the server accepts no more connections until ``HTTPServer/revive(gracePeriod:)``.
+        public static let listenerFailed = Code(.listenerFailed)
         public var description: String { "\(value)" }
     }
     public var code: Code
@@ -72,33 +75,16 @@ func monotonicNow() -> UInt64 {
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
 
-func closeDescriptor(_ fd: Int32) {
-    #if canImport(Glibc)
-        _ = Glibc.close(fd)
-    #else
-        _ = Darwin.close(fd)
-    #endif
-}
-
 /// Socket helpers over the C API.
 enum SocketOps {
-    static func setNonBlocking(_ fd: Int32) {
-        let flags = fcntl(fd, F_GETFL, 0)
-        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-    }
-
     static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
         var value = value
         _ = setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size))
     }
 
-    /// Prepares an accepted socket: non-blocking (Darwin), no SIGPIPE (Darwin), no Nagle delay.
+    /// Prepares an accepted socket: non-blocking and no SIGPIPE (``Platform/prepareSocket(_:)``), no Nagle delay.
     static func configureAccepted(_ fd: Int32) {
-        #if canImport(Darwin)
-            setNonBlocking(fd)
-            setOption(fd, SOL_SOCKET, SO_NOSIGPIPE, 1)
-        #endif
+        Platform.prepareSocket(fd)
         setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
     }
 
@@ -107,24 +93,14 @@ enum SocketOps {
     {
         let isIPv6 = host.contains(":")
         let display = isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)"
-        #if canImport(Glibc)
-            let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        #else
-            let type = SOCK_STREAM
-        #endif
-        let fd = socket(isIPv6 ? AF_INET6 : AF_INET, type, 0)
+        let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Platform.listenerSocketType, 0)
         guard fd >= 0 else { throw HTTPServerError(.socket, errno: .current, address: display) }
-        #if canImport(Darwin)
-            setNonBlocking(fd)
-            setOption(fd, SOL_SOCKET, SO_NOSIGPIPE, 1)
-        #endif
+        Platform.prepareSocket(fd)
         setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
         var bound: Int32
         if isIPv6 {
             setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1)
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = port.bigEndian
+            var address = Platform.ipv6Address(port: port)
             guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else {
                 closeDescriptor(fd)
                 throw HTTPServerError(.invalidConfiguration, address: display, message: "not a numeric IPv6 address")
@@ -135,9 +111,7 @@ enum SocketOps {
                 }
             }
         } else {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
+            var address = Platform.ipv4Address(port: port)
             guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
                 closeDescriptor(fd)
                 throw HTTPServerError(.invalidConfiguration, address: display, message: "not a numeric IPv4 address")
@@ -153,7 +127,7 @@ enum SocketOps {
             closeDescriptor(fd)
             throw HTTPServerError(.bind, errno: error, address: display)
         }
-        guard Glibc_or_Darwin_listen(fd, backlog) == 0 else {
+        guard Platform.listen(fd, backlog) == 0 else {
             let error = Errno.current
             closeDescriptor(fd)
             throw HTTPServerError(.listen, errno: error, address: display)
@@ -211,15 +185,7 @@ enum SocketOps {
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = try syscall { () -> Int32 in
             withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                    #if os(Linux)
-                        sys_accept4(
-                            listener, UnsafeMutableRawPointer(address), &length,
-                            Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
-                    #else
-                        Darwin.accept(listener, address, &length)
-                    #endif
-                }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Platform.accept(listener, $0, &length) }
             }
         }
         switch result {
@@ -235,12 +201,8 @@ enum SocketOps {
     static func send(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int, more: Bool = false) throws(Errno)
         -> IOResult<Int>
     {
-        #if canImport(Glibc)
-            let flags = Int32(MSG_NOSIGNAL) | (more ? Int32(MSG_MORE) : 0)
-        #else
-            let flags: Int32 = 0  // SO_NOSIGPIPE is set on the socket
-        #endif
-        return try syscall { Glibc_or_Darwin_send(fd, pointer, count, flags) }
+        let flags = Platform.sendFlags(more: more)
+        return try syscall { Platform.send(fd, pointer, count, flags) }
     }
 
     @inline(__always)
@@ -250,34 +212,47 @@ enum SocketOps {
 
     /// Sends up to `count` bytes of `file` from `offset` with `sendfile` (zero copy). Returns bytes sent.
     static func sendFile(socket: Int32, file: Int32, offset: UInt64, count: Int) throws(Errno) -> IOResult<Int> {
-        #if canImport(Glibc)
-            var position = off_t(truncatingIfNeeded: offset)
-            return try syscall { Glibc.sendfile(socket, file, &position, count) }
-        #else
-            var length = off_t(count)
-            let result = Darwin.sendfile(file, socket, off_t(truncatingIfNeeded: offset), &length, nil, 0)
-            if result == 0 || length > 0 { return .done(Int(length)) }
-            let error = errno
-            if error == EAGAIN || error == EINTR { return .wouldBlock }
-            throw Errno(rawValue: error)
-        #endif
+        try SendFile.run(offset: offset, count: count) { offset, count in
+            Platform.sendFileOnce(socket: socket, file: file, offset: offset, count: count)
+        }
     }
 }
 
-@inline(__always)
-private func Glibc_or_Darwin_listen(_ fd: Int32, _ backlog: Int32) -> Int32 {
-    #if canImport(Glibc)
-        Glibc.listen(fd, backlog)
-    #else
-        Darwin.listen(fd, backlog)
-    #endif
-}
+/// The platform-neutral rules around `sendfile`, apart from the call so that tests can drive them.
+enum SendFile {
+    /// Calls `call` (one sendfile of `count` bytes from `offset`) until `count` bytes are sent, the socket would
+    /// block or the call fails. `EINTR` calls again from where the interrupted call stopped: on Darwin an
+    /// interrupted call may already have sent bytes, reported in `len`. Bytes sent before `EAGAIN` or a failure are
+    /// reported as sent (a failure shows again on the next call); `EAGAIN` with nothing sent is ``IOResult/wouldBlock``.
+    /// A success that sent nothing means the offset is at or past the end of the file.
+    static func run(offset: UInt64, count: Int, _ call: (_ offset: UInt64, _ count: Int) -> SendFileCall) throws(Errno)
+        -> IOResult<Int>
+    {
+        guard count > 0 else { return .done(0) }
+        var total = 0
+        while true {
+            let outcome = call(offset &+ UInt64(total), count - total)
+            total += min(max(0, outcome.sent), count - total)
+            guard let error = outcome.error else { return .done(total) }
+            if error == EINTR {
+                if total < count { continue }
+                return .done(total)
+            }
+            if total > 0 { return .done(total) }
+            if error == EAGAIN || error == EWOULDBLOCK { return .wouldBlock }
+            throw Errno(rawValue: error)
+        }
+    }
 
-@inline(__always)
-private func Glibc_or_Darwin_send(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int, _ flags: Int32) -> Int {
-    #if canImport(Glibc)
-        Glibc.send(fd, pointer, count, flags)
-    #else
-        Darwin.send(fd, pointer, count, flags)
-    #endif
+    /// Whether a sendfile failure means "not for this file or socket" rather than a broken connection: then the
+    /// body is copied with pread and send instead. Linux: `EINVAL` (a file that cannot be mapped), `ENOSYS`.
+    /// Darwin (sendfile(2)): `ENOTSUP` ("fd does not refer to a regular file"), `EOPNOTSUPP` ("the file system
+    /// for fd does not support sendfile"), `EINVAL`; the first two are different numbers on Darwin (45
+    /// and 102) and the same one on Linux.
+    static func isUnsupported(_ error: Errno) -> Bool {
+        switch error.rawValue {
+        case EINVAL, ENOSYS, ENOTSUP, EOPNOTSUPP: true
+        default: false
+        }
+    }
 }

@@ -33,6 +33,11 @@ final class RawClient {
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        #if canImport(Darwin)
+            // Darwin has no MSG_NOSIGNAL: a write after the server closed would otherwise kill the test process.
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
         let result: Int32
         if isIPv6 {
             var address = sockaddr_in6()
@@ -176,23 +181,36 @@ private func Glibc_send(_ fd: Int32, _ pointer: UnsafeRawPointer?, _ count: Int)
 /// connections and the test's clients. Sockets of anything else in the process (other suites' servers, a URL
 /// session's idle connections) open and close on their own schedule, so they are not counted.
 func openDescriptorCount(port: UInt16) -> Int {
-    guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return -1 }
-    return names.filter { name in
-        guard let fd = Int32(name),
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name))?.hasPrefix("socket:")
-                == true
-        else { return false }
-        return socketPort(fd, peer: false) == port || socketPort(fd, peer: true) == port
+    openDescriptors().filter { fd in
+        isSocket(fd) && (socketPort(fd, peer: false) == port || socketPort(fd, peer: true) == port)
     }.count
 }
 
 /// Open descriptors of this process on the file at `path`.
 func openDescriptorCount(path: String) -> Int {
-    guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return -1 }
     let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-    return names.filter { name in
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)) == target
-    }.count
+    return openDescriptors().filter { descriptorPath($0) == target }.count
+}
+
+/// The descriptors open in this process: every number below the descriptor limit that `fcntl` knows.
+private func openDescriptors() -> [Int32] {
+    (0..<getdtablesize()).filter { fcntl($0, F_GETFD) >= 0 }
+}
+
+private func isSocket(_ fd: Int32) -> Bool {
+    var info = stat()
+    return fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
+}
+
+/// The path of the file open at `fd`: `/proc/self/fd` on Linux, `F_GETPATH` on Darwin.
+private func descriptorPath(_ fd: Int32) -> String? {
+    #if canImport(Darwin)
+        var buffer = [CChar](repeating: 0, count: Int(MAXPATHLEN))
+        guard fcntl(fd, F_GETPATH, &buffer) != -1 else { return nil }
+        return buffer.withUnsafeBufferPointer { $0.baseAddress.map { String(cString: $0) } }
+    #else
+        return try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")
+    #endif
 }
 
 private func socketPort(_ fd: Int32, peer: Bool) -> UInt16? {

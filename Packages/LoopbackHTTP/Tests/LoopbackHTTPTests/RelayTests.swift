@@ -144,9 +144,14 @@ extension SocketTests {
             #expect(client.readResponse()?.status == 200)
             withExtendedLifetime(feeder) {}
         }
-        #expect(source.claimCount == 1)
-        #expect(source.released == [true])
-        #expect(!pulled.isSet)
+        if Splice.available {
+            #expect(source.claimCount == 1)
+            #expect(source.released == [true])
+            #expect(!pulled.isSet)
+        } else {
+            // No splice (Darwin): the same bytes come through the stream instead.
+            #expect(pulled.isSet)
+        }
     }
 
     /// A source that ends before the announced length: the client gets a short body and a closed connection

@@ -50,14 +50,31 @@ public final class PlaybackServer: Sendable {
         try register(session)
     }
 
-    /// Adds a session as ``add(_:)`` does, synchronously on the calling thread.
+    /// Adds a session as ``add(_:)`` does, synchronously on the calling thread. A server whose listening socket
+    /// the system took away (``needsRevival``) is replaced first, on the same port when it is free.
     public func register(_ session: any PlaybackSource) throws(PlaybackError) -> String {
         let port = try startIfNeeded()
         registry.sessions.withLock { $0.append(session) }
         registry.tokens.insert(session.token)
         session.prepare()
-        return "http://127.0.0.1:\(port)/\(session.token.value)/"
+        return base(port: port, session)
     }
+
+    /// The host of the URLs handed out: the device's local-network address when the configuration listens there
+    /// (for AirPlay), else `127.0.0.1`.
+    public var host: String {
+        guard configuration.listensOnLocalNetwork else { return "127.0.0.1" }
+        return HTTPServer.localNetworkAddresses().first ?? "127.0.0.1"
+    }
+
+    private func base(port: UInt16, _ session: any PlaybackSource) -> String {
+        "http://\(host):\(port)/\(session.token.value)/"
+    }
+
+    /// Whether the server stopped accepting connections while it runs (iOS reclaims the listening socket of an
+    /// app it suspends): call ``revive()`` when the app returns to the foreground. ``register(_:)`` revives by
+    /// itself.
+    public var needsRevival: Bool { lifecycle.withLock { $0.server?.failure != nil } }
 
     /// Removes a session; its routes answer 404 from now on. The server stops when no session remains.
     public func remove(_ session: any PlaybackSource) async {
@@ -94,12 +111,14 @@ public final class PlaybackServer: Sendable {
         guard let port = boundPort, registry.sessions.withLock({ list in list.contains { $0 === session } }) else {
             return nil
         }
-        return "http://127.0.0.1:\(port)/\(session.token.value)/"
+        return base(port: port, session)
     }
 
     /// Starts the server again, for example when an app returns from the background and the system has closed its
-    /// listening socket: on the same port when it is still free, else on a new one (read the new URLs with
-    /// ``baseURL(for:)``). Sessions keep their tokens. Returns the port.
+    /// listening socket (call it on every return to the foreground: not every system reports the loss): on the
+    /// same port when it is still free, else on a new one (read the new URLs with ``baseURL(for:)``). Sessions keep
+    /// their tokens. A change of ``configuration`` (such as ``HTTPServerConfiguration/listensOnLocalNetwork`` for
+    /// AirPlay) applies from here on. Returns the port.
     @discardableResult
     public func revive() async throws(PlaybackError) -> UInt16 {
         let (old, previous) = lifecycle.withLock { life in
@@ -111,40 +130,62 @@ public final class PlaybackServer: Sendable {
         }
         await old?.stop(gracePeriod: .milliseconds(200))
         guard registry.sessions.withLock({ !$0.isEmpty }) else { return previous ?? 0 }
-        if let previous, let port = try? startIfNeeded(port: previous) { return port }
-        let configured = configuration.port
-        return try startIfNeeded(port: configured == previous ? 0 : configured)
+        return try startIfNeeded(previous: previous)
     }
+
+    /// The running HTTP server (for tests).
+    var httpServer: HTTPServer? { lifecycle.withLock { $0.server } }
 
     /// The port the server listens on, while it runs.
     public var boundPort: UInt16? { lifecycle.withLock { $0.port } }
 
-    /// Starts the server unless it runs; `port` overrides the configured one for this start.
-    private func startIfNeeded(port override: UInt16? = nil) throws(PlaybackError) -> UInt16 {
+    /// Starts the server unless it runs and accepts connections; a server that lost its listener is replaced. A
+    /// new server tries the `previous` port first (or the lost server's), then the configured one, then any.
+    private func startIfNeeded(previous: UInt16? = nil) throws(PlaybackError) -> UInt16 {
         try lifecycle.withLock { (life) throws(PlaybackError) -> UInt16 in
-            if let port = life.port { return port }
-            var router = Router()
-            let registry = self.registry
-            // The router matches the live tokens in constant time and logs "/{token}/…", never a token.
-            router.getImmediate("/**", sessions: registry.tokens) { request in
-                guard let token = request.sessionToken,
-                    let session = registry.sessions.withLock({ list in list.first { $0.token == token } })
-                else { return .error(.notFound) }
-                return session.respond(to: request)
+            var previous = previous
+            if let server = life.server, let port = life.port {
+                guard server.failure != nil else { return port }
+                life.server = nil
+                life.port = nil
+                previous = port
+                Task.detached { await server.stop(gracePeriod: .milliseconds(200)) }
             }
-            var configuration = life.configuration
-            if let override { configuration.port = override }
-            let server = HTTPServer(router: router, configuration: configuration)
-            let port: UInt16
-            do {
-                port = try server.start()
-            } catch {
-                throw PlaybackError(.serverFailed, detail: "\(error)")
+            let configured = life.configuration.port
+            if let previous, previous != 0, let port = try? start(port: previous, &life) {
+                return port
             }
-            life.server = server
-            life.port = port
-            return port
+            return try start(port: configured == previous ? 0 : configured, &life)
         }
+    }
+
+    /// Starts a server on `port`; called with the lifecycle's lock held.
+    private func start(port: UInt16, _ life: inout Lifecycle) throws(PlaybackError) -> UInt16 {
+        var router = Router()
+        let registry = self.registry
+        // The router matches the live tokens in constant time and logs "/{token}/…", never a token.
+        router.getImmediate("/**", sessions: registry.tokens) { request in
+            guard let token = request.sessionToken,
+                let session = registry.sessions.withLock({ list in list.first { $0.token == token } })
+            else { return .error(.notFound) }
+            return session.respond(to: request)
+        }
+        var configuration = life.configuration
+        configuration.port = port
+        if configuration.listensOnLocalNetwork, configuration.nonLoopbackToken == nil {
+            // Session tokens gate every route; this one only satisfies the server's rule and is never handed out.
+            configuration.nonLoopbackToken = SessionToken.random()
+        }
+        let server = HTTPServer(router: router, configuration: configuration)
+        let bound: UInt16
+        do {
+            bound = try server.start()
+        } catch {
+            throw PlaybackError(.serverFailed, detail: "\(error)")
+        }
+        life.server = server
+        life.port = bound
+        return bound
     }
 }
 

@@ -1,9 +1,15 @@
 import FileRange
 import Foundation
-import LoopbackHTTP
 import Testing
 
+@testable import LoopbackHTTP
 @testable import TSPlayerKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A source that answers every path with its own name and the path.
 private final class EchoSource: PlaybackSource {
@@ -49,5 +55,64 @@ struct PlaybackServerTests {
         #expect(logged.contains("/{token}/sub/index.m3u8 200"), "\(logged)")
         #expect(logged.contains("/{token}/media.ts 200"), "\(logged)")
         #expect(!logged.contains { $0.contains(first.token.value) || $0.contains(second.token.value) }, "\(logged)")
+    }
+
+    @Test("a server whose listener the system took is replaced on the same port, and sessions keep their tokens")
+    func listenerLossAndRevival() async throws {
+        let server = PlaybackServer()
+        let first = EchoSource("first")
+        let firstBase = try server.register(first)
+        let port = try #require(server.boundPort)
+        let http = try #require(server.httpServer)
+        // What iOS does to a suspended app's listening socket, as far as Linux can show it.
+        for fd in http.listenerDescriptors { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        var waited = 0
+        while !server.needsRevival, waited < 100 {
+            try await Task.sleep(for: .milliseconds(20))
+            waited += 1
+        }
+        #expect(server.needsRevival, "the dead listener was never noticed")
+
+        // Registering another session replaces the failed server on the same port, synchronously.
+        let second = EchoSource("second")
+        let secondBase = try server.register(second)
+        #expect(!server.needsRevival)
+        #expect(server.boundPort == port)
+        #expect(server.httpServer !== http)
+        #expect(try await cachingTestGet(firstBase + "a").2 == Array("first:a".utf8))
+        #expect(try await cachingTestGet(secondBase + "b").2 == Array("second:b".utf8))
+
+        // revive() (on every return to the foreground) also keeps the port and the tokens.
+        #expect(try await server.revive() == port)
+        #expect(server.baseURL(for: first) == firstBase)
+        #expect(try await cachingTestGet(firstBase + "c").2 == Array("first:c".utf8))
+        await server.remove(first)
+        await server.remove(second)
+        #expect(server.boundPort == nil)
+    }
+
+    @Test("with listensOnLocalNetwork, URLs name the device's local-network address and it answers there")
+    func localNetworkURLs() async throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.listensOnLocalNetwork = true
+        let server = PlaybackServer(configuration: configuration)
+        let source = EchoSource("lan")
+        let base = try server.register(source)
+        defer { server.removeWithoutWaiting(source) }
+        guard let address = HTTPServer.localNetworkAddresses().first else {
+            #expect(base.hasPrefix("http://127.0.0.1:"))
+            withKnownIssue("this machine has no local-network IPv4 address to serve on") {
+                Issue.record("no local-network address")
+            }
+            return
+        }
+        #expect(base.hasPrefix("http://\(address):"), "\(base)")
+        #expect(server.host == address)
+        #expect(try await cachingTestGet(base + "x").2 == Array("lan:x".utf8))
+        let port = try #require(server.boundPort)
+        let loopback = "http://127.0.0.1:\(port)/\(source.token.value)/y"
+        #expect(try await cachingTestGet(loopback).2 == Array("lan:y".utf8), "loopback still answers")
+        let stranger = "http://\(address):\(port)/\(SessionToken.random().value)/x"
+        #expect(try await cachingTestGet(stranger).0 == 404)
     }
 }

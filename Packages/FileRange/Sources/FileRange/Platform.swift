@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// FileRange's platform layer: every call whose name, fields or semantics differ between Darwin and the other C
+// libraries, so that the rest of the package is written once. (``LockedValue`` keeps its own two locks.)
+
+/// Makes what was written to `fd` durable, on the storage itself: the one flush the toolkit uses before it records
+/// or renames anything that must survive a power loss (the sparse cache's map, the downloader's files).
+///
+/// On Darwin `fsync(2)` only hands the data to the drive, which may keep it in its own cache and write it later and
+/// out of order; `fcntl(fd, F_FULLFSYNC)` asks the drive to flush that cache too (see Apple's `fsync(2)` and
+/// `fcntl(2)` manual pages). File systems that do not support it (some network and FAT volumes) fail the call, and
+/// then `fsync` is used. Elsewhere this is `fsync`. `EINTR` is retried.
+public func syncToStorage(_ fd: Int32) throws(Errno) {
+    #if canImport(Darwin)
+        if (try? retryingOnInterrupt({ fcntl(fd, F_FULLFSYNC) })) != nil { return }
+    #endif
+    _ = try retryingOnInterrupt { fsync(fd) }
+}
+
+/// A `stat`'s modification time: `st_mtimespec` on Darwin, `st_mtim` elsewhere.
+func fileModificationTime(of info: stat) -> (seconds: Int64, nanoseconds: Int64) {
+    #if canImport(Darwin)
+        (Int64(info.st_mtimespec.tv_sec), Int64(info.st_mtimespec.tv_nsec))
+    #else
+        (Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec))
+    #endif
+}
+
+/// The C library's `close`, named apart from ``FileStreamer/close()``.
+@usableFromInline
+func systemClose(_ fd: Int32) -> Int32 {
+    #if canImport(Glibc)
+        Glibc.close(fd)
+    #elseif canImport(Musl)
+        Musl.close(fd)
+    #else
+        Darwin.close(fd)
+    #endif
+}
+
+/// The C library's `write`.
+func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+        Glibc.write(fd, buffer, count)
+    #elseif canImport(Musl)
+        Musl.write(fd, buffer, count)
+    #else
+        Darwin.write(fd, buffer, count)
+    #endif
+}
