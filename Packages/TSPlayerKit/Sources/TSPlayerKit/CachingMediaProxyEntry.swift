@@ -146,6 +146,8 @@ final class CachedMediaEntry: Sendable {
         while true {
             let seen = generation
             if let info { return info }
+            // A cancelled wait returns at once: without this the loop would spin until the deadline.
+            if Task.isCancelled { throw ProxyError(.connectionFailed, url: url, detail: "the read was cancelled") }
             if failures > startFailures {
                 throw lastError ?? ProxyError(.connectionFailed, url: url, detail: "the origin failed")
             }
