@@ -53,9 +53,14 @@ public final class PlaybackServer: Sendable {
     /// Adds a session as ``add(_:)`` does, synchronously on the calling thread. A server whose listening socket
     /// the system took away (``needsRevival``) is replaced first, on the same port when it is free.
     public func register(_ session: any PlaybackSource) throws(PlaybackError) -> String {
-        let port = try startIfNeeded()
-        registry.sessions.withLock { $0.append(session) }
-        registry.tokens.insert(session.token)
+        // Started and joined under one lock, so that a concurrent removal of the last other session cannot stop
+        // the server between the two.
+        let port = try lifecycle.withLock { (life) throws(PlaybackError) -> UInt16 in
+            let port = try ensureRunning(&life)
+            registry.sessions.withLock { $0.append(session) }
+            registry.tokens.insert(session.token)
+            return port
+        }
         session.prepare()
         return base(port: port, session)
     }
@@ -89,17 +94,15 @@ public final class PlaybackServer: Sendable {
 
     /// Takes the session out; returns the server when it was the last one, for the caller to stop.
     private func unregister(_ session: any PlaybackSource) -> HTTPServer? {
-        let remaining = registry.sessions.withLock { list in
-            list.removeAll { $0 === session }
-            return list.count
-        }
-        if !registry.sessions.withLock({ list in list.contains { $0.token == session.token } }) {
-            registry.tokens.remove(session.token)
-        }
-        guard remaining == 0 else { return nil }
-        return lifecycle.withLock { life in
-            // A session registered meanwhile keeps the server.
-            guard registry.sessions.withLock({ $0.isEmpty }), let server = life.server else { return nil }
+        lifecycle.withLock { life in
+            let remaining = registry.sessions.withLock { list in
+                list.removeAll { $0 === session }
+                return list.count
+            }
+            if !registry.sessions.withLock({ list in list.contains { $0.token == session.token } }) {
+                registry.tokens.remove(session.token)
+            }
+            guard remaining == 0, let server = life.server else { return nil }
             life.server = nil
             life.port = nil
             return server
@@ -130,7 +133,9 @@ public final class PlaybackServer: Sendable {
         }
         await old?.stop(gracePeriod: .milliseconds(200))
         guard registry.sessions.withLock({ !$0.isEmpty }) else { return previous ?? 0 }
-        return try startIfNeeded(previous: previous)
+        return try lifecycle.withLock { (life) throws(PlaybackError) -> UInt16 in
+            try ensureRunning(previous: previous, &life)
+        }
     }
 
     /// The running HTTP server (for tests).
@@ -141,22 +146,21 @@ public final class PlaybackServer: Sendable {
 
     /// Starts the server unless it runs and accepts connections; a server that lost its listener is replaced. A
     /// new server tries the `previous` port first (or the lost server's), then the configured one, then any.
-    private func startIfNeeded(previous: UInt16? = nil) throws(PlaybackError) -> UInt16 {
-        try lifecycle.withLock { (life) throws(PlaybackError) -> UInt16 in
-            var previous = previous
-            if let server = life.server, let port = life.port {
-                guard server.failure != nil else { return port }
-                life.server = nil
-                life.port = nil
-                previous = port
-                Task.detached { await server.stop(gracePeriod: .milliseconds(200)) }
-            }
-            let configured = life.configuration.port
-            if let previous, previous != 0, let port = try? start(port: previous, &life) {
-                return port
-            }
-            return try start(port: configured == previous ? 0 : configured, &life)
+    /// Called with the lifecycle's lock held.
+    private func ensureRunning(previous: UInt16? = nil, _ life: inout Lifecycle) throws(PlaybackError) -> UInt16 {
+        var previous = previous
+        if let server = life.server, let port = life.port {
+            guard server.failure != nil else { return port }
+            life.server = nil
+            life.port = nil
+            previous = port
+            Task.detached { await server.stop(gracePeriod: .milliseconds(200)) }
         }
+        let configured = life.configuration.port
+        if let previous, previous != 0, let port = try? start(port: previous, &life) {
+            return port
+        }
+        return try start(port: configured == previous ? 0 : configured, &life)
     }
 
     /// Starts a server on `port`; called with the lifecycle's lock held.

@@ -115,4 +115,20 @@ struct PlaybackServerTests {
         let stranger = "http://\(address):\(port)/\(SessionToken.random().value)/x"
         #expect(try await cachingTestGet(stranger).0 == 404)
     }
+
+    @Test("sessions added while the last other one goes are always served (start and join are one step)")
+    func registerRacesRemoval() async throws {
+        let server = PlaybackServer()
+        for round in 0..<40 {
+            let leaving = EchoSource("leaving")
+            _ = try server.register(leaving)
+            let staying = EchoSource("staying\(round)")
+            async let removal: Void = server.remove(leaving)
+            let base = try server.register(staying)
+            await removal
+            #expect(try await cachingTestGet(base + "x").2 == Array("staying\(round):x".utf8), "round \(round)")
+            await server.remove(staying)
+        }
+        #expect(server.boundPort == nil)
+    }
 }
