@@ -91,8 +91,11 @@ final class GlueOrigin: Sendable {
     let requests = LockedValue<[(path: String, headers: [String: String])]>([])
     private let held = LockedValue<[HTTPResponder]>([])
 
-    /// `bodies` by path; a path in `silent` is accepted and never answered.
-    init(bodies: [String: (type: String, body: [UInt8])], silent: Set<String> = []) throws {
+    /// `bodies` by path; a path in `silent` is accepted and never answered; one in `redirects` answers 302 to the
+    /// path it maps to.
+    init(
+        bodies: [String: (type: String, body: [UInt8])], silent: Set<String> = [], redirects: [String: String] = [:]
+    ) throws {
         var router = Router()
         let requests = self.requests
         let held = self.held
@@ -102,6 +105,11 @@ final class GlueOrigin: Sendable {
             for field in request.headers { fields[field.name.lowercased()] = field.value }
             requests.withLock { $0.append((path: path, headers: fields)) }
             if silent.contains(path) { return held.withLock { $0.append(responder) } }
+            if let target = redirects[path] {
+                var response = HTTPResponse(status: .found)
+                response.headers.add(name: "Location", value: target)
+                return responder.respond(response)
+            }
             guard let (type, body) = bodies[path] else { return responder.respond(.error(.notFound)) }
             responder.respond(.bytes(body, contentType: type))
         }

@@ -122,4 +122,35 @@ struct SeedReadmeTests {
         #expect([UInt8](relayed.body) == [0x47, 1, 2, 3])
         await origin.stop()
     }
+
+    @Test("fetchPlaylist(url:) gives the text and the URL after redirects; a body that is not a playlist is refused")
+    func fetchPlaylistText() async throws {
+        let playlist = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\na.ts\n#EXT-X-ENDLIST\n"
+        let origin = try GlueOrigin(
+            bodies: [
+                "/real/index.m3u8": (type: "application/vnd.apple.mpegurl", body: Array(playlist.utf8)),
+                "/page.html": (type: "text/html", body: Array("<html>".utf8)),
+            ],
+            redirects: ["/moved.m3u8": "/real/index.m3u8"])
+        var options = RemoteFetchOptions()
+        options.allowPrivateUpstreams = true
+        let fetcher = RemotePlaylistFetcher(options: options)
+        let (text, finalURL) = try await fetcher.fetchPlaylist(url: origin.url("/moved.m3u8"))
+        #expect(text == playlist)
+        #expect(finalURL == origin.url("/real/index.m3u8"))
+        do {
+            _ = try await fetcher.fetchPlaylist(url: origin.url("/page.html"))
+            Issue.record("an HTML page was taken for a playlist")
+        } catch {
+            #expect(error.code == .notAPlaylist)
+        }
+        do {
+            _ = try await fetcher.fetchPlaylist(url: origin.url("/missing.m3u8"))
+            Issue.record("a 404 was taken for a playlist")
+        } catch {
+            #expect(error.status == 404)
+        }
+        await origin.stop()
+    }
 }
+
