@@ -153,4 +153,3 @@ struct SeedReadmeTests {
         await origin.stop()
     }
 }
-
