@@ -362,45 +362,7 @@ enum RangeMapFile {
     }
 
     static func save(path: String, ranges: ByteRangeSet, metadata: [String: String]) throws(Errno) {
-        let bytes = encode(ranges: ranges, metadata: metadata)
-        let temporary = path + ".tmp"
-        let fd = try retryingOnInterrupt { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
-        let writeError = bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Errno? in
-            guard let base = buffer.baseAddress else { return nil }
-            var done = 0
-            while done < buffer.count {
-                do throws(Errno) {
-                    done += try retryingOnInterrupt { systemWrite(fd, base + done, buffer.count - done) }
-                } catch {
-                    return error
-                }
-            }
-            return nil
-        }
-        if let writeError {
-            _ = systemClose(fd)
-            throw writeError
-        }
-        do {
-            try syncToStorage(fd)
-        } catch {
-            _ = systemClose(fd)
-            throw error
-        }
-        _ = systemClose(fd)
-        _ = try retryingOnInterrupt { rename(temporary, path) }
-        try syncDirectory(of: path)
-    }
-
-    /// Flushes the folder that holds `path`, so that a rename into it survives a power loss.
-    static func syncDirectory(of path: String) throws(Errno) {
-        var folder = "."
-        if let slash = path.lastIndex(of: "/") {
-            folder = slash == path.startIndex ? "/" : String(path[..<slash])
-        }
-        let fd = try retryingOnInterrupt { open(folder, O_RDONLY | O_CLOEXEC) }
-        defer { _ = systemClose(fd) }
-        try syncToStorage(fd)
+        try writeFileAtomically(encode(ranges: ranges, metadata: metadata), to: path)
     }
 
     static func checksum(_ bytes: [UInt8]) -> UInt64 {

@@ -1,13 +1,5 @@
 import FileRange
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension TSIndex {
     /// The sidecar path for a media file: the file's path with `.tsindex` appended.
     public static func sidecarPath(for path: String) -> String { path + ".tsindex" }
@@ -138,29 +130,14 @@ extension TSIndex {
         }
     }
 
-    /// Writes the sidecar next to `path` atomically (a temporary file renamed over it).
+    /// Writes the sidecar next to `path` atomically (FileRange's `writeFileAtomically`: a temporary file flushed and
+    /// renamed over it), so that a crash never leaves a torn sidecar.
     public func saveSidecar(for path: String) throws(TSFileError) {
         let target = Self.sidecarPath(for: path)
-        let temporary = target + ".tmp\(getpid())"
-        let bytes = serialized()
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw TSFileError(.io, path: temporary, "open failed (errno \(errno))") }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { raw in
-                write(fd, raw.baseAddress.map { $0 + written }, raw.count - written)
-            }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                _ = close(fd)
-                _ = unlink(temporary)
-                throw TSFileError(.io, path: temporary, "write failed (errno \(errno))")
-            }
-            written += count
-        }
-        guard close(fd) == 0, rename(temporary, target) == 0 else {
-            _ = unlink(temporary)
-            throw TSFileError(.io, path: target, "close/rename failed (errno \(errno))")
+        do {
+            try writeFileAtomically(serialized(), to: target)
+        } catch {
+            throw TSFileError(.io, path: target, "cannot write the index sidecar: \(error)")
         }
     }
 }
