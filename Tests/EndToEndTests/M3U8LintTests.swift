@@ -178,6 +178,19 @@ enum PlaylistFixtures {
         #expect(segments.map { $0["bitrate"] as? Int } == [2400, nil, 2400, 2400, nil, 800])
     }
 
+    /// --benchmark (what Scripts/bench/playlist.sh reads): parse+resolve, then the same with every URI read.
+    @Test func benchmarkReportsBothTimings() throws {
+        let result = try #require(
+            try lint([
+                "--benchmark", "2", "--url", "https://cdn.example.com/a/b.m3u8", "valid/program-date-time-bitrate.m3u8",
+            ]))
+        #expect(result.status == 0)
+        let line = result.out
+        #expect(line.contains(": parse+resolve min "), "\(line)")
+        #expect(line.contains("; with uris min "), "\(line)")
+        #expect(line.hasSuffix("(2 runs, 6 items, 202 URI bytes)\n"), "\(line)")
+    }
+
     @Test func dumpJSONWithParentAndQueryParam() throws {
         let result = try #require(
             try lint([
