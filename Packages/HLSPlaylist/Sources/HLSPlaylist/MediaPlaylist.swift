@@ -265,6 +265,7 @@ extension Playlist {
         var firstLine: Int?
         var previousRange: (location: LazyURI, end: UInt64)?
         var previousPartRange: (uri: String, end: UInt64)?
+        var directoryMemo = URIResolver.DirectoryMemo()
 
         for index in lines.indices {
             if lines[index].storedIsURI {
@@ -353,7 +354,8 @@ extension Playlist {
                 continue
             }
             do {
-                let location = resolver.lazy(lines[index].uriBytes ?? [], substitute: { substitute($0, index) })
+                let location = resolver.lazy(
+                    lines[index].uriBytes ?? [], substitute: { substitute($0, index) }, memo: &directoryMemo)
                 if discontinuity { discontinuitySequence = discontinuitySequence &+ 1 }
                 var range: ByteRange?
                 if let spec = byteRangeSpec {

@@ -155,6 +155,36 @@ import Testing
         }
     }
 
+    /// Segment URIs with dot segments (resolved by their directory part, remembered from one segment to the next)
+    /// against RFC 3986 resolution of each reference on its own, over small combinations of directory parts and
+    /// last segments, each twice in a row and interleaved with others.
+    @Test(arguments: [
+        "https://cdn.example.com/live/v1/index.m3u8", "http://a/b/c/d;p?q", "https://h", "file:///x/y/z.m3u8",
+    ])
+    func dotSegmentsResolveAsEachReferenceAlone(base: String) throws {
+        let directories = [
+            "", "./", "../", "../../", "../../../../", "a/../", "./a/./", "/x/../", "//h2/a/../", "http://h3/a/./b/../",
+            "g:", "a:b/../", "../media/", "./../a/", "..", ".", "a/..", "../%2E%2E/", "c d/../", "x/.../",
+        ]
+        let files = [
+            "seg_00001.ts", "x", "..", ".", "a%20b.ts", "s p.ts", "", "q?x=1/../y", "f#frag", ".hidden", "..x",
+        ]
+        var references: [String] = []
+        for d in directories {
+            for f in files { references += [d + f, d + f, "../other/" + f] }
+        }
+        var text = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n"
+        for r in references where !r.isEmpty { text += "#EXTINF:4,\n\(r)\n" }
+        let media = try Playlist(text + "#EXT-X-ENDLIST\n").media(url: base)
+        let expected = references.filter { !$0.isEmpty }.map {
+            URIReference($0).resolved(against: URIReference(base)).description
+        }
+        #expect(media.segments.count == expected.count)
+        for (segment, want) in zip(media.segments, expected) {
+            #expect(segment.uri == want, "\(segment.rawURI) against \(base)")
+        }
+    }
+
     @Test func bitrateSkipsByteRangeSegmentsAndDatesAreOwnOrDerived() throws {
         let p = try Playlist(bytes: try Fixtures.bytes("valid/program-date-time-bitrate.m3u8"))
         let m = p.media()
