@@ -387,10 +387,10 @@ private let wrapModulus: Int64 = 1 << 33
             let mine = ours.frames[pid] ?? []
             #expect(mine.count == expected.count, "\(label) PID \(pid): \(mine.count) frames vs \(expected.count)")
             let first = zip(mine, expected).enumerated().first { $0.element.0 != $0.element.1 }
+            let mineText = first.map { "\($0.element.0)" } ?? ""
+            let theirText = first.map { "\($0.element.1)" } ?? ""
             #expect(
-                first == nil,
-                "\(label) PID \(pid) frame \(first?.offset ?? -1): ours \(first?.element.0.description ?? "") ffprobe \(first?.element.1.description ?? "")"
-            )
+                first == nil, "\(label) PID \(pid) frame \(first?.offset ?? -1): ours \(mineText) ffprobe \(theirText)")
             // ffprobe gives a position for the first packet of each PES: the PES's offset, as ours.
             #expect(ours.positions[pid] == theirs.positions[pid], "\(label) PID \(pid) PES offsets")
         }

@@ -134,9 +134,9 @@ extension AudioFrames {
 
 /// Splits the PES payloads of one audio stream into frames (ADTS AAC, MPEG-1/2 audio, AC-3, E-AC-3 sync frames),
 /// as ffprobe lists them as packets: each with its size and its own time stamps, the PES's plus the durations of
-/// the frames before it in that PES (rounded to 90 kHz ticks as ffmpeg rounds them: ``next(_:samples:sampleRate:stable:negativeFrom:)``). A frame cut by the end
-/// of a PES is completed from the next one and keeps the time of the PES it started in; bytes where no frame
-/// header is found are skipped.
+/// the frames before it in that PES, rounded to 90 kHz ticks as ffmpeg rounds them
+/// (``next(_:samples:sampleRate:stable:negativeFrom:)``). A frame cut by the end of a PES is completed from the
+/// next one and keeps the time of the PES it started in; bytes where no frame header is found are skipped.
 package struct AudioFrameSplitter: Sendable {
     /// One frame.
     package struct Frame: Hashable, Sendable {
