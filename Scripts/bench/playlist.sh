@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # HLSPlaylist and m3u8lint against Python m3u8, side by side in one run, as ratios.
 #   1. a 10,000-segment media playlist and a 200-variant multivariant playlist, parsed and resolved in-process
-#      (m3u8lint --benchmark) vs m3u8.loads in-process; fastest run and median of each;
+#      (m3u8lint --benchmark) vs m3u8.loads in-process; fastest run and median of each; then the same 10,000
+#      segments in the shapes of issue 17: dot segments (../media/seg_00001.ts), absolute URIs, query strings, a
+#      PROGRAM-DATE-TIME on every segment, byte ranges, keys; each shape twice: parse+resolve (URIs left as views,
+#      as m3u8.loads leaves absolute_uri unbuilt) and with every resolved URI read (absolute_uri read in Python);
 #   2. m3u8lint as a whole process vs a whole `python3 -c 'm3u8.load(...)'` process;
 #   3. a 100 MB IPTV list streamed through IPTVStreamParser: MB/s and peak memory.
 # Usage: Scripts/bench/playlist.sh [workdir]     (needs python3 with m3u8: Scripts/deps.sh)
@@ -14,22 +17,40 @@ python3 -c 'import m3u8' 2>/dev/null || { echo "python3 m3u8 is missing; run Scr
 echo "building m3u8lint (release)..." >&2
 swift build -c release --package-path "$root" --scratch-path "$work/build" --product m3u8lint >&2
 lint="$work/build/release/m3u8lint"
-[[ -f "$work/iptv100m.m3u" ]] || python3 "$helper" make "$work"
-url="https://cdn.example.com/live/index.m3u8"
+[[ -f "$work/iptv100m.m3u" && -f "$work/keys.m3u8" ]] || python3 "$helper" make "$work"
+url="https://cdn.example.com/live/v1/index.m3u8"
 
 ratio() { python3 -c "import sys; print('%.1f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 
 printf '%-34s %14s %14s %8s\n' "case" "ours min/med" "python min/med" "ratio"
-for f in media10k multi200; do
+shortfalls=()
+for f in media10k multi200 dots absolute query dates byteranges keys; do
     runs=300; pyruns=30
     [[ $f == multi200 ]] && { runs=3000; pyruns=300; }
     ours=$("$lint" --benchmark $runs --url "$url" "$work/$f.m3u8")
-    omin=$(sed -E 's/.*parse\+resolve min ([0-9.]+) ms median ([0-9.]+) ms.*/\1/' <<<"$ours")
-    omed=$(sed -E 's/.*parse\+resolve min ([0-9.]+) ms median ([0-9.]+) ms.*/\2/' <<<"$ours")
-    read -r pmin pmed < <(python3 "$helper" loads "$work/$f.m3u8" "$url" $pyruns)
-    printf '%-34s %6.3f/%-7.3f %6.2f/%-7.2f %7sx (median %sx)\n' "in-process parse+resolve $f" "$omin" "$omed" \
-        "$pmin" "$pmed" "$(ratio "$pmin" "$omin")" "$(ratio "$pmed" "$omed")"
+    for mode in resolve uris; do
+        if [[ $mode == resolve ]]; then
+            pattern='.*parse\+resolve min ([0-9.]+) ms median ([0-9.]+) ms.*'
+            label="parse+resolve $f"
+            read -r pmin pmed < <(python3 "$helper" loads "$work/$f.m3u8" "$url" $pyruns)
+        else
+            pattern='.*with uris min ([0-9.]+) ms median ([0-9.]+) ms.*'
+            label="  + every URI $f"
+            read -r pmin pmed < <(python3 "$helper" loads "$work/$f.m3u8" "$url" $pyruns uris)
+        fi
+        omin=$(sed -E "s/$pattern/\1/" <<<"$ours")
+        omed=$(sed -E "s/$pattern/\2/" <<<"$ours")
+        r=$(ratio "$pmin" "$omin")
+        printf '%-34s %6.3f/%-7.3f %6.2f/%-7.2f %7sx (median %sx)\n' "$label" "$omin" "$omed" \
+            "$pmin" "$pmed" "$r" "$(ratio "$pmed" "$omed")"
+        python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 50 else 1)" "$r" || shortfalls+=("$label ${r}x")
+    done
 done
+if ((${#shortfalls[@]})); then
+    echo "below the 50x budget (fastest runs): ${shortfalls[*]}"
+else
+    echo "every shape at least 50x Python m3u8 (fastest runs)"
+fi
 
 read -r lmin lmed < <(python3 "$helper" procs 30 "$lint" "$work/media10k.m3u8")
 read -r qmin qmed < <(python3 "$helper" procs 10 python3 -c 'import m3u8, sys; m3u8.load(sys.argv[1])' \

@@ -32,6 +32,13 @@ enum PlaylistFixtures {
         try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
+    /// Seconds since 1970 of an RFC 3339 date with fractional seconds (as --dump-json writes and fixtures hold).
+    static func seconds(since1970 text: String) -> Double? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.date(from: text)?.timeIntervalSince1970
+    }
+
     @Test func helpVersionAndUsageErrors() throws {
         let help = try #require(try lint(["--help"]))
         #expect(help.status == 0)
@@ -138,11 +145,50 @@ enum PlaylistFixtures {
         #expect(key["method"] as? String == "AES-128")
         #expect(key["uri"] as? String == "https://cdn.example.com/key")
         #expect((first["map"] as? [String: Any])?["uri"] as? String == "https://cdn.example.com/init.mp4")
-        #expect(first["programDateTime"] as? String == "2026-01-02T03:04:05.000Z")
-        #expect(first["bitrate"] as? Int == 1200)
+        // The date as written on the first segment only; derived (plus 6 s) on the second; none after the
+        // discontinuity.
+        #expect(segments.map { $0["programDateTime"] as? String } == ["2026-01-02T03:04:05.000Z", nil, nil])
+        #expect(segments[1]["programDateTime"] is NSNull)
+        #expect(
+            segments.map { $0["derivedProgramDateTime"] as? String } == [
+                "2026-01-02T03:04:05.000Z", "2026-01-02T03:04:11.000Z", nil,
+            ])
+        // EXT-X-BITRATE does not apply to the two segments with EXT-X-BYTERANGE (RFC 8216bis 4.4.4.8).
+        #expect(segments.map { $0["bitrate"] as? Int } == [nil, nil, 1200])
+        #expect(first["bitrate"] is NSNull)
         #expect(segments.map { $0["mediaSequence"] as? Int } == [102, 103, 104])
         #expect(segments.map { $0["discontinuity"] as? Bool } == [false, false, true])
         #expect(segments.map { $0["gap"] as? Bool } == [false, false, true])
+    }
+
+    @Test func dumpJSONSeparatesWrittenAndDerivedDates() throws {
+        let result = try #require(try lint(["--dump-json", "valid/program-date-time-bitrate.m3u8"]))
+        #expect(result.status == 0)
+        let segments = try #require(try json(result.stdout)["segments"] as? [[String: Any]])
+        #expect(
+            segments.map { $0["programDateTime"] as? String } == [
+                "2026-03-04T05:06:07.250Z", nil, nil, nil, "2026-03-04T07:10:00.500+02:00", nil,
+            ])
+        #expect(
+            segments.map { $0["derivedProgramDateTime"] as? String } == [
+                "2026-03-04T05:06:07.250Z", "2026-03-04T05:06:13.250Z", "2026-03-04T05:06:18.750Z", nil,
+                "2026-03-04T07:10:00.500+02:00", "2026-03-04T05:10:04.500Z",
+            ])
+        #expect(segments.allSatisfy { $0["programDateTime"] != nil && $0["derivedProgramDateTime"] != nil })
+        #expect(segments.map { $0["bitrate"] as? Int } == [2400, nil, 2400, 2400, nil, 800])
+    }
+
+    /// --benchmark (what Scripts/bench/playlist.sh reads): parse+resolve, then the same with every URI read.
+    @Test func benchmarkReportsBothTimings() throws {
+        let result = try #require(
+            try lint([
+                "--benchmark", "2", "--url", "https://cdn.example.com/a/b.m3u8", "valid/program-date-time-bitrate.m3u8",
+            ]))
+        #expect(result.status == 0)
+        let line = result.out
+        #expect(line.contains(": parse+resolve min "), "\(line)")
+        #expect(line.contains("; with uris min "), "\(line)")
+        #expect(line.hasSuffix("(2 runs, 6 items, 202 URI bytes)\n"), "\(line)")
     }
 
     @Test func dumpJSONWithParentAndQueryParam() throws {
@@ -287,6 +333,7 @@ enum PlaylistFixtures {
                      "discontinuity": s.discontinuity,
                      "key": (s.key.method if s.key and s.key.method != "NONE" else None),
                      "keyUri": (s.key.absolute_uri if s.key and s.key.uri else None),
+                     "programDateTime": s.program_date_time.timestamp() if s.program_date_time else None,
                      "mediaSequence": s.media_sequence} for s in p.segments]}
             print(json.dumps(out))
             """
@@ -325,6 +372,9 @@ enum PlaylistFixtures {
                     let key = a["key"] as? [String: Any]
                     #expect(key?["method"] as? String == b["key"] as? String, "\(name)")
                     #expect(key?["uri"] as? String == b["keyUri"] as? String, "\(name)")
+                    // The date written on the segment (Python m3u8's program_date_time), not the derived one.
+                    let date = (a["programDateTime"] as? String).flatMap { Self.seconds(since1970: $0) }
+                    #expect(date == b["programDateTime"] as? Double, "\(name) programDateTime")
                 }
             } else {
                 let ov = try #require(o["variants"] as? [[String: Any]])

@@ -195,6 +195,27 @@ private let wrapModulus: Int64 = 1 << 33
         #expect(dirtyReport.status == 1)
         #expect(dirtyReport.errors["syncLosses"] == 2)
         #expect(dirtyReport.errors["skippedBytes"] == 1000 + 77)
+        // Where: the 1000 bytes after packet 300 exactly; the 77 inside packet 600 from where packet 601's sync
+        // byte was missing (56400 + 1000 + 301 * 188) to where packets start again.
+        let regions = dirtyReport.json["garbage"] as? [[String: Int]]
+        #expect(regions == [["offset": 56400, "length": 1000], ["offset": 57400 + 301 * 188, "length": 77]])
+        #expect(cleanReport.json["garbage"] as? [[String: Int]] == [])
+        if let tool = EndToEnd.product("tsinspect") {
+            let text = try EndToEnd.run(tool, [dirty.path]).out.split(separator: "\n").map(String.init)
+            let losses = text.firstIndex { $0.hasPrefix("Sync losses:") } ?? 0
+            #expect(
+                Array(text.dropFirst(losses).prefix(3)) == [
+                    "Sync losses:   2 (1077 bytes skipped, 0 bytes in a truncated last packet)",
+                    "  garbage at offset 56400: 1000 bytes skipped", "  garbage at offset 113988: 77 bytes skipped",
+                ])
+            // Garbage before the first packet is a region at offset 0.
+            let leading = FileManager.default.temporaryDirectory.appendingPathComponent("lead-\(getpid()).ts")
+            try (Data(repeating: 0x55, count: 333) + Data(contentsOf: clean)).write(to: leading)
+            defer { try? FileManager.default.removeItem(at: leading) }
+            let json = try EndToEnd.run(tool, ["--json", leading.path])
+            let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
+            #expect(object?["garbage"] as? [[String: Int]] == [["offset": 0, "length": 333]])
+        }
         // Everything outside the one damaged packet is read: at most one PES lost or changed.
         let cleanSet = Set(cleanReport.pes.map { "\($0.pid) \($0.pts ?? -1) \($0.dts ?? -1)" })
         let dirtySet = Set(dirtyReport.pes.map { "\($0.pid) \($0.pts ?? -1) \($0.dts ?? -1)" })
@@ -299,6 +320,145 @@ private let wrapModulus: Int64 = 1 << 33
     }
 }
 
+/// `--pts --frames`: one line per audio frame, with the PTS and size ffprobe gives each audio packet.
+@Suite(.serialized) struct TSInspectAudioFrames {
+    struct Frame: Equatable, CustomStringConvertible {
+        var pts: Int64
+        var size: Int
+        var description: String { "\(pts)/\(size)" }
+    }
+
+    /// ffprobe's audio packets by PID (PTS modulo 2^33: ffprobe unwraps), and the positions it gives.
+    static func ffprobeFrames(_ file: URL) throws -> (frames: [Int: [Frame]], positions: [Int: [Int64]])? {
+        guard let ffprobe = EndToEnd.tool("ffprobe") else { return nil }
+        let result = try EndToEnd.run(
+            ffprobe,
+            [
+                "-v", "error", "-select_streams", "a", "-show_streams", "-show_packets", "-show_entries",
+                "stream=index,id:packet=stream_index,pts,size,pos", "-of", "json", file.path,
+            ])
+        guard let root = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any] else { return nil }
+        var pidOfIndex: [Int: Int] = [:]
+        for stream in root["streams"] as? [[String: Any]] ?? [] {
+            if let index = stream["index"] as? Int,
+                let pid = (stream["id"] as? String).flatMap({ Int($0.dropFirst(2), radix: 16) })
+            {
+                pidOfIndex[index] = pid
+            }
+        }
+        var frames: [Int: [Frame]] = [:]
+        var positions: [Int: [Int64]] = [:]
+        for packet in root["packets"] as? [[String: Any]] ?? [] {
+            guard let index = packet["stream_index"] as? Int, let pid = pidOfIndex[index],
+                let pts = (packet["pts"] as? NSNumber)?.int64Value,
+                let size = (packet["size"] as? String).flatMap({ Int($0) })
+            else { continue }
+            frames[pid, default: []].append(Frame(pts: (pts % wrapModulus + wrapModulus) % wrapModulus, size: size))
+            if let pos = (packet["pos"] as? String).flatMap({ Int64($0) }) { positions[pid, default: []].append(pos) }
+        }
+        return (frames, positions)
+    }
+
+    /// tsinspect's frame lines by PID, and the offsets of the first frame of each PES.
+    static func ourFrames(_ file: URL) throws -> (frames: [Int: [Frame]], positions: [Int: [Int64]], lines: Int)? {
+        guard let tool = EndToEnd.product("tsinspect") else { return nil }
+        let result = try EndToEnd.run(tool, ["--pts", "--frames", "--json", file.path])
+        var frames: [Int: [Frame]] = [:]
+        var positions: [Int: [Int64]] = [:]
+        var lines = 0
+        for line in result.out.split(separator: "\n") {
+            lines += 1
+            guard let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let pid = o["pid"] as? Int, let size = o["size"] as? Int,
+                let pts = (o["pts"] as? NSNumber)?.int64Value, let index = o["frame"] as? Int,
+                let offset = (o["offset"] as? NSNumber)?.int64Value
+            else { continue }
+            frames[pid, default: []].append(Frame(pts: pts, size: size))
+            if index == 0 { positions[pid, default: []].append(offset) }
+        }
+        return (frames, positions, lines)
+    }
+
+    static func compare(_ file: URL, label: String, codecs: Set<String>) throws {
+        guard let theirs = try ffprobeFrames(file), let ours = try ourFrames(file) else { return }
+        #expect(!theirs.frames.isEmpty, "\(label): ffprobe lists audio packets")
+        #expect(Set(ours.frames.keys) == Set(theirs.frames.keys), "\(label): audio PIDs")
+        for (pid, expected) in theirs.frames {
+            let mine = ours.frames[pid] ?? []
+            #expect(mine.count == expected.count, "\(label) PID \(pid): \(mine.count) frames vs \(expected.count)")
+            let first = zip(mine, expected).enumerated().first { $0.element.0 != $0.element.1 }
+            let mineText = first.map { "\($0.element.0)" } ?? ""
+            let theirText = first.map { "\($0.element.1)" } ?? ""
+            #expect(
+                first == nil, "\(label) PID \(pid) frame \(first?.offset ?? -1): ours \(mineText) ffprobe \(theirText)")
+            // ffprobe gives a position for the first packet of each PES: the PES's offset, as ours.
+            #expect(ours.positions[pid] == theirs.positions[pid], "\(label) PID \(pid) PES offsets")
+        }
+        if let probe = try FFProbeReport.load(file) {
+            #expect(Set(theirs.frames.keys.compactMap { probe.codecs[$0] }) == codecs, "\(label) codecs")
+            // Video PES lines are still there, one per PES.
+            let video = probe.packets.filter { !theirs.frames.keys.contains($0.pid) }.count
+            #expect(ours.lines == video + theirs.frames.values.map(\.count).reduce(0, +), "\(label) line count")
+        }
+    }
+
+    @Test(arguments: [
+        ("mpeg2_multiframe.ts", "aac"), ("h264_aac.ts", "aac"), ("hevc_ac3.ts", "ac3"), ("programs.ts", "aac"),
+        ("wrap.ts", "aac"), ("garbage.ts", "aac"),
+    ])
+    func fixtureFramesMatchFFProbe(name: String, codec: String) throws {
+        try Self.compare(try TSFixtures.url(name), label: name, codecs: [codec])
+    }
+
+    /// Audio packed several frames to a PES (ffmpeg's default), in codecs and rates whose frame durations are not
+    /// whole ticks (AAC and AC-3 at 44.1 kHz, MPEG audio at 22.05 kHz), E-AC-3, and AAC at 44.1 kHz just before
+    /// the 33-bit wrap.
+    @Test(arguments: [
+        ("aac44", ["-c:a", "aac", "-b:a", "64k"], 44100, 0.0, "aac"),
+        ("ac3_44", ["-c:a", "ac3", "-b:a", "96k"], 44100, 0.0, "ac3"),
+        ("eac3", ["-c:a", "eac3", "-b:a", "96k"], 48000, 0.0, "eac3"),
+        ("mp2_22", ["-c:a", "mp2", "-b:a", "64k"], 22050, 0.0, "mp2"),
+        ("aac44_wrap", ["-c:a", "aac", "-b:a", "64k"], 44100, 95441.7, "aac"),
+    ])
+    func multiFramePESMatchFFProbe(name: String, codec: [String], rate: Int, offset: Double, codecName: String)
+        throws
+    {
+        guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("frames-\(getpid())-\(name).ts")
+        defer { try? FileManager.default.removeItem(at: file) }
+        var arguments = [
+            "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi", "-i",
+            "testsrc2=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=\(rate)", "-t",
+            "3.03", "-c:v", "libx264", "-preset", "ultrafast",
+        ]
+        arguments += codec
+        if offset > 0 { arguments += ["-output_ts_offset", "\(offset)"] }
+        arguments += ["-f", "mpegts", file.path]
+        let made = try EndToEnd.run(ffmpeg, arguments)
+        #expect(made.status == 0, "ffmpeg: \(made.err)")
+        try Self.compare(file, label: name, codecs: [codecName])
+    }
+
+    @Test func textLinesAndFrameTimes() throws {
+        let file = try TSFixtures.url("mpeg2_multiframe.ts")
+        guard let tool = EndToEnd.product("tsinspect") else { return }
+        let plain = try EndToEnd.run(tool, ["--pts", file.path]).out.split(separator: "\n")
+        let framed = try EndToEnd.run(tool, ["--pts", "--frames", file.path]).out.split(separator: "\n")
+        // The first audio PES, then its frames: the PES PTS plus 1920 ticks (1024 samples at 48 kHz) per frame.
+        let pes = try #require(plain.first { $0.hasPrefix("pid=257 ") })
+        let frames = framed.filter { $0.hasPrefix("pid=257 ") }
+        #expect(frames.first?.hasPrefix(pes + " frame=0 size=") == true, "\(frames.first ?? "")")
+        let pts = frames.prefix(3).compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("pts=") }.flatMap { Int($0.dropFirst(4)) }
+        }
+        #expect(pts.count == 3 && pts[1] - pts[0] == 1920 && pts[2] - pts[1] == 1920)
+        #expect(frames[1].contains(" frame=1 size="))
+        // Video lines are the same as without --frames.
+        #expect(framed.filter { $0.hasPrefix("pid=256 ") } == plain.filter { $0.hasPrefix("pid=256 ") })
+        #expect(framed.count > plain.count)
+    }
+}
+
 @Suite struct TSInspectCommandLine {
     @Test func helpAndVersion() throws {
         guard let tool = EndToEnd.product("tsinspect") else { return }
@@ -306,7 +466,8 @@ private let wrapModulus: Int64 = 1 << 33
         #expect(help.status == 0)
         #expect(help.out.hasPrefix("OVERVIEW: Show what is inside an MPEG-TS file"))
         for heading in [
-            "USAGE: tsinspect", "ARGUMENTS:", "OPTIONS:", "  --json", "  --pts", "  --keyframes", "  --version",
+            "USAGE: tsinspect", "ARGUMENTS:", "OPTIONS:", "  --json", "  --pts", "  --frames", "  --keyframes",
+            "  --version",
         ] {
             #expect(help.out.contains(heading), "help mentions \(heading)")
         }
@@ -323,6 +484,7 @@ private let wrapModulus: Int64 = 1 << 33
             (["a.ts", "b.ts"], "Error: unexpected argument 'b.ts' after 'a.ts'"),
             (["--pts", "--keyframes", "a.ts"], "Error: '--keyframes' cannot be combined with '--pts'"),
             (["--timing", "a.ts"], "Error: '--timing' needs '--probe'"),
+            (["--frames", "a.ts"], "Error: '--frames' needs '--pts'"),
         ]
         for (arguments, message) in cases {
             let result = try EndToEnd.run(tool, arguments)
@@ -331,7 +493,7 @@ private let wrapModulus: Int64 = 1 << 33
             #expect(
                 result.err
                     == message
-                    + "\nUSAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe [--timing]] <file>\n"
+                    + "\nUSAGE: tsinspect [--json] [--pts [--frames] | --keyframes | --scte35 | --probe [--timing]] <file>\n"
                     + "       tsinspect --make-slate <seconds> [--start-pts <ticks>]\n"
                     + "  See 'tsinspect --help' for more information.\n", "\(arguments)")
         }

@@ -143,6 +143,8 @@ enum Dump {
                             j.raw("null")
                         }
                         j.key("programDateTime")
+                        j.string(s.hasOwnProgramDateTime ? s.programDateTime?.text : nil)
+                        j.key("derivedProgramDateTime")
                         j.string(s.programDateTime?.text)
                         j.key("bitrate")
                         j.number(s.bitrate)

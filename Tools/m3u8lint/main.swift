@@ -300,6 +300,8 @@ func runPlaylists() -> Int32 {
             var sink = 0
             var totals: [Double] = []
             var parses: [Double] = []
+            var withURIs: [Double] = []
+            var uriBytes = 0
             for _ in 0..<n {
                 let t0 = IO.monotonicNanoseconds()
                 do {
@@ -315,11 +317,26 @@ func runPlaylists() -> Int32 {
                 }
                 totals.append(Double(IO.monotonicNanoseconds() - t0) / 1e6)
             }
+            for _ in 0..<n {
+                // Also every URI read as resolved text (built when first read): what a client that fetches the
+                // segments pays, and what the Python peer's absolute_uri gives.
+                let t0 = IO.monotonicNanoseconds()
+                if let p = try? Playlist(bytes: bytes) {
+                    if p.kind == .multivariant {
+                        for v in p.multivariant(url: url).variants { uriBytes &+= v.uri.utf8.count }
+                    } else {
+                        for s in p.media(url: url, parent: parent).segments { uriBytes &+= s.uri.utf8.count }
+                    }
+                }
+                withURIs.append(Double(IO.monotonicNanoseconds() - t0) / 1e6)
+            }
             totals.sort()
             parses.sort()
+            withURIs.sort()
             IO.print(
                 "benchmark \(displayName(input)): parse+resolve min \(totals[0]) ms median \(totals[n / 2]) ms; "
-                    + "parse min \(parses.first ?? 0) ms (\(n) runs, \(sink / n) items)")
+                    + "parse min \(parses.first ?? 0) ms; with uris min \(withURIs[0]) ms median "
+                    + "\(withURIs[n / 2]) ms (\(n) runs, \(sink / n) items, \(uriBytes / n) URI bytes)")
             continue
         }
         if options.format {

@@ -6,6 +6,7 @@ struct Report {
     let fileSize: UInt64
     let demuxer: Demuxer
     let analyzer: TSAnalyzer
+    let garbage: GarbageRegions
 
     var durationSeconds: Double? { analyzer.durationTicks.map { Timestamp.seconds(ticks: $0) } }
 
@@ -117,6 +118,9 @@ struct Report {
         lines.append(
             "Sync losses:   \(stats.syncLosses) (\(stats.skippedBytes) bytes skipped, "
                 + "\(stats.truncatedBytes) bytes in a truncated last packet)")
+        for region in garbage.first {
+            lines.append("  garbage at offset \(region.offset): \(region.length) bytes skipped")
+        }
         lines.append(
             "Errors:        continuity \(stats.continuityErrors), CRC \(stats.crcErrors), PES \(stats.pesErrors), "
                 + "transport \(stats.transportErrors)")
@@ -183,6 +187,10 @@ struct Report {
             ("scte35", .array(analyzer.scte35.map(scte35JSON))),
             ("errors", .object(errorCounts.map { ($0.0, .int($0.1)) })),
             (
+                "garbage",
+                .array(garbage.first.map { .object([("offset", .int($0.offset)), ("length", .int($0.length))]) })
+            ),
+            (
                 "firstContinuityErrors",
                 .array(
                     stats.firstContinuityErrors.map { .object([("pid", .int($0.pid)), ("offset", .int($0.offset))]) })
@@ -204,6 +212,43 @@ func formatPercent(_ fraction: Double) -> String {
 extension String {
     func padding(_ width: Int) -> String {
         count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+    }
+}
+
+/// Where bytes that are not TS packets were skipped: from where a sync byte was missing (or the start of the
+/// input) to where packets were found again (or the end). The first 16 are kept.
+struct GarbageRegions {
+    struct Region {
+        var offset: Int64
+        var length: Int64
+    }
+    static let kept = 16
+    private(set) var first: [Region] = []
+    private var lostAt: Int64?
+    private var synchronizedBefore = false
+
+    mutating func lost(at offset: Int64?) {
+        if lostAt == nil { lostAt = offset }
+    }
+
+    mutating func synchronized(at offset: Int64) {
+        if let lostAt {
+            add(Region(offset: lostAt, length: offset - lostAt))
+        } else if !synchronizedBefore, offset > 0 {
+            add(Region(offset: 0, length: offset))
+        }
+        lostAt = nil
+        synchronizedBefore = true
+    }
+
+    /// The end of the input: a region still open ends there.
+    mutating func finish(at end: Int64) {
+        if let lostAt, end > lostAt { add(Region(offset: lostAt, length: end - lostAt)) }
+        lostAt = nil
+    }
+
+    private mutating func add(_ region: Region) {
+        if region.length > 0, first.count < Self.kept { first.append(region) }
     }
 }
 
@@ -338,4 +383,42 @@ func describe(_ details: CodecDetails) -> String {
     if let rate = details.sampleRate { parts.append("\(rate) Hz") }
     if let channels = details.channels { parts.append("\(channels) channels") }
     return parts.joined(separator: ", ")
+}
+
+/// One `--pts --frames` line for an audio frame: the PES line's fields (its PTS and DTS moved on by the frames
+/// before it) plus the frame's index in its PES and its size.
+func writeFrameLine(_ frame: AudioFrameSplitter.Frame, pid: UInt16, json: Bool, into out: inout OutputBuffer) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 192) { line in
+        var writer = LineWriter(line: line)
+        if json {
+            writer.put("{\"pid\":")
+            writer.put(decimal: UInt64(pid))
+            writer.put(",\"pts\":")
+            if let pts = frame.pts { writer.put(decimal: pts.value) } else { writer.put("null") }
+            writer.put(",\"dts\":")
+            if let dts = frame.dts { writer.put(decimal: dts.value) } else { writer.put("null") }
+            writer.put(",\"keyframe\":true,\"offset\":")
+            writer.put(signed: frame.offset)
+            writer.put(",\"frame\":")
+            writer.put(decimal: UInt64(frame.index))
+            writer.put(",\"size\":")
+            writer.put(decimal: UInt64(frame.size))
+            writer.put("}\n")
+        } else {
+            writer.put("pid=")
+            writer.put(decimal: UInt64(pid))
+            writer.put(" pts=")
+            if let pts = frame.pts { writer.put(decimal: pts.value) } else { writer.put("-") }
+            writer.put(" dts=")
+            if let dts = frame.dts { writer.put(decimal: dts.value) } else { writer.put("-") }
+            writer.put(" keyframe=1 offset=")
+            writer.put(signed: frame.offset)
+            writer.put(" frame=")
+            writer.put(decimal: UInt64(frame.index))
+            writer.put(" size=")
+            writer.put(decimal: UInt64(frame.size))
+            writer.put("\n")
+        }
+        out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: line[..<writer.count]))
+    }
 }

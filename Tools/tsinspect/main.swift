@@ -14,7 +14,7 @@ let readSize = 1 << 20
 let schemaVersion = 1
 
 let usage =
-    "USAGE: tsinspect [--json] [--pts | --keyframes | --scte35 | --probe [--timing]] <file>\n"
+    "USAGE: tsinspect [--json] [--pts [--frames] | --keyframes | --scte35 | --probe [--timing]] <file>\n"
     + "       tsinspect --make-slate <seconds> [--start-pts <ticks>]"
 
 let help = """
@@ -34,6 +34,8 @@ let help = """
       --json                  Print JSON: one document (schema in Documentation/tsinspect.md), or with --pts
                               one JSON object per line.
       --pts                   Print one line per PES packet: PID, PTS, DTS, keyframe flag, byte offset.
+      --frames                With --pts: one line per audio frame instead of per audio PES (AAC ADTS, MPEG
+                              audio, AC-3, E-AC-3), each with its own PTS and its size.
       --keyframes             Print the keyframes of the main stream: byte offset, PTS, seconds.
       --scte35                Print every SCTE-35 splice command.
       --probe                 Read only the head and tail of the file and print the duration.
@@ -69,6 +71,7 @@ struct Options {
     var slateSeconds: Double?
     var startPTS: UInt64 = 126_000
     var timing = false
+    var frames = false
 }
 
 func usageError(_ message: String) -> Never {
@@ -114,6 +117,7 @@ func parseArguments(_ arguments: [String]) -> Options {
             exit(0)
         case "--json": options.json = true
         case "--timing": options.timing = true
+        case "--frames": options.frames = true
         case "--pts": setMode(.pts, argument)
         case "--keyframes": setMode(.keyframes, argument)
         case "--scte35": setMode(.scte35, argument)
@@ -135,6 +139,7 @@ func parseArguments(_ arguments: [String]) -> Options {
         }
     }
     if options.timing && options.mode != .probe { usageError("'--timing' needs '--probe'") }
+    if options.frames && options.mode != .pts { usageError("'--frames' needs '--pts'") }
     if options.mode == .makeSlate {
         if let input = options.input { usageError("unexpected argument '\(input)' with '--make-slate'") }
         return options
@@ -178,33 +183,62 @@ if options.mode == .probe {
     }
 }
 
-/// Where the demuxer's events go: the analyzer, or with `--pts` one output line per PES. A plain struct held in
-/// a local variable, so the per-event calls need no dynamic exclusivity checks.
+/// Where the demuxer's events go: the analyzer, or with `--pts` one output line per PES (with `--frames`, per
+/// audio frame). A plain struct held in a local variable, so the per-event calls need no dynamic exclusivity
+/// checks.
 struct EventSink {
     var analyzer: TSAnalyzer
     var out = OutputBuffer(fd: 1)
     let printPTS: Bool
     let jsonLines: Bool
+    /// `--frames`: audio PES are split into frames, one splitter per PID.
+    var splitFrames = false
+    var splitters: [UInt16: AudioFrameSplitter] = [:]
+    var garbage = GarbageRegions()
 
     @inline(__always)
     mutating func handle(_ event: DemuxEvent) {
         if case .pes(let info) = event {
             if printPTS {
+                // With --frames an audio PES is printed as its frames, once it is complete.
+                if splitFrames, splits(info.pid) { return }
                 writePTSLine(info, json: jsonLines, into: &out)
             } else {
                 analyzer.consume(pes: info)
             }
             return
         }
+        switch event {
+        case .pesPacket(let packet):
+            if splitFrames { writeFrames(packet) }
+            return
+        case .synchronized(_, let offset): garbage.synchronized(at: offset)
+        case .error(let error) where error.code == .syncLost: garbage.lost(at: error.offset)
+        default: break
+        }
         analyzer.consume(event)
+    }
+
+    func splits(_ pid: UInt16) -> Bool {
+        analyzer.stream(pid: pid).map { AudioFrameSplitter.splits($0.codec) } ?? false
+    }
+
+    mutating func writeFrames(_ packet: PESPacket) {
+        let pid = packet.info.pid
+        guard let codec = analyzer.stream(pid: pid)?.codec, AudioFrameSplitter.splits(codec) else { return }
+        var splitter = splitters.removeValue(forKey: pid) ?? AudioFrameSplitter(codec: codec)
+        if splitter.codec != codec { splitter = AudioFrameSplitter(codec: codec) }
+        splitter.split(packet) { frame in writeFrameLine(frame, pid: pid, json: jsonLines, into: &out) }
+        splitters[pid] = splitter
     }
 }
 
 func inspect(_ options: Options, inputPath: String) -> Never {
-    var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: options.mode != .summary))
+    var demuxer = Demuxer(
+        options: DemuxOptions(scanKeyframes: options.mode != .summary, reassemblePES: options.frames))
     var sink = EventSink(
         analyzer: TSAnalyzer(recordKeyframes: options.mode == .keyframes, recordSCTE35: true),
-        printPTS: options.mode == .pts, jsonLines: options.json)
+        printPTS: options.mode == .pts, jsonLines: options.json, splitFrames: options.frames)
     let printPTS = sink.printPTS
 
     var fileSize: UInt64 = 0
@@ -246,6 +280,7 @@ func inspect(_ options: Options, inputPath: String) -> Never {
             failure("cannot read \(inputPath): \(reason)")
         }
     }
+    sink.garbage.finish(at: demuxer.statistics.bytes)
     var out = sink.out
     let analyzer = sink.analyzer
 
@@ -258,7 +293,8 @@ func inspect(_ options: Options, inputPath: String) -> Never {
 
     switch options.mode {
     case .summary:
-        let report = Report(path: inputPath, fileSize: fileSize, demuxer: demuxer, analyzer: analyzer)
+        let report = Report(
+            path: inputPath, fileSize: fileSize, demuxer: demuxer, analyzer: analyzer, garbage: sink.garbage)
         out.append(options.json ? report.json.render() + "\n" : report.text)
     case .pts:
         break

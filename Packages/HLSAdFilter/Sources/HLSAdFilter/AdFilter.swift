@@ -3,8 +3,8 @@ public import HLSPlaylist
 /// Removes ad breaks from VOD media playlists. Pure: playlists in, playlist and decisions out.
 ///
 /// Ad segments go with every tag that belonged to them; EXT-X-KEY and EXT-X-MAP are re-emitted where the next kept
-/// segment needs them (with an explicit IV when a shifted media sequence number would change the implicit one);
-/// byte ranges are written with explicit offsets; EXT-X-DISCONTINUITY marks every join; EXT-X-PROGRAM-DATE-TIME is
+/// segment needs them (with an explicit IV when a shifted media sequence number would change the implicit one),
+/// before its EXTINF, never between EXTINF and the URI; byte ranges are written with explicit offsets; EXT-X-DISCONTINUITY marks every join; EXT-X-PROGRAM-DATE-TIME is
 /// re-stated after a join; ad and interstitial DATERANGEs are removed. A playlist that would become empty is left
 /// as it is, with a warning.
 public struct AdFilter: Sendable {
@@ -191,6 +191,9 @@ struct CleanWriter {
                 || !insertedDiscontinuities.isEmpty && insertedDiscontinuities.contains(sequence)
             var ownDate = false
             var insertedJoin = false
+            // Where lines the writer makes for this segment (a re-stated date, MAP, KEY) go: before its EXTINF (after
+            // any KEY or MAP line the source put after it), so no tag is written between EXTINF and the URI.
+            var headAt: Int?
             for index in preambleStart..<uriLine {
                 let known = lines[index].knownTag
                 switch known {
@@ -207,6 +210,10 @@ struct CleanWriter {
                 switch known {
                 case .mediaSequence, .discontinuitySequence, .serverControl, .key, .map, .byteRange, .programDateTime:
                     break
+                case .extinf:
+                    if headAt == nil { headAt = out.count }
+                    out.append(lines[index])
+                    continue
                 default:
                     // Nothing to look at: the line as it is.
                     out.append(lines[index])
@@ -229,9 +236,11 @@ struct CleanWriter {
                 case .key:
                     CleanWriter.apply(tag, to: &outputKeys)
                     out.append(line)
+                    if headAt != nil { headAt = out.count }
                 case .map:
                     outputMap = tag
                     out.append(line)
+                    if headAt != nil { headAt = out.count }
                 case .byteRange:
                     if let r = segments[i].byteRange, tag.byteRange?.offset == nil {
                         out.append(
@@ -249,6 +258,7 @@ struct CleanWriter {
                 }
             }
             defer { clock = clock.map { $0 + segments[i].duration } }
+            let made = out.count
             switch owner {
             case .kept:
                 if joinHere, !insertedJoin { out.append(PlaylistLine(tag: Tag(.discontinuity))) }
@@ -267,6 +277,7 @@ struct CleanWriter {
                 if !sourceKeys.isEmpty || !outputKeys.isEmpty {
                     syncKeys(to: desiredKeys(sourceSequence: sequence, outputSequence: outputSequence))
                 }
+                moveMadeLines(from: made, to: headAt)
                 out.append(lines[uriLine])
                 if firstKeptIndex == nil { firstKeptIndex = i }
                 keptBefore = true
@@ -281,6 +292,7 @@ struct CleanWriter {
                     outputMap = slateMap
                 }
                 if !outputKeys.isEmpty { syncKeys(to: [:]) }
+                moveMadeLines(from: made, to: headAt)
                 out.append(PlaylistLine(uri: slateURI(sequence), ending: lines[uriLine].ending))
                 outputSequence &+= 1
             }
@@ -310,6 +322,15 @@ struct CleanWriter {
             )
         }
         return Playlist(lines: out, hasByteOrderMark: playlist.hasByteOrderMark, diagnostics: [])
+    }
+
+    /// Moves the lines written from `made` on (those the writer made for a segment) to `position` (before the
+    /// segment's EXTINF), keeping their order. Nothing to do when none were made or the segment has no EXTINF.
+    mutating func moveMadeLines(from made: Int, to position: Int?) {
+        guard let position, position < made, made < out.count else { return }
+        let lines = out[made...]
+        out.removeSubrange(made...)
+        out.insert(contentsOf: lines, at: position)
     }
 
     /// VOD with a removed prefix: the discontinuity sequence becomes the first kept segment's (so every kept segment

@@ -75,6 +75,9 @@ import Testing
                 #expect(k != .part && k != .preloadHint && k != .partInf, sourceLocation: sourceLocation)
                 if k == .serverControl { #expect(line.tag?.attributes?["CAN-BLOCK-RELOAD"] == nil) }
             }
+            #expect(
+                tagsBetweenEXTINFAndURI(out).isEmpty, "\(tagsBetweenEXTINFAndURI(out))\n\(context)",
+                sourceLocation: sourceLocation)
             let errors = lintErrors(out, previous: previous, url: Self.url)
             #expect(errors.isEmpty, "\(errors)\n\(context)", sourceLocation: sourceLocation)
             // A filter restarted from the serialized state gives the same output.

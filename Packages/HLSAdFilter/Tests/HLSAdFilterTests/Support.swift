@@ -39,3 +39,37 @@ func lintErrors(_ playlist: Playlist, previous: Playlist? = nil, url: String? = 
 func pattern(_ decisions: [SegmentDecision]) -> String {
     String(decisions.map { $0.isAd ? "a" : "c" })
 }
+
+/// KEY, MAP, PROGRAM-DATE-TIME and DISCONTINUITY lines written between a segment's EXTINF and its URI (legal, but
+/// read badly by players and tools), as `line N: text`.
+func tagsBetweenEXTINFAndURI(_ playlist: Playlist) -> [String] {
+    var inside = false
+    var found: [String] = []
+    for (n, line) in playlist.lines.enumerated() {
+        if line.isURI {
+            inside = false
+        } else if let known = line.knownTag {
+            if known == .extinf {
+                inside = true
+            } else if inside, [.key, .map, .programDateTime, .discontinuity].contains(known) {
+                found.append("line \(n + 1): \(line.text)")
+            }
+        }
+    }
+    return found
+}
+
+/// Each segment's keys as a decrypter uses them: (method, key URI, IV), the IV being the media sequence number when
+/// the playlist gives none (RFC 8216bis 5.2).
+func effectiveKeys(_ segment: MediaSegment) -> [String] {
+    segment.keys.map { key in
+        var iv = key.iv ?? []
+        if iv.isEmpty {
+            iv = [UInt8](repeating: 0, count: 8)
+            for shift in stride(from: 56, through: 0, by: -8) {
+                iv.append(UInt8(truncatingIfNeeded: segment.mediaSequence >> UInt64(shift)))
+            }
+        }
+        return "\(key.method) \(key.uri ?? "-") \(iv.map { String($0, radix: 16) }.joined())"
+    }
+}

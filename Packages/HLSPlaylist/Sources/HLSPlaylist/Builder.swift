@@ -60,6 +60,8 @@ public struct MediaPlaylistBuilder: Sendable {
         public var mapByteRange: ByteRange?
         public var programDateTime: DateTime?
         public var gap: Bool
+        /// Written as EXT-X-BITRATE before the segment, unless it has a ``byteRange`` (to which the tag does not
+        /// apply).
         public var bitrate: UInt64?
 
         public init(
@@ -181,7 +183,8 @@ public struct MediaPlaylistBuilder: Sendable {
                 currentMap = (mapURI, s.mapByteRange)
             }
             if let date = s.programDateTime { add(Tag(.programDateTime, .dateTime(date))) }
-            if let bitrate = s.bitrate { add(Tag(.bitrate, .decimalInteger(bitrate))) }
+            // EXT-X-BITRATE does not apply to a segment with EXT-X-BYTERANGE (RFC 8216bis 4.4.4.8).
+            if let bitrate = s.bitrate, s.byteRange == nil { add(Tag(.bitrate, .decimalInteger(bitrate))) }
             if s.gap { add(Tag(.gap)) }
             add(Tag(.extinf, .extinf(ExtInf(duration: s.duration, title: s.title, decimals: durationDecimals))))
             if let r = s.byteRange {

@@ -111,9 +111,14 @@ public struct MediaSegment: Sendable, Hashable {
     public var discontinuity: Bool
     public var discontinuitySequence: UInt64
     public var mediaSequence: UInt64
-    /// The date of the segment's first sample: its own EXT-X-PROGRAM-DATE-TIME or one carried forward.
+    /// The date of the segment's first sample: its own EXT-X-PROGRAM-DATE-TIME or one derived from the last one
+    /// before it plus the durations since (nil when there is none, or a discontinuity came after it).
     public var programDateTime: DateTime?
+    /// Whether ``programDateTime`` is the segment's own EXT-X-PROGRAM-DATE-TIME rather than derived.
+    public var hasOwnProgramDateTime: Bool
     public var gap: Bool
+    /// The EXT-X-BITRATE in effect (kbit/s); nil for a segment with EXT-X-BYTERANGE, to which it does not apply
+    /// (RFC 8216bis 4.4.4.8).
     public var bitrate: UInt64?
     public var parts: [PartialSegment]
     /// 0-based line indices from the first line that belongs to the segment through its URI line.
@@ -260,6 +265,7 @@ extension Playlist {
         var firstLine: Int?
         var previousRange: (location: LazyURI, end: UInt64)?
         var previousPartRange: (uri: String, end: UInt64)?
+        var directoryMemo = URIResolver.DirectoryMemo()
 
         for index in lines.indices {
             if lines[index].storedIsURI {
@@ -348,7 +354,8 @@ extension Playlist {
                 continue
             }
             do {
-                let location = resolver.lazy(lines[index].uriBytes ?? [], substitute: { substitute($0, index) })
+                let location = resolver.lazy(
+                    lines[index].uriBytes ?? [], substitute: { substitute($0, index) }, memo: &directoryMemo)
                 if discontinuity { discontinuitySequence = discontinuitySequence &+ 1 }
                 var range: ByteRange?
                 if let spec = byteRangeSpec {
@@ -375,7 +382,8 @@ extension Playlist {
                         location: consume location, duration: duration, title: consume extinfTitle, byteRange: range,
                         keys: keys, map: map, discontinuity: discontinuity,
                         discontinuitySequence: discontinuitySequence, mediaSequence: sequence,
-                        programDateTime: consume date, gap: gap, bitrate: bitrate, parts: consume parts,
+                        programDateTime: consume date, hasOwnProgramDateTime: ownDate != nil, gap: gap,
+                        bitrate: byteRangeSpec == nil ? bitrate : nil, parts: consume parts,
                         lineRange: (firstLine ?? index)..<(index + 1)))
                 sequence = sequence &+ 1
                 extinfDuration = nil

@@ -444,15 +444,53 @@ struct LazyURI: Sendable, Hashable {
 }
 
 extension URIResolver {
+    /// The directory part (through its last `/`) of the last reference with dot segments resolved, and its
+    /// resolution: playlists that use dot segments (`../media/seg_00001.ts`) use the same directory for every
+    /// segment, and only the part after the last `/` changes.
+    struct DirectoryMemo {
+        var directory: ArraySlice<UInt8> = []
+        var resolved = ""
+        var valid = false
+    }
+
     /// Resolves a reference given as bytes, deferring the string work when the result is the reference itself or
     /// the base directory followed by it. References holding `{` are substituted by `substitute` first.
     func lazy(_ raw: consuming ArraySlice<UInt8>, substitute: (String) -> String) -> LazyURI {
+        var memo = DirectoryMemo()
+        return lazy(raw, substitute: substitute, memo: &memo)
+    }
+
+    /// ``lazy(_:substitute:)``, remembering in `memo` the resolution of the directory part of a reference with
+    /// dot segments, for the next reference with the same directory part.
+    func lazy(_ raw: consuming ArraySlice<UInt8>, substitute: (String) -> String, memo: inout DirectoryMemo)
+        -> LazyURI
+    {
         let scan = raw.withUnsafeBufferPointer { URIScan($0) }
         if !scan.hasBrace {
             if !hasBase || scan.shape == .absoluteWithoutDots { return LazyURI(raw: raw, prefix: "") }
             if scan.shape == .simpleRelative, hasDirectoryPrefix { return LazyURI(raw: raw, prefix: prefixText) }
+            if let resolved = resolveByDirectory(raw, memo: &memo) { return LazyURI(raw: raw, resolved: resolved) }
         }
         return lazySlow(raw, scan: scan, substitute: substitute)
+    }
+
+    /// A reference `D` + `f` whose directory part `D` ends with `/` and whose last segment `f` is not empty, not
+    /// `.` or `..`, and holds no `/`, `?` or `#` (nor does `D` hold `?` or `#`) resolves to the resolution of `D`
+    /// followed by `f` (RFC 3986 5.2: merging and removing dot segments treat `f` as a plain last segment). Nil
+    /// when the reference is not of that shape.
+    func resolveByDirectory(_ raw: ArraySlice<UInt8>, memo: inout DirectoryMemo) -> String? {
+        guard let slash = raw.lastIndex(of: 0x2F), slash < raw.endIndex - 1 else { return nil }
+        let file = raw[(slash + 1)...]
+        if file.contains(where: { $0 == 0x3F || $0 == asciiHash }) { return nil }
+        if file.elementsEqual([0x2E]) || file.elementsEqual([0x2E, 0x2E]) { return nil }
+        let directory = raw[...slash]
+        if !(memo.valid && memo.directory.elementsEqual(directory)) {
+            if directory.contains(where: { $0 == 0x3F || $0 == asciiHash }) { return nil }
+            let resolved = resolve(String(decoding: directory, as: UTF8.self))
+            guard resolved.utf8.last == 0x2F else { return nil }
+            memo = DirectoryMemo(directory: directory, resolved: resolved, valid: true)
+        }
+        return memo.resolved + String(decoding: file, as: UTF8.self)
     }
 
     @inline(never)

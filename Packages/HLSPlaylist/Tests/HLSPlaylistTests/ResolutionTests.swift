@@ -155,6 +155,61 @@ import Testing
         }
     }
 
+    /// Segment URIs with dot segments (resolved by their directory part, remembered from one segment to the next)
+    /// against RFC 3986 resolution of each reference on its own, over small combinations of directory parts and
+    /// last segments, each twice in a row and interleaved with others.
+    @Test(arguments: [
+        "https://cdn.example.com/live/v1/index.m3u8", "http://a/b/c/d;p?q", "https://h", "file:///x/y/z.m3u8",
+    ])
+    func dotSegmentsResolveAsEachReferenceAlone(base: String) throws {
+        let directories = [
+            "", "./", "../", "../../", "../../../../", "a/../", "./a/./", "/x/../", "//h2/a/../", "http://h3/a/./b/../",
+            "g:", "a:b/../", "../media/", "./../a/", "..", ".", "a/..", "../%2E%2E/", "c d/../", "x/.../",
+        ]
+        let files = [
+            "seg_00001.ts", "x", "..", ".", "a%20b.ts", "s p.ts", "", "q?x=1/../y", "f#frag", ".hidden", "..x",
+        ]
+        var references: [String] = []
+        for d in directories {
+            for f in files { references += [d + f, d + f, "../other/" + f] }
+        }
+        var text = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n"
+        for r in references where !r.isEmpty { text += "#EXTINF:4,\n\(r)\n" }
+        let media = try Playlist(text + "#EXT-X-ENDLIST\n").media(url: base)
+        let expected = references.filter { !$0.isEmpty }.map {
+            URIReference($0).resolved(against: URIReference(base)).description
+        }
+        #expect(media.segments.count == expected.count)
+        for (segment, want) in zip(media.segments, expected) {
+            #expect(segment.uri == want, "\(segment.rawURI) against \(base)")
+        }
+    }
+
+    @Test func bitrateSkipsByteRangeSegmentsAndDatesAreOwnOrDerived() throws {
+        let p = try Playlist(bytes: try Fixtures.bytes("valid/program-date-time-bitrate.m3u8"))
+        let m = p.media()
+        #expect(m.segments.map(\.bitrate) == [2400, nil, 2400, 2400, nil, 800])
+        #expect(m.segments.map(\.hasOwnProgramDateTime) == [true, false, false, false, true, false])
+        #expect(
+            m.segments.map { $0.programDateTime?.text } == [
+                "2026-03-04T05:06:07.250Z", "2026-03-04T05:06:13.250Z", "2026-03-04T05:06:18.750Z", nil,
+                "2026-03-04T07:10:00.500+02:00", "2026-03-04T05:10:04.500Z",
+            ])
+        // The other shape: EXT-X-BITRATE on a byte-range segment carries on to the next one without a range.
+        let q = try Playlist(
+            "#EXTM3U\n#EXT-X-VERSION:4\n#EXT-X-TARGETDURATION:6\n#EXT-X-BITRATE:900\n#EXTINF:6,\n"
+                + "#EXT-X-BYTERANGE:100@0\na.ts\n#EXTINF:6,\n#EXT-X-BYTERANGE:100\na.ts\n#EXTINF:6,\nb.ts\n"
+                + "#EXT-X-ENDLIST\n")
+        #expect(q.media().segments.map(\.bitrate) == [nil, nil, 900])
+        // The builder writes no EXT-X-BITRATE for a byte-range segment, so what it writes reads back the same.
+        var b = MediaPlaylistBuilder(kind: .vod)
+        b.append(.init(uri: "a.ts", duration: 6, byteRange: ByteRange(length: 100, offset: 0), bitrate: 500))
+        b.append(.init(uri: "b.ts", duration: 6, bitrate: 700))
+        let built = b.build()
+        #expect(built.lines.filter { $0.knownTag == .bitrate }.count == 1)
+        #expect(built.media().segments.map(\.bitrate) == [nil, 700])
+    }
+
     @Test func segmentStateInEffect() throws {
         let p = try Playlist(bytes: try Fixtures.bytes("valid/every-media-tag.m3u8"))
         let m = p.media(url: "https://origin.example/live/index.m3u8")
@@ -172,7 +227,9 @@ import Testing
             m.segments.map { $0.programDateTime?.text } == [
                 "2026-01-02T03:04:05.000Z", "2026-01-02T03:04:11.000Z", nil,
             ])
-        #expect(m.segments.map(\.bitrate) == [1200, 1200, 1200])
+        #expect(m.segments.map(\.hasOwnProgramDateTime) == [true, false, false])
+        // EXT-X-BITRATE applies to segments without EXT-X-BYTERANGE only (RFC 8216bis 4.4.4.8).
+        #expect(m.segments.map(\.bitrate) == [nil, nil, 1200])
         #expect(m.segments[0].title == "first segment")
         #expect(m.segments[0].lineRange == 12..<20)
         #expect(
