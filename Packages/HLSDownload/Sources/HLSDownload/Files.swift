@@ -257,15 +257,15 @@ enum Blocking {
 /// closing *any* descriptor of the file releases it.
 ///
 /// The holder writes its PID (a decimal line) into the file, so that the process refused can say who holds it.
-final class FileLock: Sendable {
+package final class FileLock: Sendable {
     /// What ``tryAcquire(_:)`` found.
-    enum Attempt {
+    package enum Attempt {
         case acquired(FileLock)
         /// Another open file description holds it; `pid` is what the holder wrote, when it could be read.
         case held(pid: Int32?)
     }
 
-    let path: String
+    package let path: String
     /// The descriptor holding the lock (-1 once released), and whether writes under it are still allowed.
     private let state: LockedValue<(fd: Int32, writable: Bool)>
 
@@ -275,22 +275,22 @@ final class FileLock: Sendable {
     }
 
     /// Whether this object still holds the lock, and writes under it are allowed.
-    var isHeld: Bool { state.withLock { $0.fd >= 0 && $0.writable } }
+    package var isHeld: Bool { state.withLock { $0.fd >= 0 && $0.writable } }
 
     /// Keeps the lock but refuses writes from now on (``isHeld`` is false): for the moment between stopping a
     /// task's writers and removing its files.
-    func revoke() {
+    package func revoke() {
         state.withLock { $0.writable = false }
     }
 
     /// The PID of this process.
-    static var processID: Int32 { getpid() }
+    package static var processID: Int32 { getpid() }
 
     /// Takes the lock on `path` (created when missing) without waiting, and records this process's PID in it.
     ///
     /// When `patient`, a lock that someone else only probes (``holder(_:)`` holds a shared lock for a moment) is
     /// retried for about 100 ms before the attempt counts as refused.
-    static func tryAcquire(_ path: String, patient: Bool = true) throws(DownloadError) -> Attempt {
+    package static func tryAcquire(_ path: String, patient: Bool = true) throws(DownloadError) -> Attempt {
         let tries = patient ? 6 : 2
         for attempt in 0..<tries {
             let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -331,7 +331,7 @@ final class FileLock: Sendable {
 
     /// The PID recorded by the process that holds the lock on `path`, nil when nobody holds it (or the file is
     /// missing), or 0 when it is held but the PID cannot be read.
-    static func holder(_ path: String) -> Int32? {
+    package static func holder(_ path: String) -> Int32? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { _ = posixClose(fd) }
@@ -366,7 +366,7 @@ final class FileLock: Sendable {
     }
 
     /// Releases the lock (closing its descriptor); later calls do nothing.
-    func release() {
+    package func release() {
         let fd = state.withLock { s -> Int32 in
             defer { s.fd = -1 }
             return s.fd
@@ -379,7 +379,7 @@ final class FileLock: Sendable {
 
 extension FileLock {
     /// Throws unless this object still holds the lock: every write of a task's runner checks it first.
-    func ensureHeld() throws(DownloadError) {
+    package func ensureHeld() throws(DownloadError) {
         guard isHeld else {
             throw DownloadError(.locked, "this process no longer holds the task's lock", path: path)
         }
