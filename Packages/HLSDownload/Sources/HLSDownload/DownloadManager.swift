@@ -652,7 +652,8 @@ public actor DownloadManager {
             for (index, job) in plan.jobs.enumerated() {
                 let path = folder + "/" + job.path
                 if let size = Files.size(path) {
-                    Files.removeLeftovers(of: path)  // a run killed right after the rename leaves them
+                    // A run killed right after the rename leaves them.
+                    if lock.isHeld { Files.removeLeftovers(of: path) }
                     counters.values.withLock {
                         $0.bytesDone += size
                         $0.knownSizes[index] = size
@@ -725,6 +726,7 @@ public actor DownloadManager {
                 try lock.ensureHeld()
                 try Files.writeAtomically(playlist.bytes, to: folder + "/" + playlist.path)
             }
+            try lock.ensureHeld()
             Files.removeTree(folder + "/.pieces")
             Files.syncDirectory(folder)
             let main = final.playlists.contains { $0.path == "master.m3u8" } ? "master.m3u8" : "index.m3u8"
