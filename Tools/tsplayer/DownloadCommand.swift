@@ -205,7 +205,8 @@ final class ProgressReporter: Sendable {
         }
         let now = Date().timeIntervalSince1970
         let due = lastLine.withLock { last -> Bool in
-            guard info.state.isRunning, now - last >= 1 else { return false }
+            // Lines start once media flows: fetching the playlists has no figures to show.
+            guard info.state == .downloading, now - last >= 1 else { return false }
             last = now
             return true
         }
@@ -213,8 +214,12 @@ final class ProgressReporter: Sendable {
     }
 
     func finish(_ info: DownloadTaskInfo) {
+        // Stopped before any media (the URL is not a playlist, the origin refused it): the error says it all.
+        let empty = info.state == .stopped && info.filesTotal == 0 && info.bytesDone == 0
         if json {
             Console.output(Self.json(info, event: info.state.rawValue))
+        } else if empty {
+            if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         } else if terminal {
             FileHandle.standardError.write(Data("\r\(Self.summary(info))\u{1B}[K\n".utf8))
         } else {
