@@ -118,19 +118,27 @@ enum DownloadCommand {
         let store = parsed.value("-o", "--output") ?? defaultStore
         let manager: DownloadManager
         let info: DownloadTaskInfo
+        let isNew: Bool
         do {
             manager = try DownloadManager(storeRoot: store, configuration: configuration)
-            info = try await manager.createTask(id: parsed.value("--id"), url: url, options: options)
-            if info.state == .paused || info.state == .stopped || info.state == .notReady {
-                try await manager.resume(info.id)
-            }
-            // A task the store holds as queued (a run killed right after queueing it) starts now too.
-            await manager.startQueue()
+            let id = parsed.value("--id") ?? DownloadManager.stableID(url: url, options: options)
+            isNew = await manager.task(id) == nil
+            info = try await manager.createTask(id: id, url: url, options: options)
+            // Paused, stopped or queued (a run killed right after queueing it): run it now. A task another process
+            // runs is refused here, before anything is written.
+            if info.state != .completed { try await manager.resume(info.id) }
         } catch {
             Console.error("\(error)")
             return 1
         }
-        return await follow(manager, id: info.id, json: parsed.flags.contains("--json"))
+        let status = await follow(manager, id: info.id, json: parsed.flags.contains("--json"))
+        // A URL that is not a playlist at all leaves no task behind.
+        if isNew, status != 0, let final = await manager.task(info.id), final.error?.code == .invalidPlaylist,
+            final.error?.message.hasPrefix("not an HLS playlist") == true
+        {
+            try? await manager.delete(info.id)
+        }
+        return status
     }
 
     /// Shows the task's progress until it settles; Ctrl-C pauses it. Returns the exit status.
@@ -150,8 +158,8 @@ enum DownloadCommand {
         events.cancel()
         // Wait until the progress printer has stopped, so no progress line can follow the final one.
         await events.value
-        guard let final else {
-            Console.error("the task is gone")
+        guard let final, await manager.task(id) != nil else {
+            Console.error("the task was deleted (tsplayer tasks delete)")
             return 1
         }
         reporter.finish(final)
@@ -162,6 +170,9 @@ enum DownloadCommand {
         case .paused where interrupted.isSet:
             Console.log("paused; run the same command again to resume")
             return 130
+        case .paused where final.error == nil:
+            Console.log("paused by another process (tsplayer tasks pause); run the same command again to resume")
+            return 1
         default:
             if let error = final.error { Console.error("\(error)") }
             return 1
@@ -194,7 +205,8 @@ final class ProgressReporter: Sendable {
         }
         let now = Date().timeIntervalSince1970
         let due = lastLine.withLock { last -> Bool in
-            guard info.state.isRunning, now - last >= 1 else { return false }
+            // Lines start once media flows: fetching the playlists has no figures to show.
+            guard info.state == .downloading, now - last >= 1 else { return false }
             last = now
             return true
         }
@@ -202,8 +214,12 @@ final class ProgressReporter: Sendable {
     }
 
     func finish(_ info: DownloadTaskInfo) {
+        // Stopped before any media (the URL is not a playlist, the origin refused it): the error says it all.
+        let empty = info.state == .stopped && info.filesTotal == 0 && info.bytesDone == 0
         if json {
             Console.output(Self.json(info, event: info.state.rawValue))
+        } else if empty {
+            if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         } else if terminal {
             FileHandle.standardError.write(Data("\r\(Self.summary(info))\u{1B}[K\n".utf8))
         } else {
@@ -212,7 +228,9 @@ final class ProgressReporter: Sendable {
     }
 
     static func summary(_ info: DownloadTaskInfo) -> String {
-        var text = "\(info.state.rawValue) " + String(format: "%5.1f%%", info.progress * 100)
+        var state = info.state.rawValue
+        if let pid = info.runnerPID { state = (info.state.isRunning ? "running" : state) + " (pid \(pid))" }
+        var text = state + " " + String(format: "%5.1f%%", info.progress * 100)
         text += " " + bytes(info.bytesDone)
         if let total = info.bytesTotal { text += "/" + (info.totalIsEstimate ? "~" : "") + bytes(total) }
         text += " \(info.filesDone)/\(info.filesTotal) files"
@@ -244,11 +262,13 @@ final class ProgressReporter: Sendable {
         object["totalIsEstimate"] = info.totalIsEstimate
         if let eta = info.eta, eta.isFinite { object["eta"] = eta }
         if let path = info.playlistPath { object["playlist"] = path }
+        if let pid = info.runnerPID { object["pid"] = pid }
         if let error = info.error {
             var e: [String: Any] = ["code": error.code.description, "message": error.message]
             if let url = error.url { e["url"] = url }
             if let path = error.path { e["path"] = path }
             if let status = error.status { e["status"] = status }
+            if let pid = error.pid { e["pid"] = pid }
             object["error"] = e
         }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()

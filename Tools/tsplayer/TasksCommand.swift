@@ -13,9 +13,9 @@ enum TasksCommand {
 
         SUBCOMMANDS:
           list                    List the tasks in creation order (the default).
-          pause <id>              Pause a task of this store.
+          pause <id>              Pause a task (one another process runs pauses within about a second).
           resume <id>             Resume a task and follow it until it completes, stops or is interrupted.
-          delete <id>             Delete a task and its files.
+          delete <id>             Delete a task and its files (stopping the process that runs it).
           play <id>               Serve a completed task on loopback: prints its playlist URL, serves until Ctrl-C.
           export <id> <file>      Concatenate a completed, unencrypted TS task into one .ts file.
 

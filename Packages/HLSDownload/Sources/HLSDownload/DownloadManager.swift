@@ -9,6 +9,15 @@ import HLSPlaylist
 /// files live in a folder named after its id beside it. Tasks that were running when the process ended come back
 /// `paused` (or `ready` when ``DownloadManagerConfiguration/resumeInterruptedTasks`` is set), and resuming fetches
 /// only what is missing.
+///
+/// Several processes may share a store. A task has one writer: the process that queues or runs it holds an advisory
+/// lock on `.lock` in the task's folder (the kernel drops it when the process ends, so a crash never leaves it stale).
+/// Another process's ``resume(_:)`` or ``createTask(id:url:metadata:options:start:)`` of that task throws
+/// ``DownloadError/Code/locked`` naming the holder's PID and writes nothing; its ``pause(_:)`` and ``delete(_:)``
+/// ask the holder through a control file (`.control`) and return once the holder has done it; its task infos carry
+/// the holder's live progress, read from the status file (`.status.json`) the holder writes about once a second.
+/// Changes to `tasks.json` are read-modify-write under a short lock on `.tasks.lock`, each process writing only the
+/// tasks it holds.
 public actor DownloadManager {
     /// The folder that holds the task store and the task folders.
     public nonisolated let storeRoot: String
@@ -27,10 +36,24 @@ public actor DownloadManager {
     private var samples: [String: [(time: Double, bytes: UInt64)]] = [:]
     private var lastEvent: [String: Double] = [:]
     private var waiters: [String: [CheckedContinuation<DownloadTaskInfo, Never>]] = [:]
+    /// The locks of the tasks this process queues or runs.
+    private var locks: [String: FileLock] = [:]
+    /// Watches the control files of the tasks in `locks` and writes their status files, while there are any.
+    private var watcher: Task<Void, Never>?
 
     static let storeName = "tasks.json"
     /// A small file kept beside the store so that a pause on a full disk can still be recorded.
     static let reserveName = ".reserve"
+    /// The lock that makes a read-modify-write of the store safe between processes.
+    static let storeLockName = ".tasks.lock"
+    /// In a task's folder: the lock its runner holds, with the runner's PID.
+    static let lockName = ".lock"
+    /// In a task's folder: a request (`pause` or `delete`) from another process to the runner.
+    static let controlName = ".control"
+    /// In a task's folder: the runner's progress (``TaskStatus``).
+    static let statusName = ".status.json"
+    /// How long ``pause(_:)`` and ``delete(_:)`` wait for another process to carry out the request.
+    static let answerTimeout: Duration = .seconds(5)
 
     /// Creates the reserve file when it is missing (best effort).
     private static func ensureReserve(_ root: String) {
@@ -61,29 +84,42 @@ public actor DownloadManager {
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
         try Files.makeDirectories(root)
         Self.ensureReserve(root)
-        let path = root + "/" + Self.storeName
-        if Files.exists(path) {
-            let bytes = try Files.read(path)
-            let document: StoreDocument
-            do {
-                document = try JSONDecoder().decode(StoreDocument.self, from: Data(bytes))
-            } catch {
-                throw DownloadError(.fileSystem, "the task store cannot be read: \(error)", path: path)
-            }
+        if let document = try Self.readStore(root) {
             nextOrder = document.nextOrder
-            for var record in document.tasks {
-                if record.state.isRunning {
-                    record.state = configuration.resumeInterruptedTasks ? .ready : .paused
-                }
-                records[record.id] = record
+            for record in document.tasks {
+                records[record.id] = Self.adopt(record, root: root, resume: configuration.resumeInterruptedTasks)
             }
         }
+    }
+
+    /// The store's document, or nil when there is none yet.
+    private static func readStore(_ root: String) throws(DownloadError) -> StoreDocument? {
+        let path = root + "/" + storeName
+        guard Files.exists(path) else { return nil }
+        let bytes = try Files.read(path)
+        do {
+            return try JSONDecoder().decode(StoreDocument.self, from: Data(bytes))
+        } catch {
+            throw DownloadError(.fileSystem, "the task store cannot be read: \(error)", path: path)
+        }
+    }
+
+    /// A stored record as this process sees it: one stored as running whose lock nobody else holds was interrupted
+    /// (`heldHere`: this process holds it, so nobody else runs it).
+    private static func adopt(_ stored: TaskRecord, root: String, resume: Bool, heldHere: Bool = false) -> TaskRecord {
+        var record = stored
+        if record.state.isRunning, heldHere || FileLock.holder(root + "/" + record.folder + "/" + lockName) == nil {
+            record.state = resume ? .ready : .paused
+        }
+        return record
     }
 
     // MARK: Tasks
 
     /// Creates a task, or returns the existing one with that id. Without an id, one is derived from the URL and
     /// the selection, so the same request finds the same task. With `start`, the task is queued at once.
+    ///
+    /// Throws ``DownloadError/Code/locked`` when another process holds the lock of a task with that id.
     @discardableResult
     public func createTask(
         id: String? = nil, url: String, metadata: [String: String] = [:],
@@ -101,18 +137,30 @@ public actor DownloadManager {
                 .invalidURL, "a task id is 1-64 letters, digits, '.', '_' or '-', not starting with '.'")
         }
         if let existing = records[taskID] { return info(existing) }
+        // Another process may have created it since this one read the store: its lock and the store decide.
+        try acquire(taskID)
+        if try refresh(taskID) {
+            releaseLock(taskID)
+            return info(records[taskID] ?? Self.placeholder(taskID))
+        }
         let record = TaskRecord(
             id: taskID, url: url, order: nextOrder, createdAt: Date().timeIntervalSince1970, metadata: metadata,
             options: options, folder: taskID, state: start ? .ready : .notReady, error: nil, sources: nil,
             skipped: [], bytesDone: 0, bytesTotal: nil, filesDone: 0, filesTotal: 0, playlist: nil, live: nil)
         nextOrder += 1
         records[taskID] = record
-        try Files.makeDirectories(storeRoot + "/" + taskID)
         BackupExclusion.exclude(storeRoot + "/" + taskID)
-        try save()
-        emit(record, force: true)
+        do {
+            try save(taskID)
+        } catch {
+            records[taskID] = nil
+            releaseLock(taskID)
+            throw error
+        }
+        if !start { releaseLock(taskID) }
+        emit(records[taskID] ?? record, force: true)
         schedule()
-        return info(record)
+        return info(records[taskID] ?? record)
     }
 
     /// The id a task gets when none is given: a hash of the URL and the selection.
@@ -136,27 +184,77 @@ public actor DownloadManager {
 
     /// Queues a paused, stopped or not-ready task, and starts a queued one when a slot is free (a completed task
     /// stays completed).
+    ///
+    /// Throws ``DownloadError/Code/locked`` naming the process when another process runs (or queues) the task.
     public func resume(_ id: String) throws(DownloadError) {
+        guard records[id] != nil else { throw Self.noSuchTask(id) }
+        let held = locks[id]?.isHeld == true
+        if !held {
+            try acquire(id)
+            guard try refresh(id) else {
+                releaseLock(id)
+                throw Self.noSuchTask(id)
+            }
+        }
         guard var record = records[id] else { throw Self.noSuchTask(id) }
         switch record.state {
         case .notReady, .paused, .stopped:
             record.state = .ready
             record.error = nil
             records[id] = record
-            try save()
+            do {
+                try save(id)
+            } catch {
+                if !held { releaseLock(id) }
+                throw error
+            }
             emit(record, force: true)
             schedule()
         case .ready:
             // Queued (perhaps by a process that ended before starting it): start it when a slot is free.
             schedule()
         default:
-            return
+            // Completed, or running here already.
+            if !held { releaseLock(id) }
         }
     }
 
     /// Pauses a task: a running one is interrupted (what is written stays), a queued one leaves the queue.
-    public func pause(_ id: String) throws(DownloadError) {
-        guard var record = records[id] else { throw Self.noSuchTask(id) }
+    ///
+    /// When another process runs the task, it is asked to pause it (through the task's control file), and this
+    /// returns once it has, with the store showing the pause; it throws ``DownloadError/Code/locked`` when that
+    /// process does not answer within 5 seconds.
+    public func pause(_ id: String) async throws(DownloadError) {
+        guard records[id] != nil else { throw Self.noSuchTask(id) }
+        if locks[id]?.isHeld == true {
+            defer { releaseLock(id) }
+            try applyPause(id)
+            return
+        }
+        if let run = running.removeValue(forKey: id) {
+            // Running here without the lock (it was lost): stop it, write nothing.
+            run.task.cancel()
+            locks[id] = nil
+            if var record = records[id] {
+                record.state = .paused
+                records[id] = record
+                resumeWaiters(record)
+            }
+            return
+        }
+        if let pid = holder(id) {
+            try await ask(id, "pause", holder: pid)
+            return
+        }
+        try acquire(id)
+        defer { releaseLock(id) }
+        guard try refresh(id) else { throw Self.noSuchTask(id) }
+        try applyPause(id)
+    }
+
+    /// Pauses a task this process holds.
+    private func applyPause(_ id: String) throws(DownloadError) {
+        guard var record = records[id] else { return }
         switch record.state {
         case .ready, .starting, .downloading, .notReady:
             if let run = running.removeValue(forKey: id) {
@@ -165,7 +263,8 @@ public actor DownloadManager {
             }
             record.state = .paused
             records[id] = record
-            try save()
+            try save(id)
+            writeStatus(id)
             emit(record, force: true)
             resumeWaiters(record)
             schedule()
@@ -174,19 +273,49 @@ public actor DownloadManager {
         }
     }
 
-    /// Pauses every running or queued task (for a clean shutdown).
-    public func pauseAll() throws(DownloadError) {
-        for id in records.keys.sorted() where records[id]?.state != .completed && records[id]?.state != .stopped {
-            try pause(id)
+    /// Pauses every task this process runs or queues (for a clean shutdown).
+    public func pauseAll() async throws(DownloadError) {
+        for id in records.keys.sorted() where locks[id] != nil || running[id] != nil {
+            try await pause(id)
         }
     }
 
     /// Deletes a task and its files.
-    public func delete(_ id: String) throws(DownloadError) {
-        guard let record = records.removeValue(forKey: id) else { throw Self.noSuchTask(id) }
+    ///
+    /// When another process runs the task, it is asked to stop and delete it, and this returns once it has; it
+    /// throws ``DownloadError/Code/locked`` when that process does not answer within 5 seconds.
+    public func delete(_ id: String) async throws(DownloadError) {
+        guard records[id] != nil else { throw Self.noSuchTask(id) }
+        if locks[id]?.isHeld != true {
+            if let run = running.removeValue(forKey: id) { run.task.cancel() }
+            if let pid = holder(id) {
+                try await ask(id, "delete", holder: pid)
+                return
+            }
+            try acquire(id)
+            guard try refresh(id) else {
+                releaseLock(id)
+                throw Self.noSuchTask(id)
+            }
+        }
+        try applyDelete(id)
+    }
+
+    /// Deletes a task this process holds, and lets its lock go.
+    private func applyDelete(_ id: String) throws(DownloadError) {
+        guard let record = records.removeValue(forKey: id) else { return }
         if let run = running.removeValue(forKey: id) { run.task.cancel() }
+        do {
+            try save(id)
+        } catch {
+            records[id] = record
+            releaseLock(id)
+            throw error
+        }
+        // The runner's writes stop before its files go; the kernel lock goes with the folder.
+        locks[id]?.revoke()
         Files.removeTree(storeRoot + "/" + record.folder)
-        try save()
+        releaseLock(id)
         var gone = record
         gone.state = .stopped
         gone.error = DownloadError(.fileSystem, "deleted")
@@ -197,6 +326,162 @@ public actor DownloadManager {
     /// Starts queued (`ready`) tasks while slots are free.
     public func startQueue() {
         schedule()
+    }
+
+    /// Test support: lets every task lock go without writing anything, as the kernel does when a process dies.
+    package func abandonLocks() {
+        for lock in locks.values { lock.release() }
+        locks = [:]
+    }
+
+    // MARK: Locks and requests between processes
+
+    private func lockPath(_ id: String) -> String {
+        storeRoot + "/" + (records[id]?.folder ?? id) + "/" + Self.lockName
+    }
+
+    /// The PID of the process that holds the task's lock (0 when it cannot be read), or nil when nobody does.
+    private func holder(_ id: String) -> Int32? {
+        FileLock.holder(lockPath(id))
+    }
+
+    private static func busy(_ id: String, pid: Int32?) -> DownloadError {
+        let who = pid.flatMap { $0 > 0 ? "process \($0)" : nil } ?? "another process"
+        return DownloadError(
+            .locked, "task \(id) is being downloaded by \(who); stop it or wait for it to finish",
+            pid: pid.flatMap { $0 > 0 ? $0 : nil })
+    }
+
+    /// Takes the task's lock for this process (creating its folder), or throws ``DownloadError/Code/locked``.
+    private func acquire(_ id: String, patient: Bool = true) throws(DownloadError) {
+        if locks[id]?.isHeld == true { return }
+        let folder = storeRoot + "/" + (records[id]?.folder ?? id)
+        try Files.makeDirectories(folder)
+        switch try FileLock.tryAcquire(folder + "/" + Self.lockName, patient: patient) {
+        case .acquired(let lock):
+            locks[id] = lock
+            // A request left for a runner that ended before reading it is stale.
+            Files.remove(folder + "/" + Self.controlName)
+            startWatching()
+        case .held(let pid):
+            throw Self.busy(id, pid: pid)
+        }
+    }
+
+    private func releaseLock(_ id: String) {
+        locks.removeValue(forKey: id)?.release()
+    }
+
+    /// Reloads one task's record from the store (after taking its lock, or once its runner let it go); false when
+    /// the store no longer has it.
+    private func refresh(_ id: String) throws(DownloadError) -> Bool {
+        guard let document = try Self.readStore(storeRoot) else { return records[id] != nil }
+        nextOrder = max(nextOrder, document.nextOrder)
+        guard let stored = document.tasks.first(where: { $0.id == id }) else {
+            records[id] = nil
+            return false
+        }
+        records[id] = Self.adopt(
+            stored, root: storeRoot, resume: configuration.resumeInterruptedTasks, heldHere: locks[id]?.isHeld == true)
+        return true
+    }
+
+    /// Asks the process that holds a task's lock to `command` (pause or delete) it, and waits until it has let the
+    /// lock go. A runner that ended without reading the request leaves it to this process.
+    private func ask(_ id: String, _ command: String, holder pid: Int32) async throws(DownloadError) {
+        let folder = storeRoot + "/" + (records[id]?.folder ?? id)
+        let control = folder + "/" + Self.controlName
+        try Files.writeQuickly(Array((command + "\n").utf8), to: control)
+        let start = ContinuousClock.now
+        while holder(id) != nil {
+            if ContinuousClock.now - start > Self.answerTimeout {
+                Files.remove(control)
+                var error = Self.busy(id, pid: pid)
+                error.message += " (it did not answer the \(command) request within 5 seconds)"
+                throw error
+            }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        let unanswered = Files.exists(control)
+        if unanswered { Files.remove(control) }
+        // The store says what the runner did; a runner that deleted the task took its record with it.
+        let stillThere = try refresh(id)
+        if stillThere, let record = records[id] {
+            if unanswered {
+                try acquire(id)
+                defer { releaseLock(id) }
+                guard try refresh(id) else { return }
+                if command == "pause" { try applyPause(id) } else { try applyDelete(id) }
+                return
+            }
+            emit(record, force: true)
+            resumeWaiters(record)
+        } else {
+            resumeWaiters(Self.placeholder(id))
+        }
+    }
+
+    /// Starts the loop that serves control requests and writes status files, when it is not running.
+    private func startWatching() {
+        guard watcher == nil else { return }
+        watcher = Task { [weak self] in
+            var tick = 0
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: 200_000_000)
+                guard let self, await self.watch(tick: tick) else { return }
+                tick += 1
+            }
+        }
+    }
+
+    /// One round of the watcher: serves the requests of other processes, and every fifth round (about once a
+    /// second) rewrites the status files of running tasks. False when it has nothing left to watch.
+    private func watch(tick: Int) async -> Bool {
+        guard !locks.isEmpty else {
+            watcher = nil
+            return false
+        }
+        for id in locks.keys.sorted() {
+            let path = storeRoot + "/" + (records[id]?.folder ?? id) + "/" + Self.controlName
+            guard let bytes = try? Files.read(path, limit: 64) else { continue }
+            Files.remove(path)
+            switch String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace).first {
+            case "pause": try? await pause(id)
+            case "delete": try? await delete(id)
+            default: continue
+            }
+        }
+        if tick % 5 == 4 {
+            for id in running.keys.sorted() { writeStatus(id) }
+        }
+        return true
+    }
+
+    /// Writes the status file of a task this process holds (best effort: it is a hint for other processes).
+    private func writeStatus(_ id: String) {
+        guard let lock = locks[id], lock.isHeld, let record = records[id] else { return }
+        let snapshot = info(record)
+        let status = TaskStatus(
+            pid: FileLock.processID, state: record.state, bytesDone: snapshot.bytesDone,
+            bytesTotal: snapshot.bytesTotal, totalIsEstimate: snapshot.totalIsEstimate,
+            filesDone: snapshot.filesDone, filesTotal: snapshot.filesTotal, speed: snapshot.speed,
+            updatedAt: Date().timeIntervalSince1970)
+        guard let data = try? JSONEncoder().encode(status) else { return }
+        try? Files.writeQuickly([UInt8](data), to: storeRoot + "/" + record.folder + "/" + Self.statusName)
+    }
+
+    /// The status another process wrote for a task, if readable.
+    private func readStatus(_ record: TaskRecord) -> TaskStatus? {
+        let path = storeRoot + "/" + record.folder + "/" + Self.statusName
+        guard let bytes = try? Files.read(path, limit: 1 << 16) else { return nil }
+        return try? JSONDecoder().decode(TaskStatus.self, from: Data(bytes))
+    }
+
+    private static func placeholder(_ id: String) -> TaskRecord {
+        TaskRecord(
+            id: id, url: "", order: 0, createdAt: 0, metadata: [:], options: DownloadOptions(), folder: id,
+            state: .stopped, error: DownloadError(.fileSystem, "deleted"), sources: nil, skipped: [], bytesDone: 0,
+            bytesTotal: nil, filesDone: 0, filesTotal: 0, playlist: nil, live: nil)
     }
 
     /// One task's info.
@@ -293,19 +578,33 @@ public actor DownloadManager {
         guard slots > 0 else { return }
         for record in records.values.sorted(by: { $0.order < $1.order }) where record.state == .ready {
             guard slots > 0 else { break }
-            start(record)
-            slots -= 1
+            if start(record.id) { slots -= 1 }
         }
     }
 
-    private func start(_ record: TaskRecord) {
+    /// Starts a queued task, taking its lock first when this process does not hold it yet; false when another
+    /// process holds it (it is not this one's to run) or it is no longer queued.
+    private func start(_ id: String) -> Bool {
+        if locks[id]?.isHeld != true {
+            do {
+                try acquire(id, patient: false)
+                guard try refresh(id), records[id]?.state == .ready else {
+                    releaseLock(id)
+                    return false
+                }
+            } catch {
+                releaseLock(id)
+                return false
+            }
+        }
+        guard let lock = locks[id], var record = records[id] else { return false }
         Self.ensureReserve(storeRoot)
         generation += 1
         let generation = generation
-        var record = record
         record.state = .starting
         records[record.id] = record
-        try? save()
+        try? save(id)
+        writeStatus(id)
         emit(record, force: true)
         let counters = TaskCounters()
         counters.values.withLock { $0.bytesDone = 0 }
@@ -318,15 +617,16 @@ public actor DownloadManager {
         let task = Task {
             await Self.execute(
                 manager: self, record: record, generation: generation, counters: counters, fetcher: fetcher,
-                folder: folder, concurrency: concurrency, skipMissing: skipMissing)
+                folder: folder, concurrency: concurrency, skipMissing: skipMissing, lock: lock)
         }
         running[id] = (generation, task, counters)
+        return true
     }
 
     /// The body of a running task, off the actor: prepare, fetch every missing file, assemble, write playlists.
     private nonisolated static func execute(
         manager: DownloadManager, record: TaskRecord, generation: Int, counters: TaskCounters, fetcher: Fetcher,
-        folder: String, concurrency: Int, skipMissing: Bool
+        folder: String, concurrency: Int, skipMissing: Bool, lock: FileLock
     ) async {
         let id = record.id
         do {
@@ -340,7 +640,7 @@ public actor DownloadManager {
             if try Self.isLive(sources) {
                 try await Self.recordLive(
                     manager: manager, record: record, generation: generation, counters: counters, fetcher: fetcher,
-                    folder: folder, concurrency: concurrency, sources: sources)
+                    folder: folder, concurrency: concurrency, sources: sources, lock: lock)
                 return
             }
             var skipped = Set(record.skipped)
@@ -352,7 +652,8 @@ public actor DownloadManager {
             for (index, job) in plan.jobs.enumerated() {
                 let path = folder + "/" + job.path
                 if let size = Files.size(path) {
-                    Files.removeLeftovers(of: path)  // a run killed right after the rename leaves them
+                    // A run killed right after the rename leaves them.
+                    if lock.isHeld { Files.removeLeftovers(of: path) }
                     counters.values.withLock {
                         $0.bytesDone += size
                         $0.knownSizes[index] = size
@@ -394,7 +695,8 @@ public actor DownloadManager {
                     group.addTask {
                         do {
                             _ = try await fetcher.fetch(
-                                job, index: index, folder: folder, counters: counters, gate: gate, report: report)
+                                job, index: index, folder: folder, counters: counters, gate: gate, lock: lock,
+                                report: report)
                             return (index, false)
                         } catch let error as DownloadError
                             where error.code == .notFound && skipMissing && job.kind == .segment
@@ -415,11 +717,16 @@ public actor DownloadManager {
                     add()
                 }
             }
-            for assembly in plan.assemblies { try Fetcher.assemble(assembly, folder: folder) }
+            for assembly in plan.assemblies {
+                try lock.ensureHeld()
+                try Fetcher.assemble(assembly, folder: folder)
+            }
             let final = try Planner.plan(sources, skipped: skipped)
             for playlist in final.playlists {
+                try lock.ensureHeld()
                 try Files.writeAtomically(playlist.bytes, to: folder + "/" + playlist.path)
             }
+            try lock.ensureHeld()
             Files.removeTree(folder + "/.pieces")
             Files.syncDirectory(folder)
             let main = final.playlists.contains { $0.path == "master.m3u8" } ? "master.m3u8" : "index.m3u8"
@@ -479,7 +786,7 @@ public actor DownloadManager {
         record.sources = sources
         records[id] = record
         do {
-            try save()
+            try save(id)
         } catch {
             finish(id, generation: generation, error: error, playlist: nil)
             return false
@@ -492,7 +799,8 @@ public actor DownloadManager {
         record.state = .downloading
         record.filesTotal = jobs
         records[id] = record
-        try? save()
+        try? save(id)
+        writeStatus(id)
         emit(record, force: true)
         return true
     }
@@ -502,7 +810,7 @@ public actor DownloadManager {
         guard isCurrent(id, generation), var record = records[id] else { return false }
         record.live = state
         records[id] = record
-        try? save()
+        try? save(id)
         return true
     }
 
@@ -510,7 +818,7 @@ public actor DownloadManager {
         guard isCurrent(id, generation), var record = records[id] else { return }
         record.skipped.append(key)
         records[id] = record
-        try? save()
+        try? save(id)
     }
 
     func report(_ id: String, generation: Int, force: Bool) {
@@ -548,18 +856,20 @@ public actor DownloadManager {
         records[id] = record
         samples[id] = nil
         do {
-            try save()
+            try save(id)
         } catch  where error.code == .diskFull {
             // Make room for the store: drop the partial files (finished files stay), then record the pause.
-            Self.removePartials(storeRoot + "/" + record.folder)
+            if locks[id]?.isHeld == true { Self.removePartials(storeRoot + "/" + record.folder) }
             do {
-                try save()
+                try save(id)
             } catch {
                 // Still no room: give up the space reserved for this moment.
                 Files.remove(storeRoot + "/" + Self.reserveName)
-                try? save()
+                try? save(id)
             }
         } catch {}
+        writeStatus(id)
+        releaseLock(id)
         emit(record, force: true)
         resumeWaiters(record)
         schedule()
@@ -595,12 +905,36 @@ public actor DownloadManager {
             eta = Double(total - record.bytesDone) / speed
         }
         let estimate = record.state != .completed && record.filesDone < record.filesTotal
-        return DownloadTaskInfo(
+        var result = DownloadTaskInfo(
             id: record.id, url: record.url, state: record.state, error: record.error, progress: progress,
             bytesDone: record.bytesDone, bytesTotal: total, totalIsEstimate: estimate, speed: speed, eta: eta,
             filesDone: record.filesDone, filesTotal: record.filesTotal, folder: storeRoot + "/" + record.folder,
             playlistPath: record.playlist.map { storeRoot + "/" + record.folder + "/" + $0 },
-            metadata: record.metadata, createdAt: record.createdAt)
+            metadata: record.metadata, createdAt: record.createdAt, runnerPID: nil)
+        if locks[record.id] == nil, running[record.id] == nil, let pid = holder(record.id) {
+            // Another process runs it: its status file has the live figures.
+            result.runnerPID = pid > 0 ? pid : nil
+            if let status = readStatus(record), status.pid == pid || pid == 0 {
+                result.runnerPID = status.pid
+                result.state = status.state
+                result.bytesDone = status.bytesDone
+                result.bytesTotal = status.bytesTotal
+                result.totalIsEstimate = status.totalIsEstimate
+                result.filesDone = status.filesDone
+                result.filesTotal = status.filesTotal
+                result.speed = status.speed
+                result.error = nil
+                result.playlistPath = nil
+                if let total = status.bytesTotal, total > 0 {
+                    result.progress = min(1, Double(status.bytesDone) / Double(total))
+                }
+                result.eta = nil
+                if let total = status.bytesTotal, status.speed > 0, total >= status.bytesDone {
+                    result.eta = Double(total - status.bytesDone) / status.speed
+                }
+            }
+        }
+        return result
     }
 
     /// Removes the `.part` files (and their validators) under a task folder.
@@ -613,18 +947,56 @@ public actor DownloadManager {
         for path in doomed { Files.remove(path) }
     }
 
-    /// Writes the store atomically: temporary file, fsync, rename, fsync the folder.
-    private func save() throws(DownloadError) {
-        let document = StoreDocument(
-            version: 1, nextOrder: nextOrder, tasks: records.values.sorted { $0.order < $1.order })
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data: Data
-        do {
-            data = try encoder.encode(document)
-        } catch {
-            throw DownloadError(.fileSystem, "cannot encode the task store: \(error)")
+    /// Records the change of one task (its record, or its removal) in the store: under the store's lock, reads
+    /// the store, replaces that task's record, writes it atomically (temporary file, fsync, rename, fsync the
+    /// folder), and takes the other processes' changes to the tasks this one does not hold. Only the holder of the
+    /// task's lock may call it.
+    private func save(_ id: String) throws(DownloadError) {
+        guard let lock = locks[id] else {
+            throw DownloadError(.locked, "this process does not hold the lock of task \(id)", path: lockPath(id))
         }
-        try Files.writeAtomically([UInt8](data), to: storeRoot + "/" + Self.storeName)
+        try lock.ensureHeld()
+        try FileLock.withExclusiveLock(storeRoot + "/" + Self.storeLockName) { () throws(DownloadError) -> Void in
+            let document = merge(try Self.readStore(storeRoot), changed: id)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data: Data
+            do {
+                data = try encoder.encode(document)
+            } catch {
+                throw DownloadError(.fileSystem, "cannot encode the task store: \(error)")
+            }
+            try Files.writeAtomically([UInt8](data), to: storeRoot + "/" + Self.storeName)
+        }
+    }
+
+    /// The store with this process's record of `id` in place of the stored one; this process's view of the tasks
+    /// it does not hold becomes the stored one.
+    private func merge(_ stored: StoreDocument?, changed id: String) -> StoreDocument {
+        var byID: [String: TaskRecord] = [:]
+        for task in stored?.tasks ?? [] { byID[task.id] = task }
+        let storedNext = stored?.nextOrder ?? 0
+        nextOrder = max(nextOrder, storedNext)
+        if var ours = records[id] {
+            if byID[id] == nil, ours.order < storedNext {
+                // Another process created a task meanwhile: this one goes after it.
+                ours.order = nextOrder
+                nextOrder += 1
+                records[id] = ours
+            }
+            byID[id] = ours
+        } else {
+            byID[id] = nil
+        }
+        func isOurs(_ key: String) -> Bool { key == id || locks[key] != nil || running[key] != nil }
+        for (key, task) in byID where !isOurs(key) {
+            records[key] = Self.adopt(task, root: storeRoot, resume: configuration.resumeInterruptedTasks)
+        }
+        for key in Array(records.keys) where byID[key] == nil && !isOurs(key) {
+            records[key] = nil
+        }
+        return StoreDocument(
+            version: 1, nextOrder: nextOrder,
+            tasks: byID.values.sorted { ($0.order, $0.id) < ($1.order, $1.id) })
     }
 }

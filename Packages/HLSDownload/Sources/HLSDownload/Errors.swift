@@ -5,6 +5,7 @@ public struct DownloadError: Error, Hashable, Sendable, Codable, CustomStringCon
         private enum Value: String, Hashable, Sendable, Codable {
             case httpStatus, notFound, unauthorized, keyUnavailable, integrity, contentLength, diskFull
             case fileSystem, invalidPlaylist, noVariant, unsupported, transport, tooManyRetries, invalidURL
+            case locked
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -37,6 +38,9 @@ public struct DownloadError: Error, Hashable, Sendable, Codable, CustomStringCon
         public static let tooManyRetries = Code(.tooManyRetries)
         /// A URL is not an absolute http(s) URL.
         public static let invalidURL = Code(.invalidURL)
+        /// Another process runs the task (``DownloadError/pid`` names it, when known), or this process no longer holds
+        /// the task's lock: nothing was written.
+        public static let locked = Code(.locked)
 
         public var description: String { value.rawValue }
     }
@@ -53,11 +57,13 @@ public struct DownloadError: Error, Hashable, Sendable, Codable, CustomStringCon
     public var status: Int?
     /// The system error number involved, if any.
     public var errno: Int32?
+    /// The process involved, if any (the one that holds a task's lock).
+    public var pid: Int32?
 
     /// An error with context.
     public init(
         _ code: Code, _ message: String, url: String? = nil, path: String? = nil, status: Int? = nil,
-        errno: Int32? = nil
+        errno: Int32? = nil, pid: Int32? = nil
     ) {
         self.code = code
         self.message = message
@@ -65,6 +71,7 @@ public struct DownloadError: Error, Hashable, Sendable, Codable, CustomStringCon
         self.path = path
         self.status = status
         self.errno = errno
+        self.pid = pid
     }
 
     public var description: String {

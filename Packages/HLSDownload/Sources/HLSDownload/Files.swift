@@ -26,6 +26,12 @@ import FileRange
     private let posixRename = Darwin.rename
 #endif
 
+/// `flock(2)`, the same call on Glibc, Musl and Darwin (`int flock(int fd, int operation)`); unqualified, since the
+/// module-qualified name means the `struct flock` of `fcntl(2)`.
+private func posixFlock(_ fd: Int32, _ operation: Int32) -> Int32 {
+    flock(fd, operation)
+}
+
 /// Small POSIX file helpers with typed errno: appending writes, flushes to storage (FileRange's `syncToStorage`:
 /// `F_FULLFSYNC` on Darwin), atomic replace, directory flush.
 enum Files {
@@ -247,5 +253,144 @@ enum Blocking {
             }
         }
         return try result.get()
+    }
+}
+
+/// An advisory lock on a file, held by this process until ``release()`` (or until the process ends: the kernel drops
+/// it then, so a crash never leaves a stale lock).
+///
+/// It is a `flock(2)` lock, which belongs to the open file description. That is the semantics a task lock needs:
+/// a second ``tryAcquire(_:)`` refuses even in the same process (two managers on one store), and opening and closing
+/// the file elsewhere in the process (``holder(_:)`` reading the PID, a backup tool) never drops it. A POSIX
+/// `fcntl(F_SETLK)` lock would do neither: it belongs to the process, so the same process could take it twice, and
+/// closing *any* descriptor of the file releases it.
+///
+/// The holder writes its PID (a decimal line) into the file, so that the process refused can say who holds it.
+package final class FileLock: Sendable {
+    /// What ``tryAcquire(_:)`` found.
+    package enum Attempt {
+        case acquired(FileLock)
+        /// Another open file description holds it; `pid` is what the holder wrote, when it could be read.
+        case held(pid: Int32?)
+    }
+
+    package let path: String
+    /// The descriptor holding the lock (-1 once released), and whether writes under it are still allowed.
+    private let state: LockedValue<(fd: Int32, writable: Bool)>
+
+    private init(path: String, fd: Int32) {
+        self.path = path
+        state = LockedValue((fd, true))
+    }
+
+    /// Whether this object still holds the lock, and writes under it are allowed.
+    package var isHeld: Bool { state.withLock { $0.fd >= 0 && $0.writable } }
+
+    /// Keeps the lock but refuses writes from now on (``isHeld`` is false): for the moment between stopping a
+    /// task's writers and removing its files.
+    package func revoke() {
+        state.withLock { $0.writable = false }
+    }
+
+    /// The PID of this process.
+    package static var processID: Int32 { getpid() }
+
+    /// Takes the lock on `path` (created when missing) without waiting, and records this process's PID in it.
+    ///
+    /// When `patient`, a lock that someone else only probes (``holder(_:)`` holds a shared lock for a moment) is
+    /// retried for about 100 ms before the attempt counts as refused.
+    package static func tryAcquire(_ path: String, patient: Bool = true) throws(DownloadError) -> Attempt {
+        let tries = patient ? 6 : 2
+        for attempt in 0..<tries {
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw Files.error(.current, "opening the lock file", path: path) }
+            let result = posixFlock(fd, LOCK_EX | LOCK_NB)
+            if result != 0 {
+                let e = Errno.current
+                _ = posixClose(fd)
+                if e == .interrupted { continue }
+                guard e == .wouldBlock else { throw Files.error(e, "locking", path: path) }
+                if attempt < tries - 1 {
+                    if patient { usleep(20_000) }
+                    continue
+                }
+                return .held(pid: readPID(path))
+            }
+            // The file may have been removed (a deleted task) between open and flock: a lock on an unlinked file
+            // protects nothing, so try again on whatever the path names now.
+            var opened = stat()
+            var named = stat()
+            guard fstat(fd, &opened) == 0, stat(path, &named) == 0, opened.st_ino == named.st_ino,
+                opened.st_dev == named.st_dev
+            else {
+                _ = posixClose(fd)
+                continue
+            }
+            let line = Array("\(getpid())\n".utf8)
+            let written = line.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+            if written != line.count || ftruncate(fd, off_t(line.count)) != 0 {
+                let e = Errno.current
+                _ = posixClose(fd)
+                throw Files.error(e, "recording the PID in the lock file", path: path)
+            }
+            return .acquired(FileLock(path: path, fd: fd))
+        }
+        return .held(pid: readPID(path))
+    }
+
+    /// The PID recorded by the process that holds the lock on `path`, nil when nobody holds it (or the file is
+    /// missing), or 0 when it is held but the PID cannot be read.
+    package static func holder(_ path: String) -> Int32? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { _ = posixClose(fd) }
+        var result: Int32 = -1
+        repeat { result = posixFlock(fd, LOCK_SH | LOCK_NB) } while result != 0 && Errno.current == .interrupted
+        if result == 0 {
+            _ = posixFlock(fd, LOCK_UN)
+            return nil
+        }
+        return readPID(path) ?? 0
+    }
+
+    /// Runs `body` holding an exclusive lock on `path` (created when missing), waiting for it as long as it takes:
+    /// for short read-modify-write sections shared between processes.
+    static func withExclusiveLock<T>(
+        _ path: String, _ body: () throws(DownloadError) -> T
+    ) throws(DownloadError) -> T {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Files.error(.current, "opening the lock file", path: path) }
+        defer { _ = posixClose(fd) }
+        while posixFlock(fd, LOCK_EX) != 0 {
+            let e = Errno.current
+            if e != .interrupted { throw Files.error(e, "locking", path: path) }
+        }
+        return try body()
+    }
+
+    private static func readPID(_ path: String) -> Int32? {
+        guard let bytes = try? Files.read(path, limit: 64) else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
+        return Int32(text).flatMap { $0 > 0 ? $0 : nil }
+    }
+
+    /// Releases the lock (closing its descriptor); later calls do nothing.
+    package func release() {
+        let fd = state.withLock { s -> Int32 in
+            defer { s.fd = -1 }
+            return s.fd
+        }
+        if fd >= 0 { _ = posixClose(fd) }
+    }
+
+    deinit { release() }
+}
+
+extension FileLock {
+    /// Throws unless this object still holds the lock: every write of a task's runner checks it first.
+    package func ensureHeld() throws(DownloadError) {
+        guard isHeld else {
+            throw DownloadError(.locked, "this process no longer holds the task's lock", path: path)
+        }
     }
 }

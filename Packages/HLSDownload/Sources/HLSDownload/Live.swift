@@ -60,7 +60,7 @@ extension DownloadManager {
     /// discontinuity, as are segments that left the window between two polls.
     nonisolated static func recordLive(
         manager: DownloadManager, record: TaskRecord, generation: Int, counters: TaskCounters, fetcher: Fetcher,
-        folder: String, concurrency: Int, sources: Sources
+        folder: String, concurrency: Int, sources: Sources, lock: FileLock
     ) async throws {
         guard sources.media.count == 1, let source = sources.media.first else {
             throw DownloadError(
@@ -162,7 +162,7 @@ extension DownloadManager {
             jobIndex += jobs.count
             let missing = try await Self.fetchAll(
                 jobs, base: base, folder: folder, fetcher: fetcher, counters: counters, gate: gate,
-                concurrency: concurrency, report: report)
+                concurrency: concurrency, lock: lock, report: report)
 
             // The local playlist grows by the segments fetched, in order, up to the byte limit (files fetched
             // past it are removed).
@@ -173,7 +173,7 @@ extension DownloadManager {
                     cut = k
                 }
                 if overLimit {
-                    if let j = segmentJobs[k], let size = Files.size(folder + "/" + jobs[j].path) {
+                    if let j = segmentJobs[k], let size = Files.size(folder + "/" + jobs[j].path), lock.isHeld {
                         counters.add(-Int64(size))
                         Files.remove(folder + "/" + jobs[j].path)
                     }
@@ -198,6 +198,7 @@ extension DownloadManager {
                 (maxDuration.map { state.duration >= $0 } ?? false) || (maxBytes.map { state.bytes >= $0 } ?? false)
             let ended = reachedLimit || overLimit || (media.endList && cut == wanted.count)
             if ended {
+                try lock.ensureHeld()
                 try Files.writeAtomically(state.playlist(finished: true), to: folder + "/index.m3u8")
                 Files.syncDirectory(folder)
                 _ = await manager.setLive(id, generation: generation, state)
@@ -205,6 +206,7 @@ extension DownloadManager {
                 return
             }
             if !wanted.isEmpty {
+                try lock.ensureHeld()
                 try Files.writeAtomically(state.playlist(finished: false), to: folder + "/index.m3u8")
             }
             guard await manager.setLive(id, generation: generation, state) else { return }
@@ -262,7 +264,7 @@ extension DownloadManager {
     /// that answered 404/410.
     private nonisolated static func fetchAll(
         _ jobs: [Job], base: Int, folder: String, fetcher: Fetcher, counters: TaskCounters, gate: RequestGate,
-        concurrency: Int, report: @escaping @Sendable () async -> Void
+        concurrency: Int, lock: FileLock, report: @escaping @Sendable () async -> Void
     ) async throws -> Set<Int> {
         var missing: Set<Int> = []
         var pending: [Int] = []
@@ -288,7 +290,8 @@ extension DownloadManager {
                 group.addTask {
                     do {
                         _ = try await fetcher.fetch(
-                            job, index: base + k, folder: folder, counters: counters, gate: gate, report: report)
+                            job, index: base + k, folder: folder, counters: counters, gate: gate, lock: lock,
+                            report: report)
                         return (k, false)
                     } catch let error as DownloadError where error.code == .notFound && job.kind == .segment {
                         return (k, true)

@@ -146,6 +146,7 @@ struct Fetcher: Sendable {
             }
             for try await chunk in response.body {
                 result += chunk
+                try Self.checkPlaylistStart(result, complete: false, url: url)
                 if result.count > maxPlaylistBytes {
                     throw DownloadError(.invalidPlaylist, "playlist larger than \(maxPlaylistBytes) bytes", url: url)
                 }
@@ -156,19 +157,55 @@ struct Fetcher: Sendable {
                     reason: DownloadError(
                         .contentLength, "got \(result.count) of \(length) bytes", url: url, status: response.status))
             }
+            try Self.checkPlaylistStart(result, complete: true, url: url)
             return .done
         }
         return String(decoding: result, as: UTF8.self)
     }
 
+    /// Throws unless `bytes` start like an HLS playlist: `#EXTM3U` (RFC 8216 section 4.3.1.1), after an optional
+    /// UTF-8 byte order mark. Decides as soon as enough bytes are in; with fewer, only once `complete`.
+    static func checkPlaylistStart(_ bytes: [UInt8], complete: Bool, url: String) throws(DownloadError) {
+        let tag = Array("#EXTM3U".utf8)
+        var body = bytes[...]
+        let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+        if body.starts(with: bom) {
+            body = body.dropFirst(3)
+        } else if !complete, bom.starts(with: body) {
+            return
+        }
+        if body.starts(with: tag) { return }
+        if !complete, tag.starts(with: body) { return }
+        throw DownloadError(
+            .invalidPlaylist, "not an HLS playlist (starts with \(Self.quoted(bytes.prefix(16))))", url: url)
+    }
+
+    /// Bytes as a quoted ASCII string, anything not printable escaped (`\xNN`), so binary never reaches a terminal.
+    static func quoted(_ bytes: ArraySlice<UInt8>) -> String {
+        var text = "\""
+        for byte in bytes {
+            switch byte {
+            case 0x5C: text += "\\\\"
+            case 0x22: text += "\\\""
+            case 0x20...0x7E: text.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = String(byte, radix: 16)
+                text += "\\x" + (hex.count == 1 ? "0" : "") + hex
+            }
+        }
+        return text + "\""
+    }
+
     /// Fetches `job` into `folder/job.path`, resuming a partial file; returns the final size.
+    /// Every write checks first that `lock` (the task's) is still held.
     func fetch(
-        _ job: Job, index: Int, folder: String, counters: TaskCounters, gate: RequestGate,
+        _ job: Job, index: Int, folder: String, counters: TaskCounters, gate: RequestGate, lock: FileLock,
         report: @Sendable () async -> Void
     )
         async throws -> UInt64
     {
         try Task.checkCancellation()
+        try lock.ensureHeld()
         let final = folder + "/" + job.path
         let part = final + ".part"
         let validatorPath = final + ".validator"
@@ -186,7 +223,8 @@ struct Fetcher: Sendable {
             func finalize(_ total: UInt64) async throws -> Outcome {
                 permit.release()
                 let settled = try await Blocking.run { () throws(DownloadError) -> Settled in
-                    try Self.settle(job, part: part, final: final, validator: validatorPath, total: total)
+                    try lock.ensureHeld()
+                    return try Self.settle(job, part: part, final: final, validator: validatorPath, total: total)
                 }
                 switch settled {
                 case .done(let stripped):
@@ -288,6 +326,7 @@ struct Fetcher: Sendable {
                 } else {
                     expected = response.contentLength
                 }
+                try lock.ensureHeld()
                 if let etag = response.header("ETag"), !etag.hasPrefix("W/") {
                     try Files.writeQuickly(Array(etag.utf8), to: validatorPath)
                 } else if let modified = response.header("Last-Modified") {
@@ -302,6 +341,7 @@ struct Fetcher: Sendable {
             if let expected {
                 counters.values.withLock { $0.knownSizes[index] = appendTo + expected }
             }
+            try lock.ensureHeld()
             let writer = try FileWriter(path: part, truncate: appendTo == 0)
             defer { writer.close() }
             var received: UInt64 = 0
@@ -332,6 +372,7 @@ struct Fetcher: Sendable {
                     }
                     if slice.isEmpty { continue }
                     do {
+                        try lock.ensureHeld()
                         try writer.write(slice)
                     } catch {
                         if let error = error as? DownloadError, error.code == .diskFull {

@@ -45,6 +45,9 @@ public struct DownloadTaskInfo: Hashable, Sendable {
     public var metadata: [String: String]
     /// Seconds since 1970 when the task was created.
     public var createdAt: Double
+    /// The process that runs the task when it is another one: the progress figures are then the ones that process
+    /// last wrote to the task's status file (at most about a second old), and ``state`` is its state.
+    public var runnerPID: Int32?
 }
 
 /// A task's record in the store (paths relative to the store root).
@@ -74,4 +77,19 @@ struct StoreDocument: Codable, Sendable {
     var version: Int
     var nextOrder: Int
     var tasks: [TaskRecord]
+}
+
+/// What the process running a task writes to the task's status file (`.status.json`) about once a second and on
+/// every state change, for other processes (`tsplayer tasks list`) to show while the task's lock is held.
+struct TaskStatus: Codable, Sendable {
+    var pid: Int32
+    var state: DownloadState
+    var bytesDone: UInt64
+    var bytesTotal: UInt64?
+    var totalIsEstimate: Bool
+    var filesDone: Int
+    var filesTotal: Int
+    var speed: Double
+    /// Seconds since 1970 when it was written.
+    var updatedAt: Double
 }

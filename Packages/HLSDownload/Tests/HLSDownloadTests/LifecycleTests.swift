@@ -47,7 +47,9 @@ import Testing
             try Data("stale".utf8).write(to: URL(fileURLWithPath: folder + "/" + leftover))
         }
 
-        // A second process opens the same store while the first one is "dead".
+        // A second process opens the same store while the first one is "dead": its locks go as the kernel drops a
+        // dead process's locks.
+        await first.abandonLocks()
         let origin = FakeOrigin(files: files)
         let second = try Fixtures.manager(origin, root: root)
         let restored = try #require(await second.task(created.id))

@@ -1,0 +1,130 @@
+// The task lock: flock(2) on a file in the task folder, one holder per open file description, so a second holder
+// is refused even inside one process; probing who holds it never drops it; and two managers on one store (two
+// processes, as far as the lock is concerned) have one writer per task and merge their store writes.
+import Foundation
+import HLSDownload
+import Testing
+
+@Suite(.temporaryFolders) struct LockTests {
+    @Test func aSecondOpenFileDescriptionIsRefusedAndNamesThePID() throws {
+        let path = Fixtures.temporaryFolder() + "/.lock"
+        guard case .acquired(let lock) = try FileLock.tryAcquire(path) else {
+            Issue.record("the first attempt was refused")
+            return
+        }
+        #expect(lock.isHeld)
+        #expect(Fixtures.text(path) == "\(getpid())\n")
+        // flock belongs to the open file description: a second open in the same process is a second holder and is
+        // refused (an fcntl lock would be granted again to the same process).
+        guard case .held(let pid) = try FileLock.tryAcquire(path, patient: false) else {
+            Issue.record("a second holder was let in")
+            return
+        }
+        #expect(pid == getpid())
+        // Probing who holds it opens and closes the file; with flock that never drops the lock (closing any
+        // descriptor of the file drops an fcntl lock).
+        #expect(FileLock.holder(path) == getpid())
+        #expect(FileLock.holder(path) == getpid())
+        if case .acquired = try FileLock.tryAcquire(path, patient: false) {
+            Issue.record("probing dropped the lock")
+        }
+        lock.release()
+        #expect(!lock.isHeld)
+        #expect(FileLock.holder(path) == nil)
+        guard case .acquired(let again) = try FileLock.tryAcquire(path, patient: false) else {
+            Issue.record("a released lock was refused")
+            return
+        }
+        again.revoke()
+        #expect(!again.isHeld)
+        #expect(throws: DownloadError.self) { try again.ensureHeld() }
+        // Revoked, it still excludes others until released.
+        if case .acquired = try FileLock.tryAcquire(path, patient: false) { Issue.record("a revoked lock let go") }
+        again.release()
+        #expect(FileLock.holder(Fixtures.temporaryFolder() + "/missing") == nil)
+    }
+
+    @Test func aRemovedLockFileIsNeverShared() throws {
+        let folder = Fixtures.temporaryFolder()
+        let path = folder + "/.lock"
+        guard case .acquired(let first) = try FileLock.tryAcquire(path) else { return }
+        // The holder's file is removed (a task deleted): a new lock is a new file, and the old holder no longer
+        // excludes it.
+        unlink(path)
+        guard case .acquired(let second) = try FileLock.tryAcquire(path, patient: false) else {
+            Issue.record("a lock on a removed file excluded the new one")
+            return
+        }
+        first.release()
+        #expect(FileLock.holder(path) == getpid())
+        second.release()
+    }
+
+    /// A stream whose second segment hangs until the task is cancelled.
+    static func hangingOrigin() -> FakeOrigin {
+        let files = FaultTests.stream()
+        return FakeOrigin(files: files) { request, _ in
+            guard request.url == FaultTests.base + "s2.ts" else { return nil }
+            return FakeReply(status: 200, chunks: [[0x47]], hang: true)
+        }
+    }
+
+    @Test func aSecondManagerOnTheStoreIsRefusedThenPausesThroughTheControlFile() async throws {
+        let root = Fixtures.temporaryFolder()
+        let early = try Fixtures.manager(FakeOrigin(files: FaultTests.stream()), root: root)
+        let first = try Fixtures.manager(Self.hangingOrigin(), root: root)
+        let created = try await first.createTask(id: "t", url: FaultTests.base + "index.m3u8")
+        try await LifecycleTests.waitFor { await first.task("t")?.state == .downloading }
+
+        let second = try Fixtures.manager(FakeOrigin(files: FaultTests.stream()), root: root)
+        let seen = try #require(await second.task("t"))
+        #expect(seen.runnerPID == getpid())
+        #expect(seen.state == .downloading)
+        func expectLocked(_ error: DownloadError, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(error.code == .locked, sourceLocation: sourceLocation)
+            #expect(error.pid == getpid(), sourceLocation: sourceLocation)
+            #expect(
+                error.message == "task t is being downloaded by process \(getpid()); stop it or wait for it to finish",
+                sourceLocation: sourceLocation)
+        }
+        let storeBefore = Fixtures.read(root + "/tasks.json")
+        do {
+            try await second.resume("t")
+            Issue.record("a second runner was let in")
+        } catch {
+            expectLocked(error)
+        }
+        // Known to it: createTask returns the task as it stands, writing nothing.
+        #expect(try await second.createTask(id: "t", url: FaultTests.base + "index.m3u8").runnerPID == getpid())
+        // Not yet known to it (it read the store before the task existed): refused by the lock.
+        do {
+            try await early.createTask(id: "t", url: FaultTests.base + "index.m3u8")
+            Issue.record("a second runner was let in")
+        } catch {
+            expectLocked(error)
+        }
+        #expect(Fixtures.read(root + "/tasks.json") == storeBefore)
+        // The pause reaches the first manager through the control file, and returns once it is done.
+        try await second.pause("t")
+        #expect(await first.task("t")?.state == .paused)
+        #expect(await second.task("t")?.state == .paused)
+        #expect(await second.task("t")?.runnerPID == nil)
+        #expect(!FileManager.default.fileExists(atPath: created.folder + "/.control"))
+        // Now free, the second one runs it to the end.
+        try await second.resume("t")
+        #expect(await second.waitUntilSettled("t")?.state == .completed)
+    }
+
+    @Test func twoManagersRunningDifferentTasksKeepEachOthersRecords() async throws {
+        let root = Fixtures.temporaryFolder()
+        let first = try Fixtures.manager(FakeOrigin(files: FaultTests.stream()), root: root)
+        let second = try Fixtures.manager(FakeOrigin(files: FaultTests.stream()), root: root)
+        try await first.createTask(id: "a", url: FaultTests.base + "index.m3u8")
+        try await second.createTask(id: "b", url: FaultTests.base + "index.m3u8")
+        #expect(await first.waitUntilSettled("a")?.state == .completed)
+        #expect(await second.waitUntilSettled("b")?.state == .completed)
+        let third = try Fixtures.manager(FakeOrigin(), root: root)
+        #expect(await third.allTasks().map(\.id) == ["a", "b"])
+        #expect(await third.completedTasks().count == 2)
+    }
+}
