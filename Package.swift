@@ -41,6 +41,7 @@ let modules: [Module] = [
         linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
     ),
     Module(name: "MPEGTS", dependencies: ["FileRange"]),
+    Module(name: "FragmentedMP4", dependencies: []),
     Module(
         name: "LoopbackHTTP",
         dependencies: ["FileRange"],

@@ -13,12 +13,13 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "LoopbackHTTP", "HLSAdFilter", "HLSDownload", "TSPlayerKit"]
+PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "LoopbackHTTP", "HLSAdFilter", "HLSDownload", "TSPlayerKit"]
 # The dependency DAG: each package may depend on these siblings and nothing else.
 DAG = {
     "FileRange": set(),
     "HLSPlaylist": set(),
     "MPEGTS": {"FileRange"},
+    "FragmentedMP4": set(),
     "LoopbackHTTP": {"FileRange"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
     "HLSDownload": {"HLSPlaylist", "FileRange"},

@@ -1,0 +1,28 @@
+// swift-tools-version: 6.1
+// This manifest is mirrored by the root Package.swift; Scripts/check-manifests.sh keeps the two in step.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "FragmentedMP4",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .visionOS(.v1)],
+    products: [
+        .library(name: "FragmentedMP4", targets: ["FragmentedMP4"])
+    ],
+    targets: [
+        .target(
+            name: "FragmentedMP4",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FragmentedMP4Tests",
+            dependencies: ["FragmentedMP4"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
