@@ -112,7 +112,7 @@ targets.append(
 targets.append(
     .testTarget(
         name: "EndToEndTests",
-        dependencies: ["TSPlayerKit", "LoopbackHTTP"],
+        dependencies: ["TSPlayerKit", "LoopbackHTTP", "FragmentedMP4"],
         path: "Tests/EndToEndTests",
         swiftSettings: swiftSettings
     )

@@ -2,18 +2,10 @@ import Foundation
 import FragmentedMP4
 import Testing
 
-func peerTool(_ name: String) -> String? {
-    for directory in ["/usr/bin", "/usr/local/bin", "/opt/homebrew/bin"] {
-        let path = directory + "/" + name
-        if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
-    return nil
-}
-
 /// Proof against a real peer: ffmpeg makes the elementary streams, this package muxes them, ffprobe and ffmpeg read
-/// the result. Skipped where ffmpeg is not installed.
-@Suite(.enabled(if: peerTool("ffmpeg") != nil && peerTool("ffprobe") != nil))
-final class PeerTests {
+/// the result. A missing ffmpeg or ffprobe fails the test (Scripts/deps.sh installs them).
+@Suite("FragmentedMP4 against ffprobe and ffmpeg")
+final class FragmentedMP4PeerTests {
     let folder: URL
 
     init() throws {
@@ -27,7 +19,8 @@ final class PeerTests {
     @discardableResult
     func run(_ name: String, _ arguments: [String]) throws -> (out: Data, err: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(peerTool(name)))
+        guard let tool = EndToEnd.tool(name) else { throw CocoaError(.fileNoSuchFile) }
+        process.executableURL = tool
         process.arguments = arguments
         // Output to files, read after the exit: no pipe can fill up and block the tool.
         let outURL = folder.appendingPathComponent("stdout-\(UUID().uuidString)")
