@@ -49,7 +49,7 @@ import Testing
         // No partial or temporary file survives the final run.
         let names =
             (try? FileManager.default.contentsOfDirectory(atPath: store.appendingPathComponent("crash").path)) ?? []
-        let leftovers = names.filter { $0.hasSuffix(".part") || $0.hasSuffix(".validator") || $0.hasSuffix(".tmp") }
+        let leftovers = names.filter { $0.hasSuffix(".part") || $0.hasSuffix(".validator") || $0.contains(".tmp") }
         #expect(leftovers.isEmpty, "left behind: \(leftovers)")
 
         var streamSize = 0

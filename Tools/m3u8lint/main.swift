@@ -367,7 +367,7 @@ func runPlaylists() -> Int32 {
                             j.key("column")
                             j.number(f.column)
                             j.key("rule")
-                            j.string(f.rule)
+                            j.string(f.rule.id)
                             j.key("message")
                             j.string(f.message)
                             j.key("section")
@@ -383,7 +383,7 @@ func runPlaylists() -> Int32 {
             for f in findings {
                 out +=
                     "\(displayName(input)):\(f.line):\(f.column): \(f.severity.rawValue): \(f.message) "
-                    + "[\(f.rule)] (\(f.section))\n"
+                    + "[\(f.rule.id)] (\(f.section))\n"
             }
             IO.write(Array(out.utf8))
         }

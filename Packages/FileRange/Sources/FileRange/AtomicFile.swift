@@ -13,13 +13,17 @@
 /// The bytes go to a temporary file beside `path` whose name holds this process's ID and a counter (so two processes
 /// or threads writing the same file never share one), which is flushed to storage (``syncToStorage(_:)``), renamed
 /// over `path`, and whose folder is then flushed so that the rename itself survives. On failure the temporary file is
-/// removed and `path` is untouched.
-public func writeFileAtomically(_ bytes: [UInt8], to path: String) throws(Errno) {
-    let temporary = path + ".tmp\(getpid())-\(AtomicFileCounter.next())"
+/// removed and `path` is untouched. A process killed mid-write leaves its temporary file behind:
+/// ``removeAtomicWriteLeftovers(in:)`` clears those of processes that are gone.
+///
+/// With `durable` false nothing is flushed: the replacement is still all-or-nothing for readers, but a power loss may
+/// lose it (for hints whose loss only costs work, such as a resume validator or a progress figure).
+public func writeFileAtomically(_ bytes: [UInt8], to path: String, durable: Bool = true) throws(Errno) {
+    let temporary = path + atomicWriteMarker + "\(getpid())-\(AtomicFileCounter.next())"
     let fd = try retryingOnInterrupt { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
     do throws(Errno) {
         try writeAll(bytes, to: fd)
-        try syncToStorage(fd)
+        if durable { try syncToStorage(fd) }
     } catch {
         _ = systemClose(fd)
         _ = unlink(temporary)
@@ -36,7 +40,36 @@ public func writeFileAtomically(_ bytes: [UInt8], to path: String) throws(Errno)
         _ = unlink(temporary)
         throw error
     }
-    try syncFolder(of: path)
+    if durable { try syncFolder(of: path) }
+}
+
+/// What ``writeFileAtomically(_:to:durable:)`` puts between a file's name and the writer's PID in its temporary name.
+let atomicWriteMarker = ".tmp"
+
+/// Removes from `folder` the temporary files ``writeFileAtomically(_:to:durable:)`` left when its process died mid-write
+/// (those of processes still running are in use and kept), and `name.tmp` files of the fixed-name form older versions
+/// wrote. Returns the names removed.
+@discardableResult
+public func removeAtomicWriteLeftovers(in folder: String) -> [String] {
+    var removed: [String] = []
+    for name in FileSystem.entries(in: folder) ?? [] {
+        let bytes = Array(name.utf8)
+        let marker = Array(atomicWriteMarker.utf8)
+        var start = bytes.count - marker.count
+        while start > 0 && !bytes[start..<(start + marker.count)].elementsEqual(marker) { start -= 1 }
+        guard start > 0 else { continue }
+        let tail = bytes[(start + marker.count)...]
+        if !tail.isEmpty {
+            let parts = tail.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
+            guard parts.count == 2, let pid = Int32(String(decoding: parts[0], as: UTF8.self)),
+                UInt64(String(decoding: parts[1], as: UTF8.self)) != nil, pid > 0, pid != getpid(),
+                !FileSystem.processIsAlive(pid)
+            else { continue }
+        }
+        FileSystem.removeFile(folder + "/" + name)
+        removed.append(name)
+    }
+    return removed
 }
 
 /// Flushes the folder that holds `path` to storage, so that an entry created or renamed in it survives a power loss.

@@ -109,7 +109,7 @@ public struct HTTPDate: Hashable, Sendable, Comparable, CustomStringConvertible 
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (the civil-days algorithm).
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+    public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -118,8 +118,9 @@ public struct HTTPDate: Hashable, Sendable, Comparable, CustomStringConvertible 
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    /// The proleptic Gregorian date of a day count since 1970-01-01.
-    static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    /// The proleptic Gregorian date of a day count since 1970-01-01: the toolkit's one civil-date routine above the
+    /// pure packages (HLSPlaylist, which imports nothing, keeps its own for EXT-X-PROGRAM-DATE-TIME).
+    public static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097

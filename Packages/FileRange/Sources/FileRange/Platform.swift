@@ -54,3 +54,31 @@ func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
         Darwin.write(fd, buffer, count)
     #endif
 }
+
+/// The C library's `read`.
+func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    #if canImport(Glibc)
+        Glibc.read(fd, buffer, count)
+    #elseif canImport(Musl)
+        Musl.read(fd, buffer, count)
+    #else
+        Darwin.read(fd, buffer, count)
+    #endif
+}
+
+/// The C library's `rename`, named apart from ``FileSystem/rename(_:to:)``.
+func systemRename(_ from: String, _ to: String) -> Int32 {
+    #if canImport(Glibc)
+        Glibc.rename(from, to)
+    #elseif canImport(Musl)
+        Musl.rename(from, to)
+    #else
+        Darwin.rename(from, to)
+    #endif
+}
+
+/// `flock(2)`, the same call on Glibc, Musl and Darwin (`int flock(int fd, int operation)`); unqualified, since the
+/// module-qualified name means the `struct flock` of `fcntl(2)`.
+func systemFlock(_ fd: Int32, _ operation: Int32) -> Int32 {
+    flock(fd, operation)
+}

@@ -83,6 +83,7 @@ public actor DownloadManager {
         self.clock = clock
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
         try Files.makeDirectories(root)
+        removeAtomicWriteLeftovers(in: root)
         Self.ensureReserve(root)
         if let document = try Self.readStore(root) {
             nextOrder = document.nextOrder
@@ -357,11 +358,13 @@ public actor DownloadManager {
         if locks[id]?.isHeld == true { return }
         let folder = storeRoot + "/" + (records[id]?.folder ?? id)
         try Files.makeDirectories(folder)
-        switch try FileLock.tryAcquire(folder + "/" + Self.lockName, patient: patient) {
+        switch try FileLock.tryAcquireTask(folder + "/" + Self.lockName, patient: patient) {
         case .acquired(let lock):
             locks[id] = lock
-            // A request left for a runner that ended before reading it is stale.
+            // A request left for a runner that ended before reading it is stale, and so are the temporary files
+            // of writers that died.
             Files.remove(folder + "/" + Self.controlName)
+            removeAtomicWriteLeftovers(in: folder)
             startWatching()
         case .held(let pid):
             throw Self.busy(id, pid: pid)

@@ -1,63 +1,28 @@
-// The task lock: flock(2) on a file in the task folder, one holder per open file description, so a second holder
-// is refused even inside one process; probing who holds it never drops it; and two managers on one store (two
-// processes, as far as the lock is concerned) have one writer per task and merge their store writes.
+// The task lock (FileRange's FileLock, whose own tests are in FileRangeTests/FileLockTests.swift) as the downloader
+// uses it: two managers on one store (two processes, as far as the lock is concerned) have one writer per task and
+// merge their store writes.
+import FileRange
 import Foundation
 import HLSDownload
 import Testing
 
 @Suite(.temporaryFolders) struct LockTests {
-    @Test func aSecondOpenFileDescriptionIsRefusedAndNamesThePID() throws {
+    @Test func aRevokedTaskLockRefusesWritesWithTheLockedCode() throws {
         let path = Fixtures.temporaryFolder() + "/.lock"
         guard case .acquired(let lock) = try FileLock.tryAcquire(path) else {
             Issue.record("the first attempt was refused")
             return
         }
-        #expect(lock.isHeld)
-        #expect(Fixtures.text(path) == "\(getpid())\n")
-        // flock belongs to the open file description: a second open in the same process is a second holder and is
-        // refused (an fcntl lock would be granted again to the same process).
-        guard case .held(let pid) = try FileLock.tryAcquire(path, patient: false) else {
-            Issue.record("a second holder was let in")
-            return
-        }
-        #expect(pid == getpid())
-        // Probing who holds it opens and closes the file; with flock that never drops the lock (closing any
-        // descriptor of the file drops an fcntl lock).
-        #expect(FileLock.holder(path) == getpid())
-        #expect(FileLock.holder(path) == getpid())
-        if case .acquired = try FileLock.tryAcquire(path, patient: false) {
-            Issue.record("probing dropped the lock")
+        try lock.ensureHeld()
+        lock.revoke()
+        #expect(throws: DownloadError.self) { try lock.ensureHeld() }
+        do {
+            try lock.ensureHeld()
+        } catch {
+            #expect(error.code == .locked)
+            #expect(error.path == path)
         }
         lock.release()
-        #expect(!lock.isHeld)
-        #expect(FileLock.holder(path) == nil)
-        guard case .acquired(let again) = try FileLock.tryAcquire(path, patient: false) else {
-            Issue.record("a released lock was refused")
-            return
-        }
-        again.revoke()
-        #expect(!again.isHeld)
-        #expect(throws: DownloadError.self) { try again.ensureHeld() }
-        // Revoked, it still excludes others until released.
-        if case .acquired = try FileLock.tryAcquire(path, patient: false) { Issue.record("a revoked lock let go") }
-        again.release()
-        #expect(FileLock.holder(Fixtures.temporaryFolder() + "/missing") == nil)
-    }
-
-    @Test func aRemovedLockFileIsNeverShared() throws {
-        let folder = Fixtures.temporaryFolder()
-        let path = folder + "/.lock"
-        guard case .acquired(let first) = try FileLock.tryAcquire(path) else { return }
-        // The holder's file is removed (a task deleted): a new lock is a new file, and the old holder no longer
-        // excludes it.
-        unlink(path)
-        guard case .acquired(let second) = try FileLock.tryAcquire(path, patient: false) else {
-            Issue.record("a lock on a removed file excluded the new one")
-            return
-        }
-        first.release()
-        #expect(FileLock.holder(path) == getpid())
-        second.release()
     }
 
     /// A stream whose second segment hangs until the task is cancelled.

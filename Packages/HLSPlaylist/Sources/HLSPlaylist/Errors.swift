@@ -19,6 +19,7 @@ public struct PlaylistError: Error, Sendable, Hashable, CustomStringConvertible 
             case invalidValue = "invalid value"
             case invalidUTF8 = "invalid UTF-8"
             case truncated = "truncated playlist"
+            case truncatedVariant = "variant stream without a URI"
             case undefinedVariable = "undefined variable"
             case invalidURI = "invalid URI"
             case mixedPlaylist = "mixed media and multivariant tags"
@@ -52,8 +53,10 @@ public struct PlaylistError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidValue = Code(.invalidValue)
         /// Bytes that are not UTF-8 (RFC 8216bis §4.1).
         public static let invalidUTF8 = Code(.invalidUTF8)
-        /// The playlist ends inside a media segment or a variant stream (tags with no URI line after them).
+        /// The playlist ends inside a media segment (EXTINF and its tags with no URI line after them).
         public static let truncated = Code(.truncated)
+        /// The playlist ends after an EXT-X-STREAM-INF with no URI line for it (RFC 8216bis §4.4.6.2).
+        public static let truncatedVariant = Code(.truncatedVariant)
         /// A `{$name}` reference to a variable that no EXT-X-DEFINE declares (RFC 8216bis §4.3).
         public static let undefinedVariable = Code(.undefinedVariable)
         /// A URI that cannot be parsed as an RFC 3986 URI reference.

@@ -1,3 +1,4 @@
+// Long file: the IPTV list model, its streaming parser and its writer, kept together as one format.
 /// One raw line of an IPTV list, kept for lossless writing.
 public struct IPTVLine: Sendable, Hashable {
     /// The line's bytes without its line ending (a view into the input chunk).

@@ -1,3 +1,4 @@
+// Long file: the linter's checks, one function per area of the spec (the rules themselves are in LintRules.swift).
 /// How serious a lint finding is.
 public enum LintSeverity: String, Sendable, Hashable, Comparable {
     /// Breaks a MUST / MUST NOT / REQUIRED of RFC 8216bis.
@@ -17,192 +18,35 @@ public enum LintSeverity: String, Sendable, Hashable, Comparable {
     public static func < (a: LintSeverity, b: LintSeverity) -> Bool { a.rank < b.rank }
 }
 
-/// One rule of the linter: a stable id, its severity, the spec section, and what it checks.
-public struct LintRule: Sendable, Hashable {
-    public var id: String
-    public var severity: LintSeverity
-    public var section: String
-    public var summary: String
-}
-
 /// One finding: which rule, where (1-based line and column), and why.
 public struct LintFinding: Sendable, Hashable, CustomStringConvertible {
-    public var rule: String
-    public var severity: LintSeverity
+    public var rule: LintRule
     public var line: Int
     public var column: Int
     public var message: String
-    public var section: String
+
+    public init(rule: LintRule, line: Int, column: Int, message: String) {
+        self.rule = rule
+        self.line = line
+        self.column = column
+        self.message = message
+    }
+
+    /// The rule's severity.
+    public var severity: LintSeverity { rule.severity }
+    /// The spec section the rule comes from.
+    public var section: String { rule.section }
 
     public var description: String {
-        "\(line):\(column): \(severity.rawValue): \(message) [\(rule)] (\(section))"
+        "\(line):\(column): \(severity.rawValue): \(message) [\(rule.id)] (\(section))"
     }
 }
 
 /// Checks a playlist against the MUST rules of RFC 8216bis that can be judged from its text, the SHOULD rules of
 /// Apple's HLS authoring specification (as warnings), and, given the previous poll, the live-update rules.
 public struct PlaylistLinter: Sendable {
-    /// Every rule, by id.
-    public static let rules: [LintRule] = [
-        LintRule(id: "HLS-HEADER", severity: .error, section: "4.4.1.1", summary: "the first line is #EXTM3U"),
-        LintRule(id: "HLS-UTF8", severity: .error, section: "4.1", summary: "the playlist is UTF-8"),
-        LintRule(id: "HLS-TAG-VALUE", severity: .error, section: "4.4", summary: "a tag's value has its type"),
-        LintRule(id: "HLS-ATTR-SYNTAX", severity: .error, section: "4.2", summary: "attribute lists follow §4.2"),
-        LintRule(id: "HLS-MIXED", severity: .error, section: "4.1", summary: "no media and multivariant tags together"),
-        LintRule(id: "HLS-SEGMENT-URI", severity: .error, section: "4.4.4.1", summary: "EXTINF is followed by a URI"),
-        LintRule(
-            id: "HLS-VARIANT-URI", severity: .error, section: "4.4.6.2",
-            summary: "EXT-X-STREAM-INF is followed by a URI"),
-        LintRule(
-            id: "HLS-VAR-UNDEFINED", severity: .error, section: "4.3", summary: "referenced variables are defined"),
-        LintRule(id: "HLS-VAR-DEFINE", severity: .error, section: "4.4.2.3", summary: "EXT-X-DEFINE is well formed"),
-        LintRule(id: "HLS-ATTR-DUPLICATE", severity: .error, section: "4.2", summary: "no attribute appears twice"),
-        LintRule(id: "HLS-ATTR-REQUIRED", severity: .error, section: "4.4", summary: "required attributes are present"),
-        LintRule(id: "HLS-ATTR-TYPE", severity: .error, section: "4.2", summary: "attribute values have their type"),
-        LintRule(id: "HLS-ATTR-ENUM", severity: .error, section: "4.4", summary: "enumerated values are allowed ones"),
-        LintRule(id: "HLS-TAG-ONCE", severity: .error, section: "4.4", summary: "single-use tags appear once"),
-        LintRule(
-            id: "HLS-TARGETDURATION-MISSING", severity: .error, section: "4.4.3.1",
-            summary: "media playlists have EXT-X-TARGETDURATION"),
-        LintRule(
-            id: "HLS-EXTINF-TARGET", severity: .error, section: "4.4.3.1",
-            summary: "rounded EXTINF does not exceed the target duration"),
-        LintRule(id: "HLS-EXTINF-MISSING", severity: .error, section: "4.4.4.1", summary: "every segment has EXTINF"),
-        LintRule(
-            id: "HLS-MEDIA-SEQUENCE-POSITION", severity: .error, section: "4.4.3.2",
-            summary: "EXT-X-MEDIA-SEQUENCE comes before the first segment"),
-        LintRule(
-            id: "HLS-DISCONTINUITY-SEQUENCE-POSITION", severity: .error, section: "4.4.3.3",
-            summary: "EXT-X-DISCONTINUITY-SEQUENCE comes before segments and discontinuities"),
-        LintRule(
-            id: "HLS-VERSION", severity: .error, section: "8", summary: "EXT-X-VERSION covers the features used"),
-        LintRule(
-            id: "HLS-BYTERANGE-OFFSET", severity: .error, section: "4.4.4.2",
-            summary: "an implicit offset follows a sub-range of the same resource"),
-        LintRule(
-            id: "HLS-KEY-NONE", severity: .error, section: "4.4.4.4",
-            summary: "METHOD=NONE has no other attributes; other methods have a URI"),
-        LintRule(
-            id: "HLS-MEDIA-NAME-UNIQUE", severity: .error, section: "4.4.6.1.1",
-            summary: "renditions of a group have different names"),
-        LintRule(
-            id: "HLS-MEDIA-CLOSED-CAPTIONS", severity: .error, section: "4.4.6.1",
-            summary: "INSTREAM-ID only and always for CLOSED-CAPTIONS, which have no URI"),
-        LintRule(
-            id: "HLS-MEDIA-DEFAULT-AUTOSELECT", severity: .error, section: "4.4.6.1",
-            summary: "AUTOSELECT is YES when DEFAULT is YES"),
-        LintRule(id: "HLS-MEDIA-FORCED", severity: .error, section: "4.4.6.1", summary: "FORCED only for SUBTITLES"),
-        LintRule(
-            id: "HLS-GROUP-UNDEFINED", severity: .error, section: "4.4.6.2",
-            summary: "AUDIO/VIDEO/SUBTITLES/CLOSED-CAPTIONS name a group of that type"),
-        LintRule(
-            id: "HLS-PART-INF-MISSING", severity: .error, section: "4.4.3.7",
-            summary: "EXT-X-PART needs EXT-X-PART-INF"),
-        LintRule(
-            id: "HLS-PART-DURATION", severity: .error, section: "4.4.4.9",
-            summary: "a part's duration does not exceed PART-TARGET"),
-        LintRule(
-            id: "HLS-DATERANGE-DATES", severity: .error, section: "4.4.5.1",
-            summary: "END-DATE is not before START-DATE; DURATION is not negative"),
-        LintRule(
-            id: "HLS-DATERANGE-END-ON-NEXT", severity: .error, section: "4.4.5.1",
-            summary: "END-ON-NEXT needs CLASS and excludes DURATION and END-DATE"),
-        LintRule(
-            id: "HLS-DATERANGE-PDT", severity: .error, section: "4.4.5.1",
-            summary: "a playlist with EXT-X-DATERANGE has EXT-X-PROGRAM-DATE-TIME"),
-        LintRule(
-            id: "HLS-SERVER-CONTROL", severity: .error, section: "4.4.3.8",
-            summary: "HOLD-BACK ≥ 3×target, PART-HOLD-BACK ≥ 2×part target, CAN-SKIP-UNTIL ≥ 6×target"),
-        LintRule(
-            id: "HLS-SESSION-DATA", severity: .error, section: "4.4.6.4",
-            summary: "EXT-X-SESSION-DATA has exactly one of VALUE and URI"),
-        LintRule(
-            id: "HLS-SESSION-KEY-NONE", severity: .error, section: "4.4.6.5",
-            summary: "EXT-X-SESSION-KEY METHOD is not NONE"),
-        LintRule(
-            id: "HLS-DATERANGE-ID-CONFLICT", severity: .error, section: "4.4.5.1",
-            summary: "EXT-X-DATERANGE tags with one ID give shared attributes the same value"),
-        LintRule(
-            id: "HLS-SKIP-CAN-SKIP", severity: .error, section: "6.2.5.1",
-            summary: "EXT-X-SKIP only with CAN-SKIP-UNTIL and without EXT-X-ENDLIST; skipped date ranges need "
-                + "CAN-SKIP-DATERANGES=YES"),
-        LintRule(
-            id: "HLS-CAN-SKIP-DATERANGES", severity: .error, section: "4.4.3.8",
-            summary: "CAN-SKIP-DATERANGES requires CAN-SKIP-UNTIL"),
-        LintRule(
-            id: "HLS-PRELOAD-HINT-ENDLIST", severity: .error, section: "4.4.5.3",
-            summary: "a playlist with EXT-X-ENDLIST has no EXT-X-PRELOAD-HINT"),
-        LintRule(
-            id: "HLS-PRELOAD-HINT-PART-INF", severity: .error, section: "4.4.3.7",
-            summary: "a TYPE=PART preload hint needs EXT-X-PART-INF"),
-        LintRule(
-            id: "HLS-RENDITION-REPORT-URI", severity: .error, section: "4.4.5.4",
-            summary: "an EXT-X-RENDITION-REPORT URI is relative to the playlist's URI (no scheme)"),
-        LintRule(
-            id: "HLS-IFRAMES-ONLY-PARTS", severity: .warning, section: "4.4.4.9",
-            summary: "EXT-X-I-FRAMES-ONLY playlists do not use partial segments"),
-        LintRule(
-            id: "HLS-PRELOAD-HINT-DUPLICATE", severity: .warning, section: "6.2.6",
-            summary: "at most one EXT-X-PRELOAD-HINT of each TYPE"),
-        LintRule(
-            id: "HLS-PART-TAG-ORDER", severity: .error, section: "4.4.4.9",
-            summary: "EXT-X-DISCONTINUITY, KEY, MAP and PROGRAM-DATE-TIME of a segment come before its first EXT-X-PART"
-        ),
-        LintRule(
-            id: "HLS-PART-DURATION-MIN", severity: .error, section: "4.4.4.9",
-            summary: "a part lasts at least 85% of PART-TARGET (independent, gap, before-gap and final parts excepted)"),
-        LintRule(
-            id: "HLS-IFRAME-ATTR", severity: .error, section: "4.4.6.3",
-            summary: "EXT-X-I-FRAME-STREAM-INF has no FRAME-RATE, AUDIO, SUBTITLES or CLOSED-CAPTIONS"),
-        LintRule(
-            id: "HLS-VOD-ENDLIST", severity: .warning, section: "4.4.3.5",
-            summary: "a VOD playlist ends with EXT-X-ENDLIST"),
-        LintRule(
-            id: "APPLE-CODECS", severity: .warning, section: "Apple HLS authoring 9.1",
-            summary: "variants declare CODECS"),
-        LintRule(
-            id: "APPLE-RESOLUTION", severity: .warning, section: "Apple HLS authoring 9.2",
-            summary: "video variants declare RESOLUTION"),
-        LintRule(
-            id: "APPLE-FRAME-RATE", severity: .warning, section: "Apple HLS authoring 9.3",
-            summary: "video variants declare FRAME-RATE"),
-        LintRule(
-            id: "APPLE-AVERAGE-BANDWIDTH", severity: .warning, section: "Apple HLS authoring 9.4",
-            summary: "variants declare AVERAGE-BANDWIDTH"),
-        LintRule(
-            id: "APPLE-INDEPENDENT-SEGMENTS", severity: .warning, section: "Apple HLS authoring 6.5",
-            summary: "multivariant playlists declare EXT-X-INDEPENDENT-SEGMENTS"),
-        LintRule(
-            id: "APPLE-TARGET-DURATION", severity: .warning, section: "Apple HLS authoring 6.1",
-            summary: "the target duration is 6 seconds or less"),
-        LintRule(
-            id: "APPLE-IFRAME", severity: .info, section: "Apple HLS authoring 6.15",
-            summary: "multivariant playlists offer I-frame playlists"),
-        LintRule(
-            id: "LIVE-MEDIA-SEQUENCE", severity: .error, section: "6.2.1",
-            summary: "the media sequence number never decreases"),
-        LintRule(
-            id: "LIVE-URI-SEQUENCE", severity: .error, section: "6.2.1",
-            summary: "a segment keeps its media sequence number"),
-        LintRule(
-            id: "LIVE-DISCONTINUITY-SEQUENCE", severity: .error, section: "6.2.1",
-            summary: "the discontinuity sequence counts the removed discontinuities"),
-        LintRule(
-            id: "LIVE-SEGMENT-REMOVED", severity: .error, section: "6.2.2",
-            summary: "segments leave only from the start of the playlist"),
-        LintRule(
-            id: "LIVE-ENDLIST", severity: .error, section: "6.2.1",
-            summary: "a playlist with EXT-X-ENDLIST does not change"),
-        LintRule(
-            id: "LIVE-TARGETDURATION", severity: .error, section: "6.2.1",
-            summary: "EXT-X-TARGETDURATION does not change"),
-    ]
-
-    private static let ruleByID: [String: LintRule] = {
-        var d: [String: LintRule] = [:]
-        for r in rules { d[r.id] = r }
-        return d
-    }()
+    /// Every rule, in the order the documentation lists them.
+    public static let rules: [LintRule] = LintRule.all
 
     public var url: String?
     public var parent: Variables?
@@ -233,13 +77,11 @@ public struct PlaylistLinter: Sendable {
         case .unknown:
             break
         }
-        return context.findings.sorted { ($0.line, $0.column, $0.rule) < ($1.line, $1.column, $1.rule) }
+        return context.findings.sorted { ($0.line, $0.column, $0.rule.id) < ($1.line, $1.column, $1.rule.id) }
     }
 
-    static func finding(_ id: String, line: Int, column: Int, _ message: String) -> LintFinding {
-        let rule = ruleByID[id] ?? LintRule(id: id, severity: .error, section: "", summary: "")
-        return LintFinding(
-            rule: id, severity: rule.severity, line: line, column: column, message: message, section: rule.section)
+    static func finding(_ rule: LintRule, line: Int, column: Int, _ message: String) -> LintFinding {
+        LintFinding(rule: rule, line: line, column: column, message: message)
     }
 }
 
@@ -249,8 +91,8 @@ struct LintContext {
 
     init(playlist: Playlist) { self.playlist = playlist }
 
-    mutating func add(_ id: String, _ index: Int, column: Int = 1, _ message: String) {
-        findings.append(PlaylistLinter.finding(id, line: index + 1, column: column, message))
+    mutating func add(_ rule: LintRule, _ index: Int, column: Int = 1, _ message: String) {
+        findings.append(PlaylistLinter.finding(rule, line: index + 1, column: column, message))
     }
 
     /// 1-based column of `NAME=` in a line (1 when not found).
@@ -273,24 +115,25 @@ struct LintContext {
 
     mutating func parseDiagnostics() {
         for d in playlist.diagnostics {
-            let id: String
+            let rule: LintRule
             switch d.error.code {
-            case .missingHeader: id = "HLS-HEADER"
-            case .invalidUTF8: id = "HLS-UTF8"
-            case .malformedAttributeList: id = "HLS-ATTR-SYNTAX"
-            case .mixedPlaylist: id = "HLS-MIXED"
-            case .truncated: id = d.message.contains("STREAM-INF") ? "HLS-VARIANT-URI" : "HLS-SEGMENT-URI"
-            default: id = "HLS-TAG-VALUE"
+            case .missingHeader: rule = .header
+            case .invalidUTF8: rule = .utf8
+            case .malformedAttributeList: rule = .attributeSyntax
+            case .mixedPlaylist: rule = .mixed
+            case .truncated: rule = .segmentURI
+            case .truncatedVariant: rule = .variantURI
+            default: rule = .tagValue
             }
             findings.append(
-                PlaylistLinter.finding(id, line: max(d.line, 1), column: max(d.column, 1), d.message))
+                PlaylistLinter.finding(rule, line: max(d.line, 1), column: max(d.column, 1), d.message))
         }
     }
 
     mutating func resolveDiagnostics(_ diagnostics: [ParseDiagnostic]) {
         for d in diagnostics {
-            let id = d.message.hasPrefix("undefined variable") ? "HLS-VAR-UNDEFINED" : "HLS-VAR-DEFINE"
-            findings.append(PlaylistLinter.finding(id, line: max(d.line, 1), column: max(d.column, 1), d.message))
+            let rule: LintRule = d.error.code == .undefinedVariable ? .variableUndefined : .variableDefine
+            findings.append(PlaylistLinter.finding(rule, line: max(d.line, 1), column: max(d.column, 1), d.message))
         }
     }
 
@@ -312,7 +155,7 @@ struct LintContext {
             guard case .tag(let tag) = line.content, let known = tag.known else { continue }
             if known.appearsOnce {
                 if let first = seen[known] {
-                    add("HLS-TAG-ONCE", index, "#\(known.rawValue) already appeared on line \(first + 1)")
+                    add(.tagOnce, index, "#\(known.rawValue) already appeared on line \(first + 1)")
                 } else {
                     seen[known] = index
                 }
@@ -332,12 +175,12 @@ struct LintContext {
                 if let a = tag.attributes {
                     let forms = ["NAME", "IMPORT", "QUERYPARAM"].filter { a[$0] != nil }
                     if forms.count != 1 {
-                        add("HLS-VAR-DEFINE", index, "EXT-X-DEFINE needs exactly one of NAME, IMPORT and QUERYPARAM")
+                        add(.variableDefine, index, "EXT-X-DEFINE needs exactly one of NAME, IMPORT and QUERYPARAM")
                     }
                     if a["QUERYPARAM"] != nil { need(11, "EXT-X-DEFINE QUERYPARAM", index) }
                     if let name = a.quotedString("NAME") ?? a.quotedString("IMPORT") ?? a.quotedString("QUERYPARAM") {
                         if !defineNames.insert(name).inserted {
-                            add("HLS-VAR-DEFINE", index, "variable \(name) is defined twice")
+                            add(.variableDefine, index, "variable \(name) is defined twice")
                         }
                     }
                 }
@@ -365,7 +208,7 @@ struct LintContext {
         if requiredVersion.0 > declaredVersion {
             let where_ = versionLine ?? requiredVersion.2
             add(
-                "HLS-VERSION", where_,
+                .version, where_,
                 "\(requiredVersion.1) (line \(requiredVersion.2 + 1)) needs EXT-X-VERSION \(requiredVersion.0) or "
                     + "higher; the playlist declares \(versionLine == nil ? "none (version 1)" : String(declaredVersion))"
             )
@@ -375,67 +218,67 @@ struct LintContext {
     mutating func checkAttributes(_ known: KnownTag, _ attributes: AttributeList, _ index: Int) {
         var names: Set<String> = []
         for a in attributes where !names.insert(a.name).inserted {
-            add("HLS-ATTR-DUPLICATE", index, column: column(of: a.name, inLine: index), "\(a.name) appears twice")
+            add(.attributeDuplicate, index, column: column(of: a.name, inLine: index), "\(a.name) appears twice")
         }
         guard let schema = Schema.attributes[known] else { return }
         for (name, spec) in schema.sorted(by: { $0.key < $1.key }) where spec.required && attributes[name] == nil {
             if known == .key || known == .sessionKey, name == "URI" { continue }
-            add("HLS-ATTR-REQUIRED", index, "#\(known.rawValue) requires \(name)")
+            add(.attributeRequired, index, "#\(known.rawValue) requires \(name)")
         }
         for a in attributes {
             guard let spec = schema[a.name] else { continue }
             if known == .streamInf, a.name == "CLOSED-CAPTIONS", a.rawValue == "NONE" { continue }
             if a.value(as: spec.type) == nil {
                 add(
-                    "HLS-ATTR-TYPE", index, column: column(of: a.name, inLine: index),
+                    .attributeType, index, column: column(of: a.name, inLine: index),
                     "\(a.name)=\(a.rawValue) is not a \(typeName(spec.type))")
             } else if let values = spec.values, !values.contains(a.rawValue) {
                 add(
-                    "HLS-ATTR-ENUM", index, column: column(of: a.name, inLine: index),
+                    .attributeEnumeration, index, column: column(of: a.name, inLine: index),
                     "\(a.name)=\(a.rawValue) is not one of \(values.joined(separator: ", "))")
             }
         }
         switch known {
         case .key:
             if attributes["METHOD"]?.valueIs("NONE") == true {
-                if attributes.count > 1 { add("HLS-KEY-NONE", index, "METHOD=NONE allows no other attributes") }
+                if attributes.count > 1 { add(.keyNone, index, "METHOD=NONE allows no other attributes") }
             } else if attributes["URI"] == nil {
-                add("HLS-KEY-NONE", index, "#EXT-X-KEY with a METHOD other than NONE requires URI")
+                add(.keyNone, index, "#EXT-X-KEY with a METHOD other than NONE requires URI")
             }
         case .sessionKey:
             if attributes["METHOD"]?.valueIs("NONE") == true {
-                add("HLS-SESSION-KEY-NONE", index, "EXT-X-SESSION-KEY METHOD MUST NOT be NONE")
+                add(.sessionKeyNone, index, "EXT-X-SESSION-KEY METHOD MUST NOT be NONE")
             } else if attributes["URI"] == nil {
-                add("HLS-ATTR-REQUIRED", index, "#EXT-X-SESSION-KEY requires URI")
+                add(.attributeRequired, index, "#EXT-X-SESSION-KEY requires URI")
             }
         case .sessionData:
             if (attributes["VALUE"] == nil) == (attributes["URI"] == nil) {
-                add("HLS-SESSION-DATA", index, "EXT-X-SESSION-DATA needs exactly one of VALUE and URI")
+                add(.sessionData, index, "EXT-X-SESSION-DATA needs exactly one of VALUE and URI")
             }
         case .media:
             let type = attributes["TYPE"]?.rawValue
             if type == "CLOSED-CAPTIONS" {
                 if attributes["URI"] != nil {
                     add(
-                        "HLS-MEDIA-CLOSED-CAPTIONS", index, column: column(of: "URI", inLine: index),
+                        .mediaClosedCaptions, index, column: column(of: "URI", inLine: index),
                         "CLOSED-CAPTIONS renditions have no URI")
                 }
                 if attributes["INSTREAM-ID"] == nil {
-                    add("HLS-MEDIA-CLOSED-CAPTIONS", index, "CLOSED-CAPTIONS renditions require INSTREAM-ID")
+                    add(.mediaClosedCaptions, index, "CLOSED-CAPTIONS renditions require INSTREAM-ID")
                 }
             } else if attributes["INSTREAM-ID"] != nil {
                 add(
-                    "HLS-MEDIA-CLOSED-CAPTIONS", index, column: column(of: "INSTREAM-ID", inLine: index),
+                    .mediaClosedCaptions, index, column: column(of: "INSTREAM-ID", inLine: index),
                     "INSTREAM-ID is only for CLOSED-CAPTIONS")
             }
             if attributes.yesNo("DEFAULT") == true, attributes.yesNo("AUTOSELECT") == false {
                 add(
-                    "HLS-MEDIA-DEFAULT-AUTOSELECT", index, column: column(of: "AUTOSELECT", inLine: index),
+                    .mediaDefaultAutoselect, index, column: column(of: "AUTOSELECT", inLine: index),
                     "AUTOSELECT must be YES when DEFAULT is YES")
             }
             if attributes["FORCED"] != nil, type != "SUBTITLES" {
                 add(
-                    "HLS-MEDIA-FORCED", index, column: column(of: "FORCED", inLine: index),
+                    .mediaForced, index, column: column(of: "FORCED", inLine: index),
                     "FORCED is only for SUBTITLES")
             }
         case .dateRange:
@@ -443,25 +286,25 @@ struct LintContext {
             if let endText = attributes.quotedString("END-DATE") {
                 if let end = DateTime(endText), let start, end.secondsSince1970 < start.secondsSince1970 {
                     add(
-                        "HLS-DATERANGE-DATES", index, column: column(of: "END-DATE", inLine: index),
+                        .dateRangeDates, index, column: column(of: "END-DATE", inLine: index),
                         "END-DATE is before START-DATE")
                 } else if DateTime(endText) == nil {
                     add(
-                        "HLS-ATTR-TYPE", index, column: column(of: "END-DATE", inLine: index),
+                        .attributeType, index, column: column(of: "END-DATE", inLine: index),
                         "END-DATE is not an ISO 8601 date")
                 }
             }
             if let s = attributes.quotedString("START-DATE"), DateTime(s) == nil {
                 add(
-                    "HLS-ATTR-TYPE", index, column: column(of: "START-DATE", inLine: index),
+                    .attributeType, index, column: column(of: "START-DATE", inLine: index),
                     "START-DATE is not an ISO 8601 date")
             }
             if attributes["END-ON-NEXT"] != nil {
                 if attributes["CLASS"] == nil {
-                    add("HLS-DATERANGE-END-ON-NEXT", index, "END-ON-NEXT requires CLASS")
+                    add(.dateRangeEndOnNext, index, "END-ON-NEXT requires CLASS")
                 }
                 if attributes["DURATION"] != nil || attributes["END-DATE"] != nil {
-                    add("HLS-DATERANGE-END-ON-NEXT", index, "END-ON-NEXT excludes DURATION and END-DATE")
+                    add(.dateRangeEndOnNext, index, "END-ON-NEXT excludes DURATION and END-DATE")
                 }
             }
         default: break
@@ -502,7 +345,7 @@ struct LintContext {
                 case .discontinuity, .key, .map, .programDateTime:
                     if partInSegment, let known = t.known {
                         add(
-                            "HLS-PART-TAG-ORDER", index,
+                            .partTagOrder, index,
                             "#\(known.rawValue) applies to the segment and must come before its first EXT-X-PART")
                     }
                 default: break
@@ -520,24 +363,24 @@ struct LintContext {
                 case .byteRange: if let b = t.byteRange { pendingByteRange = (b, index) }
                 case .mediaSequence:
                     if let f = firstSegmentLine {
-                        add("HLS-MEDIA-SEQUENCE-POSITION", index, "must come before the first segment (line \(f + 1))")
+                        add(.mediaSequencePosition, index, "must come before the first segment (line \(f + 1))")
                     }
                 case .discontinuitySequence:
                     if let f = firstSegmentLine ?? firstDiscontinuityLine {
                         add(
-                            "HLS-DISCONTINUITY-SEQUENCE-POSITION", index,
+                            .discontinuitySequencePosition, index,
                             "must come before any segment or EXT-X-DISCONTINUITY (line \(f + 1))")
                     }
                 default: break
                 }
             case .uri:
                 if firstSegmentLine == nil { firstSegmentLine = index }
-                if !sawExtinf { add("HLS-EXTINF-MISSING", index, "media segment without EXTINF") }
+                if !sawExtinf { add(.extinfMissing, index, "media segment without EXTINF") }
                 let uri = line.uri ?? ""
                 if let (spec, tagIndex) = pendingByteRange {
                     if spec.offset == nil, previousByteRange.map({ !$0.present || $0.uri != uri }) ?? true {
                         add(
-                            "HLS-BYTERANGE-OFFSET", tagIndex,
+                            .byteRangeOffset, tagIndex,
                             "EXT-X-BYTERANGE without an offset must follow a sub-range of the same resource")
                     }
                     previousByteRange = (uri, true)
@@ -551,7 +394,7 @@ struct LintContext {
             }
         }
         if targetLine == nil {
-            add("HLS-TARGETDURATION-MISSING", 0, "media playlists require EXT-X-TARGETDURATION")
+            add(.targetDurationMissing, 0, "media playlists require EXT-X-TARGETDURATION")
         }
         let target = media.targetDuration
         if let target {
@@ -559,29 +402,29 @@ struct LintContext {
                 let extinfLine = s.lineRange.lowerBound..<s.lineRange.upperBound
                 let at = extinfLine.first { lines[$0].knownTag == .extinf } ?? s.lineRange.lowerBound
                 add(
-                    "HLS-EXTINF-TARGET", at, column: 9,
+                    .extinfTarget, at, column: 9,
                     "EXTINF \(Numbers.formatShort(s.duration)) rounds above the target duration \(target)")
             }
             if target > 6, let targetLine {
-                add("APPLE-TARGET-DURATION", targetLine, column: 23, "target duration \(target) is above 6 seconds")
+                add(.appleTargetDuration, targetLine, column: 23, "target duration \(target) is above 6 seconds")
             }
         }
         if !media.dateRanges.isEmpty, !sawPDT, let first = media.dateRanges.first {
-            add("HLS-DATERANGE-PDT", first.lineIndex, "EXT-X-DATERANGE requires an EXT-X-PROGRAM-DATE-TIME tag")
+            add(.dateRangeProgramDateTime, first.lineIndex, "EXT-X-DATERANGE requires an EXT-X-PROGRAM-DATE-TIME tag")
         }
         for d in media.dateRanges {
             if let duration = d.attributes["DURATION"], let v = duration.signedDecimalFloat, v < 0 {
-                add("HLS-DATERANGE-DATES", d.lineIndex, "DURATION is negative")
+                add(.dateRangeDates, d.lineIndex, "DURATION is negative")
             }
         }
         let allParts = media.segments.flatMap(\.parts) + media.trailingParts
         if let firstPart = allParts.first {
             if partInfLine == nil {
-                add("HLS-PART-INF-MISSING", firstPart.lineIndex, "EXT-X-PART requires EXT-X-PART-INF")
+                add(.partInfMissing, firstPart.lineIndex, "EXT-X-PART requires EXT-X-PART-INF")
             } else if let partTarget = media.partTarget {
                 for p in allParts where p.duration > partTarget {
                     add(
-                        "HLS-PART-DURATION", p.lineIndex, column: column(of: "DURATION", inLine: p.lineIndex),
+                        .partDuration, p.lineIndex, column: column(of: "DURATION", inLine: p.lineIndex),
                         "part duration \(Numbers.formatShort(p.duration)) exceeds PART-TARGET "
                             + Numbers.formatShort(partTarget))
                 }
@@ -590,23 +433,23 @@ struct LintContext {
         if let sc = media.serverControl, let scLine = lines.firstIndex(where: { $0.knownTag == .serverControl }) {
             if let t = target, let hb = sc.decimalFloat("HOLD-BACK"), hb < 3 * Double(t) {
                 add(
-                    "HLS-SERVER-CONTROL", scLine, column: column(of: "HOLD-BACK", inLine: scLine),
+                    .serverControl, scLine, column: column(of: "HOLD-BACK", inLine: scLine),
                     "HOLD-BACK \(Numbers.formatShort(hb)) is less than three target durations")
             }
             if let pt = media.partTarget {
                 if let phb = sc.decimalFloat("PART-HOLD-BACK") {
                     if phb < 2 * pt {
                         add(
-                            "HLS-SERVER-CONTROL", scLine, column: column(of: "PART-HOLD-BACK", inLine: scLine),
+                            .serverControl, scLine, column: column(of: "PART-HOLD-BACK", inLine: scLine),
                             "PART-HOLD-BACK \(Numbers.formatShort(phb)) is less than twice PART-TARGET")
                     }
                 } else {
-                    add("HLS-SERVER-CONTROL", scLine, "PART-HOLD-BACK is required with EXT-X-PART-INF")
+                    add(.serverControl, scLine, "PART-HOLD-BACK is required with EXT-X-PART-INF")
                 }
             }
             if let t = target, let skip = sc.decimalFloat("CAN-SKIP-UNTIL"), skip < 6 * Double(t) {
                 add(
-                    "HLS-SERVER-CONTROL", scLine, column: column(of: "CAN-SKIP-UNTIL", inLine: scLine),
+                    .serverControl, scLine, column: column(of: "CAN-SKIP-UNTIL", inLine: scLine),
                     "CAN-SKIP-UNTIL \(Numbers.formatShort(skip)) is less than six target durations")
             }
         }
@@ -615,7 +458,7 @@ struct LintContext {
         if media.playlistType == "VOD", !media.endList, skipLine == nil,
             let typeLine = lines.firstIndex(where: { $0.knownTag == .playlistType })
         {
-            add("HLS-VOD-ENDLIST", typeLine, "a VOD playlist should end with EXT-X-ENDLIST")
+            add(.vodEndList, typeLine, "a VOD playlist should end with EXT-X-ENDLIST")
         }
     }
 
@@ -629,22 +472,22 @@ struct LintContext {
         let canSkipUntil = sc?["CAN-SKIP-UNTIL"] != nil
         if let sc, let scLine = serverControlLine, sc["CAN-SKIP-DATERANGES"] != nil, !canSkipUntil {
             add(
-                "HLS-CAN-SKIP-DATERANGES", scLine, column: column(of: "CAN-SKIP-DATERANGES", inLine: scLine),
+                .canSkipDateRanges, scLine, column: column(of: "CAN-SKIP-DATERANGES", inLine: scLine),
                 "CAN-SKIP-DATERANGES requires CAN-SKIP-UNTIL")
         }
         if let skipLine {
             if !canSkipUntil {
                 add(
-                    "HLS-SKIP-CAN-SKIP", skipLine,
+                    .skipCanSkip, skipLine,
                     "EXT-X-SKIP (a delta update) needs CAN-SKIP-UNTIL in EXT-X-SERVER-CONTROL")
             }
             if endListLine != nil {
-                add("HLS-SKIP-CAN-SKIP", skipLine, "a playlist with EXT-X-ENDLIST is never a delta update")
+                add(.skipCanSkip, skipLine, "a playlist with EXT-X-ENDLIST is never a delta update")
             }
             let removed = lines[skipLine].tag?.attributes?["RECENTLY-REMOVED-DATERANGES"] != nil
             if removed, sc?.yesNo("CAN-SKIP-DATERANGES") != true {
                 add(
-                    "HLS-SKIP-CAN-SKIP", skipLine,
+                    .skipCanSkip, skipLine,
                     column: column(of: "RECENTLY-REMOVED-DATERANGES", inLine: skipLine),
                     "RECENTLY-REMOVED-DATERANGES (skipped date ranges) needs CAN-SKIP-DATERANGES=YES")
             }
@@ -652,23 +495,23 @@ struct LintContext {
         for (index, line) in lines.enumerated() where line.knownTag == .renditionReport {
             guard let uri = line.tag?.attributes?.quotedString("URI"), URIReference(uri).scheme != nil else { continue }
             add(
-                "HLS-RENDITION-REPORT-URI", index, column: column(of: "URI", inLine: index),
+                .renditionReportURI, index, column: column(of: "URI", inLine: index),
                 "the rendition report URI \"\(uri)\" must be relative to this playlist's URI")
         }
         if media.iFramesOnly, let firstPart = (media.segments.flatMap(\.parts) + media.trailingParts).first {
-            add("HLS-IFRAMES-ONLY-PARTS", firstPart.lineIndex, "an I-frames-only playlist should not use EXT-X-PART")
+            add(.iFramesOnlyParts, firstPart.lineIndex, "an I-frames-only playlist should not use EXT-X-PART")
         }
         var firstOfType: [String: Int] = [:]
         for hint in preloadHints {
             if endListLine != nil {
-                add("HLS-PRELOAD-HINT-ENDLIST", hint.index, "a playlist with EXT-X-ENDLIST must not hint a resource")
+                add(.preloadHintEndList, hint.index, "a playlist with EXT-X-ENDLIST must not hint a resource")
             }
             if hint.type == "PART", media.partTarget == nil, lines.allSatisfy({ $0.knownTag != .partInf }) {
-                add("HLS-PRELOAD-HINT-PART-INF", hint.index, "a TYPE=PART hint needs EXT-X-PART-INF")
+                add(.preloadHintPartInf, hint.index, "a TYPE=PART hint needs EXT-X-PART-INF")
             }
             if let first = firstOfType[hint.type] {
                 add(
-                    "HLS-PRELOAD-HINT-DUPLICATE", hint.index,
+                    .preloadHintDuplicate, hint.index,
                     "a second TYPE=\(hint.type) hint (the first is on line \(first + 1))")
             } else {
                 firstOfType[hint.type] = hint.index
@@ -683,7 +526,7 @@ struct LintContext {
                 if p.independent || p.gap || parts[k + 1].gap { continue }
                 if p.duration < 0.85 * partTarget - 1e-9 {
                     add(
-                        "HLS-PART-DURATION-MIN", p.lineIndex, column: column(of: "DURATION", inLine: p.lineIndex),
+                        .partDurationMin, p.lineIndex, column: column(of: "DURATION", inLine: p.lineIndex),
                         "part duration \(Numbers.formatShort(p.duration)) is below 85% of PART-TARGET "
                             + Numbers.formatShort(partTarget))
                 }
@@ -702,7 +545,7 @@ struct LintContext {
             for a in d.attributes {
                 guard let earlier = first.attributes[a.name], earlier.rawValue != a.rawValue else { continue }
                 add(
-                    "HLS-DATERANGE-ID-CONFLICT", d.lineIndex, column: column(of: a.name, inLine: d.lineIndex),
+                    .dateRangeIDConflict, d.lineIndex, column: column(of: a.name, inLine: d.lineIndex),
                     "\(a.name)=\(a.rawValue) differs from \(earlier.rawValue) in the EXT-X-DATERANGE with the same ID "
                         + "on line \(first.lineIndex + 1)")
             }
@@ -717,7 +560,7 @@ struct LintContext {
             let key = r.type + "\u{1}" + r.groupID + "\u{1}" + r.name
             if let first = namesSeen[key] {
                 add(
-                    "HLS-MEDIA-NAME-UNIQUE", r.lineIndex, column: column(of: "NAME", inLine: r.lineIndex),
+                    .mediaNameUnique, r.lineIndex, column: column(of: "NAME", inLine: r.lineIndex),
                     "NAME \"\(r.name)\" already used in group \"\(r.groupID)\" on line \(first + 1)")
             } else {
                 namesSeen[key] = r.lineIndex
@@ -731,7 +574,7 @@ struct LintContext {
                 guard let group = v.attributes.quotedString(attr) else { continue }
                 if !(groups[type]?.contains(group) ?? false) {
                     add(
-                        "HLS-GROUP-UNDEFINED", v.lineIndex, column: column(of: attr, inLine: v.lineIndex),
+                        .groupUndefined, v.lineIndex, column: column(of: attr, inLine: v.lineIndex),
                         "\(attr)=\"\(group)\" names no EXT-X-MEDIA group of TYPE=\(type)")
                 }
             }
@@ -739,7 +582,7 @@ struct LintContext {
         for v in m.iFrameVariants {
             for name in ["FRAME-RATE", "AUDIO", "SUBTITLES", "CLOSED-CAPTIONS"] where v.attributes[name] != nil {
                 add(
-                    "HLS-IFRAME-ATTR", v.lineIndex, column: column(of: name, inLine: v.lineIndex),
+                    .iFrameAttributes, v.lineIndex, column: column(of: name, inLine: v.lineIndex),
                     "EXT-X-I-FRAME-STREAM-INF does not take \(name)")
             }
         }
@@ -752,20 +595,20 @@ struct LintContext {
                             || t.hasPrefix("fLaC") || t.hasPrefix("alac") || t.hasPrefix("ac-4")
                     }
                 } ?? false
-            if v.codecs == nil { add("APPLE-CODECS", v.lineIndex, "variant without CODECS") }
+            if v.codecs == nil { add(.appleCodecs, v.lineIndex, "variant without CODECS") }
             if v.averageBandwidth == nil {
-                add("APPLE-AVERAGE-BANDWIDTH", v.lineIndex, "variant without AVERAGE-BANDWIDTH")
+                add(.appleAverageBandwidth, v.lineIndex, "variant without AVERAGE-BANDWIDTH")
             }
             if !isAudioOnly {
-                if v.resolution == nil { add("APPLE-RESOLUTION", v.lineIndex, "video variant without RESOLUTION") }
-                if v.frameRate == nil { add("APPLE-FRAME-RATE", v.lineIndex, "video variant without FRAME-RATE") }
+                if v.resolution == nil { add(.appleResolution, v.lineIndex, "video variant without RESOLUTION") }
+                if v.frameRate == nil { add(.appleFrameRate, v.lineIndex, "video variant without FRAME-RATE") }
             }
         }
         if !m.independentSegments, !m.variants.isEmpty {
-            add("APPLE-INDEPENDENT-SEGMENTS", 0, "no EXT-X-INDEPENDENT-SEGMENTS")
+            add(.appleIndependentSegments, 0, "no EXT-X-INDEPENDENT-SEGMENTS")
         }
         if m.iFrameVariants.isEmpty, !m.variants.isEmpty {
-            add("APPLE-IFRAME", 0, "no EXT-X-I-FRAME-STREAM-INF playlists")
+            add(.appleIFrame, 0, "no EXT-X-I-FRAME-STREAM-INF playlists")
         }
     }
 
@@ -774,19 +617,19 @@ struct LintContext {
         let sequenceLine = lines.firstIndex { $0.knownTag == .mediaSequence } ?? 0
         if current.mediaSequence < previous.mediaSequence {
             add(
-                "LIVE-MEDIA-SEQUENCE", sequenceLine,
+                .liveMediaSequence, sequenceLine,
                 "media sequence \(current.mediaSequence) is below the previous poll's \(previous.mediaSequence)")
             return
         }
         if previous.endList {
             if playlist.write() != previousPlaylist.write() {
-                add("LIVE-ENDLIST", 0, "the previous poll had EXT-X-ENDLIST but the playlist changed")
+                add(.liveEndList, 0, "the previous poll had EXT-X-ENDLIST but the playlist changed")
             }
             return
         }
         if let pt = previous.targetDuration, let ct = current.targetDuration, pt != ct {
             let line = lines.firstIndex { $0.knownTag == .targetDuration } ?? 0
-            add("LIVE-TARGETDURATION", line, "target duration changed from \(pt) to \(ct)")
+            add(.liveTargetDuration, line, "target duration changed from \(pt) to \(ct)")
         }
         var previousBySequence: [UInt64: MediaSegment] = [:]
         var previousByURI: [String: UInt64] = [:]
@@ -799,7 +642,7 @@ struct LintContext {
             currentBySequence[s.mediaSequence] = s
             if let old = previousByURI[s.uri], old != s.mediaSequence {
                 add(
-                    "LIVE-URI-SEQUENCE", s.lineRange.upperBound - 1,
+                    .liveURISequence, s.lineRange.upperBound - 1,
                     "\(s.rawURI) had media sequence \(old) and now has \(s.mediaSequence)")
             }
         }
@@ -817,7 +660,7 @@ struct LintContext {
             {
                 let line = lines.firstIndex { $0.knownTag == .discontinuitySequence } ?? 0
                 add(
-                    "LIVE-DISCONTINUITY-SEQUENCE", line,
+                    .liveDiscontinuitySequence, line,
                     "discontinuity sequence is \(current.discontinuitySequence); \(expected) expected after the "
                         + "removed segments")
             }
@@ -825,14 +668,14 @@ struct LintContext {
                 if let now = currentBySequence[s.mediaSequence] {
                     if now.uri != s.uri, previousByURI[now.uri] == nil {
                         add(
-                            "LIVE-SEGMENT-REMOVED", now.lineRange.upperBound - 1,
+                            .liveSegmentRemoved, now.lineRange.upperBound - 1,
                             "segment \(s.mediaSequence) was \(s.rawURI) in the previous poll")
                         break
                     }
                 } else {
                     let at = current.segments.last.map { $0.lineRange.upperBound - 1 } ?? 0
                     add(
-                        "LIVE-SEGMENT-REMOVED", at,
+                        .liveSegmentRemoved, at,
                         "segment \(s.mediaSequence) (\(s.rawURI)) is gone but was not at the start of the playlist")
                     break
                 }

@@ -1,3 +1,4 @@
+// Long file: the lossless line model and the one-pass parser that builds it share their state; split, they would not.
 /// How a line ended in the source.
 public enum LineEnding: Sendable, Hashable {
     case lf
@@ -643,7 +644,8 @@ struct ParseState {
                 .truncated, line: pendingSegmentLine, column: 1, "EXTINF is not followed by a media segment URI")
         }
         if pendingVariantLine != 0 {
-            try report(.truncated, line: pendingVariantLine, column: 1, "EXT-X-STREAM-INF is not followed by a URI")
+            try report(
+                .truncatedVariant, line: pendingVariantLine, column: 1, "EXT-X-STREAM-INF is not followed by a URI")
         }
     }
 }

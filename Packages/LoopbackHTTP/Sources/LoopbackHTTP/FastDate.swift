@@ -1,3 +1,5 @@
+import FileRange
+
 /// IMF-fixdate formatting into bytes (RFC 9110 §5.6.7), for the hot path; FileRange's `HTTPDate` parses.
 enum FastDate {
     private static let days: StaticString = "ThuFriSatSunMonTueWed"
@@ -6,16 +8,7 @@ enum FastDate {
     static func imfFixdate(_ seconds: Int64) -> String {
         let dayNumber = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - dayNumber * 86_400
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-        let z = dayNumber + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = HTTPDate.civil(fromDays: dayNumber)
         let weekday = Int(((dayNumber % 7) + 7) % 7)
         var out = [UInt8](repeating: 0x20, count: 29)
         out.withUnsafeMutableBufferPointer { b in

@@ -1,11 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
+// Long file: the demuxer is one hot loop over packets with its per-PID state; its parts are not useful apart.
 /// The start of one PES packet, as the demuxer reports it.
 public struct PESInfo: Hashable, Sendable {
     public var pid: UInt16
@@ -955,12 +948,23 @@ public struct Demuxer: Sendable {
     }
 }
 
-/// Whether two buffers hold the same bytes (memcmp; no generic per-byte iteration).
+/// Whether two buffers hold the same bytes, compared eight at a time (no generic per-byte iteration, no C call).
 @inline(__always)
 func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
     guard a.count == b.count else { return false }
-    guard let x = a.baseAddress, let y = b.baseAddress else { return true }
-    return memcmp(x, y, a.count) == 0
+    var offset = 0
+    while offset + 8 <= a.count {
+        guard
+            a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        else { return false }
+        offset += 8
+    }
+    while offset < a.count {
+        guard a[offset] == b[offset] else { return false }
+        offset += 1
+    }
+    return true
 }
 
 extension MPEGTSError {

@@ -1,3 +1,4 @@
+import FileRange
 public import LoopbackHTTP
 
 /// Serves a folder that already holds an HLS presentation (TS or fMP4 segments, keys, playlists; for example a
@@ -18,7 +19,7 @@ public final class HLSFolderSession: PlaybackSource {
         self.folder = folder
         self.token = SessionToken.random()
         self.files = StaticFileHandler(root: folder)
-        guard let names = FolderListing.names(in: folder) else {
+        guard let names = FileSystem.entries(in: folder) else {
             throw PlaybackError(.cannotOpen, path: folder, detail: "not a readable folder")
         }
         if let entry {

@@ -36,7 +36,7 @@ public final class TSFolderSession: PlaybackSource {
         self.folder = folder
         self.token = SessionToken.random()
         self.files = StaticFileHandler(root: folder)
-        guard let names = FolderListing.names(in: folder) else {
+        guard let names = FileSystem.entries(in: folder) else {
             throw PlaybackError(.cannotOpen, path: folder, detail: "not a readable folder")
         }
         var segments: [Segment] = []

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Only FileRange, LoopbackHTTP and HTTPClient make system calls, and no source file is over 600 lines without a
+# reason at its top (Scripts/check-boundaries.py says how). With --self-test it first proves it can fail: a copy of
+# the tree with a package that imports Glibc and calls open() and rename(), and a 601-line file, must be refused.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ "${1:-}" == --self-test ]]; then
+    scratch="$(mktemp -d)"
+    trap 'rm -rf "$scratch"' EXIT
+    mkdir -p "$scratch/Packages/Bad/Sources/Bad" "$scratch/Tools/tool"
+    printf 'import Glibc\nfunc f() { _ = open("/x", 0); _ = rename("/a", "/b"); _ = x.write(1) }\n// open( in a comment\nlet s = "write(1)"\n' \
+        >"$scratch/Packages/Bad/Sources/Bad/Bad.swift"
+    for _ in $(seq 601); do echo "let x = 1"; done >"$scratch/Tools/tool/Long.swift"
+    if out="$(python3 Scripts/check-boundaries.py "$scratch")"; then
+        echo "check-boundaries: the self-test tree passed; the check is broken" >&2
+        exit 1
+    fi
+    for expected in "Bad.swift:1: imports Glibc" "Bad.swift:2: calls open()" "Bad.swift:2: calls rename()" \
+        "Long.swift: 601 lines"; do
+        grep -qF "$expected" <<<"$out" || { echo "check-boundaries: the self-test missed '$expected'" >&2; exit 1; }
+    done
+    if [[ "$(grep -c . <<<"$out")" != 4 ]]; then
+        echo "check-boundaries: the self-test found more than it should (comments, strings or methods):" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+fi
+python3 Scripts/check-boundaries.py .
