@@ -7,6 +7,7 @@
 @usableFromInline let asciiColon: UInt8 = 0x3A
 @usableFromInline let asciiComma: UInt8 = 0x2C
 @usableFromInline let asciiQuote: UInt8 = 0x22
+@usableFromInline let asciiApostrophe: UInt8 = 0x27
 @usableFromInline let asciiEquals: UInt8 = 0x3D
 @usableFromInline let asciiSpace: UInt8 = 0x20
 @usableFromInline let asciiTab: UInt8 = 0x09

@@ -166,6 +166,8 @@ public struct IPTVStreamParser: Sendable {
     private var hasCurrent = false
     private var pendingOptions: IPTVChannel?
     private var extgrp: String?
+    /// Whether the last #EXTINF could not be read: the URL after it belongs to the skipped entry.
+    private var skippingEntry = false
     private var maxDiagnostics = 10_000
 
     public init(limits: PlaylistLimits = .default) { self.limits = limits }
@@ -294,14 +296,8 @@ public struct IPTVStreamParser: Sendable {
             if IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.extinfPrefix) {
                 if hasCurrent { report(entryStart, 1, "#EXTINF without a URL; entry skipped") }
                 hasCurrent = parseExtinf(trimmed.dropFirst(8))
-                if hasCurrent, let pre = pendingOptions {
-                    current.vlcOpts = pre.vlcOpts + current.vlcOpts
-                    current.kodiProps = pre.kodiProps + current.kodiProps
-                    current.httpHeaders = pre.httpHeaders + current.httpHeaders
-                    current.userAgent = current.userAgent ?? pre.userAgent
-                    current.referrer = current.referrer ?? pre.referrer
-                    current.group = current.group ?? pre.group
-                }
+                skippingEntry = !hasCurrent
+                if hasCurrent { applyPendingOptions() }
                 pendingOptions = nil
                 return
             }
@@ -329,26 +325,33 @@ public struct IPTVStreamParser: Sendable {
                 let headers = JSONObjectReader.stringPairs(trimmed.dropFirst(9))
                 if headers == nil { report(lineNumber, 10, "#EXTHTTP is not a JSON object of strings") }
                 updateEntry { target in
-                    for (k, v) in headers ?? [] {
-                        target.httpHeaders.append((k, v))
-                        switch k.lowercased() {
-                        case "user-agent": if target.userAgent == nil { target.userAgent = v }
-                        case "referer", "referrer": if target.referrer == nil { target.referrer = v }
-                        default: break
-                        }
-                    }
+                    for (k, v) in headers ?? [] { target.setHeader(k, v, overriding: true) }
                 }
             }
             return
         }
-        // A URL line.
+        // A URL line. In a list without an #EXTM3U header a bare URL is a channel of its own (plain M3U).
+        if !hasCurrent && header.line == nil && !skippingEntry {
+            current = IPTVChannel(name: "", url: "")
+            current.group = extgrp
+            hasCurrent = true
+            applyPendingOptions()
+        }
         guard hasCurrent else {
             report(lineNumber, 1, "URL without #EXTINF; entry skipped")
             pendingOptions = nil
+            skippingEntry = false
             return
         }
         hasCurrent = false
-        current.url = String(decoding: trimmed, as: UTF8.self)
+        skippingEntry = false
+        let (url, pipeHeaders) = IPTVURL.split(trimmed)
+        current.url = url
+        if current.name.isEmpty && current.duration == -1 && current.attributes.isEmpty {
+            current.name = IPTVURL.displayName(url)
+        }
+        // Kodi's `url|Name=value&...` headers belong to this URL: they win over the entry's options.
+        for (name, value) in pipeHeaders { current.setHeader(name, value, overriding: true) }
         current.lines = pendingLines
         current.lineNumber = entryStart
         pendingLines = []
@@ -357,6 +360,17 @@ public struct IPTVStreamParser: Sendable {
         emit(current)
         // The emitted lines are views into the caller's chunk: not held past the call.
         current.lines = []
+    }
+
+    /// Moves the options held before the entry's first line into the entry.
+    private mutating func applyPendingOptions() {
+        guard let pre = pendingOptions.take() else { return }
+        current.vlcOpts = pre.vlcOpts + current.vlcOpts
+        current.kodiProps = pre.kodiProps + current.kodiProps
+        current.httpHeaders = pre.httpHeaders + current.httpHeaders
+        current.userAgent = current.userAgent ?? pre.userAgent
+        current.referrer = current.referrer ?? pre.referrer
+        current.group = current.group ?? pre.group
     }
 
     /// Applies an option line to the current entry, or holds it for the entry the next #EXTINF starts.
@@ -420,7 +434,7 @@ public struct IPTVStreamParser: Sendable {
         return (String(decoding: b[..<eq], as: UTF8.self), String(decoding: b[(eq + 1)...], as: UTF8.self))
     }
 
-    /// Reads `key="value" key=value ...` up to the first comma outside quotes. Returns the attributes and the
+    /// Reads `key="value" key='value' key=value key= ...` up to the first comma outside quotes. Returns the attributes and the
     /// index just past that comma (nil when there is none). A quote closes a value only when followed by the end,
     /// a comma, or spaces and then another `key=` or a comma, so stray quotes inside values survive.
     static func attributes(_ slice: ArraySlice<UInt8>) -> ([(name: String, value: String)], ArraySlice<UInt8>.Index?) {
@@ -454,12 +468,13 @@ public struct IPTVStreamParser: Sendable {
             guard i < end, b[i] == asciiEquals else { continue }  // a stray token: skipped
             let key = IPTVAttributeNames.name(UnsafeBufferPointer(rebasing: b[keyStart..<i]))
             i += 1
-            if i < end, b[i] == asciiQuote {
+            if i < end, b[i] == asciiQuote || b[i] == asciiApostrophe {
+                let quote = b[i]
                 let valueStart = i + 1
                 var j = valueStart
                 var close: Int?
                 while j < end {
-                    j = IPTVStreamParser.nextQuote(b, from: j)
+                    j = ByteScan.next(quote, in: b, from: j)
                     if j < end {
                         let (closes, nextKey) = closesValue(b, j)
                         if closes {
@@ -514,10 +529,6 @@ public struct IPTVStreamParser: Sendable {
         return c < 64 && (stops >> UInt64(c)) & 1 != 0
     }
 
-    /// The index of the next `"` at or after `from`, or `b.count`; eight bytes at a time.
-    private static func nextQuote(_ b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        ByteScan.next(asciiQuote, in: b, from: from)
-    }
 }
 
 /// A minimal reader for a flat JSON object of string values (`#EXTHTTP`).
