@@ -4,18 +4,40 @@
 # Tests/Fuzz/Crashers/NAME; crashing inputs are written to Tests/Fuzz/Crashers/NAME/, where the MPEGTS unit
 # tests replay them (commit them with the fix).
 # Usage: Scripts/fuzz.sh NAME SECONDS      e.g. Scripts/fuzz.sh FuzzDemuxer 60
+#        Scripts/fuzz.sh --smoke SECONDS    every fuzzer for SECONDS each (Scripts/test.sh); fails on any crash
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -ne 2 || ! $2 =~ ^[0-9]+$ ]]; then
-    echo "usage: Scripts/fuzz.sh NAME SECONDS   (NAME: one of the fuzzers in Tests/Fuzz/Package.swift)" >&2
+    echo "usage: Scripts/fuzz.sh NAME|--smoke SECONDS   (NAME: one of the fuzzers in Tests/Fuzz/Package.swift)" >&2
     exit 64
+fi
+export SWIFT_BACKTRACE=enable=no
+build() {  # builds the named products (all of them with no argument) with libFuzzer and ASan
+    local products=()
+    for product in "$@"; do products+=(--product "$product"); done
+    swift build -c release --package-path Tests/Fuzz "${products[@]}" -Xswiftc -sanitize=fuzzer,address \
+        -Xswiftc -DFUZZING 2>&1 | grep -vE 'warning: Cannot export local symbol|^\[[0-9]+/[0-9]+\]' || true
+}
+if [[ $1 == --smoke ]]; then
+    build
+    failed=0
+    for main in Tests/Fuzz/Sources/*/main.swift; do
+        name=$(basename "$(dirname "$main")")
+        if ! log=$(Scripts/fuzz.sh "$name" "$2" 2>&1); then
+            echo "$log" | tail -30 >&2
+            echo "fuzz: $name failed its smoke run" >&2
+            failed=1
+        else
+            echo "fuzz: $name: $(grep -oE 'stat::number_of_executed_units: *[0-9]+' <<<"$log" | grep -oE '[0-9]+$') runs, \
+$(grep -oE 'cov: [0-9]+' <<<"$log" | tail -1)"
+        fi
+    done
+    exit "$failed"
 fi
 name=$1
 seconds=$2
 [[ -f "Tests/Fuzz/Sources/$name/main.swift" ]] || { echo "fuzz: no fuzzer named $name" >&2; exit 64; }
-export SWIFT_BACKTRACE=enable=no
-swift build -c release --package-path Tests/Fuzz --product "$name" -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING \
-    2>&1 | grep -vE 'warning: Cannot export local symbol|^\[[0-9]+/[0-9]+\]' || true
+build "$name"
 binary=$(swift build -c release --package-path Tests/Fuzz --show-bin-path)/$name
 [[ -x $binary ]] || { echo "fuzz: build of $name failed" >&2; exit 1; }
 
@@ -29,6 +51,17 @@ if [[ $name == FuzzDemuxer ]]; then
         [[ -f $fixture ]] && head -c 6000 "$fixture" > "$corpus/seed-$(basename "$fixture")"
     done
 fi
+seed() {  # copies files (up to 8 KiB each, the fuzzers' max_len) into the corpus
+    for file in "$@"; do [[ -f $file ]] && head -c 8192 "$file" >"$corpus/seed-$(basename "$file")"; done
+}
+case $name in
+    PlaylistFuzzer) seed Packages/HLSPlaylist/Tests/HLSPlaylistTests/Fixtures/*/*.m3u8* ;;
+    AdFilterFuzzer) seed Packages/HLSAdFilter/Tests/HLSAdFilterTests/Fixtures/*.m3u8 ;;
+    TaskStoreFuzzer)
+        printf '%s' '{"version":1,"nextOrder":2,"tasks":[{"id":"a","url":"http://h/i.m3u8","folder":"a","state":"paused","order":1}]}' \
+            >"$corpus/seed-tasks.json" ;;
+    RangeHeaderFuzzer) printf '\x10\x00bytes=0-99,200-,-5' >"$corpus/seed-range" ;;
+esac
 echo "fuzz: running $name for $seconds s (corpus $corpus, crashers $crashers)" >&2
 dictionary=()
 for candidate in "Tests/Fuzz/Sources/$name"/*.dict; do

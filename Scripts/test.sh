@@ -64,6 +64,9 @@ if [[ $standalone == 1 ]]; then
         -Xswiftc -warnings-as-errors 2>&1 | grep -E '^(✘|✔ Test run)|recorded an issue|error:' 
 fi
 
+step "Every fuzzer, a short smoke run each (Scripts/fuzz.sh; long campaigns are run by hand)"
+Scripts/fuzz.sh --smoke "${FUZZ_SMOKE_SECONDS:-10}"
+
 # Serially: several suites drive servers with blocking socket clients from async tests, and on a 2-core machine
 # Swift's cooperative pool has two threads; two such tests at once leave a server's async handlers no thread to run
 # on until a timeout fires.

@@ -14,6 +14,10 @@ let fuzzers: [(name: String, dependencies: [String], dictionaries: [String])] = 
     ("FuzzSCTE35", ["MPEGTS"], []),
     ("PlaylistFuzzer", ["HLSPlaylist"], []),
     ("HTTPRequestFuzzer", ["LoopbackHTTP", "FileRange"], ["http.dict"]),
+    ("RangeHeaderFuzzer", ["FileRange"], []),
+    ("SparseCacheMapFuzzer", ["FileRange"], []),
+    ("AdFilterFuzzer", ["HLSAdFilter", "HLSPlaylist"], []),
+    ("TaskStoreFuzzer", ["HLSDownload", "FileRange"], []),
 ]
 
 let swiftSettings: [SwiftSetting] = [

@@ -247,9 +247,10 @@ extension LiveAdFilter {
 // MARK: Persisting the state (a line-based text form, so a CLI can keep it between invocations)
 
 extension LiveAdFilter.State {
-    /// The state as text: one record per line, tab-separated fields.
+    /// The state as text: one record per line, tab-separated fields; in text fields a backslash, tab, line feed or
+    /// carriage return is escaped (`\\`, `\t`, `\n`, `\r`), so every URI and reason reads back as it was.
     public var serialized: String {
-        var out = "TSPLAYER-ADFILTER-STATE 1\n"
+        var out = "TSPLAYER-ADFILTER-STATE 2\n"
         if let f = lastFirstSequence { out += "F\t\(f)\n" }
         if let c = lastContent {
             out += "C\t\(c.mediaSequence)\t\(c.duration)\t\(clean(c.uri))"
@@ -263,7 +264,7 @@ extension LiveAdFilter.State {
             guard let r = decisions[key] else { continue }
             let d = r.decision
             out +=
-                "D\t\(d.mediaSequence)\t\(d.isAd ? 1 : 0)\t\(d.duration)\t\(d.rule.id)\t\(d.breakID ?? "")\t"
+                "D\t\(d.mediaSequence)\t\(d.isAd ? 1 : 0)\t\(d.duration)\t\(d.rule.id)\t\(clean(d.breakID ?? ""))\t"
                 + "\(clean(d.uri))\t\(clean(d.reason))\n"
             if let a = r.after {
                 out +=
@@ -314,15 +315,55 @@ extension LiveAdFilter.State {
     }
 
     private func clean(_ s: String) -> String {
-        String(s.map { $0 == "\t" || $0 == "\n" || $0 == "\r" ? " " : $0 })
+        var out = ""
+        out.reserveCapacity(s.utf8.count)
+        for c in s.unicodeScalars {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\t": out += "\\t"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+
+    /// The text `clean` escaped; version 1 files (which replaced those characters with spaces) are read as they are.
+    private static func unescaped(_ s: String, version: Int) -> String {
+        guard version >= 2, s.contains("\\") else { return s }
+        var out = ""
+        var escaping = false
+        for c in s.unicodeScalars {
+            if escaping {
+                switch c {
+                case "t": out += "\t"
+                case "n": out += "\n"
+                case "r": out += "\r"
+                default: out.unicodeScalars.append(c)
+                }
+                escaping = false
+            } else if c == "\\" {
+                escaping = true
+            } else {
+                out.unicodeScalars.append(c)
+            }
+        }
+        return out
     }
 
     /// Reads a state written by ``serialized``; nil when the text is not one.
     public init?(serialized text: String) {
         self.init()
         var lines = text.split(separator: "\n", omittingEmptySubsequences: true)[...]
-        guard lines.first == "TSPLAYER-ADFILTER-STATE 1" else { return nil }
+        let version: Int
+        switch lines.first {
+        case "TSPLAYER-ADFILTER-STATE 1": version = 1
+        case "TSPLAYER-ADFILTER-STATE 2": version = 2
+        default: return nil
+        }
         lines = lines.dropFirst()
+        func decoded(_ field: String) -> String { Self.unescaped(field, version: version) }
         var afters: [UInt64: OpenBreak] = [:]
         for line in lines {
             let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
@@ -333,9 +374,9 @@ extension LiveAdFilter.State {
                 lastFirstSequence = v
             case "C":
                 guard f.count == 4 || f.count == 6, let m = UInt64(f[1]), let d = Double(f[2]) else { return nil }
-                lastContent = LiveAdFilter.ContentAnchor(mediaSequence: m, uri: f[3], duration: d)
+                lastContent = LiveAdFilter.ContentAnchor(mediaSequence: m, uri: decoded(f[3]), duration: d)
                 if f.count == 6 {
-                    lastContent?.keyURI = f[4]
+                    lastContent?.keyURI = decoded(f[4])
                     lastContent?.iv = LiveAdFilter.State.bytes(hex: f[5])
                 }
             case "D":
@@ -343,16 +384,18 @@ extension LiveAdFilter.State {
                     return nil
                 }
                 let decision = SegmentDecision(
-                    mediaSequence: m, uri: f[6], duration: d, isAd: f[2] == "1", reason: f[7], rule: rule,
-                    breakID: f[5].isEmpty ? nil : f[5])
+                    mediaSequence: m, uri: decoded(f[6]), duration: d, isAd: f[2] == "1", reason: decoded(f[7]),
+                    rule: rule,
+                    breakID: f[5].isEmpty ? nil : decoded(f[5]))
                 decisions[m] = RememberedDecision(decision: decision, after: nil)
             case "A":
                 guard f.count == 7, let m = UInt64(f[1]), let rule = AdRule(id: f[3]), let elapsed = Double(f[5])
                 else { return nil }
-                afters[m] = OpenBreak(id: f[2], rule: rule, reason: f[6], remaining: Double(f[4]), elapsed: elapsed)
+                afters[m] = OpenBreak(
+                    id: decoded(f[2]), rule: rule, reason: decoded(f[6]), remaining: Double(f[4]), elapsed: elapsed)
             case "M":
                 guard f.count == 2 else { return nil }
-                lastContentMap = f[1]
+                lastContentMap = decoded(f[1])
             case "B":
                 guard f.count == 2, let v = UInt64(f[1]) else { return nil }
                 discontinuitiesBefore = v
@@ -365,11 +408,11 @@ extension LiveAdFilter.State {
                 else {
                     return nil
                 }
-                let map = f.count >= 8 && !f[7].isEmpty ? f[7] : nil
-                let keyURI = f.count == 10 && !f[8].isEmpty ? f[8] : nil
+                let map = f.count >= 8 && !f[7].isEmpty ? decoded(f[7]) : nil
+                let keyURI = f.count == 10 && !f[8].isEmpty ? decoded(f[8]) : nil
                 let iv = f.count == 10 && !f[9].isEmpty ? LiveAdFilter.State.bytes(hex: f[9]) : nil
                 slates[m] = SlateSlot(
-                    mediaSequence: m, duration: d, anchorURI: f[6].isEmpty ? nil : f[6],
+                    mediaSequence: m, duration: d, anchorURI: f[6].isEmpty ? nil : decoded(f[6]),
                     anchorMediaSequence: UInt64(f[3]),
                     offsetFromAnchor: o, isFragmentedMP4: f[5] == "1", anchorMapURI: map, anchorKeyURI: keyURI,
                     anchorIV: iv)
