@@ -45,9 +45,11 @@ public struct AdDetector: Sendable {
     ///   - live: whether the playlist is a live window (its last run may still be growing).
     ///   - initial: the break open before the first segment (from the previous poll).
     ///   - remembered: decisions of earlier polls, by media sequence number; they are kept as they were.
+    ///   - slated: media sequence numbers earlier polls published as ads while still provisional (a break at the
+    ///     live edge): a break without markers that reaches back to the window's start continues one of these.
     public func detect(
         _ playlist: Playlist, media: MediaPlaylist, live: Bool = false, initial: OpenBreak? = nil,
-        remembered: [UInt64: RememberedDecision] = [:]
+        remembered: [UInt64: RememberedDecision] = [:], slated: Set<UInt64> = []
     ) -> Detection {
         let segments = media.segments
         var decisions: [SegmentDecision] = []
@@ -220,7 +222,8 @@ public struct AdDetector: Sendable {
         dateRanges(playlist, media, known: known, into: &detection)
         twitchTitles(media, known: known, into: &detection)
         if options.detectOriginChange {
-            serverSideInsertion(media, live: live, known: known, into: &detection)
+            serverSideInsertion(
+                media, live: live, known: known, remembered: remembered, slated: slated, into: &detection)
         }
         if options.durationHeuristics, !detection.hasMarkers {
             durationHeuristic(media, known: known, into: &detection)
@@ -296,6 +299,17 @@ public struct AdDetector: Sendable {
                         reason: "inside the Twitch stitched-ad DATERANGE \(range.id)"))
                 continue
             }
+            if let why = Self.adDescription(range) {
+                detection.hasMarkers = true
+                detection.adDateRangeLines.insert(range.lineIndex)
+                if let length {
+                    intervals.append(
+                        Interval(
+                            id: range.id, start: begin, end: begin + length, rule: .adDateRange,
+                            reason: "inside the EXT-X-DATERANGE \(range.id) (\(why))"))
+                }
+                continue
+            }
             var signal = SCTE35Cue.Signal.none
             var source = ""
             if let out = range.scte35Out {
@@ -351,6 +365,12 @@ public struct AdDetector: Sendable {
                 }
             }
         }
+    }
+
+    /// Why `range` describes an ad by itself (not through SCTE-35), or nil: the ad creative signaling attribute, which
+    /// ad stitchers write on one date range per stitched ad.
+    static func adDescription(_ range: DateRange) -> String? {
+        range.attributes["X-AD-CREATIVE-SIGNALING"] != nil ? "X-AD-CREATIVE-SIGNALING" : nil
     }
 
     // MARK: Twitch titles
@@ -432,24 +452,55 @@ public struct AdDetector: Sendable {
         return String(a)
     }
 
-    func serverSideInsertion(_ media: MediaPlaylist, live: Bool, known: [Bool], into detection: inout Detection) {
+    func serverSideInsertion(
+        _ media: MediaPlaylist, live: Bool, known: [Bool], remembered: [UInt64: RememberedDecision] = [:],
+        slated: Set<UInt64> = [], into detection: inout Detection
+    ) {
         // Runs are bounded by discontinuities: without one there is nothing to find.
         guard media.segments.contains(where: { $0.discontinuity }) else { return }
         let runs = runs(media)
         guard runs.count > 1 else { return }
+        // The content's origin: where the segments earlier polls decided were content came from (a live window
+        // deep in a break may hold more ad time than content), else the host with the most time in this playlist.
         var hostDurations: [String: Double] = [:]
-        for run in runs { for h in run.hosts { hostDurations[h, default: 0] += run.duration } }
+        for remembered in remembered.values where !remembered.decision.isAd {
+            let host = String(AdDetector.authorityAndPath(remembered.decision.uri).0).lowercased()
+            hostDurations[host, default: 0] += remembered.decision.duration
+        }
+        if hostDurations.isEmpty {
+            for run in runs { for h in run.hosts { hostDurations[h, default: 0] += run.duration } }
+        }
         let majority = hostDurations.max { $0.value < $1.value || $0.value == $1.value && $0.key > $1.key }?.key
-        let maximumRun = min(options.maximumBreakDuration, 240)
-        for (r, run) in runs.enumerated() {
+        for run in runs {
+            guard let pattern = run.adHost else { continue }
+            let id = "ssai-\(media.segments[run.range.lowerBound].mediaSequence)"
+            let reason = "between discontinuities and served from the ad host pattern \(pattern)"
+            for i in run.range where !known[i] {
+                mark(&detection, i, media.segments[i], rule: .adHost, reason: reason, id: id)
+            }
+        }
+        // Consecutive runs none of which comes from the content's origin form one pod (several ads, and the slate
+        // filling an underfilled break, back to back): the pod is judged as a whole against its neighbours.
+        // A run whose host changes without a discontinuity is content moving between CDNs, never one ad.
+        var pods: [Run] = []
+        for run in runs {
+            let foreign = majority.map { !run.hosts.contains($0) } ?? false
+            if foreign, let last = pods.last, let host = majority, !last.hosts.contains(host) {
+                pods[pods.count - 1].range = last.range.lowerBound..<run.range.upperBound
+                pods[pods.count - 1].hosts.formUnion(run.hosts)
+                pods[pods.count - 1].duration += run.duration
+            } else {
+                pods.append(run)
+            }
+        }
+        let maximumPod = min(options.maximumBreakDuration, 300)
+        for (r, run) in pods.enumerated() {
             var rule: AdRule?
             var reason = ""
-            let previous = r > 0 ? runs[r - 1] : nil
-            let next = r + 1 < runs.count ? runs[r + 1] : nil
-            if let pattern = run.adHost {
-                rule = .adHost
-                reason = "between discontinuities and served from the ad host pattern \(pattern)"
-            } else if run.duration <= maximumRun, let majority, !run.hosts.contains(majority) {
+            let previous = r > 0 ? pods[r - 1] : nil
+            let next = r + 1 < pods.count ? pods[r + 1] : nil
+            let singleHostRuns = runs.allSatisfy { !run.range.overlaps($0.range) || $0.hosts.count == 1 }
+            if run.duration <= maximumPod, singleHostRuns, let majority, !run.hosts.contains(majority) {
                 let separate = [previous, next].allSatisfy { n in n.map { $0.hosts.isDisjoint(with: run.hosts) } ?? true
                 }
                 let neighboursAreContent = [previous, next].allSatisfy { n in
@@ -458,7 +509,11 @@ public struct AdDetector: Sendable {
                 let bounded = previous != nil && next != nil
                 let liveEdge = live && next == nil && previous != nil
                 let edgeRun = !bounded && (previous ?? next).map { run.duration < $0.duration } ?? false
-                if separate, neighboursAreContent, bounded || liveEdge || edgeRun {
+                // A break the previous poll saw begin (at its live edge) that now fills the window's start.
+                let first = media.segments[run.range.lowerBound].mediaSequence
+                let continuing =
+                    live && previous == nil && (slated.contains(first) || first > 0 && slated.contains(first - 1))
+                if separate, neighboursAreContent, bounded || liveEdge || edgeRun || continuing {
                     rule = .originChange
                     let hosts = run.hosts.sorted().joined(separator: ", ")
                     reason = "between discontinuities and served from \(hosts), not the content's origin \(majority)"

@@ -12,6 +12,7 @@ public struct AdRule: Sendable, Hashable, CustomStringConvertible {
         case splicePoint = "EXT-X-SPLICEPOINT-SCTE35"
         case dateRangeSCTE35 = "EXT-X-DATERANGE:SCTE35"
         case twitchDateRange = "EXT-X-DATERANGE:twitch-stitched-ad"
+        case adDateRange = "EXT-X-DATERANGE:ad"
         case twitchTitle = "EXTINF:title"
         case originChange = "origin-change"
         case adHost = "ad-host"
@@ -39,6 +40,9 @@ public struct AdRule: Sendable, Hashable, CustomStringConvertible {
     public static let dateRangeSCTE35 = AdRule(.dateRangeSCTE35)
     /// EXT-X-DATERANGE with CLASS `twitch-stitched-ad` or an ID starting `stitched-ad-`.
     public static let twitchDateRange = AdRule(.twitchDateRange)
+    /// EXT-X-DATERANGE describing one ad by the ad creative signaling attribute `X-AD-CREATIVE-SIGNALING` (ad
+    /// stitchers write one per stitched ad), over its duration.
+    public static let adDateRange = AdRule(.adDateRange)
     /// An EXTINF title other than `live` in a stream whose content segments are titled `live`.
     public static let twitchTitle = AdRule(.twitchTitle)
     /// A discontinuity-bounded run served from another origin than the content around it.

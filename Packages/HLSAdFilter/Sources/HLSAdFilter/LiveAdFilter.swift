@@ -97,7 +97,8 @@ public struct LiveAdFilter: Sendable {
         }
         let initial = media.mediaSequence > 0 ? state.decisions[media.mediaSequence &- 1]?.after : nil
         let detection = AdDetector(options: options).detect(
-            playlist, media: media, live: !media.endList, initial: initial, remembered: state.decisions)
+            playlist, media: media, live: !media.endList, initial: initial, remembered: state.decisions,
+            slated: Set(state.slates.keys))
         warnings += detection.warnings
         let segments = media.segments
         let fragmented = segments.contains { $0.map != nil }

@@ -12,6 +12,8 @@ struct LiveOrigin {
         case dateRange
         /// No markers: ad segments come from another host, between discontinuities.
         case originChange
+        /// No markers: a pod of two-segment ads, each from its own creative host and between discontinuities.
+        case pods
     }
 
     var ads: Set<UInt64>
@@ -42,7 +44,10 @@ struct LiveOrigin {
 
     /// Whether an EXT-X-DISCONTINUITY precedes segment `m` (origin-change streams only).
     func discontinuity(_ m: UInt64) -> Bool {
-        guard marker == .originChange, m > 0 else { return false }
+        guard marker == .originChange || marker == .pods, m > 0 else { return false }
+        if marker == .pods, ads.contains(m), ads.contains(m - 1), let run = run(of: m) {
+            return (m - run.lowerBound) % 2 == 0
+        }
         return ads.contains(m) != ads.contains(m - 1)
     }
 
@@ -51,6 +56,9 @@ struct LiveOrigin {
 
     func uri(_ m: UInt64) -> String {
         if marker == .originChange, ads.contains(m) { return "https://stitcher.example-ads.net/pod/\(m).ts" }
+        if marker == .pods, ads.contains(m), let run = run(of: m) {
+            return "https://creative\((m - run.lowerBound) / 2).example-ads.net/spot/\(m).ts"
+        }
         return "https://cdn.example.com/live/seg\(m).\(fragmented ? "m4s" : "ts")"
     }
 
@@ -88,7 +96,7 @@ struct LiveOrigin {
                             "#EXT-X-DATERANGE:ID=\"break-\(m)\",START-DATE=\"\(date(m))\",DURATION=\(Int(total)),"
                             + "SCTE35-OUT=0xFC301B00000000000000FFF00A05000000027FDF000100000000AEB783E6\n"
                     }
-                case .originChange:
+                case .originChange, .pods:
                     break
                 }
             } else if marker == .cueOutContIn, m > 0, ads.contains(m - 1) {

@@ -137,6 +137,13 @@ import Testing
         #expect(results.flatMap(\.decisions).filter(\.isAd).allSatisfy { $0.rule == .originChange })
     }
 
+    /// A pod of several ads from different creative hosts, each between discontinuities, is one break: decided as
+    /// ads at the live edge (provisionally) and kept so once content resumes.
+    @Test func serverSideInsertedPodsAcrossPolls() throws {
+        let results = try check(LiveOrigin(ads: Set(8...13), marker: .pods), polls: [3, 5, 7, 9, 11, 13, 15])
+        #expect(results.flatMap(\.decisions).filter(\.isAd).allSatisfy { $0.rule == .originChange })
+    }
+
     @Test func aWindowOfOnlyAdsIsStillAValidAdvancingPlaylist() throws {
         let results = try check(LiveOrigin(ads: Set(4...30)), polls: [2, 6, 8, 10, 12])
         for r in results.dropFirst() {
