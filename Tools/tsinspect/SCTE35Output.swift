@@ -1,4 +1,5 @@
 // SCTE-35 output of tsinspect.
+import CLIToolkit
 import MPEGTS
 
 func describeSCTE35(_ record: SectionRecord) -> String {
