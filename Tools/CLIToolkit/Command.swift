@@ -135,15 +135,15 @@ package struct Command: Sendable {
 
     /// The usage lines, `USAGE: ` on the first and the rest aligned under it.
     package var usage: String {
-        let lines = synopsis.isEmpty ? [generatedSynopsis] : synopsis
+        let lines = synopsis.isEmpty ? generatedSynopsis : synopsis
         return lines.enumerated().map { ($0.offset == 0 ? "USAGE: " : "       ") + $0.element }
             .joined(separator: "\n")
     }
 
-    /// `tsplayer tasks [<subcommand>] [--store <dir>] [--json] <id>`: the options in declared order, then the
-    /// arguments.
-    var generatedSynopsis: String {
-        var parts = [name]
+    /// `tsplayer tasks <subcommand> [--store <dir>] [--json] <id>`: the options in declared order, then the
+    /// arguments, in lines that fit the width (the later ones indented under the first option).
+    var generatedSynopsis: [String] {
+        var parts: [String] = []
         if !subcommands.isEmpty { parts.append("<subcommand>") }
         for option in options {
             let spelled = option.names.first { $0.hasPrefix("--") } ?? option.canonicalName
@@ -154,7 +154,18 @@ package struct Command: Sendable {
             }
         }
         parts += arguments.map(\.name)
-        return parts.joined(separator: " ")
+        let indent = String(repeating: " ", count: name.count + 1)
+        var lines: [String] = []
+        var line = name
+        for part in parts {
+            if line.count + 1 + part.count > Self.width - 7, line != name, line != indent {
+                lines.append(line)
+                line = indent
+            }
+            line += (line == indent ? "" : " ") + part
+        }
+        lines.append(line)
+        return lines
     }
 
     /// The full help: OVERVIEW, the discussion, USAGE, ARGUMENTS, OPTIONS, SUBCOMMANDS.
