@@ -173,10 +173,10 @@ package enum Suggestion {
     /// of the word's letters, and at most 3, changed).
     package static func closest(to word: String, among candidates: [String]) -> String? {
         // A short spelling (`-x`) is too short to guess from.
-        guard word.count > 3 else { return nil }
+        guard word.count > 2 else { return nil }
         let limit = min(3, max(1, word.count / 3))
         var best: (String, Int)?
-        for candidate in candidates where candidate.count > 3 {
+        for candidate in candidates where candidate.count > 2 {
             let distance = editDistance(word, candidate)
             if distance <= limit, distance < (best?.1 ?? Int.max) { best = (candidate, distance) }
         }

@@ -139,7 +139,7 @@ if options.mode == .makeSlate, let seconds = options.slateSeconds {
         out.flush()
         exit(ExitCode.success)
     } catch {
-        failure("cannot make a slate: \(error)")
+        failure("cannot make a slate: \(describe(error))")
     }
 }
 
