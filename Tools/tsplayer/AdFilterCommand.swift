@@ -91,7 +91,7 @@ enum AdFilterCommand {
                 do {
                     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 } catch {
-                    Output.error("cannot create state directory '\(directory)': \(error.localizedDescription)")
+                    Output.error("cannot create state directory '\(directory)': \(ErrorText.file(error))")
                     return ExitCode.failure
                 }
                 let path = (directory as NSString).appendingPathComponent(stateFileName)
@@ -109,7 +109,7 @@ enum AdFilterCommand {
                 do {
                     try Data(filter.state.serialized.utf8).write(to: URL(fileURLWithPath: statePath), options: .atomic)
                 } catch {
-                    Output.error("cannot write '\(statePath)': \(error.localizedDescription)")
+                    Output.error("cannot write '\(statePath)': \(ErrorText.file(error))")
                     return ExitCode.failure
                 }
             }

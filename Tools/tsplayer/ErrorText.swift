@@ -1,6 +1,7 @@
 // How tsplayer words the libraries' errors for a user: what failed, on which URL or file, and what to try; never a
 // Swift type name or an error code's identifier. Also which exit status each error means.
 import CLIToolkit
+import Foundation
 import HLSDownload
 import LoopbackHTTP
 import TSPlayerKit
@@ -29,6 +30,16 @@ enum ErrorText {
             error.code == .originFailed || error.code == .readFailed ? ExitCode.unreadable : ExitCode.failure
         default: ExitCode.failure
         }
+    }
+
+    /// A file-system error from Foundation as the system words it (`No such file or directory`), not as a generic
+    /// "The operation could not be completed".
+    static func file(_ error: any Error) -> String {
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        if let underlying, underlying.domain == NSPOSIXErrorDomain, let code = Int32(exactly: underlying.code) {
+            return String(cString: strerror(code))
+        }
+        return error.localizedDescription
     }
 
     /// `404 Not Found`; `HTTP status 599` for a status with no name.

@@ -43,7 +43,7 @@ enum ProxyCommand {
         let url = parsed.httpURL(command)
         var options = AdStrippingProxy.Options()
         options.fetch.headers += parsed.headers(command)
-        if let ua = parsed.value("--user-agent") { options.fetch.userAgent = ua }
+        options.fetch.userAgent = parsed.value("--user-agent") ?? "tsplayer/\(Toolkit.version)"
         if let referer = parsed.value("--referer") { options.fetch.headers.append((name: "Referer", value: referer)) }
         if let mode = parsed.value("--mode") {
             guard let m = AdStrippingProxy.SegmentMode(rawValue: mode) else {
@@ -58,8 +58,12 @@ enum ProxyCommand {
         // The first fetch checks the door: a URL that answers with something other than a playlist stops here,
         // with one error. Other failures are the player's to see (the proxy answers 502 and says why), so the
         // proxy still starts; they are logged.
+        // One try with a short timeout: the door check must not hold the local URL back for long.
+        var door = options.fetch
+        door.retries = 0
+        door.timeout = min(door.timeout, 5)
         do {
-            let (_, bytes) = try await RemotePlaylistFetcher(options: options.fetch).fetchSmall(
+            let (_, bytes) = try await RemotePlaylistFetcher(options: door).fetchSmall(
                 url, maxBytes: options.fetch.maxPlaylistBytes)
             if let message = PlaylistStart.check(bytes, complete: true).message {
                 Output.error("\(url): \(message)")
