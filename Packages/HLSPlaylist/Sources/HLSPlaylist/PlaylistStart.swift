@@ -32,7 +32,6 @@ public enum PlaylistStart: Hashable, Sendable {
     /// `not an HLS playlist (starts with "G@\x11\x10...")` for ``notAPlaylist(start:)``; nil otherwise.
     public var message: String? {
         guard case .notAPlaylist(let start) = self else { return nil }
-        if start.isEmpty { return "not an HLS playlist (it is empty)" }
         return "not an HLS playlist (starts with \(Self.quoted(start)))"
     }
 
