@@ -244,4 +244,31 @@ import Testing
         #expect(strict.stderr.contains("pass --allow-private to allow upstreams on loopback and private addresses"))
         #expect(!strict.stderr.contains("addressNotAllowed") && !strict.stderr.contains("ProxyError"))
     }
+
+    @Test func errorsSayWhatFailedWithoutTypeNamesOrCodes() throws {
+        let (_, _, tsplayer) = try tools()
+        let store = FileManager.default.temporaryDirectory.appendingPathComponent("cli-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: store) }
+        let file = store.appendingPathComponent("tasks.json")
+        let hint = "; repair it, or move it away to start an empty store\n"
+        try Data("{\"tasks\": [1,2".utf8).write(to: file)
+        let corrupt = try EndToEnd.run(tsplayer, ["tasks", "--store", store.path])
+        #expect(corrupt.status == 1)
+        #expect(corrupt.err == "Error: \(file.path): the task store cannot be read (it is not valid JSON)" + hint)
+        try Data("{\"version\":1,\"tasks\":[]}".utf8).write(to: file)
+        let incomplete = try EndToEnd.run(tsplayer, ["tasks", "--store", store.path])
+        #expect(incomplete.err == "Error: \(file.path): the task store cannot be read (nextOrder is missing)" + hint)
+        try FileManager.default.removeItem(at: file)
+        let unknown = try EndToEnd.run(tsplayer, ["tasks", "pause", "nosuch", "--store", store.path])
+        #expect(unknown.status == 1)
+        #expect(
+            unknown.err
+                == "Error: no task with id 'nosuch'; 'tsplayer tasks list' shows the tasks of the store (--store)\n")
+        for result in [corrupt, incomplete, unknown] {
+            for word in ["DecodingError", "invalidURL", "fileSystem", "Error(", "CodingKeys"] {
+                #expect(!result.err.contains(word), "\(result.err)")
+            }
+        }
+    }
 }

@@ -59,8 +59,11 @@ enum ErrorText {
         default: break
         }
         if let status = error.status, !text.contains(String(status)) { text += " (\(Self.status(status)))" }
-        if let url = error.url { text = "\(url): " + text }
-        if let path = error.path, error.code == .diskFull || error.code == .fileSystem { text += " at \(path)" }
+        if let path = error.path, error.code == .diskFull || error.code == .fileSystem {
+            text = "\(path): " + text
+        } else if let url = error.url {
+            text = "\(url): " + text
+        }
         switch error.code {
         case .notFound: text += "; --skip-missing leaves a gap for such segments instead of stopping"
         case .unauthorized: text += "; check the request headers (-H, --user-agent)"
