@@ -64,11 +64,19 @@ let modules: [Module] = [
 
 /// Command-line tools under Tools/<name>, with the modules each one uses.
 let tools: [(name: String, dependencies: [String])] = [
-    ("m3u8lint", ["HLSPlaylist", "HLSDownload", "LoopbackHTTP", "FileRange"]),
-    ("tsinspect", ["MPEGTS", "FileRange"]),
+    ("m3u8lint", ["HLSPlaylist", "HLSDownload", "LoopbackHTTP", "FileRange", "CLIToolkit"]),
+    ("tsinspect", ["MPEGTS", "HLSPlaylist", "FileRange", "CLIToolkit"]),
 ]
 
-var targets: [Target] = []
+// The command-line toolkit the tools share (argument declarations, help, usage errors and exit codes, JSON, TTY
+// progress, signals): internal to the repository, not a product, and importing only the standard library, the C
+// library and Dispatch.
+var targets: [Target] = [
+    .target(name: "CLIToolkit", path: "Tools/CLIToolkit", swiftSettings: swiftSettings),
+    .testTarget(
+        name: "CLIToolkitTests", dependencies: ["CLIToolkit"], path: "Tests/CLIToolkitTests",
+        swiftSettings: swiftSettings),
+]
 for module in modules {
     targets.append(
         .target(
@@ -103,7 +111,9 @@ for tool in tools {
 targets.append(
     .executableTarget(
         name: "tsplayer",
-        dependencies: ["TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload"],
+        dependencies: [
+            "TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload", "HLSPlaylist", "FileRange", "CLIToolkit",
+        ],
         path: "Tools/tsplayer",
         resources: [.copy("Resources/sample.ts")],
         swiftSettings: swiftSettings

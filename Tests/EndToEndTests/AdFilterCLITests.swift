@@ -111,20 +111,25 @@ import Testing
         #expect(lines[2].hasPrefix("8 ad      https://origin.example.com/live/seg8.ts [EXT-X-CUE-OUT break cue-out-8]"))
     }
 
-    @Test func usageErrorsExit64AndFailuresExit1() throws {
+    /// Usage errors exit 64 with the toolkit's short usage; input that cannot be read, or is not a media playlist,
+    /// exits 2 (before the CLI toolkit, 1).
+    @Test func usageErrorsExit64AndUnreadableInputExits2() throws {
         let missingURL = try adfilter(["-"], input: Self.poll(0))
         #expect(missingURL.status == 64)
-        #expect(missingURL.err.hasPrefix("Error: missing --url\n\nOVERVIEW:"))
+        #expect(
+            missingURL.err
+                == "Error: missing --url\nUSAGE: tsplayer adfilter <file> --url <url> [--mode <mode>] [--state <dir>] "
+                + "[--explain] [--json]\n  See 'tsplayer adfilter --help' for more information.\n")
         let badMode = try adfilter(["-", "--url", Self.url, "--mode", "dvr"], input: Self.poll(0))
         #expect(badMode.status == 64)
         let fileURL = try adfilter(["-", "--url", "file:///etc/passwd"], input: Self.poll(0))
         #expect(fileURL.status == 64)
         let missing = try adfilter(["/nonexistent/playlist.m3u8", "--url", Self.url])
-        #expect(missing.status == 1)
+        #expect(missing.status == 2)
         #expect(missing.err == "Error: cannot read '/nonexistent/playlist.m3u8'\n")
         let multivariant = try adfilter(
             ["-", "--url", Self.url], input: "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000\nv.m3u8\n")
-        #expect(multivariant.status == 1)
+        #expect(multivariant.status == 2)
         let help = try adfilter(["--help"])
         #expect(help.status == 0)
         #expect(help.out.hasPrefix("OVERVIEW: Remove ads from one HLS media playlist, offline.\n"))

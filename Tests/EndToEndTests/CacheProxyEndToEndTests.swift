@@ -314,7 +314,10 @@ struct CacheProxyEndToEndTests {
         let cases: [([String], String)] = [
             (["cache-proxy"], "Error: missing <url>\n"),
             (["cache-proxy", "ftp://example.com/a.mp3"], "Error: <url> must be an absolute http or https URL\n"),
-            (["cache-proxy", "http://example.com/a.mp3", "--max-size", "12X"], "Error: invalid size '12X'\n"),
+            (
+                ["cache-proxy", "http://example.com/a.mp3", "--max-size", "12X"],
+                "Error: --max-size expects a size in bytes or with K, M, G, T, e.g. --max-size 500M; got '12X'\n"
+            ),
             (
                 ["cache-proxy", "http://example.com/a.mp3", "-H", "NoColon"],
                 "Error: header 'NoColon' is not 'Name: value'\n"

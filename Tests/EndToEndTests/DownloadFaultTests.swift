@@ -85,8 +85,11 @@ final class FaultOrigin {
                 origin: fixtures.www.appendingPathComponent("small/index.m3u8"),
                 local: store.appendingPathComponent("f/index.m3u8"))
         } else {
-            #expect(result.status == 1)
-            #expect(result.err.contains("tooManyRetries") || result.err.contains("integrity"), "\(result.err)")
+            // A network failure is unreadable input: exit 2 (before the CLI toolkit, 1).
+            #expect(result.status == 2)
+            #expect(
+                result.err.contains("gave up after retries") || result.err.contains("integrity check failed"),
+                "\(result.err)")
         }
         // Whatever happened, every segment in place is exactly the origin's.
         for pair in DownloadFixtures.pairs(
@@ -105,9 +108,10 @@ final class FaultOrigin {
         defer { origin.stop() }
         let store = DownloadTool.temporaryStore()
         let stopped = try DownloadTool.run(["download", origin.url("small/index.m3u8"), "-o", store.path, "--id", "a"])
-        #expect(stopped?.status == 1)
+        #expect(stopped?.status == 2)
         #expect(
-            stopped?.err.contains("notFound: the origin has no such file (HTTP 404)") == true, "\(stopped?.err ?? "")")
+            stopped?.err.contains("s003.ts: the origin has no such file (404 Not Found); --skip-missing") == true,
+            "\(stopped?.err ?? "")")
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("a/index.m3u8").path))
         let skipped = try DownloadTool.run([
             "download", origin.url("small/index.m3u8"), "-o", store.path, "--id", "b", "--skip-missing",

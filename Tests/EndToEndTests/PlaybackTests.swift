@@ -227,12 +227,14 @@ func waitForEndList(_ url: String) throws -> String {
         }
         let unknown = try EndToEnd.run(tool, ["serve", "--bogus"])
         #expect(unknown.status == 64 && unknown.out.isEmpty)
-        #expect(unknown.err.hasPrefix("Error: unknown option '--bogus'\n\nOVERVIEW:"), "\(unknown.err)")
+        #expect(
+            unknown.err.hasPrefix("Error: unknown option '--bogus'\nUSAGE: tsplayer serve [<file> ...]"),
+            "\(unknown.err)")
         let badPort = try EndToEnd.run(tool, ["serve", "--port", "70000"])
         #expect(badPort.status == 64 && badPort.err.hasPrefix("Error: invalid port '70000'"), "\(badPort.err)")
         let missing = try EndToEnd.run(tool, ["serve", "/no/such/file.ts"])
         #expect(
-            missing.status == 1 && missing.err.hasPrefix("Error: cannot open input '/no/such/file.ts'"),
+            missing.status == 2 && missing.err.hasPrefix("Error: cannot open input '/no/such/file.ts'"),
             "\(missing.err)")
         let top = try EndToEnd.run(tool, ["--help"])
         #expect(top.status == 0 && top.out.contains("SUBCOMMANDS:") && top.out.contains("  serve "), "\(top.out)")

@@ -1,4 +1,5 @@
 // The --dump-json and --iptv-json documents (schema in Documentation/m3u8lint.md).
+import CLIToolkit
 import HLSPlaylist
 
 enum Dump {
@@ -15,7 +16,7 @@ enum Dump {
 
     static func key(_ k: Key?, _ j: inout JSONWriter) {
         guard let k else {
-            j.raw("null")
+            j.null()
             return
         }
         j.object { j in
@@ -34,7 +35,7 @@ enum Dump {
 
     static func byteRange(_ r: ByteRange?, _ j: inout JSONWriter) {
         guard let r else {
-            j.raw("null")
+            j.null()
             return
         }
         j.object { j in
@@ -80,7 +81,7 @@ enum Dump {
                     }
                 }
             } else {
-                j.raw("null")
+                j.null()
             }
             j.key("dateRanges")
             j.array { j in
@@ -140,7 +141,7 @@ enum Dump {
                                 byteRange(map.byteRange, &j)
                             }
                         } else {
-                            j.raw("null")
+                            j.null()
                         }
                         j.key("programDateTime")
                         j.string(s.hasOwnProgramDateTime ? s.programDateTime?.text : nil)
@@ -262,7 +263,7 @@ enum Dump {
                     j.string(m.contentSteeringPathwayID)
                 }
             } else {
-                j.raw("null")
+                j.null()
             }
         }
         j.raw("\n")

@@ -1,4 +1,5 @@
-// File and standard input reading with a size cap; output, time and resource helpers (URLs: Fetch.swift).
+// File and standard input reading with a size cap, and resource figures for --benchmark (URLs: Fetch.swift;
+// output, time and JSON: the CLI toolkit).
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -8,9 +9,6 @@
 enum InputError: Error {
     case unreadable(String)
 }
-
-/// The POSIX write(2), named apart from IO.write.
-private func systemWrite(_ fd: Int32, _ p: UnsafeRawPointer?, _ n: Int) -> Int { write(fd, p, n) }
 
 enum IO {
     /// The largest input accepted (matches PlaylistLimits.default.maxBytes).
@@ -37,25 +35,6 @@ enum IO {
             if out.count > maxBytes { throw .unreadable("\(name): larger than \(maxBytes) bytes") }
         }
         return out
-    }
-
-    static func write(_ bytes: [UInt8], to fd: Int32 = 1) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            offset += n
-        }
-    }
-    static func print(_ s: String, to fd: Int32 = 1) { write(Array((s + "\n").utf8), to: fd) }
-
-    static func monotonicNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
     /// User plus system CPU time of this process, in seconds.
@@ -86,5 +65,4 @@ enum IO {
         #endif
     }
 
-    static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) != 0 }
 }

@@ -1,4 +1,5 @@
 // m3u8lint: checks HLS playlists, dumps them as JSON, prints them canonically, reads IPTV channel lists.
+import CLIToolkit
 import HLSPlaylist
 
 #if canImport(Glibc)
@@ -7,39 +8,38 @@ import HLSPlaylist
     import Darwin
 #endif
 
-let toolVersion = "1.0.0"
-
-let usage =
-    "USAGE: m3u8lint [--strict] [--json] [--previous <file>] [--dump-json [--url <url>] [--parent <file>]] "
-    + "[--iptv-json] [--format] [--timeout <seconds>] <input> ..."
-
-let help = """
-    OVERVIEW: Check HLS playlists against RFC 8216bis and Apple's HLS authoring rules.
-
-    Each finding is printed as FILE:LINE:COL: SEVERITY: message [RULE-ID] (spec section).
-    Exit status: 0 no errors, 1 errors found (or warnings with --strict), 2 unreadable input, 64 bad usage.
-
-    \(usage)
-
-    ARGUMENTS:
-      <input>                 A playlist file, - for standard input, or an http:// or https:// URL.
-
-    OPTIONS:
-      --strict                Treat warnings as failures (exit 1).
-      --json                  Print findings as JSON, one object per input: {"issues":[...]}.
-      --previous <file>       The previous poll of a live playlist; enables the live-update rules.
-      --dump-json             Print the parsed, resolved playlist as JSON instead of linting.
-      --url <url>             The playlist's URL, for resolving URIs and QUERYPARAM (default: the input URL).
-      --parent <file>         The multivariant playlist, for EXT-X-DEFINE IMPORT.
-      --iptv-json             Read an IPTV extended M3U channel list and print it as JSON.
-      --format                Print the playlist in canonical form.
-      --timeout <seconds>     The longest an http(s) fetch may take, redirects and retries included
-                              (default: 10).
-      --benchmark <n>         Parse (and resolve) the input n times in-process and report the time per parse.
-      --version               Show the version.
-      -h, --help              Show help information.
-
-    """
+let command = Command(
+    name: "m3u8lint",
+    overview: "Check HLS playlists against RFC 8216bis and Apple's HLS authoring rules.",
+    discussion: """
+        Each finding is printed as FILE:LINE:COL: SEVERITY: message [RULE-ID] (spec section).
+        Exit status: 0 no errors, 1 errors found (or warnings with --strict), 2 unreadable input or not a playlist,
+        64 bad usage.
+        """,
+    arguments: [
+        Argument("<input> ...", help: "A playlist file, - for standard input, or an http:// or https:// URL.")
+    ],
+    options: [
+        .flag("--strict", help: "Treat warnings as failures (exit 1)."),
+        .flag("--json", help: "Print findings as JSON, one object per input: {\"issues\":[...]}."),
+        .value(
+            "--previous", value: "file", help: "The previous poll of a live playlist; enables the live-update rules."),
+        .flag("--dump-json", help: "Print the parsed, resolved playlist as JSON instead of linting."),
+        .value(
+            "--url", value: "url",
+            help: "The playlist's URL, for resolving URIs and QUERYPARAM (default: the input URL)."),
+        .value("--parent", value: "file", help: "The multivariant playlist, for EXT-X-DEFINE IMPORT."),
+        .flag("--iptv-json", help: "Read an IPTV extended M3U channel list and print it as JSON."),
+        .flag("--format", help: "Print the playlist in canonical form."),
+        .value(
+            "--timeout", value: "seconds",
+            help: "The longest an http(s) fetch may take, redirects and retries included (default: 10).",
+            expects: "seconds as a number", example: "10"),
+        .value(
+            "--benchmark", value: "n",
+            help: "Parse (and resolve) the input n times in-process and report the time per parse.",
+            expects: "a whole number of runs", example: "100"),
+    ])
 
 struct Options {
     var inputs: [String] = []
@@ -55,80 +55,69 @@ struct Options {
     var timeout = Fetch.defaultTimeout
 }
 
-func usageError(_ message: String) -> Never {
-    IO.print("Error: \(message)\n\(usage)\n  See 'm3u8lint --help' for more information.", to: 2)
-    exit(64)
-}
-
-func parseArguments(_ args: [String]) -> Options {
+/// The options of a parsed command line; a combination that makes no sense is a usage error.
+func readOptions(_ parsed: ParsedArguments) throws(UsageError) -> Options {
     var o = Options()
-    var i = 0
-    func value(_ name: String) -> String {
-        i += 1
-        guard i < args.count else { usageError("missing value for '\(name)'") }
-        return args[i]
-    }
-    var onlyInputs = false
-    while i < args.count {
-        let a = args[i]
-        if onlyInputs || a == "-" || !a.hasPrefix("-") {
-            o.inputs.append(a)
-        } else {
-            switch a {
-            case "--": onlyInputs = true
-            case "-h", "--help":
-                IO.write(Array(help.utf8))
-                exit(0)
-            case "--version":
-                IO.print(toolVersion)
-                exit(0)
-            case "--strict": o.strict = true
-            case "--json": o.json = true
-            case "--previous": o.previous = value(a)
-            case "--dump-json": o.dumpJSON = true
-            case "--url": o.url = value(a)
-            case "--parent": o.parent = value(a)
-            case "--iptv-json": o.iptvJSON = true
-            case "--format": o.format = true
-            case "--timeout":
-                let v = value(a)
-                guard let seconds = Double(v), seconds > 0, seconds <= 86_400 else {
-                    usageError("'--timeout' needs a number of seconds above 0, not '\(v)'")
-                }
-                o.timeout = seconds
-            case "--benchmark":
-                let v = value(a)
-                guard let n = Int(v), n > 0 else { usageError("'--benchmark' needs a positive count, not '\(v)'") }
-                o.benchmark = n
-            default: usageError("unknown option '\(a)'")
-            }
+    o.inputs = parsed.positionals
+    o.strict = parsed.flag("--strict")
+    o.json = parsed.flag("--json")
+    o.previous = parsed.value("--previous")
+    o.dumpJSON = parsed.flag("--dump-json")
+    o.url = parsed.value("--url")
+    o.parent = parsed.value("--parent")
+    o.iptvJSON = parsed.flag("--iptv-json")
+    o.format = parsed.flag("--format")
+    if let seconds = try parsed.number("--timeout") {
+        guard seconds > 0, seconds <= 86_400 else {
+            throw UsageError("'--timeout' needs a number of seconds above 0, not '\(parsed.value("--timeout") ?? "")'")
         }
-        i += 1
+        o.timeout = seconds
     }
-    if o.inputs.isEmpty { usageError("missing expected argument '<input> ...'") }
+    if let n = try parsed.integer("--benchmark", as: Int.self) {
+        guard n > 0 else { throw UsageError("'--benchmark' needs a positive count, not '\(n)'") }
+        o.benchmark = n
+    }
+    if o.inputs.isEmpty { throw UsageError("missing expected argument '<input> ...'") }
     let modes = [o.dumpJSON, o.iptvJSON, o.format].filter { $0 }.count
-    if modes > 1 { usageError("--dump-json, --iptv-json and --format cannot be combined") }
-    if o.url != nil || o.parent != nil, !o.dumpJSON, o.benchmark == nil, o.previous == nil {
-        // --url and --parent also apply to linting (resolution of variables); allowed.
-    }
-    if o.previous != nil, o.inputs.count != 1 { usageError("--previous needs exactly one input") }
+    if modes > 1 { throw UsageError("--dump-json, --iptv-json and --format cannot be combined") }
+    if o.previous != nil, o.inputs.count != 1 { throw UsageError("--previous needs exactly one input") }
     return o
 }
 
 func isURL(_ s: String) -> Bool { s.hasPrefix("http://") || s.hasPrefix("https://") }
 
-/// Reads an input; for URLs also returns the URL after redirects (the base for resolution).
+/// Reads a playlist; for URLs also returns the URL after redirects (the base for resolution). Input that is not a
+/// playlist at all (binary, a `.ts` segment, an HTML page) is refused at the door with one error; text that starts
+/// with a tag but not with `#EXTM3U` is a playlist with a bad header, which the linter reports (HLS-HEADER).
 func load(_ input: String) throws(InputError) -> (bytes: [UInt8], url: String?) {
+    let loaded: (bytes: [UInt8], url: String?)
     if isURL(input) {
         let fetched = try Fetch.fetch(input, maxBytes: IO.maxBytes, timeout: options.timeout)
-        return (fetched.body, fetched.effectiveURL)
+        loaded = (fetched.body, fetched.effectiveURL)
+    } else {
+        loaded = (try IO.readFile(input), nil)
     }
-    return (try IO.readFile(input), nil)
+    if let message = PlaylistStart.check(loaded.bytes, complete: true).message, !startsWithTag(loaded.bytes) {
+        throw .unreadable("\(displayName(input)): \(message)")
+    }
+    return loaded
+}
+
+/// Whether `bytes` start (after a byte order mark) with `#EXT`, the start of a tag.
+func startsWithTag(_ bytes: [UInt8]) -> Bool {
+    var body = bytes[...]
+    if body.starts(with: [0xEF, 0xBB, 0xBF]) { body = body.dropFirst(3) }
+    return body.starts(with: Array("#EXT".utf8))
 }
 
 func displayName(_ input: String) -> String { input == "-" ? "<stdin>" : input }
 
-let options = parseArguments(Array(CommandLine.arguments.dropFirst()))
+let options: Options
+do {
+    options = try readOptions(command.parseOrExit(Array(CommandLine.arguments.dropFirst())))
+} catch {
+    command.usageError(error.message)
+}
 
 /// Reads the parent playlist's variables for EXT-X-DEFINE IMPORT.
 func parentVariables() -> Variables? {
@@ -137,11 +126,11 @@ func parentVariables() -> Variables? {
         let loaded = try load(parent)
         return try Playlist(bytes: loaded.bytes).multivariant(url: loaded.url).variables
     } catch let error as InputError {
-        if case .unreadable(let m) = error { IO.print("Error: \(m)", to: 2) }
-        exit(2)
+        if case .unreadable(let m) = error { Output.line("Error: \(m)", to: 2) }
+        exit(ExitCode.unreadable)
     } catch {
-        IO.print("Error: \(displayName(parent)): \(error)", to: 2)
-        exit(2)
+        Output.line("Error: \(displayName(parent)): \(error)", to: 2)
+        exit(ExitCode.unreadable)
     }
 }
 
@@ -153,34 +142,34 @@ func runIPTV() -> Int32 {
             do {
                 let bytes = try Fetch.fetch(input, maxBytes: IO.maxBytes, timeout: options.timeout).body
                 var parser = IPTVStreamParser()
-                var j = JSONWriter()
+                var j = ChannelStream()
                 try streamIPTV(bytes[...], parser: &parser, json: &j, final: true)
-                IO.write(j.out)
+                Output.write(bytes: j.out)
             } catch let e as InputError {
-                if case .unreadable(let m) = e { IO.print("Error: \(m)", to: 2) }
-                status = 2
+                if case .unreadable(let m) = e { Output.line("Error: \(m)", to: 2) }
+                status = ExitCode.unreadable
             } catch {
-                IO.print("Error: \(input): \(error)", to: 2)
-                status = 1
+                Output.line("Error: \(input): \(error)", to: 2)
+                status = ExitCode.failure
             }
             continue
         }
         fd = input == "-" ? 0 : open(input, O_RDONLY)
         guard fd >= 0 else {
-            IO.print("Error: \(input): \(String(cString: strerror(errno)))", to: 2)
-            status = 2
+            Output.line("Error: \(input): \(String(cString: strerror(errno)))", to: 2)
+            status = ExitCode.unreadable
             continue
         }
         defer { if fd != 0 { close(fd) } }
         let iterations = options.benchmark ?? 1
         var totalBytes = 0
         var channels = 0
-        let started = IO.monotonicNanoseconds()
+        let started = MonotonicClock.nanoseconds()
         let cpuStarted = IO.cpuSeconds()
         for iteration in 0..<iterations {
             if iteration > 0 { lseek(fd, 0, SEEK_SET) }
             var parser = IPTVStreamParser()
-            var j = JSONWriter()
+            var j = ChannelStream()
             var chunk = [UInt8](repeating: 0, count: 1 << 20)
             var began = false
             do {
@@ -203,26 +192,26 @@ func runIPTV() -> Int32 {
                         began = true
                     }
                     try streamIPTV(chunk[0..<n], parser: &parser, json: &j, final: n == 0)
-                    IO.write(j.out)
+                    Output.write(bytes: j.out)
                     j.out.removeAll(keepingCapacity: true)
                     if n == 0 { break }
                 }
                 for d in parser.diagnostics where options.benchmark == nil {
-                    IO.print("\(displayName(input)):\(d.line):\(d.column): warning: \(d.message)", to: 2)
+                    Output.line("\(displayName(input)):\(d.line):\(d.column): warning: \(d.message)", to: 2)
                 }
             } catch let e as InputError {
-                if case .unreadable(let m) = e { IO.print("Error: \(m)", to: 2) }
-                status = 2
+                if case .unreadable(let m) = e { Output.line("Error: \(m)", to: 2) }
+                status = ExitCode.unreadable
             } catch {
-                IO.print("Error: \(displayName(input)): \(error)", to: 2)
-                status = 1
+                Output.line("Error: \(displayName(input)): \(error)", to: 2)
+                status = ExitCode.failure
             }
         }
         if let n = options.benchmark {
-            let seconds = Double(IO.monotonicNanoseconds() - started) / 1e9
+            let seconds = Double(MonotonicClock.nanoseconds() - started) / 1e9
             let cpu = IO.cpuSeconds() - cpuStarted
             let mb = Double(totalBytes) / 1e6
-            IO.print(
+            Output.line(
                 "iptv bytes=\(totalBytes) channels=\(channels / n) seconds=\(seconds) cpu_seconds=\(cpu) "
                     + "mb_per_s=\(mb / seconds) mb_per_cpu_s=\(mb / cpu) peak_rss_kb=\(IO.peakRSSKilobytes())")
         }
@@ -232,30 +221,42 @@ func runIPTV() -> Int32 {
 
 /// Streams one chunk of channels as JSON; the header goes out before the first channel.
 /// `opened`/`first` live in the JSON writer's state between chunks.
-func streamIPTV(_ chunk: ArraySlice<UInt8>, parser: inout IPTVStreamParser, json: inout JSONWriter, final: Bool)
+func streamIPTV(_ chunk: ArraySlice<UInt8>, parser: inout IPTVStreamParser, json: inout ChannelStream, final: Bool)
     throws(PlaylistError)
 {
-    func open(_ parser: IPTVStreamParser, _ j: inout JSONWriter) {
-        guard !j.streamOpened else { return }
-        j.streamOpened = true
-        j.streamFirst = true
-        j.raw("{\"header\":")
-        Dump.pairs(parser.header.attributes, &j)
-        j.raw(",\"channels\":[")
+    func open(_ parser: IPTVStreamParser, _ stream: inout ChannelStream) {
+        guard !stream.opened else { return }
+        stream.opened = true
+        stream.first = true
+        stream.writer.raw("{\"header\":")
+        Dump.pairs(parser.header.attributes, &stream.writer)
+        stream.writer.raw(",\"channels\":[")
     }
     var emitted: [IPTVChannel] = []
     try parser.consume(chunk) { emitted.append($0) }
     if final { try parser.finish { emitted.append($0) } }
     if !emitted.isEmpty || final { open(parser, &json) }
     for c in emitted {
-        if !json.streamFirst { json.raw(",") }
-        json.streamFirst = false
-        json.raw("\n")
-        Dump.channel(c, &json)
+        if !json.first { json.writer.raw(",") }
+        json.first = false
+        json.writer.raw("\n")
+        Dump.channel(c, &json.writer)
     }
     if final {
-        json.raw("\n]}\n")
-        json.streamOpened = false
+        json.writer.raw("\n]}\n")
+        json.opened = false
+    }
+}
+
+/// The channel list as it streams out: one document whose channels are written as they are parsed, one compact
+/// object per line (the house style for output that streams).
+struct ChannelStream {
+    var writer = JSONWriter(pretty: false)
+    var opened = false
+    var first = true
+    var out: [UInt8] {
+        get { writer.out }
+        set { writer.out = newValue }
     }
 }
 
@@ -267,11 +268,11 @@ func runPlaylists() -> Int32 {
         do {
             previous = try Playlist(bytes: try load(p).bytes)
         } catch let e as InputError {
-            if case .unreadable(let m) = e { IO.print("Error: \(m)", to: 2) }
-            return 2
+            if case .unreadable(let m) = e { Output.line("Error: \(m)", to: 2) }
+            return ExitCode.unreadable
         } catch {
-            IO.print("Error: \(displayName(p)): \(error)", to: 2)
-            return 2
+            Output.line("Error: \(displayName(p)): \(error)", to: 2)
+            return ExitCode.unreadable
         }
     }
     for input in options.inputs {
@@ -280,8 +281,8 @@ func runPlaylists() -> Int32 {
         do {
             (bytes, fetchedURL) = try load(input)
         } catch {
-            if case .unreadable(let m) = error { IO.print("Error: \(m)", to: 2) }
-            status = max(status, 2)
+            if case .unreadable(let m) = error { Output.line("Error: \(m)", to: 2) }
+            status = max(status, ExitCode.unreadable)
             continue
         }
         let url = options.url ?? fetchedURL
@@ -290,8 +291,8 @@ func runPlaylists() -> Int32 {
             playlist = try Playlist(bytes: bytes)
         } catch {
             // Only the hostile-input caps throw in tolerant mode.
-            IO.print("\(displayName(input)):\(error.line):\(error.column): error: \(error.message)", to: 2)
-            status = max(status, 2)
+            Output.line("\(displayName(input)):\(error.line):\(error.column): error: \(error.message)", to: 2)
+            status = max(status, ExitCode.unreadable)
             continue
         }
         if let n = options.benchmark {
@@ -303,10 +304,10 @@ func runPlaylists() -> Int32 {
             var withURIs: [Double] = []
             var uriBytes = 0
             for _ in 0..<n {
-                let t0 = IO.monotonicNanoseconds()
+                let t0 = MonotonicClock.nanoseconds()
                 do {
                     let p = try Playlist(bytes: bytes)
-                    parses.append(Double(IO.monotonicNanoseconds() - t0) / 1e6)
+                    parses.append(Double(MonotonicClock.nanoseconds() - t0) / 1e6)
                     if p.kind == .multivariant {
                         sink &+= p.multivariant(url: url).variants.count
                     } else {
@@ -315,12 +316,12 @@ func runPlaylists() -> Int32 {
                 } catch {
                     sink &+= 1
                 }
-                totals.append(Double(IO.monotonicNanoseconds() - t0) / 1e6)
+                totals.append(Double(MonotonicClock.nanoseconds() - t0) / 1e6)
             }
             for _ in 0..<n {
                 // Also every URI read as resolved text (built when first read): what a client that fetches the
                 // segments pays, and what the Python peer's absolute_uri gives.
-                let t0 = IO.monotonicNanoseconds()
+                let t0 = MonotonicClock.nanoseconds()
                 if let p = try? Playlist(bytes: bytes) {
                     if p.kind == .multivariant {
                         for v in p.multivariant(url: url).variants { uriBytes &+= v.uri.utf8.count }
@@ -328,26 +329,26 @@ func runPlaylists() -> Int32 {
                         for s in p.media(url: url, parent: parent).segments { uriBytes &+= s.uri.utf8.count }
                     }
                 }
-                withURIs.append(Double(IO.monotonicNanoseconds() - t0) / 1e6)
+                withURIs.append(Double(MonotonicClock.nanoseconds() - t0) / 1e6)
             }
             totals.sort()
             parses.sort()
             withURIs.sort()
-            IO.print(
+            Output.line(
                 "benchmark \(displayName(input)): parse+resolve min \(totals[0]) ms median \(totals[n / 2]) ms; "
                     + "parse min \(parses.first ?? 0) ms; with uris min \(withURIs[0]) ms median "
                     + "\(withURIs[n / 2]) ms (\(n) runs, \(sink / n) items, \(uriBytes / n) URI bytes)")
             continue
         }
         if options.format {
-            IO.write(playlist.writeCanonical())
+            Output.write(bytes: playlist.writeCanonical())
             continue
         }
         if options.dumpJSON {
             if playlist.kind == .multivariant {
-                IO.write(Dump.multivariant(playlist.multivariant(url: url)))
+                Output.write(bytes: Dump.multivariant(playlist.multivariant(url: url)))
             } else {
-                IO.write(Dump.media(playlist.media(url: url, parent: parent)))
+                Output.write(bytes: Dump.media(playlist.media(url: url, parent: parent)))
             }
             continue
         }
@@ -377,7 +378,7 @@ func runPlaylists() -> Int32 {
                 }
             }
             j.raw("\n")
-            IO.write(j.out)
+            Output.write(bytes: j.out)
         } else {
             var out = ""
             for f in findings {
@@ -385,10 +386,10 @@ func runPlaylists() -> Int32 {
                     "\(displayName(input)):\(f.line):\(f.column): \(f.severity.rawValue): \(f.message) "
                     + "[\(f.rule.id)] (\(f.section))\n"
             }
-            IO.write(Array(out.utf8))
+            Output.write(bytes: Array(out.utf8))
         }
         let failing = findings.contains { $0.severity == .error || (options.strict && $0.severity == .warning) }
-        if failing { status = max(status, 1) }
+        if failing { status = max(status, ExitCode.failure) }
     }
     return status
 }

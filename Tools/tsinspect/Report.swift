@@ -1,4 +1,5 @@
 // The summary report of tsinspect, as text and as JSON.
+import CLIToolkit
 import MPEGTS
 
 struct Report {
@@ -361,14 +362,17 @@ func printProbe(_ probe: TSProbe, path: String, json: Bool, nanoseconds: UInt64?
             ("bytesRead", .int(probe.bytesRead)),
         ]
         if let nanoseconds { members.append(("probeSeconds", .double(Double(nanoseconds) / 1e9))) }
-        writeString(JSON.object(members).render() + "\n", to: 1)
+        Output.write(JSON.object(members).render() + "\n")
     } else {
-        writeString(
+        let duration = probe.duration.map { formatSeconds($0) + " s" } ?? "unknown"
+        let time = nanoseconds.map { "Probe time:    " + formatSeconds(Double($0) / 1e6) + " ms\n" } ?? ""
+        let text: String =
             "File:          \(path)\nSize:          \(probe.fileSize) bytes\n"
-                + "Duration:      \(probe.duration.map { formatSeconds($0) + " s" } ?? "unknown")\n"
-                + "First PTS:     \(formatPTS(probe.firstPTS))\nLast PTS:      \(formatPTS(probe.lastPTS))\n"
-                + "Bytes read:    \(probe.bytesRead)\n"
-                + (nanoseconds.map { "Probe time:    " + formatSeconds(Double($0) / 1e6) + " ms\n" } ?? ""), to: 1)
+            + "Duration:      \(duration)\n"
+            + "First PTS:     \(formatPTS(probe.firstPTS))\nLast PTS:      \(formatPTS(probe.lastPTS))\n"
+            + "Bytes read:    \(probe.bytesRead)\n"
+            + time
+        Output.write(text)
     }
 }
 

@@ -1,4 +1,5 @@
 // SCTE-35 output of tsinspect.
+import CLIToolkit
 import MPEGTS
 
 func describeSCTE35(_ record: SectionRecord) -> String {
@@ -7,7 +8,7 @@ func describeSCTE35(_ record: SectionRecord) -> String {
     do {
         section = try SpliceInfoSection(bytes: record.section.bytes)
     } catch {
-        return prefix + "undecodable splice_info_section (\(error))"
+        return prefix + "undecodable splice_info_section (\(describe(error)))"
     }
     var parts = [section.command.name]
     switch section.command {
@@ -51,6 +52,27 @@ func describeSCTE35(_ record: SectionRecord) -> String {
         }
     }
     return prefix + parts.joined(separator: "; ")
+}
+
+/// An MPEG-TS error in words: what is wrong and where, without the error code's identifier.
+func describe(_ error: MPEGTSError) -> String {
+    let words: String
+    switch error.code {
+    case .truncated: words = "truncated"
+    case .noSync: words = "no sync byte"
+    case .syncLost: words = "sync lost"
+    case .invalidLength: words = "invalid length"
+    case .invalidMarker: words = "invalid marker bits"
+    case .crcMismatch: words = "CRC mismatch"
+    case .continuity: words = "continuity error"
+    case .unsupported: words = "unsupported"
+    case .scrambled: words = "scrambled"
+    default: words = "invalid value"
+    }
+    var text = error.detail.isEmpty ? words : words + ": " + error.detail
+    if let offset = error.offset { text += " at offset \(offset)" }
+    if let pid = error.pid { text += " on PID \(hexPID(pid))" }
+    return text
 }
 
 func hexString(_ bytes: [UInt8]) -> String {

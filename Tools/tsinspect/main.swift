@@ -1,5 +1,7 @@
 // tsinspect: shows what is inside an MPEG-TS file: programs, streams, timing, errors, keyframes, SCTE-35 cues.
+import CLIToolkit
 import FileRange
+import HLSPlaylist
 import MPEGTS
 
 #if canImport(Glibc)
@@ -8,52 +10,47 @@ import MPEGTS
     import Darwin
 #endif
 
-let toolVersion = "1.0.0"
 /// Bytes per read of a file: large enough that system calls do not count, small enough to stay in cache.
 let readSize = 1 << 20
 let schemaVersion = 1
 
-let usage =
-    "USAGE: tsinspect [--json] [--pts [--frames] | --keyframes | --scte35 | --probe [--timing]] <file>\n"
-    + "       tsinspect --make-slate <seconds> [--start-pts <ticks>]"
-
-let help = """
-    OVERVIEW: Show what is inside an MPEG-TS file (188-, 192- or 204-byte packets).
-
-    Prints a summary: file size, packet size and count, duration, bitrate, programs, and per PID the stream
-    type, codec, packet count and share, first and last PTS, continuity errors; the PSI tables seen, SCTE-35
-    cues and sync losses. Exit status: 0 clean, 1 stream errors found (sync loss, continuity, CRC, PES or
-    truncation), 2 unreadable input or not MPEG-TS, 64 bad usage.
-
-    \(usage)
-
-    ARGUMENTS:
-      <file>                  An MPEG-TS file, or - for standard input.
-
-    OPTIONS:
-      --json                  Print JSON: one document (schema in Documentation/tsinspect.md), or with --pts
-                              one JSON object per line.
-      --pts                   Print one line per PES packet: PID, PTS, DTS, keyframe flag, byte offset.
-      --frames                With --pts: one line per audio frame instead of per audio PES (AAC ADTS, MPEG
-                              audio, AC-3, E-AC-3), each with its own PTS and its size.
-      --keyframes             Print the keyframes of the main stream: byte offset, PTS, seconds.
-      --scte35                Print every SCTE-35 splice command.
-      --probe                 Read only the head and tail of the file and print the duration.
-      --timing                With --probe: also print how long the probe took, measured inside the process.
-      --make-slate <seconds>  Write a slate (black video, silent audio; H.264 + AAC) of that duration to
-                              standard output instead of reading a file.
-      --start-pts <ticks>     The slate's first PTS in 90 kHz ticks (default 126000).
-      --version               Show the version.
-      -h, --help              Show help information.
-
-    """
-
-/// CLOCK_MONOTONIC in nanoseconds.
-func monotonicNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-}
+let command = Command(
+    name: "tsinspect",
+    overview: "Show what is inside an MPEG-TS file (188-, 192- or 204-byte packets).",
+    discussion: """
+        Prints a summary: file size, packet size and count, duration, bitrate, programs, and per PID the stream
+        type, codec, packet count and share, first and last PTS, continuity errors; the PSI tables seen, SCTE-35
+        cues and sync losses. Exit status: 0 clean, 1 stream errors found (sync loss, continuity, CRC, PES or
+        truncation), 2 unreadable input or not MPEG-TS, 64 bad usage.
+        """,
+    synopsis: [
+        "tsinspect [--json] [--pts [--frames] | --keyframes | --scte35 | --probe [--timing]] <file>",
+        "tsinspect --make-slate <seconds> [--start-pts <ticks>]",
+    ],
+    arguments: [Argument("<file>", help: "An MPEG-TS file, or - for standard input.")],
+    options: [
+        .flag(
+            "--json",
+            help: "Print JSON: one document (schema in Documentation/tsinspect.md), or with --pts one JSON object "
+                + "per line."),
+        .flag("--pts", help: "Print one line per PES packet: PID, PTS, DTS, keyframe flag, byte offset."),
+        .flag(
+            "--frames",
+            help: "With --pts: one line per audio frame instead of per audio PES (AAC ADTS, MPEG audio, AC-3, "
+                + "E-AC-3), each with its own PTS and its size."),
+        .flag("--keyframes", help: "Print the keyframes of the main stream: byte offset, PTS, seconds."),
+        .flag("--scte35", help: "Print every SCTE-35 splice command."),
+        .flag("--probe", help: "Read only the head and tail of the file and print the duration."),
+        .flag("--timing", help: "With --probe: also print how long the probe took, measured inside the process."),
+        .value(
+            "--make-slate", value: "seconds",
+            help: "Write a slate (black video, silent audio; H.264 + AAC) of that duration to standard output "
+                + "instead of reading a file.",
+            expects: "a duration in seconds", example: "2"),
+        .value(
+            "--start-pts", value: "ticks", help: "The slate's first PTS in 90 kHz ticks (default 126000).",
+            expects: "a PTS in 90 kHz ticks", example: "126000"),
+    ])
 
 enum Mode {
     case summary
@@ -74,81 +71,60 @@ struct Options {
     var frames = false
 }
 
-func usageError(_ message: String) -> Never {
-    writeString("Error: \(message)\n\(usage)\n  See 'tsinspect --help' for more information.\n", to: 2)
-    exit(64)
-}
-
 func failure(_ message: String) -> Never {
-    writeString("Error: \(message)\n", to: 2)
-    exit(2)
+    Output.fail(message, status: ExitCode.unreadable)
 }
 
-func parseArguments(_ arguments: [String]) -> Options {
+/// The options of a parsed command line; a combination that makes no sense is a usage error.
+func readOptions(_ parsed: ParsedArguments) throws(UsageError) -> Options {
     var options = Options()
+    let modes: [(String, Mode)] = [
+        ("--pts", .pts), ("--keyframes", .keyframes), ("--scte35", .scte35), ("--probe", .probe),
+        ("--make-slate", .makeSlate),
+    ]
     var modeFlag: String?
-    func setMode(_ mode: Mode, _ flag: String) {
-        if let modeFlag, modeFlag != flag { usageError("'\(flag)' cannot be combined with '\(modeFlag)'") }
-        modeFlag = flag
+    for name in parsed.given {
+        guard let mode = modes.first(where: { $0.0 == name })?.1 else { continue }
+        if let modeFlag, modeFlag != name { throw UsageError("'\(name)' cannot be combined with '\(modeFlag)'") }
+        modeFlag = name
         options.mode = mode
     }
-    var onlyInputs = false
-    var index = 0
-    func value(_ name: String) -> String {
-        index += 1
-        guard index < arguments.count else { usageError("missing value for '\(name)'") }
-        return arguments[index]
-    }
-    while index < arguments.count {
-        let argument = arguments[index]
-        defer { index += 1 }
-        if onlyInputs || argument == "-" || !argument.hasPrefix("-") {
-            if let input = options.input { usageError("unexpected argument '\(argument)' after '\(input)'") }
-            options.input = argument
-            continue
+    options.json = parsed.flag("--json")
+    options.timing = parsed.flag("--timing")
+    options.frames = parsed.flag("--frames")
+    if let seconds = try parsed.number("--make-slate") {
+        guard seconds > 0, seconds <= 3600 else {
+            throw UsageError(
+                "invalid duration '\(parsed.value("--make-slate") ?? "")' for '--make-slate' (0 < seconds <= 3600)")
         }
-        switch argument {
-        case "--": onlyInputs = true
-        case "-h", "--help":
-            writeString(help, to: 1)
-            exit(0)
-        case "--version":
-            writeString(toolVersion + "\n", to: 1)
-            exit(0)
-        case "--json": options.json = true
-        case "--timing": options.timing = true
-        case "--frames": options.frames = true
-        case "--pts": setMode(.pts, argument)
-        case "--keyframes": setMode(.keyframes, argument)
-        case "--scte35": setMode(.scte35, argument)
-        case "--probe": setMode(.probe, argument)
-        case "--make-slate":
-            setMode(.makeSlate, argument)
-            let text = value(argument)
-            guard let seconds = Double(text), seconds > 0, seconds <= 3600 else {
-                usageError("invalid duration '\(text)' for '--make-slate' (0 < seconds <= 3600)")
-            }
-            options.slateSeconds = seconds
-        case "--start-pts":
-            let text = value(argument)
-            guard let ticks = UInt64(text), ticks < 1 << 33 else {
-                usageError("invalid PTS '\(text)' for '--start-pts' (0 ... 2^33-1)")
-            }
-            options.startPTS = ticks
-        default: usageError("unknown option '\(argument)'")
-        }
+        options.slateSeconds = seconds
     }
-    if options.timing && options.mode != .probe { usageError("'--timing' needs '--probe'") }
-    if options.frames && options.mode != .pts { usageError("'--frames' needs '--pts'") }
+    if let ticks = try parsed.integer("--start-pts", as: UInt64.self) {
+        guard ticks < 1 << 33 else {
+            throw UsageError("invalid PTS '\(ticks)' for '--start-pts' (0 ... 2^33-1)")
+        }
+        options.startPTS = ticks
+    }
+    if parsed.positionals.count > 1 {
+        throw UsageError("unexpected argument '\(parsed.positionals[1])' after '\(parsed.positionals[0])'")
+    }
+    options.input = parsed.positionals.first
+    if options.timing && options.mode != .probe { throw UsageError("'--timing' needs '--probe'") }
+    if options.frames && options.mode != .pts { throw UsageError("'--frames' needs '--pts'") }
     if options.mode == .makeSlate {
-        if let input = options.input { usageError("unexpected argument '\(input)' with '--make-slate'") }
+        if let input = options.input { throw UsageError("unexpected argument '\(input)' with '--make-slate'") }
         return options
     }
-    if options.input == nil { usageError("missing expected argument '<file>'") }
+    if options.input == nil { throw UsageError("missing expected argument '<file>'") }
     return options
 }
 
-let options = parseArguments(Array(CommandLine.arguments.dropFirst()))
+let options: Options
+do {
+    options = try readOptions(command.parseOrExit(Array(CommandLine.arguments.dropFirst())))
+} catch {
+    command.usageError(error.message)
+}
 let inputPath = options.input ?? "-"
 
 if options.mode == .makeSlate, let seconds = options.slateSeconds {
@@ -161,26 +137,42 @@ if options.mode == .makeSlate, let seconds = options.slateSeconds {
         var out = OutputBuffer(fd: 1)
         out.bytes = slate
         out.flush()
-        exit(0)
+        exit(ExitCode.success)
     } catch {
-        failure("cannot make a slate: \(error)")
+        failure("cannot make a slate: \(describe(error))")
     }
 }
 
 if options.mode == .probe {
-    guard inputPath != "-" else { usageError("'--probe' needs a file, not standard input") }
+    guard inputPath != "-" else { command.usageError("'--probe' needs a file, not standard input") }
     do {
-        let started = monotonicNanoseconds()
+        let started = MonotonicClock.nanoseconds()
         let probe = try TSProbe.probe(path: inputPath)
-        let elapsed = monotonicNanoseconds() - started
+        let elapsed = MonotonicClock.nanoseconds() - started
         printProbe(probe, path: inputPath, json: options.json, nanoseconds: options.timing ? elapsed : nil)
-        exit(0)
+        exit(ExitCode.success)
     } catch {
         if error.code == .notTransportStream {
+            if let playlist = playlistMessage(path: inputPath) { failure(playlist) }
             failure("\(inputPath) is not an MPEG-TS stream: no sync byte pattern found (gave up at offset 0)")
         }
         failure("cannot read \(inputPath): \(error.detail)")
     }
+}
+
+/// The message for an HLS playlist given where MPEG-TS is expected.
+func playlistMessage(_ path: String) -> String {
+    "\(path) is an HLS playlist, not an MPEG-TS stream: check it with m3u8lint, or fetch its media with "
+        + "tsplayer download"
+}
+
+/// The message for `path` if it is an HLS playlist (read from its first bytes), nil otherwise.
+func playlistMessage(path: String) -> String? {
+    guard let file = try? FileStreamer(path: path) else { return nil }
+    defer { file.close() }
+    guard let head = try? file.read(at: 0, length: 16), PlaylistStart.check(head, complete: true) == .playlist
+    else { return nil }
+    return playlistMessage(path)
 }
 
 /// Where the demuxer's events go: the analyzer, or with `--pts` one output line per PES (with `--frames`, per
@@ -242,6 +234,11 @@ func inspect(_ options: Options, inputPath: String) -> Never {
     let printPTS = sink.printPTS
 
     var fileSize: UInt64 = 0
+    /// The first bytes, to tell a playlist given by mistake from other input that is not MPEG-TS.
+    var head: [UInt8] = []
+    func keep(_ chunk: UnsafeRawBufferPointer) {
+        if head.count < 16 { head += chunk.prefix(16 - head.count) }
+    }
     if inputPath == "-" {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 64)
         while true {
@@ -250,6 +247,7 @@ func inspect(_ options: Options, inputPath: String) -> Never {
             if count < 0 { failure("cannot read standard input: \(String(cString: strerror(errno)))") }
             if count == 0 { break }
             fileSize += UInt64(count)
+            keep(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
             demuxer.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { sink.handle($0) }
             if printPTS { sink.out.flushIfLarge() }
         }
@@ -261,6 +259,7 @@ func inspect(_ options: Options, inputPath: String) -> Never {
             fileSize = try file.size()
             // The next chunk is read on a second thread while this one is scanned.
             try PrefetchReader.read(file, bufferSize: readSize) { chunk in
+                keep(chunk)
                 demuxer.feed(chunk) { sink.handle($0) }
                 if printPTS { sink.out.flushIfLarge() }
                 return true
@@ -286,6 +285,7 @@ func inspect(_ options: Options, inputPath: String) -> Never {
 
     if demuxer.statistics.packets == 0 {
         out.flush()
+        if PlaylistStart.check(head, complete: true) == .playlist { failure(playlistMessage(inputPath)) }
         failure(
             "\(inputPath) is not an MPEG-TS stream: no sync byte pattern found in \(demuxer.statistics.bytes) bytes "
                 + "(gave up at offset \(demuxer.statistics.bytes))")
@@ -306,7 +306,7 @@ func inspect(_ options: Options, inputPath: String) -> Never {
         break
     }
     out.flush()
-    exit(demuxer.statistics.hasErrors ? 1 : 0)
+    exit(demuxer.statistics.hasErrors ? ExitCode.failure : ExitCode.success)
 }
 
 inspect(options, inputPath: inputPath)

@@ -1,114 +1,108 @@
+import CLIToolkit
 import Foundation
 import HLSAdFilter
+import HLSPlaylist
 import LoopbackHTTP
 import TSPlayerKit
 
 /// `tsplayer proxy`: an ad-stripping loopback proxy in front of a remote HLS stream.
 enum ProxyCommand {
-    static let usage = """
-        OVERVIEW: Proxy a remote HLS stream on a loopback port with its ads removed.
-
-        Prints the local playlist URL first on stdout, then serves until interrupted. VOD ad breaks are removed;
-        live ad segments are replaced by slates of the same duration. Upstream failures are logged on stderr.
-
-        USAGE: tsplayer proxy <url> [-H <header>]... [--user-agent <ua>] [--referer <url>] [--mode <mode>] [--port <port>] [--explain]
-
-        ARGUMENTS:
-          <url>                   The stream's multivariant or media playlist (http or https).
-
-        OPTIONS:
-          -H, --header <header>   An extra request header, 'Name: value' (repeatable); sent with every request.
-          --user-agent <ua>       The User-Agent for every upstream request.
-          --referer <url>         A Referer for every upstream request.
-          --mode <mode>           stream (relay segments with the headers) or redirect (302 to the origin, which
-                                  then gets no extra headers) (default: stream).
-          --port <port>           The loopback port to listen on (default: an ephemeral port).
-          --explain               Print each poll's decisions on stderr.
-          --allow-private         Allow upstreams on loopback and private addresses.
-          -h, --help              Show help information.
-
-        """
+    static let command = Command(
+        name: "tsplayer proxy", overview: "Proxy a remote HLS stream on a loopback port with its ads removed.",
+        discussion: """
+            Prints the local playlist URL first on stdout, then serves until interrupted. VOD ad breaks are removed;
+            live ad segments are replaced by slates of the same duration. Upstream failures are logged on stderr.
+            """,
+        synopsis: [
+            "tsplayer proxy <url> [-H <header>]... [--user-agent <ua>] [--referer <url>] [--mode <mode>] "
+                + "[--port <port>] [--explain]"
+        ],
+        arguments: [Argument("<url>", help: "The stream's multivariant or media playlist (http or https).")],
+        options: [
+            .value(
+                "-H", "--header", value: "header",
+                help: "An extra request header, 'Name: value' (repeatable); sent with every request."),
+            .value("--user-agent", value: "ua", help: "The User-Agent for every upstream request."),
+            .value("--referer", value: "url", help: "A Referer for every upstream request."),
+            .value(
+                "--mode", value: "mode",
+                help: "stream (relay segments with the headers) or redirect (302 to the origin, which then gets no "
+                    + "extra headers) (default: stream)."),
+            .value(
+                "--port", value: "port", help: "The loopback port to listen on (default: an ephemeral port).",
+                expects: "a number from 0 to 65535", example: "8080"),
+            .flag("--explain", help: "Print each poll's decisions on stderr."),
+            .flag("--allow-private", help: "Allow upstreams on loopback and private addresses."),
+        ])
 
     static let subcommand = Subcommand(
-        name: "proxy", abstract: "Proxy a remote HLS stream with its ads removed.", usage: usage, run: run)
+        command: command, abstract: "Proxy a remote HLS stream with its ads removed.", run: run)
 
     @Sendable static func run(_ arguments: [String]) async -> Int32 {
-        let parsed: ParsedArguments
-        do {
-            parsed = try ParsedArguments(
-                arguments, valued: ["-H", "--header", "--user-agent", "--referer", "--mode", "--port"],
-                flags: ["--explain", "--allow-private", "-h", "--help"])
-        } catch {
-            Console.usageError(error.message, usage: usage)
-        }
-        if parsed.flags.contains("-h") || parsed.flags.contains("--help") {
-            print(usage, terminator: "")
-            return 0
-        }
-        guard parsed.positionals.count == 1, let url = parsed.positionals.first else {
-            Console.usageError(parsed.positionals.isEmpty ? "missing <url>" : "expected one <url>", usage: usage)
-        }
-        let scheme = url.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() }
-        guard scheme == "http" || scheme == "https", URL(string: url)?.host != nil else {
-            Console.usageError("<url> must be an absolute http or https URL", usage: usage)
-        }
+        let parsed = command.parseOrExit(arguments)
+        let url = parsed.httpURL(command)
         var options = AdStrippingProxy.Options()
-        for header in (parsed.values["-H"] ?? []) + (parsed.values["--header"] ?? []) {
-            guard let colon = header.firstIndex(of: ":") else {
-                Console.usageError("header '\(header)' is not 'Name: value'", usage: usage)
-            }
-            let name = header[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty, !name.contains(" ") else {
-                Console.usageError("header '\(header)' has no valid name", usage: usage)
-            }
-            options.fetch.headers.append((name: name, value: value))
-        }
-        if let ua = parsed.value("--user-agent") { options.fetch.userAgent = ua }
+        options.fetch.headers += parsed.headers(command)
+        options.fetch.userAgent = parsed.value("--user-agent") ?? "tsplayer/\(Toolkit.version)"
         if let referer = parsed.value("--referer") { options.fetch.headers.append((name: "Referer", value: referer)) }
         if let mode = parsed.value("--mode") {
             guard let m = AdStrippingProxy.SegmentMode(rawValue: mode) else {
-                Console.usageError("--mode must be 'stream' or 'redirect'", usage: usage)
+                command.usageError("--mode must be 'stream' or 'redirect', not '\(mode)'")
             }
             options.segmentMode = m
         }
-        if let text = parsed.value("--port") {
-            guard let port = UInt16(text) else { Console.usageError("invalid port '\(text)'", usage: usage) }
-            options.server.port = port
+        if let port = parsed.port(command) { options.server.port = port }
+        options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
+        let explain = parsed.flag("--explain")
+
+        // The first fetch checks the door: a URL that answers with something other than a playlist stops here,
+        // with one error. Other failures are the player's to see (the proxy answers 502 and says why), so the
+        // proxy still starts; they are logged.
+        // One try with a short timeout: the door check must not hold the local URL back for long.
+        var door = options.fetch
+        door.retries = 0
+        door.timeout = min(door.timeout, 5)
+        do {
+            let (_, bytes) = try await RemotePlaylistFetcher(options: door).fetchSmall(
+                url, maxBytes: options.fetch.maxPlaylistBytes)
+            if let message = PlaylistStart.check(bytes, complete: true).message {
+                Output.error("\(url): \(message)")
+                return ExitCode.unreadable
+            }
+        } catch {
+            Output.log("warning: " + ErrorText.describe(error))
         }
-        options.fetch.allowPrivateUpstreams = parsed.flags.contains("--allow-private")
-        let explain = parsed.flags.contains("--explain")
 
         let proxy = AdStrippingProxy(url: url, options: options)
         let local: String
         do {
             local = try await proxy.start()
         } catch {
-            Console.error("\(error)")
-            return 1
+            Output.error(ErrorText.describe(error))
+            return ErrorText.exitCode(error)
         }
-        Console.output(local)
+        Output.line(local)
         let events = Task {
             for await event in proxy.events {
                 switch event {
                 case .poll(let playlist, let decisions, let warnings):
-                    for warning in warnings { Console.log("warning: \(warning)") }
+                    for warning in warnings { Output.log("warning: \(warning)") }
                     if explain {
-                        Console.log("poll \(playlist)")
-                        for line in AdFilterCommand.explanation(decisions) { Console.log("  " + line) }
+                        Output.log("poll \(playlist)")
+                        for line in AdFilterCommand.explanation(decisions) { Output.log("  " + line) }
                     }
                 case .stalled(let playlist, let seconds):
-                    Console.log("stalled: \(playlist) has not changed for \(Int(seconds)) s")
+                    Output.log("stalled: \(playlist) has not changed for \(Int(seconds)) s")
                 case .resumed(let playlist):
-                    Console.log("resumed: \(playlist)")
+                    Output.log("resumed: \(playlist)")
                 case .upstreamError(let error):
-                    Console.log("upstream error: \(error)")
+                    Output.log("upstream error: " + ErrorText.describe(error))
                 }
             }
         }
-        await ServeCommand.waitForInterrupt()
+        await Signals.waitForInterrupt()
         await proxy.stop()
         events.cancel()
-        return 0
+        return ExitCode.success
     }
 }

@@ -1,4 +1,4 @@
-import FileRange
+import CLIToolkit
 import Foundation
 import LoopbackHTTP
 import MPEGTS
@@ -6,66 +6,57 @@ import TSPlayerKit
 
 /// `tsplayer serve`: serves .ts files as HLS on a loopback port until interrupted.
 enum ServeCommand {
-    static let usage = """
-        OVERVIEW: Serve MPEG-TS files as HLS on a loopback port.
-
-        With no file, serves a built-in sample (a test pattern with a tone). For each input it prints the
-        multivariant playlist URL, then the URL of the raw .ts, on stdout; then it serves until interrupted.
-
-        USAGE: tsplayer serve [<file> ...] [--port <port>] [--segment-duration <seconds>] [--cors <origin>] [--json] [-v]
-
-        ARGUMENTS:
-          <file>                  A .ts file, a folder of .ts files, or a folder holding an HLS presentation
-                                  (default: the built-in sample).
-
-        OPTIONS:
-          --port <port>           The loopback port to listen on (default: an ephemeral port).
-          --segment-duration <seconds>
-                                  The target segment duration; segments are cut at the next keyframe (default: 6).
-          --cors <origin>         Allow cross-origin requests from this origin ('*' for any).
-          --json                  Print the URLs as one JSON document.
-          -v, --verbose           Log every request on stderr.
-          -h, --help              Show help information.
-
-        """
+    static let command = Command(
+        name: "tsplayer serve", overview: "Serve MPEG-TS files as HLS on a loopback port.",
+        discussion: """
+            With no file, serves a built-in sample (a test pattern with a tone). For each input it prints the
+            multivariant playlist URL, then the URL of the raw .ts, on stdout; then it serves until interrupted.
+            """,
+        synopsis: [
+            "tsplayer serve [<file> ...] [--port <port>] [--segment-duration <seconds>] [--cors <origin>] [--json] [-v]"
+        ],
+        arguments: [
+            Argument(
+                "<file>",
+                help: "A .ts file, a folder of .ts files, or a folder holding an HLS presentation (default: the "
+                    + "built-in sample).")
+        ],
+        options: [
+            .value(
+                "--port", value: "port", help: "The loopback port to listen on (default: an ephemeral port).",
+                expects: "a number from 0 to 65535", example: "8080"),
+            .value(
+                "--segment-duration", value: "seconds",
+                help: "The target segment duration; segments are cut at the next keyframe (default: 6).",
+                expects: "seconds as a number", example: "6"),
+            .value("--cors", value: "origin", help: "Allow cross-origin requests from this origin ('*' for any)."),
+            .flag("--json", help: "Print the URLs as one JSON line."),
+            .flag("-v", "--verbose", help: "Log every request on stderr."),
+        ])
 
     static let subcommand = Subcommand(
-        name: "serve", abstract: "Serve .ts files as HLS on a loopback port.", usage: usage, run: run)
+        command: command, abstract: "Serve .ts files as HLS on a loopback port.", run: run)
 
     @Sendable static func run(_ arguments: [String]) async -> Int32 {
-        let parsed: ParsedArguments
-        do {
-            parsed = try ParsedArguments(
-                arguments, valued: ["--port", "--segment-duration", "--cors"],
-                flags: ["--json", "-v", "--verbose", "-h", "--help"])
-        } catch {
-            Console.usageError(error.message, usage: usage)
-        }
-        if parsed.flags.contains("-h") || parsed.flags.contains("--help") {
-            print(usage, terminator: "")
-            return 0
-        }
+        let parsed = command.parseOrExit(arguments)
         var configuration = HTTPServerConfiguration()
-        if let text = parsed.value("--port") {
-            guard let port = UInt16(text) else { Console.usageError("invalid port '\(text)'", usage: usage) }
-            configuration.port = port
-        }
+        if let port = parsed.port(command) { configuration.port = port }
         var options = TSPlaybackSession.Options()
-        if let text = parsed.value("--segment-duration") {
-            guard let seconds = Double(text), seconds >= 1, seconds <= 60 else {
-                Console.usageError("segment duration must be between 1 and 60 seconds", usage: usage)
+        if let seconds = parsed.number(command, "--segment-duration") {
+            guard seconds >= 1, seconds <= 60 else {
+                command.usageError("segment duration must be between 1 and 60 seconds, not \(seconds)")
             }
             options.segmentDuration = seconds
         }
         if let origin = parsed.value("--cors") {
             configuration.cors = CORSOptions(allowedOrigin: origin)
         }
-        if parsed.flags.contains("-v") || parsed.flags.contains("--verbose") {
+        if parsed.flag("--verbose") {
             configuration.accessLog = { entry in
                 let millis =
                     Double(entry.duration.components.attoseconds) / 1e15
                     + Double(entry.duration.components.seconds) * 1000
-                Console.log(
+                Output.log(
                     "\(entry.method) \(entry.path) \(entry.status) \(entry.bytesSent) "
                         + String(format: "%.2fms", millis))
             }
@@ -73,8 +64,8 @@ enum ServeCommand {
         var inputs = parsed.positionals
         if inputs.isEmpty {
             guard let sample = Bundle.module.path(forResource: "sample", ofType: "ts") else {
-                Console.error("the built-in sample is missing from this build")
-                return 1
+                Output.error("the built-in sample is missing from this build")
+                return ExitCode.failure
             }
             inputs = [sample]
         }
@@ -91,36 +82,37 @@ enum ServeCommand {
                         path: path, source: served.source, base: base, entry: served.entry,
                         media: served.media, duration: served.duration))
             } catch {
-                Console.error("\(error)")
-                return 1
+                Output.error(ErrorText.describe(error))
+                return ErrorText.exitCode(error)
             }
         }
-        if parsed.flags.contains("--json") {
-            let items = sessions.map { item -> [String: Any] in
-                var entry: [String: Any] = ["path": item.path, "playlist": item.base + item.entry]
-                if let media = item.media { entry["media"] = item.base + media }
-                if let duration = item.duration { entry["duration"] = duration }
-                return entry
+        if parsed.flag("--json") {
+            // One line: a reading process takes the first line as the whole announcement.
+            let items: [JSON] = sessions.map { item in
+                var entry: [(String, JSON)] = [
+                    ("path", .string(item.path)), ("playlist", .string(item.base + item.entry)),
+                ]
+                if let media = item.media { entry.append(("media", .string(item.base + media))) }
+                if let duration = item.duration { entry.append(("duration", .double(duration))) }
+                return .object(entry)
             }
-            let data =
-                (try? JSONSerialization.data(withJSONObject: ["inputs": items], options: [.sortedKeys])) ?? Data()
-            Console.output(String(decoding: data, as: UTF8.self))
+            Output.line(JSON.object([("inputs", .array(items))]).render(pretty: false))
         } else {
             for item in sessions {
-                Console.output(item.base + item.entry)
-                if let media = item.media { Console.output(item.base + media) }
+                Output.line(item.base + item.entry)
+                if let media = item.media { Output.line(item.base + media) }
             }
         }
         let files = sessions.compactMap { $0.source as? TSPlaybackSession }
-        if Console.stderrIsTerminal, !files.isEmpty {
+        if Terminal.stderrIsTerminal, !files.isEmpty {
             Task { await showProgress(files) }
         }
-        await waitForInterrupt()
+        await Signals.waitForInterrupt()
         for item in sessions {
             await server.remove(item.source)
             (item.source as? TSPlaybackSession)?.close()
         }
-        return 0
+        return ExitCode.success
     }
 
     /// An input being served.
@@ -157,50 +149,16 @@ enum ServeCommand {
 
     /// Shows indexing progress on a terminal until every input is indexed.
     static func showProgress(_ sessions: [TSPlaybackSession]) async {
+        var line = ProgressLine(fd: 2, plainInterval: nil)
         while true {
             let fractions = sessions.map { session -> Double in
                 guard let index = session.index else { return 0 }
                 return index.isComplete ? 1 : Double(index.bytesIndexed) / Double(max(1, index.fileSize))
             }
-            let done = fractions.allSatisfy { $0 >= 1 }
-            let text = fractions.map { String(format: "%3.0f%%", $0 * 100) }.joined(separator: " ")
-            FileHandle.standardError.write(Data("\rindexing \(text)\(done ? "\n" : "")".utf8))
-            if done { return }
+            let text = "indexing " + fractions.map { String(format: "%3.0f%%", $0 * 100) }.joined(separator: " ")
+            if fractions.allSatisfy({ $0 >= 1 }) { return line.finish(text) }
+            line.update(text)
             try? await Task.sleep(for: .milliseconds(200))
-        }
-    }
-
-    /// Returns when SIGINT or SIGTERM arrives.
-    static func waitForInterrupt() async {
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let once = OnceFlag()
-            for number in [SIGINT, SIGTERM] {
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-                source.setEventHandler {
-                    if once.claim() { continuation.resume() }
-                }
-                source.resume()
-                SignalSources.keep(source)
-            }
-        }
-    }
-}
-
-/// Keeps signal sources alive for the life of the process.
-enum SignalSources {
-    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
-    static func keep(_ source: any DispatchSourceSignal) { sources.append(source) }
-}
-
-/// True once, then false.
-final class OnceFlag: Sendable {
-    private let flag = LockedValue(false)
-    func claim() -> Bool {
-        flag.withLock { claimed in
-            defer { claimed = true }
-            return !claimed
         }
     }
 }

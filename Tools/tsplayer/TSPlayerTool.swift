@@ -1,19 +1,19 @@
 // tsplayer: serve .ts files as HLS on loopback, and (as they arrive) proxy, download and cache streams.
-// Each subcommand lives in its own file and registers itself in `subcommands` below.
+// Each subcommand lives in its own file, declares its command line there, and registers itself in `subcommands`.
+import CLIToolkit
 import Foundation
 
-/// A subcommand of tsplayer.
+/// A subcommand of tsplayer: its declared command line and what runs it.
 struct Subcommand: Sendable {
-    var name: String
+    var command: Command
     var abstract: String
-    var usage: String
     var run: @Sendable ([String]) async -> Int32
+
+    var name: String { String(command.name.split(separator: " ").last ?? "") }
 }
 
 @main
 enum TSPlayerTool {
-    static let version = "0.1.0"
-
     static let subcommands: [Subcommand] = [
         ServeCommand.subcommand,
         DownloadCommand.subcommand,
@@ -23,133 +23,80 @@ enum TSPlayerTool {
         CacheProxyCommand.subcommand,
     ]
 
-    static var help: String {
-        var text = """
-            OVERVIEW: Play MPEG-TS and HLS through a loopback HTTP server.
-
-            USAGE: tsplayer <subcommand> [options]
-
-            OPTIONS:
-              -h, --help              Show help information.
-              --version               Show the version.
-
-            SUBCOMMANDS:
-
-            """
-        for command in subcommands {
-            text +=
-                "  " + command.name.padding(toLength: 22, withPad: " ", startingAt: 0) + "  " + command.abstract + "\n"
-        }
-        text += "\n  See 'tsplayer help <subcommand>' for detailed help.\n"
-        return text
-    }
+    static let command = Command(
+        name: "tsplayer", overview: "Play MPEG-TS and HLS through a loopback HTTP server.",
+        synopsis: ["tsplayer <subcommand> [options]"],
+        subcommands: subcommands.map { SubcommandSummary($0.name, abstract: $0.abstract) },
+        footer: "  See 'tsplayer help <subcommand>' for detailed help.")
 
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        guard let first = arguments.first else {
-            Console.usageError("missing subcommand", usage: help)
+        guard let first = arguments.first else { command.usageError("missing subcommand") }
+        if first == "help" {
+            let named = arguments.dropFirst().first
+            Output.write((subcommands.first { $0.name == named }?.command ?? command).help)
+            exit(ExitCode.success)
         }
-        switch first {
-        case "-h", "--help":
-            print(help, terminator: "")
-            exit(0)
-        case "--version":
-            print(version)
-            exit(0)
-        case "help":
-            if arguments.count > 1, let command = subcommands.first(where: { $0.name == arguments[1] }) {
-                print(command.usage, terminator: "")
-            } else {
-                print(help, terminator: "")
-            }
-            exit(0)
-        default:
-            guard let command = subcommands.first(where: { $0.name == first }) else {
-                Console.usageError("unknown subcommand '\(first)'", usage: help)
-            }
-            exit(await command.run(Array(arguments.dropFirst())))
+        if let subcommand = subcommands.first(where: { $0.name == first }) {
+            exit(await subcommand.run(Array(arguments.dropFirst())))
         }
+        if first.hasPrefix("-") {
+            // Only the standard options come before a subcommand.
+            _ = command.parseOrExit([first])
+            command.usageError("missing subcommand")
+        }
+        let guess = Suggestion.closest(to: first, among: subcommands.map(\.name))
+        command.usageError("unknown subcommand '\(first)'" + (guess.map { "; did you mean '\($0)'?" } ?? ""))
     }
 }
 
-/// Output helpers shared by the subcommands.
-enum Console {
-    /// Prints `Error: message` and the usage on stderr and exits 64 (bad usage).
-    static func usageError(_ message: String, usage: String) -> Never {
-        FileHandle.standardError.write(Data("Error: \(message)\n\n\(usage)".utf8))
-        exit(64)
+/// Checks of option values shared by the subcommands; a bad value is a usage error of `command`.
+extension ParsedArguments {
+    /// `--port`: a TCP port number.
+    func port(_ command: Command) -> UInt16? {
+        guard let text = value("--port") else { return nil }
+        guard let port = UInt16(text) else {
+            command.usageError("invalid port '\(text)': --port expects a number from 0 to 65535, e.g. --port 8080")
+        }
+        return port
     }
 
-    /// Prints `Error: message` on stderr.
-    static func error(_ message: String) {
-        FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
-    }
-
-    /// Writes a line to stderr.
-    static func log(_ message: String) {
-        FileHandle.standardError.write(Data((message + "\n").utf8))
-    }
-
-    /// Writes a line to stdout and flushes it, so a reading process sees it at once.
-    static func output(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
-
-    /// Whether stderr is a terminal (progress and colour only then).
-    static var stderrIsTerminal: Bool { isatty(2) == 1 }
-}
-
-/// A small command-line parser: options that take a value, flags, and positional arguments.
-struct ParsedArguments {
-    var values: [String: [String]] = [:]
-    var flags: Set<String> = []
-    var positionals: [String] = []
-
-    /// Parses `arguments`; `valued` and `flags` list the long and short spellings each option accepts.
-    init(_ arguments: [String], valued: Set<String>, flags allowedFlags: Set<String>) throws(UsageError) {
-        var index = 0
-        var onlyPositionals = false
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            if onlyPositionals || argument == "-" || !argument.hasPrefix("-") {
-                positionals.append(argument)
-                continue
+    /// `-H, --header`: `Name: value` fields, in order.
+    func headers(_ command: Command) -> [(name: String, value: String)] {
+        values("--header").map { header in
+            guard let colon = header.firstIndex(of: ":") else {
+                command.usageError("header '\(header)' is not 'Name: value'")
             }
-            if argument == "--" {
-                onlyPositionals = true
-                continue
-            }
-            var name = argument
-            var inlineValue: String?
-            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
-                name = String(argument[..<equals])
-                inlineValue = String(argument[argument.index(after: equals)...])
-            }
-            if valued.contains(name) {
-                if let inlineValue {
-                    values[name, default: []].append(inlineValue)
-                } else {
-                    guard index < arguments.count else { throw UsageError("missing value for '\(name)'") }
-                    values[name, default: []].append(arguments[index])
-                    index += 1
-                }
-            } else if allowedFlags.contains(name), inlineValue == nil {
-                flags.insert(name)
-            } else {
-                throw UsageError("unknown option '\(argument)'")
-            }
+            let name = header[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, !name.contains(" ") else { command.usageError("header '\(header)' has no valid name") }
+            return (name: name, value: value)
         }
     }
 
-    /// The last value given for any of `names`.
-    func value(_ names: String...) -> String? {
-        names.compactMap { values[$0]?.last }.last
+    /// The one `<url>` argument, an absolute http(s) URL.
+    func httpURL(_ command: Command) -> String {
+        guard positionals.count == 1, let url = positionals.first else {
+            command.usageError(positionals.isEmpty ? "missing <url>" : "expected one <url>")
+        }
+        let scheme = url.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() }
+        guard scheme == "http" || scheme == "https", URL(string: url)?.host != nil else {
+            command.usageError("<url> must be an absolute http or https URL")
+        }
+        return url
     }
-}
 
-/// A command-line usage mistake.
-struct UsageError: Error {
-    var message: String
-    init(_ message: String) { self.message = message }
+    /// A value converted by `transform`, or the usage error that names the option's expected form.
+    func checked<T>(_ command: Command, _ name: String, _ transform: (String) -> T?) -> T? {
+        do {
+            return try value(name, transform)
+        } catch {
+            command.usageError(error.message)
+        }
+    }
+
+    /// A number (`--segment-duration 6`), or the usage error that names the expected form.
+    func number(_ command: Command, _ name: String) -> Double? {
+        checked(command, name) { Double($0).flatMap { $0.isFinite ? $0 : nil } }
+    }
 }

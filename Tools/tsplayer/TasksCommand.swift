@@ -1,3 +1,4 @@
+import CLIToolkit
 import Foundation
 import HLSDownload
 import LoopbackHTTP
@@ -5,74 +6,71 @@ import TSPlayerKit
 
 /// `tsplayer tasks`: lists and manages the download tasks of a store.
 enum TasksCommand {
-    static let usage = """
-        OVERVIEW: List and manage download tasks.
+    /// The actions and how many operands each takes.
+    static let actions: [(name: String, operands: Int, abstract: String)] = [
+        ("list", 0, "List the tasks in creation order (the default)."),
+        ("pause", 1, "Pause a task (one another process runs pauses within about a second)."),
+        ("resume", 1, "Resume a task and follow it until it completes, stops or is interrupted."),
+        ("delete", 1, "Delete a task and its files (stopping the process that runs it)."),
+        ("play", 1, "Serve a completed task on loopback: prints its playlist URL, serves until Ctrl-C."),
+        ("export", 2, "Concatenate a completed, unencrypted TS task into one .ts file."),
+    ]
 
-        USAGE: tsplayer tasks [list | pause <id> | resume <id> | delete <id> | play <id> | export <id> <file>]
-                      [--store <dir>] [--port <port>] [--json]
+    static let command = Command(
+        name: "tsplayer tasks", overview: "List and manage download tasks.",
+        synopsis: [
+            "tsplayer tasks [list | pause <id> | resume <id> | delete <id> | play <id> | export <id> <file>]",
+            "               [--store <dir>] [--port <port>] [--json]",
+        ],
+        options: [
+            .value("--store", value: "dir", help: "The store folder (default: ./downloads)."),
+            .value(
+                "--port", value: "port", help: "The loopback port for play (default: an ephemeral port).",
+                expects: "a number from 0 to 65535", example: "8080"),
+            .flag("--json", help: "Print JSON."),
+        ],
+        subcommands: [
+            SubcommandSummary("list", abstract: actions[0].abstract),
+            SubcommandSummary("pause <id>", abstract: actions[1].abstract),
+            SubcommandSummary("resume <id>", abstract: actions[2].abstract),
+            SubcommandSummary("delete <id>", abstract: actions[3].abstract),
+            SubcommandSummary("play <id>", abstract: actions[4].abstract),
+            SubcommandSummary("export <id> <file>", abstract: actions[5].abstract),
+        ])
 
-        SUBCOMMANDS:
-          list                    List the tasks in creation order (the default).
-          pause <id>              Pause a task (one another process runs pauses within about a second).
-          resume <id>             Resume a task and follow it until it completes, stops or is interrupted.
-          delete <id>             Delete a task and its files (stopping the process that runs it).
-          play <id>               Serve a completed task on loopback: prints its playlist URL, serves until Ctrl-C.
-          export <id> <file>      Concatenate a completed, unencrypted TS task into one .ts file.
-
-        OPTIONS:
-          --store <dir>           The store folder (default: ./downloads).
-          --port <port>           The loopback port for play (default: an ephemeral port).
-          --json                  Print JSON.
-          -h, --help              Show help information.
-
-        """
-
-    static let subcommand = Subcommand(
-        name: "tasks", abstract: "List and manage download tasks.", usage: usage, run: run)
+    static let subcommand = Subcommand(command: command, abstract: "List and manage download tasks.", run: run)
 
     @Sendable static func run(_ arguments: [String]) async -> Int32 {
-        let parsed: ParsedArguments
-        do {
-            parsed = try ParsedArguments(arguments, valued: ["--store", "--port"], flags: ["--json", "-h", "--help"])
-        } catch {
-            Console.usageError(error.message, usage: usage)
-        }
-        if parsed.flags.contains("-h") || parsed.flags.contains("--help") {
-            print(usage, terminator: "")
-            return 0
-        }
-        let json = parsed.flags.contains("--json")
+        let parsed = command.parseOrExit(arguments)
+        let json = parsed.flag("--json")
         let action = parsed.positionals.first ?? "list"
         let operands = Array(parsed.positionals.dropFirst())
-        let expected: Int
-        switch action {
-        case "list": expected = 0
-        case "pause", "resume", "delete", "play": expected = 1
-        case "export": expected = 2
-        default: Console.usageError("unknown action '\(action)'", usage: usage)
+        guard let expected = actions.first(where: { $0.name == action })?.operands else {
+            let guess = Suggestion.closest(to: action, among: actions.map(\.name)).map { "; did you mean '\($0)'?" }
+            command.usageError("unknown action '\(action)'" + (guess ?? ""))
         }
         guard operands.count == expected else {
-            Console.usageError("'\(action)' takes \(expected) argument\(expected == 1 ? "" : "s")", usage: usage)
+            command.usageError("'\(action)' takes \(expected) argument\(expected == 1 ? "" : "s")")
         }
+        let port = parsed.port(command)
         let manager: DownloadManager
         do {
             manager = try DownloadManager(storeRoot: parsed.value("--store") ?? DownloadCommand.defaultStore)
         } catch {
-            Console.error("\(error)")
-            return 1
+            Output.error(ErrorText.describe(error))
+            return ErrorText.exitCode(error)
         }
         do {
             switch action {
             case "list":
                 let tasks = await manager.allTasks()
                 if json {
-                    Console.output(
-                        "[" + tasks.map { ProgressReporter.json($0, event: "task") }.joined(separator: ",") + "]")
+                    Output.line(JSON.array(tasks.map { ProgressReporter.json($0, event: "task") }).render())
                 } else {
                     for task in tasks {
                         var line = task.id + "  " + ProgressReporter.summary(task) + "  " + task.url
-                        if let error = task.error { line += "  (\(error))" }
-                        Console.output(line)
+                        if let error = task.error { line += "  (\(ErrorText.describe(error)))" }
+                        Output.line(line)
                     }
                 }
             case "pause":
@@ -83,58 +81,55 @@ enum TasksCommand {
                 return await DownloadCommand.follow(manager, id: operands[0], json: json)
             case "play":
                 guard await manager.playlistPath(forTask: operands[0]) != nil else {
-                    Console.error("task '\(operands[0])' is not a completed task of this store")
-                    return 1
+                    Output.error(
+                        "task '\(operands[0])' is not a completed task of this store; 'tsplayer tasks list' shows them")
+                    return ExitCode.failure
                 }
-                return await play(manager, id: operands[0], port: parsed.value("--port"), json: json)
+                return await play(manager, id: operands[0], port: port, json: json)
             case "delete":
                 try await manager.delete(operands[0])
-                if json { Console.output("{\"deleted\":\"\(operands[0])\"}") }
+                if json { Output.line(JSON.object([("deleted", .string(operands[0]))]).render(pretty: false)) }
             default:
                 try await manager.export(operands[0], to: operands[1])
-                if json { Console.output("{\"exported\":\"\(operands[0])\"}") }
+                if json { Output.line(JSON.object([("exported", .string(operands[0]))]).render(pretty: false)) }
             }
         } catch {
-            Console.error("\(error)")
-            return 1
+            Output.error(ErrorText.describe(error))
+            return ErrorText.exitCode(error)
         }
-        return 0
+        return ExitCode.success
     }
 
     static func report(_ info: DownloadTaskInfo?, json: Bool) throws {
         guard let info else { return }
-        Console.output(
-            json ? ProgressReporter.json(info, event: "task") : info.id + "  " + ProgressReporter.summary(info))
+        Output.line(
+            json
+                ? ProgressReporter.json(info, event: "task").render(pretty: false)
+                : info.id + "  " + ProgressReporter.summary(info))
     }
 
     /// Serves a completed task through the shared playback server (``DownloadManager/playURL(forTask:server:)``)
     /// until Ctrl-C.
-    static func play(_ manager: DownloadManager, id: String, port: String?, json: Bool) async -> Int32 {
+    static func play(_ manager: DownloadManager, id: String, port: UInt16?, json: Bool) async -> Int32 {
         var configuration = HTTPServerConfiguration()
-        if let port {
-            guard let number = UInt16(port) else { Console.usageError("invalid port '\(port)'", usage: usage) }
-            configuration.port = number
-        }
+        if let port { configuration.port = port }
         let server = PlaybackServer.shared
         server.setConfiguration(configuration)
         let url: String
         do {
             url = try await manager.playURL(forTask: id, server: server)
         } catch {
-            Console.error("\(error)")
-            return 1
+            Output.error(ErrorText.describe(error))
+            return ErrorText.exitCode(error)
         }
         if json {
-            let object = ["url": url, "folder": manager.folder(forTask: id)]
-            let data = (try? JSONSerialization.data(withJSONObject: object)) ?? Data()
-            Console.output(String(decoding: data, as: UTF8.self))
+            let object = JSON.object([("url", .string(url)), ("folder", .string(manager.folder(forTask: id)))])
+            Output.line(object.render(pretty: false))
         } else {
-            Console.output(url)
+            Output.line(url)
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DownloadSignals.onInterrupt { continuation.resume() }
-        }
+        await Signals.waitForInterrupt()
         await manager.stopPlayback(forTask: id, server: server)
-        return 0
+        return ExitCode.success
     }
 }

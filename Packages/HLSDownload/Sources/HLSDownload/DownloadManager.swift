@@ -101,7 +101,38 @@ public actor DownloadManager {
         do {
             return try JSONDecoder().decode(StoreDocument.self, from: Data(bytes))
         } catch {
-            throw DownloadError(.fileSystem, "the task store cannot be read: \(error)", path: path)
+            throw DownloadError(
+                .fileSystem,
+                "the task store cannot be read (\(Self.describe(decoding: error))); repair it, or move it away to "
+                    + "start an empty store", path: path)
+        }
+    }
+
+    /// A JSON decoding failure in words, naming the field (`tasks[0].url is missing`), never the decoder's own text.
+    static func describe(decoding error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "it is not a task store" }
+        func path(_ keys: [any CodingKey]) -> String {
+            var text = ""
+            for key in keys {
+                if let index = key.intValue {
+                    text += "[\(index)]"
+                } else {
+                    text += (text.isEmpty ? "" : ".") + key.stringValue
+                }
+            }
+            return text
+        }
+        switch error {
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "it is not valid JSON" : "\(path(context.codingPath)) is not valid"
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])) is missing"
+        case .typeMismatch(_, let context):
+            return "\(path(context.codingPath)) has the wrong type"
+        case .valueNotFound(_, let context):
+            return "\(path(context.codingPath)) is null"
+        @unknown default:
+            return "it is not a task store"
         }
     }
 

@@ -163,37 +163,12 @@ struct Fetcher: Sendable {
         return String(decoding: result, as: UTF8.self)
     }
 
-    /// Throws unless `bytes` start like an HLS playlist: `#EXTM3U` (RFC 8216 section 4.3.1.1), after an optional
-    /// UTF-8 byte order mark. Decides as soon as enough bytes are in; with fewer, only once `complete`.
+    /// Throws unless `bytes` start like an HLS playlist (HLSPlaylist's door check, ``PlaylistStart``). Decides as
+    /// soon as enough bytes are in; with fewer, only once `complete`.
     static func checkPlaylistStart(_ bytes: [UInt8], complete: Bool, url: String) throws(DownloadError) {
-        let tag = Array("#EXTM3U".utf8)
-        var body = bytes[...]
-        let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
-        if body.starts(with: bom) {
-            body = body.dropFirst(3)
-        } else if !complete, bom.starts(with: body) {
-            return
+        if let message = PlaylistStart.check(bytes, complete: complete).message {
+            throw DownloadError(.invalidPlaylist, message, url: url)
         }
-        if body.starts(with: tag) { return }
-        if !complete, tag.starts(with: body) { return }
-        throw DownloadError(
-            .invalidPlaylist, "not an HLS playlist (starts with \(Self.quoted(bytes.prefix(16))))", url: url)
-    }
-
-    /// Bytes as a quoted ASCII string, anything not printable escaped (`\xNN`), so binary never reaches a terminal.
-    static func quoted(_ bytes: ArraySlice<UInt8>) -> String {
-        var text = "\""
-        for byte in bytes {
-            switch byte {
-            case 0x5C: text += "\\\\"
-            case 0x22: text += "\\\""
-            case 0x20...0x7E: text.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = String(byte, radix: 16)
-                text += "\\x" + (hex.count == 1 ? "0" : "") + hex
-            }
-        }
-        return text + "\""
     }
 
     /// Fetches `job` into `folder/job.path`, resuming a partial file; returns the final size.
