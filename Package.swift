@@ -42,9 +42,10 @@ let modules: [Module] = [
     ),
     Module(name: "MPEGTS", dependencies: ["FileRange"]),
     Module(name: "FragmentedMP4", dependencies: []),
+    Module(name: "HTTPWire", dependencies: []),
     Module(
         name: "LoopbackHTTP",
-        dependencies: ["FileRange"],
+        dependencies: ["HTTPWire", "FileRange"],
         extraTargets: [
             .executableTarget(
                 name: "loopback-http-testserver",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves FileRange, MPEGTS and FragmentedMP4 link no Foundation library, and HLSPlaylist at most FoundationEssentials, by building
+# Proves FileRange, MPEGTS, FragmentedMP4 and HTTPWire link no Foundation library, and HLSPlaylist at most FoundationEssentials, by building
 # tiny executables (Tests/LinkageTest) and reading the libraries they link. A canary that imports Foundation must be
 # seen linking it, which proves the check can fail.
 set -euo pipefail
@@ -28,7 +28,7 @@ if ! grep -qx 'Foundation' <<<"$canary"; then
 fi
 core="$(linked "$bin/LinkageCore")"
 if [[ -n "$core" ]]; then
-    echo "check-linkage: FileRange + MPEGTS + FragmentedMP4 link Foundation libraries: $(echo $core)" >&2
+    echo "check-linkage: FileRange + MPEGTS + FragmentedMP4 + HTTPWire link Foundation libraries: $(echo $core)" >&2
     fail=1
 fi
 playlist="$(linked "$bin/LinkagePlaylist" | grep -vx 'FoundationEssentials' | grep -vx '_FoundationCShims' || true)"
@@ -36,5 +36,5 @@ if [[ -n "$playlist" ]]; then
     echo "check-linkage: HLSPlaylist links more than FoundationEssentials: $(echo $playlist)" >&2
     fail=1
 fi
-[[ $fail == 0 ]] && echo "check-linkage: FileRange, MPEGTS and FragmentedMP4 link no Foundation; HLSPlaylist at most FoundationEssentials (canary seen)"
+[[ $fail == 0 ]] && echo "check-linkage: FileRange, MPEGTS, FragmentedMP4 and HTTPWire link no Foundation; HLSPlaylist at most FoundationEssentials (canary seen)"
 exit $fail
