@@ -55,6 +55,7 @@ let modules: [Module] = [
             )
         ]
     ),
+    Module(name: "HTTPClient", dependencies: ["HTTPWire", "FileRange"]),
     Module(name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testExclude: ["Fixtures"]),
     Module(name: "HLSDownload", dependencies: ["HLSPlaylist", "FileRange"]),
     Module(

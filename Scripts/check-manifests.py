@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HLSAdFilter", "HLSDownload", "TSPlayerKit"]
+PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit"]
 # The dependency DAG: each package may depend on these siblings and nothing else.
 DAG = {
     "FileRange": set(),
@@ -22,9 +22,10 @@ DAG = {
     "FragmentedMP4": set(),
     "HTTPWire": set(),
     "LoopbackHTTP": {"HTTPWire", "FileRange"},
+    "HTTPClient": {"HTTPWire", "FileRange"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
     "HLSDownload": {"HLSPlaylist", "FileRange"},
-    "TSPlayerKit": {"FileRange", "MPEGTS", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HLSAdFilter", "HLSDownload"},
+    "TSPlayerKit": {"FileRange", "MPEGTS", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
 }
 
 
