@@ -57,16 +57,20 @@ let modules: [Module] = [
     ),
     Module(name: "HTTPClient", dependencies: ["HTTPWire", "FileRange"]),
     Module(name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testExclude: ["Fixtures"]),
-    Module(name: "HLSDownload", dependencies: ["HLSPlaylist", "FileRange"]),
+    Module(
+        name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"], testDependencies: ["HTTPClient"]),
     Module(
         name: "TSPlayerKit",
-        dependencies: ["FileRange", "MPEGTS", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload"]
+        dependencies: [
+            "FileRange", "MPEGTS", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload", "HTTPClient",
+        ],
+        testDependencies: ["HTTPClient"]
     ),
 ]
 
 /// Command-line tools under Tools/<name>, with the modules each one uses.
 let tools: [(name: String, dependencies: [String])] = [
-    ("m3u8lint", ["HLSPlaylist", "HLSDownload", "LoopbackHTTP", "FileRange"]),
+    ("m3u8lint", ["HLSPlaylist", "HTTPClient", "FileRange"]),
     ("tsinspect", ["MPEGTS", "FileRange"]),
 ]
 
@@ -105,7 +109,7 @@ for tool in tools {
 targets.append(
     .executableTarget(
         name: "tsplayer",
-        dependencies: ["TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload"],
+        dependencies: ["TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload", "HTTPClient"],
         path: "Tools/tsplayer",
         resources: [.copy("Resources/sample.ts")],
         swiftSettings: swiftSettings

@@ -24,7 +24,7 @@ DAG = {
     "LoopbackHTTP": {"HTTPWire", "FileRange"},
     "HTTPClient": {"HTTPWire", "FileRange"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
-    "HLSDownload": {"HLSPlaylist", "FileRange"},
+    "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
     "TSPlayerKit": {"FileRange", "MPEGTS", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
 }
 

@@ -1,6 +1,7 @@
 import FileRange
 import Foundation
 import HLSDownload
+import HTTPClient
 
 /// `tsplayer download`: downloads an HLS stream into a task folder for offline playback.
 enum DownloadCommand {
@@ -82,7 +83,7 @@ enum DownloadCommand {
             options.subtitles = policy
         }
         for line in (parsed.values["-H"] ?? []) + (parsed.values["--header"] ?? []) {
-            guard let field = HTTPHeaderField(line: line) else {
+            guard let field = HTTPHeaders.Field(line: line) else {
                 Console.usageError("invalid header '\(line)' (expected 'Name: value')", usage: usage)
             }
             options.headers.append(field)

@@ -3,6 +3,7 @@
 // processes, as far as the lock is concerned) have one writer per task and merge their store writes.
 import Foundation
 import HLSDownload
+import HTTPClient
 import Testing
 
 @Suite(.temporaryFolders) struct LockTests {

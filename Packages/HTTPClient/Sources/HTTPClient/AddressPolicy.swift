@@ -43,7 +43,7 @@ public struct UpstreamAddressPolicy: Sendable {
     }
 
     /// Whether a host name is a loopback name (`localhost`, `*.localhost`), refused without a lookup.
-    static func isLoopbackName(_ host: String) -> Bool {
+    public static func isLoopbackName(_ host: String) -> Bool {
         let lower = host.lowercased()
         return lower == "localhost" || lower.hasSuffix(".localhost")
     }
@@ -61,6 +61,10 @@ public struct UpstreamAddressPolicy: Sendable {
                 .addressRefused, "\(host) resolves to \(refused), a non-public address", url: url)
         }
     }
+
+    /// The numeric addresses a host resolves to now (an IP literal is its own address); empty when it does not
+    /// resolve.
+    public static func resolve(_ host: String) -> [String] { Resolver.addresses(of: host) }
 
     /// Loopback, unspecified, RFC 1918, CGNAT, link-local, ULA and IPv4-mapped forms of those; anything that is not
     /// a readable numeric address counts as private.

@@ -248,7 +248,8 @@ final class Connection: Sendable {
         }
         let place = "\(target.host):\(target.port)"
         if last == .connectionRefused {
-            throw HTTPClientError(.connectionRefused, "connection refused by \(place)", url: url)
+            throw HTTPClientError(
+                .connectionRefused, "cannot connect to \(place): \(lastText)", url: url)
         }
         throw HTTPClientError(.connectionFailed, "cannot connect to \(place): \(lastText)", url: url)
     }

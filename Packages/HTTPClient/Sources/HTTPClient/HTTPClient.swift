@@ -86,7 +86,8 @@ public final class HTTPClient: HTTPTransport {
     /// GETs `url` whole with the retry policy: connection refused, no such host, TLS failures, refused addresses
     /// and 4xx answers other than 408/425/429 fail at once; transient failures are retried with backoff, each
     /// retry told to `onRetry` first. Everything must end within `timeout` seconds
-    /// (``HTTPClientConfiguration/firstFetchTimeout`` when nil). A non-2xx answer throws
+    /// (``HTTPClientConfiguration/firstFetchTimeout`` when nil); a retry that could not start in time (a long
+    /// Retry-After) is not waited for, the last answer is reported at once. A non-2xx answer throws
     /// ``HTTPClientError/Code/httpStatus`` naming the URL and the status in words (`404 Not Found`).
     public func get(
         _ url: String, headers: HTTPHeaders = [:], maxBytes: Int, timeout: Double? = nil,
@@ -94,8 +95,10 @@ public final class HTTPClient: HTTPTransport {
     ) async throws -> HTTPWholeResponse {
         let seconds = max(0.01, timeout ?? configuration.firstFetchTimeout)
         let request = HTTPClientRequest(url: url, headers: headers)
+        let clock = SystemRetryClock()
+        let deadline = clock.now() + seconds
         return try await Self.within(seconds: seconds, url: url) { [self] in
-            try await configuration.retry.run(url: url, onRetry: onRetry) {
+            try await configuration.retry.run(url: url, clock: clock, onRetry: onRetry, deadline: deadline) {
                 let response = try await fetch(request, maxBytes: maxBytes)
                 if (200..<300).contains(response.status) { return .success(response) }
                 var error = HTTPClientError.status(response.status, url: url)

@@ -47,10 +47,12 @@ public struct RetryPolicy: Hashable, Sendable, Codable {
     /// Runs `attempt` until it succeeds or the attempts are used up, sleeping on `clock` between attempts and
     /// telling `onRetry` before each sleep. A thrown error that is an ``HTTPClientError`` with a transient code is
     /// retried too; any other thrown error ends at once. When the attempts are used up, `exhausted` makes the
-    /// error thrown from the last failure and the number of attempts (the last failure itself by default).
+    /// error thrown from the last failure and the number of attempts (the last failure itself by default). With a
+    /// `deadline` (in `clock.now()` terms), a retry that could not start before it is not waited for: the last
+    /// failure is reported at once.
     public func run<Value: Sendable>(
         url: String, clock: any RetryClock = SystemRetryClock(), onRetry: (@Sendable (RetryEvent) -> Void)? = nil,
-        exhausted: (any Error, Int) -> any Error = { error, _ in error },
+        deadline: Double? = nil, exhausted: (any Error, Int) -> any Error = { error, _ in error },
         _ attempt: () async throws -> Step<Value>
     ) async throws -> Value {
         var number = 1
@@ -69,6 +71,7 @@ public struct RetryPolicy: Hashable, Sendable, Codable {
             case .retry(let after, let failure):
                 guard number < attempts else { throw exhausted(failure, attempts) }
                 let seconds = delay(attempt: number, jitter: clock.jitter(), retryAfter: after)
+                if let deadline, clock.now() + seconds >= deadline { throw failure }
                 number += 1
                 onRetry?(RetryEvent(url: url, attempt: number, of: attempts, delay: seconds, reason: failure))
                 try await clock.sleep(seconds: seconds)

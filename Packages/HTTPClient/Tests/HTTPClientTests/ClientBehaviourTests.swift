@@ -103,7 +103,7 @@ struct ClientBehaviourTests {
         } catch let error as HTTPClientError {
             #expect(error.code == .connectionRefused)
             #expect(error.url == url)
-            #expect(error.description.hasPrefix("\(url): connection refused"))
+            #expect(error.description.hasPrefix("\(url): cannot connect to 127.0.0.1:\(port): ECONNREFUSED"))
         }
         #expect(ContinuousClock.now - start < .seconds(1))
         #expect(retries.withLock { $0 } == 0)
