@@ -42,9 +42,10 @@ let modules: [Module] = [
     ),
     Module(name: "MPEGTS", dependencies: ["FileRange"]),
     Module(name: "FragmentedMP4", dependencies: []),
+    Module(name: "HTTPWire", dependencies: []),
     Module(
         name: "LoopbackHTTP",
-        dependencies: ["FileRange"],
+        dependencies: ["HTTPWire", "FileRange"],
         extraTargets: [
             .executableTarget(
                 name: "loopback-http-testserver",
@@ -54,17 +55,22 @@ let modules: [Module] = [
             )
         ]
     ),
+    Module(name: "HTTPClient", dependencies: ["HTTPWire", "FileRange"]),
     Module(name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testExclude: ["Fixtures"]),
-    Module(name: "HLSDownload", dependencies: ["HLSPlaylist", "FileRange"]),
+    Module(
+        name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"], testDependencies: ["HTTPClient"]),
     Module(
         name: "TSPlayerKit",
-        dependencies: ["FileRange", "MPEGTS", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload"]
+        dependencies: [
+            "FileRange", "MPEGTS", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload", "HTTPClient",
+        ],
+        testDependencies: ["HTTPClient"]
     ),
 ]
 
 /// Command-line tools under Tools/<name>, with the modules each one uses.
 let tools: [(name: String, dependencies: [String])] = [
-    ("m3u8lint", ["HLSPlaylist", "HLSDownload", "LoopbackHTTP", "FileRange", "CLIToolkit"]),
+    ("m3u8lint", ["HLSPlaylist", "HTTPClient", "FileRange", "CLIToolkit"]),
     ("tsinspect", ["MPEGTS", "HLSPlaylist", "FileRange", "CLIToolkit"]),
 ]
 
@@ -112,7 +118,8 @@ targets.append(
     .executableTarget(
         name: "tsplayer",
         dependencies: [
-            "TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload", "HLSPlaylist", "FileRange", "CLIToolkit",
+            "TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload", "HLSPlaylist", "HTTPClient", "FileRange",
+            "CLIToolkit",
         ],
         path: "Tools/tsplayer",
         resources: [.copy("Resources/sample.ts")],

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves FileRange, MPEGTS and FragmentedMP4 link no Foundation library, and HLSPlaylist at most FoundationEssentials, by building
+# Proves FileRange, MPEGTS, FragmentedMP4 and HTTPWire link no Foundation library, and HLSPlaylist at most FoundationEssentials, by building
 # tiny executables (Tests/LinkageTest) and reading the libraries they link. A canary that imports Foundation must be
 # seen linking it, which proves the check can fail.
 set -euo pipefail
@@ -28,7 +28,7 @@ if ! grep -qx 'Foundation' <<<"$canary"; then
 fi
 core="$(linked "$bin/LinkageCore")"
 if [[ -n "$core" ]]; then
-    echo "check-linkage: FileRange + MPEGTS + FragmentedMP4 link Foundation libraries: $(echo $core)" >&2
+    echo "check-linkage: FileRange + MPEGTS + FragmentedMP4 + HTTPWire link Foundation libraries: $(echo $core)" >&2
     fail=1
 fi
 playlist="$(linked "$bin/LinkagePlaylist" | grep -vx 'FoundationEssentials' | grep -vx '_FoundationCShims' || true)"
@@ -36,5 +36,20 @@ if [[ -n "$playlist" ]]; then
     echo "check-linkage: HLSPlaylist links more than FoundationEssentials: $(echo $playlist)" >&2
     fail=1
 fi
-[[ $fail == 0 ]] && echo "check-linkage: FileRange, MPEGTS and FragmentedMP4 link no Foundation; HLSPlaylist at most FoundationEssentials (canary seen)"
+# Foundation in the HTTP stack: the wire layer, the server and the client import none, except the client's URLSession
+# backend (https); URLSession appears nowhere else in the download manager, the umbrella or m3u8lint.
+foundation_users="$(grep -rlE '^[[:space:]]*(public |internal |@preconcurrency )*import (Foundation|FoundationNetworking|FoundationEssentials)$' \
+    Packages/HTTPWire/Sources Packages/LoopbackHTTP/Sources Packages/HTTPClient/Sources \
+    | grep -vx 'Packages/HTTPClient/Sources/HTTPClient/URLSessionBackend.swift' || true)"
+if [[ -n "$foundation_users" ]]; then
+    echo "check-linkage: only HTTPClient's URLSessionBackend.swift may import Foundation in the HTTP stack: $(echo $foundation_users)" >&2
+    fail=1
+fi
+session_users="$(grep -rnw 'URLSession' Packages/HLSDownload/Sources Packages/TSPlayerKit/Sources Tools/m3u8lint \
+    | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' | cut -d: -f1 | sort -u || true)"
+if [[ -n "$session_users" ]]; then
+    echo "check-linkage: URLSession belongs to HTTPClient only: $(echo $session_users)" >&2
+    fail=1
+fi
+[[ $fail == 0 ]] && echo "check-linkage: FileRange, MPEGTS, FragmentedMP4 and HTTPWire link no Foundation; HLSPlaylist at most FoundationEssentials (canary seen); in the HTTP stack only HTTPClient's URLSession backend imports Foundation"
 exit $fail

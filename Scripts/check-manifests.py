@@ -13,17 +13,19 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "LoopbackHTTP", "HLSAdFilter", "HLSDownload", "TSPlayerKit"]
+PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit"]
 # The dependency DAG: each package may depend on these siblings and nothing else.
 DAG = {
     "FileRange": set(),
     "HLSPlaylist": set(),
     "MPEGTS": {"FileRange"},
     "FragmentedMP4": set(),
-    "LoopbackHTTP": {"FileRange"},
+    "HTTPWire": set(),
+    "LoopbackHTTP": {"HTTPWire", "FileRange"},
+    "HTTPClient": {"HTTPWire", "FileRange"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
-    "HLSDownload": {"HLSPlaylist", "FileRange"},
-    "TSPlayerKit": {"FileRange", "MPEGTS", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload"},
+    "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
+    "TSPlayerKit": {"FileRange", "MPEGTS", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
 }
 
 

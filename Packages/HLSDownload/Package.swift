@@ -16,6 +16,7 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "../HLSPlaylist"),
+        .package(path: "../HTTPClient"),
         .package(path: "../FileRange"),
     ],
     targets: [
@@ -23,13 +24,14 @@ let package = Package(
             name: "HLSDownload",
             dependencies: [
                 .product(name: "HLSPlaylist", package: "HLSPlaylist"),
+                .product(name: "HTTPClient", package: "HTTPClient"),
                 .product(name: "FileRange", package: "FileRange"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "HLSDownloadTests",
-            dependencies: ["HLSDownload"],
+            dependencies: ["HLSDownload", .product(name: "HTTPClient", package: "HTTPClient")],
             swiftSettings: swiftSettings
         ),
     ]

@@ -15,13 +15,15 @@ let package = Package(
         .library(name: "LoopbackHTTP", targets: ["LoopbackHTTP"])
     ],
     dependencies: [
-        .package(path: "../FileRange")
+        .package(path: "../HTTPWire"),
+        .package(path: "../FileRange"),
     ],
     targets: [
         .target(
             name: "LoopbackHTTP",
             dependencies: [
-                .product(name: "FileRange", package: "FileRange")
+                .product(name: "HTTPWire", package: "HTTPWire"),
+                .product(name: "FileRange", package: "FileRange"),
             ],
             swiftSettings: swiftSettings
         ),

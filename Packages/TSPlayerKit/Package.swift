@@ -21,6 +21,7 @@ let package = Package(
         .package(path: "../LoopbackHTTP"),
         .package(path: "../HLSAdFilter"),
         .package(path: "../HLSDownload"),
+        .package(path: "../HTTPClient"),
     ],
     targets: [
         .target(
@@ -32,12 +33,13 @@ let package = Package(
                 .product(name: "LoopbackHTTP", package: "LoopbackHTTP"),
                 .product(name: "HLSAdFilter", package: "HLSAdFilter"),
                 .product(name: "HLSDownload", package: "HLSDownload"),
+                .product(name: "HTTPClient", package: "HTTPClient"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "TSPlayerKitTests",
-            dependencies: ["TSPlayerKit"],
+            dependencies: ["TSPlayerKit", .product(name: "HTTPClient", package: "HTTPClient")],
             swiftSettings: swiftSettings
         ),
     ]

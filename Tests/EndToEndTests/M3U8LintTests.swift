@@ -462,8 +462,8 @@ enum PlaylistFixtures {
         // A Retry-After longer than the deadline left is not waited for: the answer is reported at once.
         let later = try ScriptedOrigin { _ in Self.response("429 Too Many Requests", extra: "Retry-After: 3600\r\n") }
         let (limited, seconds) = try #require(try lint([later.url("/x.m3u8")]))
-        // (LoopbackHTTP's status table does not name 429 yet.)
-        #expect(limited.err == "Error: \(later.url("/x.m3u8")): HTTP status 429\n")
+        // (The status table names 429 since the wire layer took it over.)
+        #expect(limited.err == "Error: \(later.url("/x.m3u8")): 429 Too Many Requests\n")
         #expect(later.paths.withLock { $0 }.count == 1)
         #expect(seconds < 2, "took \(seconds) s")
     }

@@ -1,6 +1,6 @@
 // swift-tools-version: 6.1
 // Proves the pure cores stay light: Scripts/check-linkage.sh builds these executables and reads what they link.
-// LinkageCore (FileRange + MPEGTS + FragmentedMP4) must link no Foundation library; LinkagePlaylist (HLSPlaylist) at most
+// LinkageCore (FileRange + MPEGTS + FragmentedMP4 + HTTPWire) must link no Foundation library; LinkagePlaylist (HLSPlaylist) at most
 // FoundationEssentials. LinkageCanary imports Foundation on purpose, so the check proves it can see a Foundation link.
 import PackageDescription
 
@@ -11,6 +11,7 @@ let package = Package(
         .package(path: "../../Packages/FileRange"),
         .package(path: "../../Packages/MPEGTS"),
         .package(path: "../../Packages/FragmentedMP4"),
+        .package(path: "../../Packages/HTTPWire"),
         .package(path: "../../Packages/HLSPlaylist"),
     ],
     targets: [
@@ -20,6 +21,7 @@ let package = Package(
                 .product(name: "FileRange", package: "FileRange"),
                 .product(name: "MPEGTS", package: "MPEGTS"),
                 .product(name: "FragmentedMP4", package: "FragmentedMP4"),
+                .product(name: "HTTPWire", package: "HTTPWire"),
             ]
         ),
         .executableTarget(

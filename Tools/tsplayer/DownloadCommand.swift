@@ -2,6 +2,7 @@ import CLIToolkit
 import FileRange
 import Foundation
 import HLSDownload
+import HTTPClient
 
 /// `tsplayer download`: downloads an HLS stream into a task folder for offline playback.
 enum DownloadCommand {
@@ -80,7 +81,7 @@ enum DownloadCommand {
             options.subtitles = policy
         }
         for (name, value) in parsed.headers(command) {
-            options.headers.append(HTTPHeaderField(name: name, value: value))
+            options.headers.append(HTTPHeaders.Field(name: name, value: value))
         }
         options.userAgent = parsed.value("--user-agent")
         options.skipMissingSegments = parsed.flag("--skip-missing")

@@ -1,6 +1,7 @@
 import FileRange
 import Foundation
 import HLSPlaylist
+public import HTTPClient
 
 /// Downloads HLS streams for offline playback: a queue of tasks with bounded concurrency, a persistent task store,
 /// resumable and verified transfers.
@@ -26,8 +27,8 @@ public actor DownloadManager {
     public nonisolated let events: AsyncStream<DownloadTaskInfo>
 
     private let configuration: DownloadManagerConfiguration
-    private let transport: any DownloadTransport
-    private let clock: any DownloadClock
+    private let transport: any HTTPTransport
+    private let clock: any RetryClock
     private let eventContinuation: AsyncStream<DownloadTaskInfo>.Continuation
     private var records: [String: TaskRecord] = [:]
     private var nextOrder = 0
@@ -62,24 +63,30 @@ public actor DownloadManager {
         try? Files.writeAtomically([UInt8](repeating: 0, count: 256 << 10), to: path)
     }
 
+    /// The default transport: the toolkit's client with the configuration's stall timeout (as its idle and
+    /// connect timeouts), redirects, and enough https connections per host for every task's requests.
+    static func client(_ configuration: DownloadManagerConfiguration) -> HTTPClient {
+        var settings = HTTPClientConfiguration()
+        settings.idleTimeout = configuration.stallTimeout
+        settings.connectTimeout = configuration.stallTimeout
+        settings.maxRedirects = configuration.maxRedirects
+        settings.retry = configuration.retry
+        settings.maxConnectionsPerHost = max(
+            16, configuration.maxConcurrentRequests * configuration.maxConcurrentTasks)
+        return HTTPClient(configuration: settings)
+    }
+
     /// Opens (creating) the store in `storeRoot` and loads its tasks. Nothing starts until a task is created or
     /// resumed, or ``startQueue()`` is called.
     public init(
         storeRoot: String, configuration: DownloadManagerConfiguration = DownloadManagerConfiguration(),
-        transport: (any DownloadTransport)? = nil, clock: any DownloadClock = SystemDownloadClock()
+        transport: (any HTTPTransport)? = nil, clock: any RetryClock = SystemRetryClock()
     ) throws(DownloadError) {
         var root = storeRoot
         while root.count > 1 && root.hasSuffix("/") { root.removeLast() }
         self.storeRoot = root
         self.configuration = configuration
-        self.transport =
-            transport
-            ?? SocketTransport(
-                stallTimeout: configuration.stallTimeout, maxRedirects: configuration.maxRedirects,
-                fallback: URLSessionTransport(
-                    stallTimeout: configuration.stallTimeout, maxRedirects: configuration.maxRedirects,
-                    maxConnectionsPerHost: max(
-                        16, configuration.maxConcurrentRequests * configuration.maxConcurrentTasks)))
+        self.transport = transport ?? Self.client(configuration)
         self.clock = clock
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
         try Files.makeDirectories(root)

@@ -1,5 +1,6 @@
 import FileRange
 import HLSPlaylist
+import HTTPClient
 
 /// Where the recording of a live playlist stands; kept in the task store so that a paused or interrupted
 /// recording goes on where it stopped.

@@ -1,25 +1,4 @@
-/// One HTTP header field; headers are an ordered list (duplicates allowed), never a dictionary.
-public struct HTTPHeaderField: Hashable, Sendable, Codable {
-    public var name: String
-    public var value: String
-    public init(name: String, value: String) {
-        self.name = name
-        self.value = value
-    }
-
-    /// Parses `Name: value`; nil when there is no colon or the name is empty or holds a space or control byte.
-    public init?(line: String) {
-        guard let colon = line.firstIndex(of: ":") else { return nil }
-        let name = String(line[..<colon])
-        guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
-        var value = Substring(line[line.index(after: colon)...])
-        while value.first == " " || value.first == "\t" { value = value.dropFirst() }
-        while value.last == " " || value.last == "\t" { value = value.dropLast() }
-        guard value.utf8.allSatisfy({ $0 != 0x0A && $0 != 0x0D }) else { return nil }
-        self.name = name
-        self.value = String(value)
-    }
-}
+public import HTTPClient
 
 /// How the variant stream of a multivariant playlist is chosen.
 public enum VariantPolicy: Hashable, Sendable, Codable, CustomStringConvertible {
@@ -104,7 +83,7 @@ public struct DownloadOptions: Hashable, Sendable, Codable {
     public var audio: RenditionPolicy = .automatic
     public var subtitles: RenditionPolicy = .none
     /// Sent on every request: playlists, segments, keys and maps.
-    public var headers: [HTTPHeaderField] = []
+    public var headers: [HTTPHeaders.Field] = []
     /// Sent as `User-Agent` on every request when set.
     public var userAgent: String?
     /// Concurrent requests for this task; nil uses the manager's default.
@@ -125,40 +104,6 @@ public struct DownloadOptions: Hashable, Sendable, Codable {
     }
 }
 
-/// How transient failures are retried: exponential backoff with jitter, honouring Retry-After.
-public struct RetryPolicy: Hashable, Sendable, Codable {
-    /// Attempts per request, the first included.
-    public var maxAttempts: Int = 8
-    /// The delay before the first retry, in seconds.
-    public var baseDelay: Double = 0.5
-    /// The longest delay between attempts, in seconds (Retry-After is capped to `maxRetryAfter`).
-    public var maxDelay: Double = 30
-    /// The longest Retry-After honoured, in seconds.
-    public var maxRetryAfter: Double = 120
-
-    public init() {}
-
-    /// The delay before retry number `attempt` (1 for the first retry); `jitter` in 0...1 scales the delay
-    /// between half and all of the exponential value; a Retry-After asks for at least that long.
-    public func delay(attempt: Int, jitter: Double, retryAfter: Double?) -> Double {
-        let exponent = Double(min(max(attempt - 1, 0), 30))
-        let full = min(maxDelay, baseDelay * pow2(exponent))
-        var value = full * (0.5 + 0.5 * min(max(jitter, 0), 1))
-        if let retryAfter, retryAfter.isFinite, retryAfter > 0 { value = max(value, min(retryAfter, maxRetryAfter)) }
-        return value
-    }
-
-    private func pow2(_ exponent: Double) -> Double {
-        var result = 1.0
-        var remaining = Int(exponent)
-        while remaining > 0 {
-            result *= 2
-            remaining -= 1
-        }
-        return result
-    }
-}
-
 /// Settings of a ``DownloadManager``.
 public struct DownloadManagerConfiguration: Sendable {
     /// Tasks running at once; others wait as `ready`.
@@ -169,8 +114,11 @@ public struct DownloadManagerConfiguration: Sendable {
     public var resumeInterruptedTasks: Bool = false
     /// The shortest interval between two progress events of one task, in seconds (state changes are immediate).
     public var eventInterval: Double = 0.25
-    /// Retry and backoff.
+    /// Retry and backoff (the client's one policy).
     public var retry = RetryPolicy()
+    /// Told about each retry before its delay (`retrying in 2 s (3/8): connection reset`), for a caller that shows
+    /// retries as they happen.
+    public var onRetry: (@Sendable (RetryEvent) -> Void)?
     /// A transfer that receives nothing for this many seconds is abandoned and retried.
     public var stallTimeout: Double = 20
     /// A transfer slower than this many bytes/s over a whole stall timeout is abandoned and retried.
@@ -181,4 +129,13 @@ public struct DownloadManagerConfiguration: Sendable {
     public var maxPlaylistBytes: Int = 32 << 20
 
     public init() {}
+}
+
+extension String {
+    var trimmingSpaces: Substring {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
+        while s.last == " " || s.last == "\t" { s = s.dropLast() }
+        return s
+    }
 }

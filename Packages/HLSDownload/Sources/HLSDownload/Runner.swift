@@ -1,5 +1,6 @@
 import FileRange
 import HLSPlaylist
+import HTTPClient
 
 /// Counters a running task shares between its requests.
 final class TaskCounters: Sendable {
@@ -39,46 +40,38 @@ final class TaskCounters: Sendable {
 
 /// The HTTP side of a task: requests with the caller's headers, retries, resumable writes, integrity checks.
 struct Fetcher: Sendable {
-    var transport: any DownloadTransport
-    var clock: any DownloadClock
+    var transport: any HTTPTransport
+    var clock: any RetryClock
     var retry: RetryPolicy
-    var headers: [HTTPHeaderField]
+    var onRetry: (@Sendable (RetryEvent) -> Void)?
+    var headers: HTTPHeaders
     var maxPlaylistBytes: Int
     var stallTimeout: Double
     var stallMinimumRate: Double
 
     init(
-        options: DownloadOptions, configuration: DownloadManagerConfiguration, transport: any DownloadTransport,
-        clock: any DownloadClock
+        options: DownloadOptions, configuration: DownloadManagerConfiguration, transport: any HTTPTransport,
+        clock: any RetryClock
     ) {
         self.transport = transport
         self.clock = clock
         self.retry = configuration.retry
+        self.onRetry = configuration.onRetry
         self.maxPlaylistBytes = configuration.maxPlaylistBytes
         self.stallTimeout = configuration.stallTimeout
         self.stallMinimumRate = configuration.stallMinimumRate
         var headers = options.headers.filter { $0.name.lowercased() != "user-agent" }
         if let agent = options.userAgent ?? options.headers.last(where: { $0.name.lowercased() == "user-agent" })?.value
         {
-            headers.append(HTTPHeaderField(name: "User-Agent", value: agent))
+            headers.append(HTTPHeaders.Field(name: "User-Agent", value: agent))
         }
-        self.headers = headers
+        self.headers = HTTPHeaders(fields: headers)
     }
 
     /// What one attempt decided.
     private enum Outcome {
         case done
         case retry(after: Double?, reason: DownloadError)
-    }
-
-    /// Seconds asked for by a Retry-After header (delta-seconds or an HTTP date).
-    static func retryAfter(_ response: TransportResponse) -> Double? {
-        guard let value = response.header("Retry-After").map({ String($0.trimmingSpaces) }) else { return nil }
-        if let seconds = UInt64(value) { return Double(seconds) }
-        if let date = HTTPDate.parse(value) {
-            return Double(max(0, date.secondsSince1970 - HTTPDate.now().secondsSince1970))
-        }
-        return nil
     }
 
     /// The error for a status that is not retried, or nil when the status is transient.
@@ -99,35 +92,35 @@ struct Fetcher: Sendable {
         }
     }
 
-    /// Runs `attempt` until it succeeds, retrying transient failures with backoff.
+    /// Runs `attempt` until it succeeds, retrying transient failures with the client's retry policy (each retry
+    /// told to the configuration's observer). A failure a retry cannot cure (a refused connection, an unknown
+    /// host) ends at once with the URL named.
     private func withRetries(
         url: String, _ attempt: () async throws -> Outcome
     ) async throws {
-        var number = 1
-        while true {
-            try Task.checkCancellation()
-            let outcome: Outcome
-            do {
-                outcome = try await attempt()
-            } catch let error as TransportError where error.code.isTransient {
-                outcome = .retry(after: nil, reason: DownloadError(.transport, error.message, url: url))
-            }
-            switch outcome {
-            case .done:
-                return
-            case .retry(let after, let reason):
-                guard number < retry.maxAttempts else {
-                    var final = reason
-                    if final.code == .transport || final.code == .httpStatus || final.code == .contentLength {
-                        final = DownloadError(
-                            .tooManyRetries, "\(retry.maxAttempts) attempts failed; last: \(reason.message)", url: url,
-                            status: reason.status)
-                    }
-                    throw final
+        do {
+            try await retry.run(
+                url: url, clock: clock, onRetry: onRetry,
+                exhausted: { failure, attempts in
+                    let reason = failure as? DownloadError ?? DownloadError(.transport, "\(failure)", url: url)
+                    guard reason.code == .transport || reason.code == .httpStatus || reason.code == .contentLength
+                    else { return reason }
+                    return DownloadError(
+                        .tooManyRetries, "\(attempts) attempts failed; last: \(reason.message)", url: url,
+                        status: reason.status)
                 }
-                try await clock.sleep(seconds: retry.delay(attempt: number, jitter: clock.jitter(), retryAfter: after))
-                number += 1
+            ) { () async throws -> RetryPolicy.Step<Void> in
+                do {
+                    switch try await attempt() {
+                    case .done: return .success(())
+                    case .retry(let after, let reason): return .retry(after: after, failure: reason)
+                    }
+                } catch let error as HTTPClientError where error.isTransient {
+                    return .retry(after: nil, failure: DownloadError(.transport, error.message, url: url))
+                }
             }
+        } catch let error as HTTPClientError {
+            throw DownloadError(.transport, error.message, url: error.url.isEmpty ? url : error.url)
         }
     }
 
@@ -136,12 +129,12 @@ struct Fetcher: Sendable {
         var result: [UInt8] = []
         try await withRetries(url: url) {
             result = []
-            let response = try await transport.send(TransportRequest(url: url, headers: headers))
+            let response = try await transport.send(HTTPClientRequest(url: url, headers: headers))
             if let error = Self.classify(status: response.status, url: url, isKey: false) {
                 guard (200..<300).contains(response.status) else { throw error }
             } else {
                 return .retry(
-                    after: Self.retryAfter(response),
+                    after: retryAfterSeconds(response.header("Retry-After")),
                     reason: DownloadError(.httpStatus, "transient HTTP status", url: url, status: response.status))
             }
             for try await chunk in response.body {
@@ -240,17 +233,16 @@ struct Fetcher: Sendable {
                 // Received in full before an interruption, never renamed: nothing to fetch.
                 return try await finalize(existing)
             }
-            var request = TransportRequest(url: job.url, headers: headers)
+            var request = HTTPClientRequest(url: job.url, headers: headers)
             let start = (job.rangeOffset ?? 0) + existing
             if let length = job.rangeLength {
                 let end = (job.rangeOffset ?? 0) + length - 1
-                request.headers.append(HTTPHeaderField(name: "Range", value: "bytes=\(start)-\(end)"))
+                request.headers.add(name: "Range", value: "bytes=\(start)-\(end)")
             } else if existing > 0 {
-                request.headers.append(HTTPHeaderField(name: "Range", value: "bytes=\(start)-"))
+                request.headers.add(name: "Range", value: "bytes=\(start)-")
             }
             if existing > 0, let validator {
-                request.headers.append(
-                    HTTPHeaderField(name: "If-Range", value: String(decoding: validator, as: UTF8.self)))
+                request.headers.add(name: "If-Range", value: String(decoding: validator, as: UTF8.self))
             }
             let response = try await transport.send(request)
             if response.status == 416, existing > 0 {
@@ -269,7 +261,7 @@ struct Fetcher: Sendable {
                 guard response.status == 200 || response.status == 206 else { throw error }
             } else {
                 return .retry(
-                    after: Self.retryAfter(response),
+                    after: retryAfterSeconds(response.header("Retry-After")),
                     reason: DownloadError(.httpStatus, "transient HTTP status", url: job.url, status: response.status))
             }
             // Where the body starts relative to what is wanted, and how much of it is wanted.
@@ -365,7 +357,7 @@ struct Fetcher: Sendable {
                     windowBytes += UInt64(slice.count)
                     if now - windowStart >= stallTimeout {
                         if Double(windowBytes) < stallMinimumRate * (now - windowStart) {
-                            throw TransportError(.timedOut, "fewer than \(Int(stallMinimumRate)) bytes/s")
+                            throw HTTPClientError(.timedOut, "fewer than \(Int(stallMinimumRate)) bytes/s")
                         }
                         windowStart = now
                         windowBytes = 0
@@ -376,7 +368,7 @@ struct Fetcher: Sendable {
                     }
                     if let expected, received == expected, job.rangeLength != nil, response.status == 200 { break }
                 }
-            } catch let error as TransportError where error.code.isTransient {
+            } catch let error as HTTPClientError where error.isTransient {
                 try? writer.sync()
                 return .retry(after: nil, reason: DownloadError(.transport, error.message, url: job.url))
             }
@@ -449,7 +441,7 @@ struct Fetcher: Sendable {
     }
 
     /// `first` and `last` of a `Content-Range: bytes first-last/total`.
-    static func contentRange(_ response: TransportResponse) -> (UInt64, UInt64)? {
+    static func contentRange(_ response: HTTPClientResponse) -> (UInt64, UInt64)? {
         guard let value = response.header("Content-Range") else { return nil }
         let text = value.trimmingSpaces
         guard text.hasPrefix("bytes ") else { return nil }

@@ -1,5 +1,6 @@
 import Foundation
 import HLSDownload
+import HTTPClient
 import Testing
 
 @Suite(.temporaryFolders) struct FaultTests {
@@ -18,7 +19,7 @@ import Testing
         let files = Self.stream()
         let origin = FakeOrigin(files: files) { request, count in
             if request.url == Self.base + "s1.ts" && count <= 2 {
-                return FakeReply(status: 503, headers: [HTTPHeaderField(name: "Retry-After", value: "7")])
+                return FakeReply(status: 503, headers: [HTTPHeaders.Field(name: "Retry-After", value: "7")])
             }
             if request.url == Self.base + "s2.ts" && count == 1 { return FakeReply(status: 429) }
             return nil
@@ -88,10 +89,10 @@ import Testing
             return FakeReply(
                 status: 200,
                 headers: [
-                    HTTPHeaderField(name: "ETag", value: "\"v1\""),
-                    HTTPHeaderField(name: "Content-Length", value: "\(whole.count)"),
+                    HTTPHeaders.Field(name: "ETag", value: "\"v1\""),
+                    HTTPHeaders.Field(name: "Content-Length", value: "\(whole.count)"),
                 ],
-                chunks: [Array(whole[0..<3000])], failure: TransportError(.connectionReset, "reset"))
+                chunks: [Array(whole[0..<3000])], failure: HTTPClientError(.connectionReset, "reset"))
         }
         let manager = try Fixtures.manager(origin)
         let created = try await manager.createTask(url: Self.base + "index.m3u8")
@@ -112,12 +113,12 @@ import Testing
                 return FakeReply(
                     status: 200,
                     headers: [
-                        HTTPHeaderField(name: "ETag", value: "\"old\""),
-                        HTTPHeaderField(name: "Content-Length", value: "\(whole.count)"),
-                    ], chunks: [Array(whole[0..<1000])], failure: TransportError(.timedOut, "stalled"))
+                        HTTPHeaders.Field(name: "ETag", value: "\"old\""),
+                        HTTPHeaders.Field(name: "Content-Length", value: "\(whole.count)"),
+                    ], chunks: [Array(whole[0..<1000])], failure: HTTPClientError(.timedOut, "stalled"))
             }
             // The resource changed: If-Range does not match, so the whole body comes back with 200.
-            return FakeReply(status: 200, headers: [HTTPHeaderField(name: "ETag", value: "\"new\"")], chunks: [whole])
+            return FakeReply(status: 200, headers: [HTTPHeaders.Field(name: "ETag", value: "\"new\"")], chunks: [whole])
         }
         let manager = try Fixtures.manager(origin)
         let created = try await manager.createTask(url: Self.base + "index.m3u8")
@@ -161,7 +162,7 @@ import Testing
         let origin = FakeOrigin(files: files) { request, count in
             guard request.url == Self.base + "s3.ts", count == 1 else { return nil }
             return FakeReply(
-                status: 200, headers: [HTTPHeaderField(name: "Content-Length", value: "\(whole.count - 188)")],
+                status: 200, headers: [HTTPHeaders.Field(name: "Content-Length", value: "\(whole.count - 188)")],
                 chunks: [whole])
         }
         let manager = try Fixtures.manager(origin)

@@ -1,6 +1,7 @@
 import FileRange
 import Foundation
 import HLSDownload
+import HTTPClient
 import Testing
 
 @Suite(.temporaryFolders) struct LifecycleTests {
@@ -22,8 +23,8 @@ import Testing
             return FakeReply(
                 status: 200,
                 headers: [
-                    HTTPHeaderField(name: "ETag", value: "\"v1\""),
-                    HTTPHeaderField(name: "Content-Length", value: "\(s2.count)"),
+                    HTTPHeaders.Field(name: "ETag", value: "\"v1\""),
+                    HTTPHeaders.Field(name: "Content-Length", value: "\(s2.count)"),
                 ], chunks: [Array(s2[0..<1000])], hang: true)
         }
         let root = Fixtures.temporaryFolder()
@@ -166,9 +167,10 @@ import Testing
         #expect(VariantPolicy(argument: "huge") == nil)
         #expect(RenditionPolicy(argument: "all") == .all)
         #expect(RenditionPolicy(argument: "en") == .language("en"))
-        #expect(HTTPHeaderField(line: "Referer:  http://a/ ") == HTTPHeaderField(name: "Referer", value: "http://a/"))
-        #expect(HTTPHeaderField(line: "no colon") == nil)
-        #expect(HTTPHeaderField(line: "Bad Name: x") == nil)
+        #expect(
+            HTTPHeaders.Field(line: "Referer:  http://a/ ") == HTTPHeaders.Field(name: "Referer", value: "http://a/"))
+        #expect(HTTPHeaders.Field(line: "no colon") == nil)
+        #expect(HTTPHeaders.Field(line: "Bad Name: x") == nil)
     }
 
     @Test func fakeHeaderDetection() {

@@ -1,6 +1,7 @@
 import FileRange
 import Foundation
 import HLSDownload
+import HTTPClient
 import Testing
 
 @Suite(.temporaryFolders) struct LiveTests {

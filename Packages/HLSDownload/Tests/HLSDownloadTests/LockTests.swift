@@ -4,6 +4,7 @@
 import FileRange
 import Foundation
 import HLSDownload
+import HTTPClient
 import Testing
 
 @Suite(.temporaryFolders) struct LockTests {

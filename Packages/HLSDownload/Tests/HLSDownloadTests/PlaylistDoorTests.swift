@@ -2,6 +2,7 @@
 // task with one error that shows at most 16 bytes of it, non-printable ones escaped.
 import Foundation
 import HLSDownload
+import HTTPClient
 import Testing
 
 @Suite(.temporaryFolders) struct PlaylistDoorTests {

@@ -1,5 +1,6 @@
 import Foundation
 import HLSDownload
+import HTTPClient
 import Testing
 
 @Suite(.temporaryFolders) struct ShapeTests {
@@ -15,7 +16,7 @@ import Testing
         let manager = try Fixtures.manager(origin)
         var options = DownloadOptions()
         options.headers = [
-            HTTPHeaderField(name: "Authorization", value: "Bearer t"), HTTPHeaderField(name: "X-A", value: "1"),
+            HTTPHeaders.Field(name: "Authorization", value: "Bearer t"), HTTPHeaders.Field(name: "X-A", value: "1"),
         ]
         options.userAgent = "TestAgent/1"
         let created = try await manager.createTask(
@@ -78,7 +79,7 @@ import Testing
         ])
         let manager = try Fixtures.manager(origin)
         var options = DownloadOptions()
-        options.headers = [HTTPHeaderField(name: "Cookie", value: "c=1")]
+        options.headers = [HTTPHeaders.Field(name: "Cookie", value: "c=1")]
         let created = try await manager.createTask(url: Self.base + "e.m3u8", options: options)
         let info = try #require(await manager.waitUntilSettled(created.id))
         #expect(info.state == .completed, "\(String(describing: info.error))")

@@ -1,41 +1,42 @@
 import FileRange
 import Foundation
 import HLSDownload
+import HTTPClient
 import Testing
 
 /// What a fake origin answers for one request.
 struct FakeReply: Sendable {
     var status: Int = 200
-    var headers: [HTTPHeaderField] = []
+    var headers: [HTTPHeaders.Field] = []
     var chunks: [[UInt8]] = []
     /// Fail the body with this error after the chunks.
-    var failure: TransportError?
+    var failure: HTTPClientError?
     /// Never answer (until cancelled).
     var hang = false
 }
 
 /// An in-process origin: a table of files (with Range support) and an optional handler that overrides replies.
-final class FakeOrigin: DownloadTransport, Sendable {
+final class FakeOrigin: HTTPTransport, Sendable {
     struct State: Sendable {
         var files: [String: [UInt8]] = [:]
-        var requests: [TransportRequest] = []
+        var requests: [HTTPClientRequest] = []
         var inFlight = 0
         var maxInFlight = 0
         var bytesSent = 0
     }
     let state = LockedValue(State())
-    let handler: (@Sendable (TransportRequest, Int) -> FakeReply?)?
+    let handler: (@Sendable (HTTPClientRequest, Int) -> FakeReply?)?
 
-    init(files: [String: [UInt8]] = [:], handler: (@Sendable (TransportRequest, Int) -> FakeReply?)? = nil) {
+    init(files: [String: [UInt8]] = [:], handler: (@Sendable (HTTPClientRequest, Int) -> FakeReply?)? = nil) {
         state.withLock { $0.files = files }
         self.handler = handler
     }
 
-    var requests: [TransportRequest] { state.withLock { $0.requests } }
-    func requests(for url: String) -> [TransportRequest] { requests.filter { $0.url == url } }
+    var requests: [HTTPClientRequest] { state.withLock { $0.requests } }
+    func requests(for url: String) -> [HTTPClientRequest] { requests.filter { $0.url == url } }
     var bytesSent: Int { state.withLock { $0.bytesSent } }
 
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
+    func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         let count = state.withLock { s -> Int in
             s.requests.append(request)
             s.inFlight += 1
@@ -53,7 +54,7 @@ final class FakeOrigin: DownloadTransport, Sendable {
         if reply.headers.first(where: { $0.name == "Content-Length" }) == nil {
             let length = reply.chunks.reduce(0) { $0 + $1.count }
             if reply.failure == nil {
-                reply.headers.append(HTTPHeaderField(name: "Content-Length", value: "\(length)"))
+                reply.headers.append(HTTPHeaders.Field(name: "Content-Length", value: "\(length)"))
             }
         }
         let sent = reply.chunks.reduce(0) { $0 + $1.count }
@@ -62,14 +63,14 @@ final class FakeOrigin: DownloadTransport, Sendable {
         for chunk in reply.chunks { continuation.yield(chunk) }
         if reply.hang {
             // The body stalls after its chunks until the reader goes away.
-            return TransportResponse(status: reply.status, headers: reply.headers, body: stream)
+            return HTTPClientResponse(status: reply.status, headers: HTTPHeaders(fields: reply.headers), body: stream)
         }
         if let failure = reply.failure { continuation.finish(throwing: failure) } else { continuation.finish() }
-        return TransportResponse(status: reply.status, headers: reply.headers, body: stream)
+        return HTTPClientResponse(status: reply.status, headers: HTTPHeaders(fields: reply.headers), body: stream)
     }
 
     /// Serves the file table: 200, or 206 for `Range: bytes=a-b` / `bytes=a-`, honouring If-Range on the ETag.
-    func defaultReply(_ request: TransportRequest) -> FakeReply {
+    func defaultReply(_ request: HTTPClientRequest) -> FakeReply {
         guard let body = state.withLock({ $0.files[request.url] }) else { return FakeReply(status: 404) }
         let etag = "\"v1\""
         if let range = request.header("Range"), request.header("If-Range").map({ $0 == etag }) ?? true {
@@ -81,17 +82,17 @@ final class FakeOrigin: DownloadTransport, Sendable {
                 return FakeReply(
                     status: 206,
                     headers: [
-                        HTTPHeaderField(name: "ETag", value: etag),
-                        HTTPHeaderField(name: "Content-Range", value: "bytes \(first)-\(end)/\(body.count)"),
+                        HTTPHeaders.Field(name: "ETag", value: etag),
+                        HTTPHeaders.Field(name: "Content-Range", value: "bytes \(first)-\(end)/\(body.count)"),
                     ], chunks: [Array(body[first...end])])
             }
         }
-        return FakeReply(status: 200, headers: [HTTPHeaderField(name: "ETag", value: etag)], chunks: [body])
+        return FakeReply(status: 200, headers: [HTTPHeaders.Field(name: "ETag", value: etag)], chunks: [body])
     }
 }
 
 /// A clock that never sleeps: time advances by what is asked, and every sleep is recorded.
-final class FakeClock: DownloadClock, Sendable {
+final class FakeClock: RetryClock, Sendable {
     let state = LockedValue((time: 0.0, sleeps: [Double]()))
     func now() -> Double { state.withLock { $0.time } }
     func sleep(seconds: Double) async throws {

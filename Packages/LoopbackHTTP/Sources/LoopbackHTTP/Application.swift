@@ -1,4 +1,5 @@
 import FileRange
+import HTTPWire
 
 /// Routing plus the server's HTTP semantics, without any I/O: what ``HTTPServer`` runs for every request, and
 /// what tests call in process with ``respond(to:)``.
@@ -46,13 +47,12 @@ public struct HTTPApplication: Sendable {
             let iterator = stream.makeIterator()
             while let chunk = await iterator.next() {
                 if chunked {
-                    if chunk.isEmpty { continue }
-                    body += Array(String(chunk.count, radix: 16).utf8) + [0x0D, 0x0A] + chunk + [0x0D, 0x0A]
+                    HTTPChunkedEncoder.appendChunk(chunk, to: &body)
                 } else {
                     body += chunk
                 }
             }
-            if chunked { body += Array("0\r\n\r\n".utf8) }
+            if chunked { body += HTTPChunkedEncoder.end }
         }
         return HTTPResponse(status: prepared.status, headers: headers, body: .bytes(body))
     }

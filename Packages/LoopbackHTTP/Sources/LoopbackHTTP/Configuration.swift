@@ -1,4 +1,6 @@
 /// Cross-origin resource sharing (off unless set).
+public import HTTPWire
+
 public struct CORSOptions: Sendable, Hashable {
     /// The allowed origin, or `*`.
     public var allowedOrigin: String

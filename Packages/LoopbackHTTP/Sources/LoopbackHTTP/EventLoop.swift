@@ -1,4 +1,5 @@
 import FileRange
+import HTTPWire
 
 #if canImport(Glibc)
     import Glibc
@@ -456,7 +457,7 @@ final class EventLoopRunner {
             connection.inputStart += consumed
             let action = connection.machine.headParsed(request, now: monotonicNow())
             if case .dispatch = action {
-                dispatch(request, on: connection)
+                dispatch(HTTPRequest(request), on: connection)
             } else {
                 execute(action, connection)
             }
@@ -537,11 +538,9 @@ final class EventLoopRunner {
                 stream.remaining = remaining - UInt64(payload.count)
             }
             if stream.chunked {
-                var framed = Array(String(payload.count, radix: 16).utf8)
-                framed.reserveCapacity(framed.count + payload.count + 4)
-                framed += [0x0D, 0x0A]
-                framed += payload
-                framed += [0x0D, 0x0A]
+                var framed: [UInt8] = []
+                framed.reserveCapacity(payload.count + 20)
+                HTTPChunkedEncoder.appendChunk(payload, to: &framed)
                 payload = framed
             }
             stream.continuation = continuation
@@ -556,7 +555,7 @@ final class EventLoopRunner {
                 failResponse(connection)
                 return
             }
-            if stream.chunked { connection.output.append(.bytes(Array("0\r\n\r\n".utf8), sent: 0)) }
+            if stream.chunked { connection.output.append(.bytes(HTTPChunkedEncoder.end, sent: 0)) }
             flush(connection)
         case .shutdown(let deadline):
             shutdownDeadline = deadline

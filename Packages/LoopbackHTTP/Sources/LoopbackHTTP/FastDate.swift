@@ -1,6 +1,8 @@
 import FileRange
 
 /// IMF-fixdate formatting into bytes (RFC 9110 §5.6.7), for the hot path; FileRange's `HTTPDate` parses.
+import HTTPWire
+
 enum FastDate {
     private static let days: StaticString = "ThuFriSatSunMonTueWed"
     private static let months: StaticString = "JanFebMarAprMayJunJulAugSepOctNovDec"

@@ -1,4 +1,5 @@
 public import FileRange
+public import HTTPWire
 
 /// A response a handler returns. The server completes it: `Date`, `Content-Length` (or chunked framing for a
 /// streamed body of unknown length), `Connection`, `Accept-Ranges`, Range and conditional evaluation for

@@ -1,4 +1,5 @@
 import FileRange
+public import HTTPWire
 
 /// What answers a request.
 ///

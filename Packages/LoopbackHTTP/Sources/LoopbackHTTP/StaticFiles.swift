@@ -1,4 +1,5 @@
 import FileRange
+import HTTPWire
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 public import FileRange
+import HTTPWire
 
 #if canImport(Glibc)
     import Glibc

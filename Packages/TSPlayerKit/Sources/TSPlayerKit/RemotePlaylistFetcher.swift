@@ -1,7 +1,7 @@
 import FileRange
 import Foundation
-import HLSDownload
 public import HLSPlaylist
+import HTTPClient
 import LoopbackHTTP
 
 #if canImport(FoundationNetworking)
@@ -129,18 +129,29 @@ public struct FetchedPlaylist: Sendable {
     public var url: String
 }
 
-/// Fetches playlists, keys and segments from upstream with URLSession: the caller's headers on every request,
-/// timeouts, retries with backoff for transient failures, http(s) only, bounded redirects (each target checked),
-/// size caps, and loopback/private upstreams refused unless allowed.
+/// Fetches playlists, keys and segments from upstream with the toolkit's one client (HTTPClient): the caller's
+/// headers on every request, timeouts, retries with backoff for transient failures (the client's retry policy),
+/// http(s) only, bounded redirects (each target checked), size caps, and loopback/private upstreams refused unless
+/// allowed (checked before each request and again at connect time on the addresses actually used).
 public final class RemotePlaylistFetcher: Sendable {
     public let options: RemoteFetchOptions
-    let client: ProxyHTTPClient
+    let client: HTTPClient
     let policy: UpstreamPolicy
 
     public init(options: RemoteFetchOptions = RemoteFetchOptions()) {
         self.options = options
         self.policy = UpstreamPolicy(allowPrivate: options.allowPrivateUpstreams)
-        self.client = ProxyHTTPClient(options: options, policy: policy)
+        var configuration = HTTPClientConfiguration()
+        configuration.idleTimeout = options.timeout
+        configuration.connectTimeout = options.timeout
+        configuration.maxRedirects = options.maxRedirects
+        configuration.addressPolicy = options.allowPrivateUpstreams ? .any : .publicOnly
+        configuration.retry = RetryPolicy(
+            maxAttempts: max(0, options.retries) + 1, baseDelay: options.retryBackoff * 1.5,
+            maxDelay: max(options.retryBackoff * 64, 1))
+        configuration.maxConnectionsPerHost = 8
+        configuration.upstreamProxy = options.upstreamProxy
+        self.client = HTTPClient(configuration: configuration)
     }
 
     /// Fetches and parses a playlist. A 2xx body that does not start with `#EXTM3U` (after an optional BOM and
@@ -163,12 +174,19 @@ public final class RemotePlaylistFetcher: Sendable {
     /// http, the answer is a redirect, or a failure that a retry may cure (the async path retries with backoff).
     public func fetchPlaylistBytesBlocking(_ url: String) throws(ProxyError) -> (bytes: [UInt8], url: String)? {
         do throws(ProxyError) {
-            guard
-                let (head, bytes) = try client.fetchWholeBlocking(url, headers: [], maxBytes: options.maxPlaylistBytes)
-            else { return nil }
-            if let error = Self.statusError(head.status, url: url) { throw error }
-            try RemotePlaylistFetcher.checkPlaylist(bytes, url: url, contentType: head.header("Content-Type"))
-            return (bytes, head.finalURL)
+            guard fetchesBlocking(url) else { return nil }
+            try policy.check(url)
+            let answer: HTTPWholeResponse?
+            do {
+                answer = try client.fetchBlocking(
+                    HTTPClientRequest(url: url, headers: requestFields([])), maxBytes: options.maxPlaylistBytes)
+            } catch {
+                throw Self.map(error, url: url)
+            }
+            guard let response = answer, ![301, 302, 303, 307, 308].contains(response.status) else { return nil }
+            if let error = Self.statusError(response.status, url: url) { throw error }
+            try RemotePlaylistFetcher.checkPlaylist(bytes: response, url: url)
+            return (response.body, url)
         } catch {
             if error.isTransient && options.retries > 0 { return nil }
             throw error
@@ -178,11 +196,12 @@ public final class RemotePlaylistFetcher: Sendable {
     /// The error for an upstream answer that is not 2xx (nil for 2xx).
     static func statusError(_ status: Int, url: String) -> ProxyError? {
         guard !(200..<300).contains(status) else { return nil }
-        return ProxyError(.httpStatus, url: url, status: status, detail: "upstream answered \(status)")
+        return ProxyError(
+            .httpStatus, url: url, status: status, detail: "upstream answered \(HTTPClientError.inWords(status))")
     }
 
     /// Whether ``fetchPlaylistBytesBlocking(_:)`` can fetch a URL (plain http, no upstream proxy).
-    public func fetchesBlocking(_ url: String) -> Bool { client.fetchesOverSockets(url) }
+    public func fetchesBlocking(_ url: String) -> Bool { client.usesSockets(url) }
 
     /// Parses checked playlist bytes fetched from `url`.
     static func parsed(_ bytes: [UInt8], url: String) throws(ProxyError) -> FetchedPlaylist {
@@ -192,6 +211,10 @@ public final class RemotePlaylistFetcher: Sendable {
         } catch {
             throw ProxyError(.notAPlaylist, url: url, detail: "the playlist cannot be read: \(error)")
         }
+    }
+
+    static func checkPlaylist(bytes response: HTTPWholeResponse, url: String) throws(ProxyError) {
+        try checkPlaylist(response.body, url: url, contentType: response.header("Content-Type"))
     }
 
     /// Whether bytes look like an HLS playlist; throws a clear error when they do not.
@@ -213,54 +236,36 @@ public final class RemotePlaylistFetcher: Sendable {
     public func fetchSmall(_ url: String, maxBytes: Int, extraHeaders: [(name: String, value: String)] = [])
         async throws(ProxyError) -> (RemoteHead, [UInt8])
     {
-        var attempt = 0
-        while true {
-            do {
-                return try await fetchSmallOnce(url, maxBytes: maxBytes, extraHeaders: extraHeaders)
-            } catch {
-                guard error.isTransient, attempt < options.retries else { throw error }
-                attempt += 1
-                await backoff(attempt)
+        try await retrying(url) { () async throws(ProxyError) -> RetryPolicy.Step<Answer> in
+            do throws(ProxyError) {
+                let (head, bytes) = try await fetchSmallOnce(url, maxBytes: maxBytes, extraHeaders: extraHeaders)
+                return .success(Answer(head: head, bytes: bytes))
+            } catch  where error.isTransient {
+                return .retry(after: nil, failure: error)
             }
-        }
+        }.pair
+    }
+
+    /// A small body and its head, sendable through the retry loop.
+    struct Answer: Sendable {
+        var head: RemoteHead
+        var bytes: [UInt8]
+        var pair: (RemoteHead, [UInt8]) { (head, bytes) }
     }
 
     func fetchSmallOnce(_ url: String, maxBytes: Int, extraHeaders: [(name: String, value: String)])
         async throws(ProxyError) -> (RemoteHead, [UInt8])
     {
-        if let (head, bytes) = try await client.fetchWhole(url, headers: extraHeaders, maxBytes: maxBytes) {
-            if let error = Self.statusError(head.status, url: url) { throw error }
-            return (head, bytes)
-        }
-        let response = try await client.send(url, headers: extraHeaders)
-        if let error = Self.statusError(response.head.status, url: url) {
-            response.cancel()
-            throw error
-        }
-        if let length = response.head.header("Content-Length").flatMap({ Int($0) }), length > maxBytes {
-            response.cancel()
-            throw ProxyError(.tooLarge, url: url, detail: "\(length) bytes; the cap is \(maxBytes)")
-        }
-        var bytes: [UInt8] = []
-        var tooLarge = false
+        try policy.check(url)
+        let response: HTTPWholeResponse
         do {
-            for try await chunk in response.body {
-                bytes += chunk
-                if bytes.count > maxBytes {
-                    tooLarge = true
-                    break
-                }
-            }
-        } catch let error as ProxyError {
-            throw error
+            response = try await client.fetch(
+                HTTPClientRequest(url: url, headers: requestFields(extraHeaders)), maxBytes: maxBytes)
         } catch {
-            throw ProxyError(.connectionFailed, url: url, detail: "\(error)")
+            throw Self.map(error, url: url)
         }
-        if tooLarge {
-            response.cancel()
-            throw ProxyError(.tooLarge, url: url, detail: "more than \(maxBytes) bytes")
-        }
-        return (response.head, bytes)
+        if let error = Self.statusError(response.status, url: url) { throw error }
+        return (Self.head(response.status, response.headers, url: response.url ?? url), response.body)
     }
 
     /// Opens a streamed GET (for segments), retrying transient failures until the head arrives. The caller
@@ -269,30 +274,85 @@ public final class RemotePlaylistFetcher: Sendable {
         -> RemoteStream
     {
         var attempt = 0
-        while true {
-            do {
-                let response = try await client.send(url, headers: headers)
-                if response.head.status >= 500 || response.head.status == 429, attempt < options.retries {
+        let attempts = client.configuration.retry.maxAttempts
+        return try await retrying(url) { () async throws(ProxyError) -> RetryPolicy.Step<RemoteStream> in
+            attempt += 1
+            do throws(ProxyError) {
+                let response = try await send(url, headers: headers)
+                let status = response.head.status
+                // A busy upstream's answer is retried while attempts are left; the last one is relayed as it is.
+                if status >= 500 || status == 429, attempt < attempts {
                     response.cancel()
-                    attempt += 1
-                    await backoff(attempt)
-                    continue
+                    return .retry(
+                        after: nil,
+                        failure: ProxyError(
+                            .httpStatus, url: url, status: status,
+                            detail: "upstream answered \(HTTPClientError.inWords(status))"))
                 }
-                return response
-            } catch {
-                guard error.isTransient, attempt < options.retries else { throw error }
-                attempt += 1
-                await backoff(attempt)
+                return .success(response)
+            } catch  where error.isTransient {
+                return .retry(after: nil, failure: error)
             }
         }
     }
 
-    func backoff(_ attempt: Int) async {
-        let delay = options.retryBackoff * Double(1 << min(attempt - 1, 6)) * Double.random(in: 1...1.5)
-        try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+    /// One GET: returns when the response head arrives.
+    func send(_ url: String, headers: [(name: String, value: String)]) async throws(ProxyError) -> RemoteStream {
+        try policy.check(url)
+        do {
+            let response = try await client.send(HTTPClientRequest(url: url, headers: requestFields(headers)))
+            // Dropping the body (the last reference to the stream) ends the transfer and closes its connection.
+            return RemoteStream(
+                head: Self.head(response.status, response.headers, url: response.url ?? url), body: response.body,
+                cancelTask: {}, socketBody: response.socketBody)
+        } catch {
+            throw Self.map(error, url: url)
+        }
+    }
+
+    /// Runs `attempt` with the client's retry policy (the last failure is thrown when the attempts run out).
+    private func retrying<Value: Sendable>(
+        _ url: String, _ attempt: () async throws(ProxyError) -> RetryPolicy.Step<Value>
+    ) async throws(ProxyError) -> Value {
+        do {
+            return try await client.configuration.retry.run(url: url) { try await attempt() }
+        } catch {
+            throw Self.map(error, url: url)
+        }
+    }
+
+    /// The head of an answer as the proxies use it.
+    static func head(_ status: Int, _ headers: HTTPHeaders, url: String) -> RemoteHead {
+        RemoteHead(status: status, headers: headers.map { (name: $0.name, value: $0.value) }, finalURL: url)
+    }
+
+    /// The header fields of a request: the user agent, the configured headers, then the caller's (a later field
+    /// replaces an earlier one of the same name).
+    func requestFields(_ headers: [(name: String, value: String)]) -> HTTPHeaders {
+        var fields: HTTPHeaders = ["User-Agent": options.userAgent]
+        for field in options.headers + headers { fields.replaceOrAdd(name: field.name, value: field.value) }
+        return fields
+    }
+
+    /// A client error as the proxy reports it.
+    static func map(_ error: any Error, url: String) -> ProxyError {
+        if let error = error as? ProxyError { return error }
+        guard let error = error as? HTTPClientError else {
+            return ProxyError(.connectionFailed, url: url, detail: "\(error)")
+        }
+        let code: ProxyError.Code =
+            switch error.code {
+            case .timedOut: .timedOut
+            case .tooLarge: .tooLarge
+            case .addressRefused: .addressNotAllowed
+            case .tooManyRedirects: .tooManyRedirects
+            case .invalidURL: .invalidURL
+            case .httpStatus: .httpStatus
+            default: .connectionFailed
+            }
+        return ProxyError(code, url: error.url.isEmpty ? url : error.url, status: error.status, detail: error.message)
     }
 }
-
 /// A streamed upstream response: its head and its body chunks.
 public struct RemoteStream: Sendable {
     public var head: RemoteHead
@@ -322,7 +382,9 @@ private final class SocketSplice: SpliceSource {
     func release(complete: Bool) { body.release(complete: complete) }
 }
 
-/// Which upstream addresses may be fetched.
+/// Which upstream addresses the proxies may fetch: the check made before each request (scheme, loopback names,
+/// what the host resolves to, remembered for a while), on the client's address rule; the client checks again at
+/// connect time on the addresses it actually uses.
 struct UpstreamPolicy: Sendable {
     var allowPrivate: Bool
     /// Each host's verdict, kept for ``verdictLifetime``: a playlist poll or a segment then costs no name lookup.
@@ -338,13 +400,21 @@ struct UpstreamPolicy: Sendable {
         func verdict(_ host: String) -> String? {
             let now = ContinuousClock.now
             if let known = table.withLock({ $0[host] }), known.until > now { return known.privateAddress }
-            let found = UpstreamPolicy.resolve(host).first(where: UpstreamPolicy.isPrivate)
+            let found = UpstreamAddressPolicy.resolve(host).first(where: UpstreamAddressPolicy.isPrivate)
             table.withLock { entries in
                 if entries.count >= 256 { entries = entries.filter { $0.value.until > now } }
                 if entries.count < 256 { entries[host] = (found, now + UpstreamPolicy.verdictLifetime) }
             }
             return found
         }
+    }
+
+    /// Checks a URL's scheme and (unless private upstreams are allowed) every address its host resolves to.
+    func check(_ original: String) throws(ProxyError) {
+        guard let url = URL(string: original) else {
+            throw ProxyError(.invalidURL, url: original, detail: "the URL cannot be parsed")
+        }
+        try check(url, original: original)
     }
 
     /// Checks a URL's scheme and (unless private upstreams are allowed) every address its host resolves to.
@@ -361,61 +431,12 @@ struct UpstreamPolicy: Sendable {
         if allowPrivate { return }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let lower = host.lowercased()
-        if lower == "localhost" || lower.hasSuffix(".localhost") {
+        if UpstreamAddressPolicy.isLoopbackName(lower) {
             throw ProxyError(.addressNotAllowed, url: original, detail: "\(host) is a loopback name")
         }
         if let address = verdicts.verdict(lower) {
             throw ProxyError(
                 .addressNotAllowed, url: original, detail: "\(host) resolves to \(address), a non-public address")
-        }
-    }
-
-    /// The numeric addresses of a host (an IP literal is its own address).
-    static func resolve(_ host: String) -> [String] {
-        var hints = addrinfo()
-        #if canImport(Glibc)
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
-            hints.ai_socktype = SOCK_STREAM
-        #endif
-        var result: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &result) == 0, let first = result else { return [] }
-        defer { freeaddrinfo(first) }
-        var out: [String] = []
-        var node: UnsafeMutablePointer<addrinfo>? = first
-        var count = 0
-        while let n = node, count < 64 {
-            count += 1
-            var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(
-                n.pointee.ai_addr, n.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST)
-                == 0
-            {
-                out.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            }
-            node = n.pointee.ai_next
-        }
-        return out
-    }
-
-    /// Loopback, unspecified, RFC 1918, CGNAT, link-local, ULA and IPv4-mapped forms of those.
-    static func isPrivate(_ address: String) -> Bool {
-        var a = address.lowercased()
-        if let percent = a.firstIndex(of: "%") { a = String(a[..<percent]) }
-        if a.hasPrefix("::ffff:"), a.contains(".") { a = String(a.dropFirst(7)) }
-        if a.contains(":") {
-            if a == "::1" || a == "::" { return true }
-            if a.hasPrefix("fc") || a.hasPrefix("fd") { return true }
-            if a.hasPrefix("fe8") || a.hasPrefix("fe9") || a.hasPrefix("fea") || a.hasPrefix("feb") { return true }
-            return false
-        }
-        let parts = a.split(separator: ".").compactMap { UInt8($0) }
-        guard parts.count == 4 else { return true }
-        switch (parts[0], parts[1]) {
-        case (127, _), (10, _), (0, _): return true
-        case (172, 16...31), (192, 168), (169, 254): return true
-        case (100, 64...127): return true
-        default: return false
         }
     }
 }

@@ -1,24 +1,25 @@
 import FileRange
 import Foundation
 import HLSDownload
+import HTTPClient
 import TSPlayerKit
 import Testing
 
 /// An in-process origin for the download manager: a table of files answered with 200.
-private final class TableOrigin: DownloadTransport {
+private final class TableOrigin: HTTPTransport {
     let files: [String: [UInt8]]
     init(files: [String: [UInt8]]) { self.files = files }
 
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
+    func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         let (body, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         guard let bytes = files[request.url] else {
             continuation.finish()
-            return TransportResponse(status: 404, headers: [], body: body)
+            return HTTPClientResponse(status: 404, headers: [], body: body)
         }
         continuation.yield(bytes)
         continuation.finish()
-        return TransportResponse(
-            status: 200, headers: [HTTPHeaderField(name: "Content-Length", value: "\(bytes.count)")], body: body)
+        return HTTPClientResponse(
+            status: 200, headers: [HTTPHeaders.Field(name: "Content-Length", value: "\(bytes.count)")], body: body)
     }
 }
 

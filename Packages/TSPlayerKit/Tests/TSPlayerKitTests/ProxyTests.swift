@@ -2,6 +2,7 @@ import FileRange
 import Foundation
 import HLSAdFilter
 import HLSPlaylist
+import HTTPClient
 import LoopbackHTTP
 import Testing
 
@@ -261,10 +262,10 @@ import Testing
             "127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.1.1", "::1", "fd00::1",
             "fe80::1%eth0", "::ffff:127.0.0.1", "100.64.0.1", "0.0.0.0",
         ] {
-            #expect(UpstreamPolicy.isPrivate(a), "\(a)")
+            #expect(UpstreamAddressPolicy.isPrivate(a), "\(a)")
         }
         for a in ["8.8.8.8", "172.32.0.1", "2001:4860:4860::8888", "192.169.0.1"] {
-            #expect(!UpstreamPolicy.isPrivate(a), "\(a)")
+            #expect(!UpstreamAddressPolicy.isPrivate(a), "\(a)")
         }
     }
 

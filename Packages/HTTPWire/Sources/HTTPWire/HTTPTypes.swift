@@ -43,29 +43,48 @@ public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
 
 /// Header fields as an ordered list (RFC 9110 §5): duplicates are kept in order and names compare
 /// case-insensitively. Never a dictionary, so that field order and repeated fields survive.
-public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral {
     /// One field line.
-    public struct Field: Sendable, Hashable {
+    public struct Field: Sendable, Hashable, Codable {
         public var name: String
         public var value: String
         public init(name: String, value: String) {
             self.name = name
             self.value = value
         }
+
+        /// Parses `Name: value` as a user types it; nil when there is no colon, the name is empty or not a token,
+        /// or the value holds a line break or another control byte.
+        public init?(line: String) {
+            let bytes = Array(line.utf8)
+            guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+                bytes[..<colon].allSatisfy(HTTPASCII.isTokenCharacter)
+            else { return nil }
+            let value = HTTPASCII.trimmed(bytes[(colon + 1)...])
+            guard value.allSatisfy({ $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }) else { return nil }
+            self.name = String(decoding: bytes[..<colon], as: UTF8.self)
+            self.value = String(decoding: value, as: UTF8.self)
+        }
     }
 
     public private(set) var fields: [Field]
 
     public init() { fields = [] }
-    init(reservingCapacity capacity: Int) {
+    /// An empty list with room for `capacity` fields.
+    public init(reservingCapacity capacity: Int) {
         fields = []
         fields.reserveCapacity(capacity)
     }
     public init(_ fields: [(String, String)]) { self.fields = fields.map { Field(name: $0.0, value: $0.1) } }
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
+    public init(fields: [Field]) { self.fields = fields }
+    public init(arrayLiteral elements: Field...) { self.fields = elements }
 
     public var count: Int { fields.count }
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// Appends a field (keeps any existing field of the same name).
+    public mutating func append(_ field: Field) { fields.append(field) }
 
     /// Appends a field (keeps any existing field of the same name).
     public mutating func add(name: String, value: String) { fields.append(Field(name: name, value: value)) }
@@ -108,23 +127,24 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     public func containsToken(_ token: String, in name: String) -> Bool {
         for field in fields where Self.equalNames(field.name, name) {
             for element in field.value.utf8.split(separator: UInt8(ascii: ",")) {
-                if ASCII.equalsIgnoringCase(ASCII.trimmed(element), token.utf8) { return true }
+                if HTTPASCII.equalsIgnoringCase(HTTPASCII.trimmed(element), token.utf8) { return true }
             }
         }
         return false
     }
 
+    /// Whether two field names are equal, ignoring ASCII case (RFC 9110 §5.1).
     @inline(__always)
-    static func equalNames(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count && ASCII.equalsIgnoringCase(a.utf8, b.utf8)
+    public static func equalNames(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && HTTPASCII.equalsIgnoringCase(a.utf8, b.utf8)
     }
 }
 
-/// Small byte helpers for ASCII protocol text.
-enum ASCII {
-    static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+/// Small byte helpers for ASCII protocol text, shared by the parsers and the server and client that use them.
+public enum HTTPASCII {
+    public static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
 
-    static func equalsIgnoringCase(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+    public static func equalsIgnoringCase(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         // Contiguous fast path (native and small strings, arrays).
         let fast = a.withContiguousStorageIfAvailable { left in
@@ -138,7 +158,7 @@ enum ASCII {
         return true
     }
 
-    static func trimmed<C: BidirectionalCollection<UInt8>>(_ bytes: C) -> C.SubSequence {
+    public static func trimmed<C: BidirectionalCollection<UInt8>>(_ bytes: C) -> C.SubSequence {
         var start = bytes.startIndex
         var end = bytes.endIndex
         while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
@@ -151,7 +171,7 @@ enum ASCII {
     }
 
     /// tchar (RFC 9110 §5.6.2).
-    static func isTokenCharacter(_ byte: UInt8) -> Bool { tokenTable[Int(byte)] }
+    public static func isTokenCharacter(_ byte: UInt8) -> Bool { tokenTable[Int(byte)] }
 
     private static let tokenTable: [Bool] = (0..<256).map { value in
         let byte = UInt8(value)
@@ -165,7 +185,7 @@ enum ASCII {
     }
 
     /// Appends the decimal digits of `value`.
-    static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
+    public static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
         if value == 0 {
             out.append(UInt8(ascii: "0"))
             return
@@ -192,7 +212,7 @@ enum ASCII {
     }
 
     /// Parses a non-empty run of decimal digits with no sign, nil on overflow or any other byte.
-    static func parseDecimal(_ bytes: some Collection<UInt8>) -> UInt64? {
+    public static func parseDecimal(_ bytes: some Collection<UInt8>) -> UInt64? {
         guard !bytes.isEmpty else { return nil }
         var value: UInt64 = 0
         for byte in bytes {
@@ -238,7 +258,8 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(code) \(reasonPhrase)" }
 
-    static func standardReason(_ code: Int) -> String {
+    /// The standard reason phrase of a code (RFC 9110 §15), or `Status <code>`.
+    public static func standardReason(_ code: Int) -> String {
         switch code {
         case 100: return "Continue"
         case 200: return "OK"
@@ -248,17 +269,27 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
         case 301: return "Moved Permanently"
         case 302: return "Found"
         case 304: return "Not Modified"
+        case 303: return "See Other"
         case 307: return "Temporary Redirect"
+        case 308: return "Permanent Redirect"
+        case 401: return "Unauthorized"
         case 400: return "Bad Request"
         case 403: return "Forbidden"
         case 404: return "Not Found"
         case 405: return "Method Not Allowed"
+        case 406: return "Not Acceptable"
         case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 410: return "Gone"
+        case 411: return "Length Required"
         case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
         case 414: return "URI Too Long"
         case 416: return "Range Not Satisfiable"
         case 421: return "Misdirected Request"
+        case 429: return "Too Many Requests"
         case 431: return "Request Header Fields Too Large"
+        case 451: return "Unavailable For Legal Reasons"
         case 500: return "Internal Server Error"
         case 501: return "Not Implemented"
         case 502: return "Bad Gateway"
@@ -270,28 +301,17 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Statuses whose responses never carry content (RFC 9110 §6.4.1).
-    var forbidsContent: Bool { code == 204 || code == 304 || (code >= 100 && code < 200) }
+    public var forbidsContent: Bool { code == 204 || code == 304 || (code >= 100 && code < 200) }
 }
 
-/// A parsed request head and the route parameters the router matched.
-public struct HTTPRequest: Sendable {
+/// A request head as it travels on the wire (RFC 9112 §3): what the request-head parser returns and what a client
+/// serialises.
+public struct HTTPRequestHead: Sendable, Hashable {
     public var method: HTTPMethod
-    /// The request-target exactly as received (RFC 9112 §3.2), for example `/a%20b?x=1` or `*`.
+    /// The request-target exactly as received or to be sent (RFC 9112 §3.2), for example `/a%20b?x=1` or `*`.
     public var target: String
     public var version: HTTPVersion
     public var headers: HTTPHeaders
-    /// Route parameters by name, percent-decoded once. A `**` wildcard is joined with `/`.
-    public var parameters: [String: String] = [:]
-    /// The segments matched by a trailing `**` wildcard, each percent-decoded once (never joined, so an encoded
-    /// `/` cannot become a separator).
-    public var wildcardSegments: [String] = []
-    /// The remote peer, for logs (e.g. `127.0.0.1:53122`).
-    public var remoteAddress: String = ""
-    /// The session token the route matched, for routes under a ``SessionToken`` or a ``SessionTokenSet``.
-    public var sessionToken: SessionToken?
-    /// The local address the request arrived on, when it is not loopback (only with
-    /// ``HTTPServerConfiguration/listensOnLocalNetwork``): a `Host` that names it is accepted.
-    var localHost: String?
 
     public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = [:]) {
         self.method = method
@@ -302,7 +322,16 @@ public struct HTTPRequest: Sendable {
 
     /// The path part of the target (before `?`), still percent-encoded. For an absolute-form target
     /// (`http://host/p`), the path of that URI.
-    public var path: Substring {
+    public var path: Substring { Self.path(ofTarget: target) }
+
+    /// The query part of the target (after `?`), if any.
+    public var query: Substring? { Self.query(ofTarget: target) }
+
+    /// Whether the client asked to keep the connection open after this exchange (RFC 9112 §9.3).
+    public var wantsKeepAlive: Bool { Self.wantsKeepAlive(version: version, headers: headers) }
+
+    /// The path part of a request-target (before `?`), still percent-encoded.
+    public static func path(ofTarget target: String) -> Substring {
         let utf8 = target.utf8
         var start = utf8.startIndex
         if utf8.first != UInt8(ascii: "/"), let scheme = target.firstRange(of: "://") {
@@ -314,16 +343,39 @@ public struct HTTPRequest: Sendable {
         return target[start..<end]
     }
 
-    /// The query part of the target (after `?`), if any.
-    public var query: Substring? {
+    /// The query part of a request-target (after `?`), if any.
+    public static func query(ofTarget target: String) -> Substring? {
         guard let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         return target[target.utf8.index(after: q)...]
     }
 
-    /// Whether the client asked to keep the connection open after this exchange (RFC 9112 §9.3).
-    public var wantsKeepAlive: Bool {
+    /// Whether a message of this version with these fields keeps its connection open (RFC 9112 §9.3): HTTP/1.1
+    /// unless `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
+    public static func wantsKeepAlive(version: HTTPVersion, headers: HTTPHeaders) -> Bool {
         if headers.containsToken("close", in: "Connection") { return false }
-        if version == .http1_0 { return headers.containsToken("keep-alive", in: "Connection") }
+        if version.major == 1, version.minor == 0 { return headers.containsToken("keep-alive", in: "Connection") }
         return true
+    }
+
+    /// The head serialised: request line, fields in order, empty line.
+    public func serialized() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + target.utf8.count + headers.count * 32)
+        out += method.rawValue.utf8
+        out.append(0x20)
+        out += target.utf8
+        out += " HTTP/".utf8
+        HTTPASCII.appendDecimal(UInt64(max(0, version.major)), to: &out)
+        out.append(UInt8(ascii: "."))
+        HTTPASCII.appendDecimal(UInt64(max(0, version.minor)), to: &out)
+        out += [0x0D, 0x0A]
+        for field in headers {
+            out += field.name.utf8
+            out += [UInt8(ascii: ":"), 0x20]
+            out += field.value.utf8
+            out += [0x0D, 0x0A]
+        }
+        out += [0x0D, 0x0A]
+        return out
     }
 }

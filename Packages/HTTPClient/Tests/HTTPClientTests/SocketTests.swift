@@ -1,6 +1,7 @@
 import FileRange
 import Foundation
-import HLSDownload
+import HTTPClient
+import HTTPWire
 import Testing
 
 #if canImport(Glibc)
@@ -107,12 +108,12 @@ final class RawOrigin: Sendable {
     }
 }
 
-@Suite struct SocketTransportTests {
+@Suite("Client over sockets") struct SocketTests {
     static func response(_ body: [UInt8], status: String = "200 OK", extra: String = "") -> [UInt8] {
         Array("HTTP/1.1 \(status)\r\nContent-Length: \(body.count)\r\n\(extra)\r\n".utf8) + body
     }
 
-    static func collect(_ response: TransportResponse) async throws -> [UInt8] {
+    static func collect(_ response: HTTPClientResponse) async throws -> [UInt8] {
         var bytes: [UInt8] = []
         for try await chunk in response.body { bytes += chunk }
         return bytes
@@ -137,8 +138,8 @@ final class RawOrigin: Sendable {
             default: return .bytes(Self.response([], status: "404 Not Found"), close: false)
             }
         }
-        let transport = SocketTransport(stallTimeout: 5, maxRedirects: 3, chunkSize: 64 << 10)
-        let first = try await transport.send(TransportRequest(url: origin.url("/big"), headers: []))
+        let transport = makeClient(stallTimeout: 5, maxRedirects: 3, chunkSize: 64 << 10)
+        let first = try await transport.send(HTTPClientRequest(url: origin.url("/big"), headers: []))
         #expect(first.status == 200)
         #expect(first.contentLength == UInt64(big.count))
         var chunks = 0
@@ -150,30 +151,30 @@ final class RawOrigin: Sendable {
         }
         #expect(received == big)
         #expect(chunks >= big.count / (64 << 10))
-        let chunked = try await transport.send(TransportRequest(url: origin.url("/chunked"), headers: []))
+        let chunked = try await transport.send(HTTPClientRequest(url: origin.url("/chunked"), headers: []))
         #expect(try await Self.collect(chunked) == Array("hello, world".utf8))
-        let moved = try await transport.send(TransportRequest(url: origin.url("/moved"), headers: []))
+        let moved = try await transport.send(HTTPClientRequest(url: origin.url("/moved"), headers: []))
         #expect(moved.status == 200)
         // The response says where it came from after the redirect.
         #expect(moved.url == origin.url("/small"))
         #expect(chunked.url == origin.url("/chunked"))
         #expect(try await Self.collect(moved) == Array("hello".utf8))
-        let missing = try await transport.send(TransportRequest(url: origin.url("/nothing"), headers: []))
+        let missing = try await transport.send(HTTPClientRequest(url: origin.url("/nothing"), headers: []))
         #expect(missing.status == 404)
         #expect(try await Self.collect(missing).isEmpty)
         // Every request so far went over one kept-alive connection.
         #expect(origin.connections.withLock { $0 } == 1)
         #expect(origin.paths.withLock { $0 } == ["/big", "/chunked", "/moved", "/small", "/nothing"])
 
-        await #expect(throws: TransportError.self) {
-            _ = try await transport.send(TransportRequest(url: origin.url("/file"), headers: []))
+        await #expect(throws: HTTPClientError.self) {
+            _ = try await transport.send(HTTPClientRequest(url: origin.url("/file"), headers: []))
         }
-        await #expect(throws: TransportError.self) {
-            _ = try await transport.send(TransportRequest(url: origin.url("/loop"), headers: []))
+        await #expect(throws: HTTPClientError.self) {
+            _ = try await transport.send(HTTPClientRequest(url: origin.url("/loop"), headers: []))
         }
-        // https needs a fallback transport.
-        await #expect(throws: TransportError.self) {
-            _ = try await transport.send(TransportRequest(url: "https://127.0.0.1:1/x", headers: []))
+        // https goes to URLSession, and nothing listens there.
+        await #expect(throws: HTTPClientError.self) {
+            _ = try await transport.send(HTTPClientRequest(url: "https://127.0.0.1:1/x", headers: []))
         }
     }
 
@@ -206,41 +207,46 @@ final class RawOrigin: Sendable {
             default: return .bytes(Self.response([], status: "404 Not Found"), close: false)
             }
         }
-        let transport = SocketTransport(stallTimeout: 5)
-        let whole = try await transport.fetch(TransportRequest(url: origin.url("/big"), headers: []), maxBytes: 1 << 20)
+        let transport = makeClient(stallTimeout: 5)
+        let whole = try await transport.fetch(
+            HTTPClientRequest(url: origin.url("/big"), headers: []), maxBytes: 1 << 20)
         #expect(whole.status == 200)
         #expect(whole.body == big)
         let chunked = try await transport.fetch(
-            TransportRequest(url: origin.url("/chunked"), headers: []), maxBytes: 1 << 20)
+            HTTPClientRequest(url: origin.url("/chunked"), headers: []), maxBytes: 1 << 20)
         #expect(chunked.body == Array("hello, world".utf8))
         let moved = try await transport.fetch(
-            TransportRequest(url: origin.url("/moved"), headers: []), maxBytes: 1 << 20)
+            HTTPClientRequest(url: origin.url("/moved"), headers: []), maxBytes: 1 << 20)
         #expect(moved.status == 200)
         #expect(moved.body == big)
         #expect(moved.url == origin.url("/big"))
         #expect(whole.url == origin.url("/big"))
         let missing = try await transport.fetch(
-            TransportRequest(url: origin.url("/nothing"), headers: []), maxBytes: 1 << 20)
+            HTTPClientRequest(url: origin.url("/nothing"), headers: []), maxBytes: 1 << 20)
         #expect(missing.status == 404)
         #expect(missing.body.isEmpty)
         #expect(origin.connections.withLock { $0 } == 1)
         let untilClose = try await transport.fetch(
-            TransportRequest(url: origin.url("/until-close"), headers: []), maxBytes: 1 << 20)
+            HTTPClientRequest(url: origin.url("/until-close"), headers: []), maxBytes: 1 << 20)
         #expect(untilClose.body == Array("to the end".utf8))
         // Over the cap: by its Content-Length, or as it arrives (chunked).
-        await #expect(throws: TransportError(.tooLarge, "the body is longer than 1000 bytes")) {
-            _ = try await transport.fetch(TransportRequest(url: origin.url("/big"), headers: []), maxBytes: 1000)
+        await #expect(throws: HTTPClientError(.tooLarge, "the body is longer than 1000 bytes", url: origin.url("/big")))
+        {
+            _ = try await transport.fetch(HTTPClientRequest(url: origin.url("/big"), headers: []), maxBytes: 1000)
         }
-        await #expect(throws: TransportError(.tooLarge, "the body is longer than 5000 bytes")) {
+        await #expect(
+            throws: HTTPClientError(.tooLarge, "the body is longer than 5000 bytes", url: origin.url("/long-chunked"))
+        ) {
             _ = try await transport.fetch(
-                TransportRequest(url: origin.url("/long-chunked"), headers: []), maxBytes: 5000)
+                HTTPClientRequest(url: origin.url("/long-chunked"), headers: []), maxBytes: 5000)
         }
         // The refused bodies' connections were not reused: each later request needed a new one.
         let after = origin.connections.withLock { $0 }
-        let again = try await transport.fetch(TransportRequest(url: origin.url("/big"), headers: []), maxBytes: 1 << 20)
+        let again = try await transport.fetch(
+            HTTPClientRequest(url: origin.url("/big"), headers: []), maxBytes: 1 << 20)
         #expect(again.body == big)
         #expect(origin.connections.withLock { $0 } == after + 1)
-        #expect(!TransportError.Code.tooLarge.isTransient)
+        #expect(!HTTPClientError.Code.tooLarge.isTransient)
     }
 
     /// `fetchBlocking` does what `fetch` does in one call on the calling thread (a dispatch queue's here), with
@@ -256,15 +262,15 @@ final class RawOrigin: Sendable {
             default: return .bytes(Self.response([], status: "404 Not Found"), close: false)
             }
         }
-        let transport = SocketTransport(stallTimeout: 5)
-        func blocking(_ path: String, maxBytes: Int = 1 << 20) async throws -> WholeResponse? {
+        let transport = makeClient(stallTimeout: 5)
+        func blocking(_ path: String, maxBytes: Int = 1 << 20) async throws -> HTTPWholeResponse? {
             let url = path.hasPrefix("https:") ? path : origin.url(path)
             return try await withCheckedThrowingContinuation { continuation in
                 DispatchQueue.global().async {
                     do {
                         continuation.resume(
                             returning: try transport.fetchBlocking(
-                                TransportRequest(url: url, headers: []), maxBytes: maxBytes))
+                                HTTPClientRequest(url: url, headers: []), maxBytes: maxBytes))
                     } catch {
                         continuation.resume(throwing: error)
                     }
@@ -286,10 +292,11 @@ final class RawOrigin: Sendable {
         try await Task.sleep(for: .milliseconds(50))
         #expect(try await blocking("/big")?.body == big)
         #expect(origin.connections.withLock { $0 } == 2)
-        await #expect(throws: TransportError(.tooLarge, "the body is longer than 1000 bytes")) {
+        await #expect(throws: HTTPClientError(.tooLarge, "the body is longer than 1000 bytes", url: origin.url("/big")))
+        {
             _ = try await blocking("/big", maxBytes: 1000)
         }
-        await #expect(throws: TransportError.self) { _ = try await blocking("ftp://127.0.0.1/x") }
+        await #expect(throws: HTTPClientError.self) { _ = try await blocking("ftp://127.0.0.1/x") }
     }
 
     /// The address check sees the numeric addresses a connection would use: refused ones are never connected to,
@@ -297,27 +304,27 @@ final class RawOrigin: Sendable {
     @Test func refusedAddressesAreNeverConnectedTo() async throws {
         let origin = try RawOrigin { _ in .bytes(Self.response(Array("ok".utf8)), close: false) }
         let asked = LockedValue<[String]>([])
-        let refusing = SocketTransport(
+        let refusing = makeClient(
             stallTimeout: 5,
             refusesAddress: { address in
                 asked.withLock { $0.append(address) }
                 return address == "127.0.0.1"
             })
-        await #expect(throws: TransportError.self) {
-            _ = try await refusing.fetch(TransportRequest(url: origin.url("/a"), headers: []), maxBytes: 100)
+        await #expect(throws: HTTPClientError.self) {
+            _ = try await refusing.fetch(HTTPClientRequest(url: origin.url("/a"), headers: []), maxBytes: 100)
         }
         do {
-            _ = try await refusing.fetch(TransportRequest(url: origin.url("/a"), headers: []), maxBytes: 100)
-        } catch let error as TransportError {
+            _ = try await refusing.fetch(HTTPClientRequest(url: origin.url("/a"), headers: []), maxBytes: 100)
+        } catch let error as HTTPClientError {
             #expect(error.code == .addressRefused)
             #expect(!error.code.isTransient)
             #expect(error.message.contains("127.0.0.1"))
         }
         #expect(asked.withLock { $0 } == ["127.0.0.1", "127.0.0.1"])
         #expect(origin.connections.withLock { $0 } == 0)
-        let allowing = SocketTransport(stallTimeout: 5, refusesAddress: { $0.hasPrefix("10.") })
+        let allowing = makeClient(stallTimeout: 5, refusesAddress: { $0.hasPrefix("10.") })
         #expect(
-            try await allowing.fetch(TransportRequest(url: origin.url("/b"), headers: []), maxBytes: 100).body
+            try await allowing.fetch(HTTPClientRequest(url: origin.url("/b"), headers: []), maxBytes: 100).body
                 == Array("ok".utf8))
         #expect(origin.connections.withLock { $0 } == 1)
     }
@@ -354,8 +361,8 @@ final class RawOrigin: Sendable {
             default: return .bytes(Self.response(Array("hello".utf8)), close: false)
             }
         }
-        let transport = SocketTransport(stallTimeout: 5)
-        let first = try await transport.send(TransportRequest(url: origin.url("/big"), headers: []))
+        let transport = makeClient(stallTimeout: 5)
+        let first = try await transport.send(HTTPClientRequest(url: origin.url("/big"), headers: []))
         let body = try #require(first.socketBody)
         #expect(body.length == UInt64(big.count))
         let claimed = try #require(body.claim())
@@ -367,11 +374,11 @@ final class RawOrigin: Sendable {
         // The stream of a claimed body ends at once.
         #expect(try await Self.collect(first).isEmpty)
         // The connection went back to the pool and serves the next request.
-        let second = try await transport.send(TransportRequest(url: origin.url("/small"), headers: []))
+        let second = try await transport.send(HTTPClientRequest(url: origin.url("/small"), headers: []))
         #expect(try await Self.collect(second) == Array("hello".utf8))
         #expect(origin.connections.withLock { $0 } == 1)
         // A body already started cannot be claimed.
-        let third = try await transport.send(TransportRequest(url: origin.url("/big"), headers: []))
+        let third = try await transport.send(HTTPClientRequest(url: origin.url("/big"), headers: []))
         var iterator = third.body.makeAsyncIterator()
         let firstChunk = try #require(try await iterator.next())
         #expect(third.socketBody?.claim() == nil)
@@ -379,28 +386,28 @@ final class RawOrigin: Sendable {
         while let chunk = try await iterator.next() { rest += chunk }
         #expect(rest == big)
         // A chunked body has no socket body.
-        let chunked = try await transport.send(TransportRequest(url: origin.url("/chunked"), headers: []))
+        let chunked = try await transport.send(HTTPClientRequest(url: origin.url("/chunked"), headers: []))
         #expect(chunked.socketBody == nil)
         #expect(try await Self.collect(chunked) == Array("hello".utf8))
         // Released early: the connection is closed, and the next request opens a new one.
-        let fourth = try await transport.send(TransportRequest(url: origin.url("/big"), headers: []))
+        let fourth = try await transport.send(HTTPClientRequest(url: origin.url("/big"), headers: []))
         let early = try #require(fourth.socketBody?.claim())
         #expect(Self.drain(early, length: 1000).count >= 1000)
         fourth.socketBody?.release(complete: false)
-        let fifth = try await transport.send(TransportRequest(url: origin.url("/small"), headers: []))
+        let fifth = try await transport.send(HTTPClientRequest(url: origin.url("/small"), headers: []))
         #expect(try await Self.collect(fifth) == Array("hello".utf8))
         #expect(origin.connections.withLock { $0 } == 2)
     }
 
     @Test func headersAreSentAndInjectionIsRefused() async throws {
         let origin = try RawOrigin { _ in .bytes(Self.response(Array("ok".utf8)), close: true) }
-        let transport = SocketTransport(stallTimeout: 5)
+        let transport = makeClient(stallTimeout: 5)
         let response = try await transport.send(
-            TransportRequest(
+            HTTPClientRequest(
                 url: origin.url("/h?q=1"),
                 headers: [
-                    HTTPHeaderField(name: "X-Test", value: "yes"),
-                    HTTPHeaderField(name: "X-Bad", value: "a\r\nInjected: 1"),
+                    HTTPHeaders.Field(name: "X-Test", value: "yes"),
+                    HTTPHeaders.Field(name: "X-Bad", value: "a\r\nInjected: 1"),
                 ]))
         #expect(try await Self.collect(response) == Array("ok".utf8))
         let head = try #require(origin.heads.withLock { $0.first })
@@ -419,23 +426,23 @@ final class RawOrigin: Sendable {
                 return .stall(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc".utf8))
             }
         }
-        let transport = SocketTransport(stallTimeout: 0.3)
-        let short = try await transport.send(TransportRequest(url: origin.url("/short"), headers: []))
+        let transport = makeClient(stallTimeout: 0.3)
+        let short = try await transport.send(HTTPClientRequest(url: origin.url("/short"), headers: []))
         var got: [UInt8] = []
         do {
             for try await chunk in short.body { got += chunk }
             Issue.record("a truncated body ended normally")
-        } catch let error as TransportError {
+        } catch let error as HTTPClientError {
             #expect(error.code == .connectionReset)
         }
         #expect(got == Array("only ten b".utf8))
 
-        let stalled = try await transport.send(TransportRequest(url: origin.url("/stall"), headers: []))
+        let stalled = try await transport.send(HTTPClientRequest(url: origin.url("/stall"), headers: []))
         let start = ContinuousClock.now
         do {
             for try await _ in stalled.body {}
             Issue.record("a stalled body ended normally")
-        } catch let error as TransportError {
+        } catch let error as HTTPClientError {
             #expect(error.code == .timedOut)
         }
         #expect(ContinuousClock.now - start < .seconds(3))
@@ -443,8 +450,8 @@ final class RawOrigin: Sendable {
 
     @Test func cancellationEndsABlockedRead() async throws {
         let origin = try RawOrigin { _ in .stall(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".utf8)) }
-        let transport = SocketTransport(stallTimeout: 30)
-        let response = try await transport.send(TransportRequest(url: origin.url("/stall"), headers: []))
+        let transport = makeClient(stallTimeout: 30)
+        let response = try await transport.send(HTTPClientRequest(url: origin.url("/stall"), headers: []))
         let reader = Task { () -> Bool in
             do {
                 for try await _ in response.body {}

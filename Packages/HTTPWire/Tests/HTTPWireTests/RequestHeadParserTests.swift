@@ -1,6 +1,6 @@
 import Testing
 
-@testable import LoopbackHTTP
+@testable import HTTPWire
 
 /// Parses `text` in one shot.
 private func parse(_ text: String, limits: HTTPParserLimits = HTTPParserLimits()) -> HTTPRequestHeadParser.Result {
@@ -8,7 +8,7 @@ private func parse(_ text: String, limits: HTTPParserLimits = HTTPParserLimits()
     return parser.parse(Array(text.utf8))
 }
 
-private func request(_ text: String) -> HTTPRequest? {
+private func request(_ text: String) -> HTTPRequestHead? {
     if case .request(let request, _) = parse(text) { return request }
     return nil
 }
@@ -159,7 +159,7 @@ struct ParserTests {
         for chunking in 0..<20 {
             var parser = HTTPRequestHeadParser()
             var buffer: [UInt8] = []
-            var result: HTTPRequest?
+            var result: HTTPRequestHead?
             var consumed = 0
             var index = 0
             while index < text.count, result == nil {

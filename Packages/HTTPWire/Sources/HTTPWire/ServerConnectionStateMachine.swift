@@ -15,7 +15,8 @@ public struct HTTPTimeouts: Sendable, Hashable {
 }
 
 extension Duration {
-    var nanosecondsClamped: UInt64 {
+    /// The duration in nanoseconds, 0 when negative and clamped far below `UInt64.max` (deadlines add to it).
+    public var nanosecondsClamped: UInt64 {
         let (seconds, attoseconds) = components
         guard seconds >= 0 else { return 0 }
         let (ns, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
@@ -105,7 +106,7 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     /// A complete request head was parsed.
-    public mutating func headParsed(_ request: HTTPRequest, now: UInt64) -> Action {
+    public mutating func headParsed(_ request: HTTPRequestHead, now: UInt64) -> Action {
         guard state == .idle || state == .readingHead else { return .none }
         state = .responding
         responseHeadSent = false

@@ -1,13 +1,13 @@
 import Testing
 
-@testable import LoopbackHTTP
+@testable import HTTPWire
 
 private let second: UInt64 = 1_000_000_000
 
-private func makeRequest(_ version: HTTPVersion = .http1_1, connection: String? = nil) -> HTTPRequest {
+private func makeRequest(_ version: HTTPVersion = .http1_1, connection: String? = nil) -> HTTPRequestHead {
     var headers: HTTPHeaders = ["Host": "localhost"]
     if let connection { headers.add(name: "Connection", value: connection) }
-    return HTTPRequest(method: .get, target: "/", version: version, headers: headers)
+    return HTTPRequestHead(method: .get, target: "/", version: version, headers: headers)
 }
 
 private let timeouts = HTTPTimeouts(idle: .seconds(5), header: .seconds(2), writeStall: .seconds(3))

@@ -1,0 +1,36 @@
+// swift-tools-version: 6.1
+// This manifest is mirrored by the root Package.swift; Scripts/check-manifests.sh keeps the two in step.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "HTTPClient",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .visionOS(.v1)],
+    products: [
+        .library(name: "HTTPClient", targets: ["HTTPClient"])
+    ],
+    dependencies: [
+        .package(path: "../HTTPWire"),
+        .package(path: "../FileRange"),
+    ],
+    targets: [
+        .target(
+            name: "HTTPClient",
+            dependencies: [
+                .product(name: "HTTPWire", package: "HTTPWire"),
+                .product(name: "FileRange", package: "FileRange"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HTTPClientTests",
+            dependencies: ["HTTPClient"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,324 @@
+public import HTTPWire
+
+/// Settings of an ``HTTPClient``.
+public struct HTTPClientConfiguration: Sendable {
+    /// Seconds a connection attempt to one address may take.
+    public var connectTimeout: Double = 10
+    /// Seconds without any byte from the server (while waiting for a head or a body) before a request fails.
+    public var idleTimeout: Double = 20
+    /// The shorter deadline of a first playlist fetch (``HTTPClient/get(_:headers:maxBytes:timeout:onRetry:)``
+    /// with `timeout` nil uses it), so that a dead or silent server is reported quickly.
+    public var firstFetchTimeout: Double = 8
+    /// Redirects followed per request (each target is checked against ``addressPolicy``).
+    public var maxRedirects: Int = 5
+    /// With false, a redirect answer is returned as it is.
+    public var followsRedirects = true
+    /// The largest body chunk delivered at once over plain http.
+    public var chunkSize: Int = 512 << 10
+    /// Which upstream addresses may be connected to.
+    public var addressPolicy: UpstreamAddressPolicy = .any
+    /// How ``HTTPClient/get(_:headers:maxBytes:timeout:onRetry:)`` retries.
+    public var retry = RetryPolicy()
+    /// Connections per host for https (URLSession's pool).
+    public var maxConnectionsPerHost: Int = 16
+    /// Caps on response heads.
+    public var limits = HTTPParserLimits()
+    /// An HTTP proxy (`host:port`) for every request; requests then go through URLSession.
+    public var upstreamProxy: String?
+
+    public init() {}
+}
+
+/// The toolkit's one HTTP client: HTTP/1.1 over POSIX sockets for `http://` (keep-alive connections pooled per
+/// host, bodies read in large chunks, heads and chunked bodies parsed by HTTPWire), URLSession for `https://`; one
+/// redirect loop (bounded, http(s) only, each target checked), one retry policy (``get(_:headers:maxBytes:timeout:onRetry:)``),
+/// one upstream-address policy checked at connect time, streaming bodies and the splice hand-off (``SocketBody``).
+///
+/// Blocking socket calls run on dispatch queues, never on Swift's cooperative pool; cancelling the calling task
+/// shuts the connection down, which ends a blocked read at once.
+public final class HTTPClient: HTTPTransport {
+    public let configuration: HTTPClientConfiguration
+    private let pool: ConnectionPool
+    private let secure: URLSessionBackend
+
+    public init(configuration: HTTPClientConfiguration = HTTPClientConfiguration()) {
+        var configuration = configuration
+        configuration.connectTimeout = max(0.01, configuration.connectTimeout)
+        configuration.idleTimeout = max(0.01, configuration.idleTimeout)
+        configuration.maxRedirects = max(0, configuration.maxRedirects)
+        configuration.chunkSize = max(4096, configuration.chunkSize)
+        self.configuration = configuration
+        self.pool = ConnectionPool(
+            connectTimeout: configuration.connectTimeout, idleTimeout: configuration.idleTimeout,
+            policy: configuration.addressPolicy, limits: configuration.limits)
+        self.secure = URLSessionBackend(configuration: configuration)
+    }
+
+    /// Sends a request and returns once the final response head arrived (redirects followed); the body streams.
+    public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        try await followingRedirects(request) { forwarded in
+            var response = try await secure.send(forwarded)
+            if response.url == nil { response.url = forwarded.url }
+            return (response, response.status, response.header("Location"))
+        } exchange: { target, forwarded in
+            var response = try await exchange(target, forwarded)
+            response.url = forwarded.url
+            return (response, response.status, response.header("Location"))
+        }
+    }
+
+    /// A small body whole (a playlist, a key): over plain http the request, the head and up to `maxBytes` of body
+    /// are sent and read in one blocking call on the connection's queue. Redirects are followed as by
+    /// ``send(_:)``. A longer body throws ``HTTPClientError/Code/tooLarge``. Any status is returned.
+    public func fetch(_ request: HTTPClientRequest, maxBytes: Int) async throws -> HTTPWholeResponse {
+        try await followingRedirects(request) { forwarded in
+            var response = try await HTTPWholeResponse(
+                collecting: try await secure.send(forwarded), maxBytes: maxBytes)
+            if response.url == nil { response.url = forwarded.url }
+            return (response, response.status, response.header("Location"))
+        } exchange: { target, forwarded in
+            var response = try await exchangeWhole(target, forwarded, maxBytes: maxBytes)
+            response.url = forwarded.url
+            return (response, response.status, response.header("Location"))
+        }
+    }
+
+    /// GETs `url` whole with the retry policy: connection refused, no such host, TLS failures, refused addresses
+    /// and 4xx answers other than 408/425/429 fail at once; transient failures are retried with backoff, each
+    /// retry told to `onRetry` first. Everything must end within `timeout` seconds
+    /// (``HTTPClientConfiguration/firstFetchTimeout`` when nil); a retry that could not start in time (a long
+    /// Retry-After) is not waited for, the last answer is reported at once. A non-2xx answer throws
+    /// ``HTTPClientError/Code/httpStatus`` naming the URL and the status in words (`404 Not Found`).
+    public func get(
+        _ url: String, headers: HTTPHeaders = [:], maxBytes: Int, timeout: Double? = nil,
+        onRetry: (@Sendable (RetryEvent) -> Void)? = nil
+    ) async throws -> HTTPWholeResponse {
+        let seconds = max(0.01, timeout ?? configuration.firstFetchTimeout)
+        let request = HTTPClientRequest(url: url, headers: headers)
+        let clock = SystemRetryClock()
+        let deadline = clock.now() + seconds
+        return try await Self.within(seconds: seconds, url: url) { [self] in
+            try await configuration.retry.run(url: url, clock: clock, onRetry: onRetry, deadline: deadline) {
+                let response = try await fetch(request, maxBytes: maxBytes)
+                if (200..<300).contains(response.status) { return .success(response) }
+                var error = HTTPClientError.status(response.status, url: url)
+                if let final = response.url, final != url { error.message += " (at \(final))" }
+                guard error.isTransient else { throw error }
+                return .retry(after: retryAfterSeconds(response.header("Retry-After")), failure: error)
+            }
+        }
+    }
+
+    /// Runs `work`, failing with ``HTTPClientError/Code/timedOut`` when it has not finished within `seconds`.
+    static func within<T: Sendable>(seconds: Double, url: String, _ work: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await work() }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(Int64(min(seconds, 86_400) * 1000)))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw HTTPClientError(
+                    .timedOut, "no complete answer within \(RetryEvent.seconds(seconds))", url: url)
+            }
+            return value
+        }
+    }
+
+    /// ``fetch(_:maxBytes:)`` without a task, for a caller already on a thread that may block (a dispatch queue's,
+    /// never Swift's cooperative pool): the request, head and body in one blocking call on the calling thread.
+    /// Plain `http://` only, and no redirect is followed: nil for an `https://` URL or with an upstream proxy (use
+    /// ``fetch(_:maxBytes:)``); a redirect answer is returned as it is.
+    public func fetchBlocking(_ request: HTTPClientRequest, maxBytes: Int) throws(HTTPClientError)
+        -> HTTPWholeResponse?
+    {
+        let target = try Target(request.url)
+        guard !target.secure, configuration.upstreamProxy == nil else { return nil }
+        let head = requestHead(target, request)
+        var reused = pool.take(target.key)
+        while true {
+            let connection: Connection
+            if let reused {
+                connection = reused
+            } else {
+                connection = try Connection.connect(target, pool: pool, url: request.url)
+            }
+            do throws(HTTPClientError) {
+                let (parsed, body, after) = try Self.whole(on: connection, head: head, maxBytes: maxBytes)
+                settle(connection, after, key: target.key)
+                return HTTPWholeResponse(
+                    status: parsed.status.code, headers: parsed.headers, body: body, url: request.url)
+            } catch {
+                connection.close()
+                guard reused != nil, error.code == .connectionReset else { throw error.at(request.url) }
+                reused = nil
+            }
+        }
+    }
+
+    /// Whether a URL goes over the sockets (plain http, no upstream proxy).
+    public func usesSockets(_ url: String) -> Bool {
+        configuration.upstreamProxy == nil && (try? Target(url))?.secure == false
+    }
+
+    /// How many idle pooled connections wait for the host and port of `url` (for tests and diagnostics).
+    public func idleConnections(to url: String) -> Int {
+        guard let target = try? Target(url) else { return 0 }
+        return pool.idleCount(target.key)
+    }
+
+    /// The one redirect loop: runs `exchange` on each plain-http URL, or `secure` on https (and everything with an
+    /// upstream proxy), following redirects (when ``HTTPClientConfiguration/followsRedirects``) up to
+    /// ``HTTPClientConfiguration/maxRedirects``, to http(s) targets only.
+    private func followingRedirects<Response>(
+        _ request: HTTPClientRequest,
+        secure: (HTTPClientRequest) async throws -> (Response, status: Int, location: String?),
+        exchange: (Target, HTTPClientRequest) async throws -> (Response, status: Int, location: String?)
+    ) async throws -> Response {
+        var forwarded = request
+        var redirects = 0
+        while true {
+            try Task.checkCancellation()
+            let target = try Target(forwarded.url)
+            let (response, status, location): (Response, Int, String?)
+            do {
+                if target.secure || configuration.upstreamProxy != nil {
+                    try configuration.addressPolicy.check(host: target.host, url: forwarded.url)
+                    (response, status, location) = try await secure(forwarded)
+                } else {
+                    (response, status, location) = try await exchange(target, forwarded)
+                }
+            } catch let error as HTTPClientError {
+                throw error.at(forwarded.url)
+            }
+            if configuration.followsRedirects, [301, 302, 303, 307, 308].contains(status), let location {
+                redirects += 1
+                guard redirects <= configuration.maxRedirects else {
+                    throw HTTPClientError(
+                        .tooManyRedirects, "more than \(configuration.maxRedirects) redirects", url: request.url)
+                }
+                let next = URLParts.resolve(location, against: forwarded.url)
+                let scheme = URLParts(next).scheme?.lowercased()
+                guard scheme == "http" || scheme == "https" else {
+                    throw HTTPClientError(
+                        .tooManyRedirects, "a redirect to \(next), which is not an http(s) URL", url: request.url)
+                }
+                forwarded.url = next
+                if status == 303 { forwarded.method = .get }
+                continue
+            }
+            return response
+        }
+    }
+
+    private func exchangeWhole(_ target: Target, _ request: HTTPClientRequest, maxBytes: Int) async throws
+        -> HTTPWholeResponse
+    {
+        let head = requestHead(target, request)
+        return try await onPooledConnection(target, url: request.url) { connection in
+            let (parsed, body, after) = try await Connection.run(connection) {
+                () throws(HTTPClientError) -> (HTTPResponseHead, [UInt8], HTTPClientConnectionStateMachine.Action) in
+                try Self.whole(on: connection, head: head, maxBytes: maxBytes)
+            }
+            settle(connection, after, key: target.key)
+            return HTTPWholeResponse(status: parsed.status.code, headers: parsed.headers, body: body)
+        }
+    }
+
+    /// Sends a request head and reads the whole answer (blocking); also returns what the connection's state
+    /// machine decided at the end (pool or close).
+    private static func whole(on connection: Connection, head: HTTPRequestHead, maxBytes: Int)
+        throws(HTTPClientError) -> (HTTPResponseHead, [UInt8], HTTPClientConnectionStateMachine.Action)
+    {
+        let (parsed, action) = try connection.exchangeHead(head)
+        guard case .readBody(let framing) = action else { return (parsed, [], action) }
+        let body = try BodyReader.readWhole(connection, framing: framing, maxBytes: maxBytes)
+        return (parsed, body, connection.bodyFinished())
+    }
+
+    /// Returns a connection whose answer was read whole to the pool, or closes it, as its state machine decided.
+    private func settle(_ connection: Connection, _ action: HTTPClientConnectionStateMachine.Action, key: String) {
+        if action == .returnToPool { pool.put(connection, key: key) } else { connection.close() }
+    }
+
+    /// One request on a pooled connection; the body is read later, chunk by chunk.
+    private func exchange(_ target: Target, _ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        let head = requestHead(target, request)
+        return try await onPooledConnection(target, url: request.url) { connection in
+            let (parsed, action) = try await Connection.run(connection) {
+                () throws(HTTPClientError) -> (HTTPResponseHead, HTTPClientConnectionStateMachine.Action) in
+                try connection.exchangeHead(head)
+            }
+            var framing = HTTPBodyFraming.none
+            if case .readBody(let declared) = action { framing = declared }
+            let reader = BodyReader(
+                connection: connection, framing: framing, pool: pool, key: target.key,
+                chunkSize: configuration.chunkSize, url: request.url)
+            let body = AsyncThrowingStream<[UInt8], any Error>(unfolding: { try await reader.next() })
+            if framing == .none {
+                // The exchange is already over: pool or close as the state machine decided.
+                if action == .returnToPool { pool.put(connection, key: target.key) } else { connection.close() }
+                reader.markFinished()
+            }
+            var socketBody: SocketBody?
+            if case .length(let length) = framing, length > 0 { socketBody = SocketBody(reader, length) }
+            return HTTPClientResponse(
+                status: parsed.status.code, headers: parsed.headers, body: body, socketBody: socketBody)
+        }
+    }
+
+    /// Runs `work` on an idle pooled connection to the target, or a new one. A pooled connection the server had
+    /// closed (`connectionReset`) is replaced by a new one once; on any failure the connection is closed.
+    private func onPooledConnection<Result>(
+        _ target: Target, url: String, _ work: (Connection) async throws -> Result
+    ) async throws -> Result {
+        var reused = pool.take(target.key)
+        while true {
+            let connection: Connection
+            if let idle = reused {
+                connection = idle
+            } else {
+                connection = try await Connection.run(nil) { [pool] () throws(HTTPClientError) -> Connection in
+                    try Connection.connect(target, pool: pool, url: url)
+                }
+            }
+            do {
+                return try await work(connection)
+            } catch let error as HTTPClientError where reused != nil && error.code == .connectionReset {
+                connection.close()
+                reused = nil
+                continue
+            } catch {
+                connection.close()
+                throw error
+            }
+        }
+    }
+
+    /// The request head: `Host`, the caller's fields minus those the client owns (and any with a line break or
+    /// a name that is not a token), then `Accept-Encoding: identity` and `Connection: keep-alive`.
+    func requestHead(_ target: Target, _ request: HTTPClientRequest) -> HTTPRequestHead {
+        var fields = HTTPHeaders(reservingCapacity: request.headers.count + 3)
+        fields.add(name: "Host", value: target.hostHeader)
+        for field in request.headers where !Self.isOwned(field.name) {
+            let clean =
+                !field.name.isEmpty && field.name.utf8.allSatisfy(HTTPASCII.isTokenCharacter)
+                && field.value.utf8.allSatisfy { $0 != 0x0D && $0 != 0x0A && $0 != 0 }
+            if clean { fields.append(field) }
+        }
+        fields.add(name: "Accept-Encoding", value: "identity")
+        fields.add(name: "Connection", value: "keep-alive")
+        return HTTPRequestHead(method: request.method, target: target.requestTarget, headers: fields)
+    }
+
+    static func isOwned(_ name: String) -> Bool {
+        for owned in ["Host", "Connection", "Accept-Encoding", "Content-Length", "Transfer-Encoding"]
+        where HTTPHeaders.equalNames(name, owned) {
+            return true
+        }
+        return false
+    }
+}

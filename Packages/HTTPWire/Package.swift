@@ -1,0 +1,30 @@
+// swift-tools-version: 6.1
+// This manifest is mirrored by the root Package.swift; Scripts/check-manifests.sh keeps the two in step.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "HTTPWire",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .visionOS(.v1)],
+    products: [
+        .library(name: "HTTPWire", targets: ["HTTPWire"])
+    ],
+    dependencies: [],
+    targets: [
+        .target(
+            name: "HTTPWire",
+            dependencies: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HTTPWireTests",
+            dependencies: ["HTTPWire"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
