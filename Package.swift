@@ -41,7 +41,7 @@ let modules: [Module] = [
         linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
     ),
     Module(name: "MPEGTS", dependencies: ["FileRange"]),
-    Module(name: "FragmentedMP4", dependencies: []),
+    Module(name: "FragmentedMP4", dependencies: ["MPEGTS"]),
     Module(
         name: "LoopbackHTTP",
         dependencies: ["FileRange"],
@@ -58,7 +58,9 @@ let modules: [Module] = [
     Module(name: "HLSDownload", dependencies: ["HLSPlaylist", "FileRange"]),
     Module(
         name: "TSPlayerKit",
-        dependencies: ["FileRange", "MPEGTS", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload"]
+        dependencies: [
+            "FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload",
+        ]
     ),
 ]
 
@@ -103,7 +105,7 @@ for tool in tools {
 targets.append(
     .executableTarget(
         name: "tsplayer",
-        dependencies: ["TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload"],
+        dependencies: ["TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload", "FragmentedMP4"],
         path: "Tools/tsplayer",
         resources: [.copy("Resources/sample.ts")],
         swiftSettings: swiftSettings

@@ -19,11 +19,11 @@ DAG = {
     "FileRange": set(),
     "HLSPlaylist": set(),
     "MPEGTS": {"FileRange"},
-    "FragmentedMP4": set(),
+    "FragmentedMP4": {"MPEGTS"},
     "LoopbackHTTP": {"FileRange"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
     "HLSDownload": {"HLSPlaylist", "FileRange"},
-    "TSPlayerKit": {"FileRange", "MPEGTS", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload"},
+    "TSPlayerKit": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload"},
 }
 
 

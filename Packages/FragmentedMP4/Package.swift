@@ -14,9 +14,15 @@ let package = Package(
     products: [
         .library(name: "FragmentedMP4", targets: ["FragmentedMP4"])
     ],
+    dependencies: [
+        .package(path: "../MPEGTS")
+    ],
     targets: [
         .target(
             name: "FragmentedMP4",
+            dependencies: [
+                .product(name: "MPEGTS", package: "MPEGTS")
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
