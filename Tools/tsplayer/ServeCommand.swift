@@ -12,7 +12,8 @@ enum ServeCommand {
         With no file, serves a built-in sample (a test pattern with a tone). For each input it prints the
         multivariant playlist URL, then the URL of the raw .ts, on stdout; then it serves until interrupted.
 
-        USAGE: tsplayer serve [<file> ...] [--port <port>] [--segment-duration <seconds>] [--cors <origin>] [--json] [-v]
+        USAGE: tsplayer serve [<file> ...] [--port <port>] [--segment-duration <seconds>] [--container <container>]
+                              [--cors <origin>] [--json] [-v]
 
         ARGUMENTS:
           <file>                  A .ts file, a folder of .ts files, or a folder holding an HLS presentation
@@ -22,6 +23,8 @@ enum ServeCommand {
           --port <port>           The loopback port to listen on (default: an ephemeral port).
           --segment-duration <seconds>
                                   The target segment duration; segments are cut at the next keyframe (default: 6).
+          --container <container> auto, ts or fmp4: TS byte ranges or fragmented MP4 segments; auto (the default)
+                                  chooses fMP4 for HEVC or several audio tracks. The choice is printed on stderr.
           --cors <origin>         Allow cross-origin requests from this origin ('*' for any).
           --json                  Print the URLs as one JSON document.
           -v, --verbose           Log every request on stderr.
@@ -36,7 +39,7 @@ enum ServeCommand {
         let parsed: ParsedArguments
         do {
             parsed = try ParsedArguments(
-                arguments, valued: ["--port", "--segment-duration", "--cors"],
+                arguments, valued: ["--port", "--segment-duration", "--cors", "--container"],
                 flags: ["--json", "-v", "--verbose", "-h", "--help"])
         } catch {
             Console.usageError(error.message, usage: usage)
@@ -56,6 +59,12 @@ enum ServeCommand {
                 Console.usageError("segment duration must be between 1 and 60 seconds", usage: usage)
             }
             options.segmentDuration = seconds
+        }
+        if let text = parsed.value("--container") {
+            guard let container = PlaybackContainer(rawValue: text) else {
+                Console.usageError("container must be auto, ts or fmp4", usage: usage)
+            }
+            options.container = container
         }
         if let origin = parsed.value("--cors") {
             configuration.cors = CORSOptions(allowedOrigin: origin)
@@ -85,6 +94,9 @@ enum ServeCommand {
         for path in inputs {
             do {
                 let served = try open(path, options: options)
+                if let session = served.source as? TSPlaybackSession {
+                    Console.log("\(path): " + session.diagnostics.joined(separator: "; "))
+                }
                 let base = try await server.add(served.source)
                 sessions.append(
                     Served(

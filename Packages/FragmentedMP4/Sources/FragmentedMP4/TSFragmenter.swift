@@ -54,20 +54,27 @@ public struct TSFragmenter: Sendable {
         var builders: [TSTrackBuilder] = []
         let media = programMap.streams.filter { $0.codec.kind == .video || $0.codec.kind == .audio }
         let ordered = media.filter { $0.codec.kind == .video } + media.filter { $0.codec.kind == .audio }
-        for stream in ordered where pids?.contains(stream.pid) ?? true {
+        // Track IDs count every stream the program could carry, so that a subset keeps the IDs of the whole.
+        var trackCount: UInt32 = 0
+        var sawVideo = false
+        for stream in ordered {
             let codec = stream.codec
             guard TSTrackBuilder.carries(codec) else {
-                skipped.append((stream.pid, "\(codec.name) cannot be carried in fragmented MP4"))
+                if pids?.contains(stream.pid) ?? true {
+                    skipped.append((stream.pid, "\(codec.name) cannot be carried in fragmented MP4"))
+                }
                 continue
             }
-            if codec.kind == .video, tracks.contains(where: \.isVideo) {
-                skipped.append((stream.pid, "a second video stream"))
+            if codec.kind == .video, sawVideo {
+                if pids?.contains(stream.pid) ?? true { skipped.append((stream.pid, "a second video stream")) }
                 continue
             }
+            sawVideo = sawVideo || codec.kind == .video
+            trackCount += 1
+            guard pids?.contains(stream.pid) ?? true else { continue }
             let builder = try TSTrackBuilder(pid: stream.pid, codec: codec)
             let language = stream.languages.first.map { $0.lowercased() }.flatMap { $0.count == 3 ? $0 : nil }
-            tracks.append(
-                TSTrackInfo(pid: stream.pid, trackID: UInt32(tracks.count + 1), codec: codec, language: language))
+            tracks.append(TSTrackInfo(pid: stream.pid, trackID: trackCount, codec: codec, language: language))
             builders.append(builder)
         }
         guard !tracks.isEmpty else {
