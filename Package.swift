@@ -41,7 +41,7 @@ let modules: [Module] = [
         linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
     ),
     Module(name: "MPEGTS", dependencies: ["FileRange"]),
-    Module(name: "FragmentedMP4", dependencies: ["MPEGTS"]),
+    Module(name: "FragmentedMP4", dependencies: ["MPEGTS"], testDependencies: ["MPEGTS"]),
     Module(
         name: "LoopbackHTTP",
         dependencies: ["FileRange"],

@@ -27,7 +27,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FragmentedMP4Tests",
-            dependencies: ["FragmentedMP4"],
+            dependencies: [
+                "FragmentedMP4",
+                .product(name: "MPEGTS", package: "MPEGTS"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

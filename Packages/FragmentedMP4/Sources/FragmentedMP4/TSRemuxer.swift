@@ -21,6 +21,7 @@ public struct TSProgramLayout: Sendable {
     public init(head: [UInt8], pids: Set<UInt16>? = nil) throws(FragmentedMP4Error) {
         var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
         head.withUnsafeBytes { demuxer.feed($0) { _ in } }
+        demuxer.finish { _ in }
         guard let pat = demuxer.programAssociation else {
             throw FragmentedMP4Error(.invalidValue, offset: 0, "no program association table in the first bytes")
         }
