@@ -192,4 +192,46 @@ func adtsFrame(_ body: [UInt8]) -> [UInt8] {
         }
         #expect(throws: FragmentedMP4Error.self) { try TSProgramLayout(head: Array(repeating: 0x47, count: 10)) }
     }
+
+    /// Truncated, damaged and random transport streams give fragments or typed errors, never a trap.
+    @Test func damagedStreamsNeverTrap() throws {
+        var ts = TSBuilder(
+            streams: [
+                ElementaryStream(streamType: .h264, pid: 0x100), ElementaryStream(streamType: .aacADTS, pid: 0x101),
+            ])
+        for number in 0..<6 {
+            let idr: [UInt8] = number % 3 == 0 ? [0x65, 0x88, 0x84, 0x21] : [0x41, UInt8(number)]
+            ts.pes(
+                pid: 0x100, streamID: 0xE0, pts: UInt64(number) * 3600,
+                payload: annexB([Fixtures.h264SPS, Fixtures.h264PPS, idr]))
+            ts.pes(pid: 0x101, streamID: 0xC0, pts: UInt64(number) * 1920, payload: adtsFrame([UInt8(number)]))
+        }
+        let layout = try TSProgramLayout(head: ts.bytes)
+        var generator = SeededGenerator(seed: 15)
+        var inputs: [[UInt8]] = stride(from: 0, to: ts.bytes.count, by: 97).map { Array(ts.bytes.prefix($0)) }
+        for _ in 0..<100 {
+            var damaged = ts.bytes
+            for _ in 0..<8 {
+                damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(
+                    in: 0...255, using: &generator)
+            }
+            inputs.append(damaged)
+            inputs.append(
+                (0..<Int.random(in: 0..<4000, using: &generator)).map { _ in
+                    UInt8.random(in: 0...255, using: &generator)
+                })
+        }
+        for input in inputs {
+            _ = try? TSProgramLayout(head: input)
+            var fragmenter = try layout.fragmenter()
+            fragmenter.beginRange(start: 0, end: Int64(input.count / 2))
+            fragmenter.feed(input)
+            fragmenter.finish()
+            for fragment in fragmenter.takeFragments(
+                timeline: TSTimeline(firstTimestamp: Timestamp(wrapping: UInt64(0)))
+            ).values {
+                _ = try MediaSegment(sequenceNumber: 1, tracks: [fragment]).serialized()
+            }
+        }
+    }
 }
