@@ -88,7 +88,7 @@ enum RemuxCommand {
                 guard offset < size else { return [] }
                 return try file.read(at: UInt64(offset), length: Int(min(Int64(length), size - offset)))
             },
-            write: { bytes in try handle.write(contentsOf: Data(bytes)) },
+            write: { bytes in try handle.write(contentsOf: bytes) },
             progress: { position in
                 guard showProgress else { return }
                 let percent = Int(Double(position) * 100 / Double(max(1, size)))

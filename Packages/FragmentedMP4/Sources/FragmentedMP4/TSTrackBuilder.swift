@@ -83,7 +83,9 @@ public struct TSTrackBuilder: Sendable {
     var sps: [[UInt8]] = []
     var pps: [[UInt8]] = []
     var vps: [[UInt8]] = []
-    var size: (width: Int, height: Int)?
+    var inspected = 0
+    /// How many pictures are searched for caption SEI.
+    static let captionSearchPictures = 250
 
     /// A builder for the stream on `pid` with `codec`; throws ``FragmentedMP4Error/Code/unsupportedCodec`` naming
     /// the PID for a codec fragmented MP4 cannot carry here (MPEG-1/2 and MPEG-4 part 2 video, LATM AAC, data).
@@ -141,7 +143,12 @@ public struct TSTrackBuilder: Sendable {
         units.append(
             AccessUnit(
                 pts: pts, dts: packet.info.dts ?? pts, bytes: packet.payload, keyframe: packet.info.isKeyframe))
-        if codec == nil || !hasCaptions { inspect(packet.payload, syntax: syntax) }
+        // Parameter sets until the sample entry is known; captions are looked for in the first pictures only (each
+        // look is a second pass over the picture).
+        inspected += 1
+        if codec == nil || (!hasCaptions && inspected <= Self.captionSearchPictures) {
+            inspect(packet.payload, syntax: syntax)
+        }
     }
 
     /// Collects parameter sets until the sample entry can be built; looks for captions.
