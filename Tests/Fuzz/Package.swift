@@ -14,6 +14,8 @@ let fuzzers: [(name: String, dependencies: [String], dictionaries: [String])] = 
     ("FuzzSCTE35", ["MPEGTS"], []),
     ("PlaylistFuzzer", ["HLSPlaylist"], []),
     ("HTTPRequestFuzzer", ["LoopbackHTTP", "FileRange"], ["http.dict"]),
+    ("FuzzBoxReader", ["FragmentedMP4"], []),
+    ("FuzzTSBridge", ["FragmentedMP4", "MPEGTS"], []),
 ]
 
 let swiftSettings: [SwiftSetting] = [

@@ -209,7 +209,7 @@ func adtsFrame(_ body: [UInt8]) -> [UInt8] {
         let layout = try TSProgramLayout(head: ts.bytes)
         var generator = SeededGenerator(seed: 15)
         var inputs: [[UInt8]] = stride(from: 0, to: ts.bytes.count, by: 97).map { Array(ts.bytes.prefix($0)) }
-        for _ in 0..<100 {
+        for _ in 0..<40 {
             var damaged = ts.bytes
             for _ in 0..<8 {
                 damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(
