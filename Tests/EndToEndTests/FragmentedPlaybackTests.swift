@@ -229,4 +229,27 @@ enum FragmentedFixtures {
         let notTS = try EndToEnd.run(tsplayer, ["remux", french, french + ".mp4"])
         #expect(notTS.status == 1 && notTS.err.contains("not an MPEG-TS file"), "\(notTS.err)")
     }
+
+    /// GStreamer's playbin (hlsdemux, qtdemux, libav decoders) plays the H.264 fMP4 presentation, with its two
+    /// audio renditions, to the end.
+    @Test func gstreamerPlaysTheFragmentedPresentationToTheEnd() throws {
+        let movie = try #require(FragmentedFixtures.twoLanguages)
+        let gst = try #require(EndToEnd.tool("gst-launch-1.0"))
+        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "1", "-v"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        _ = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "video.m3u8"))
+        let result = try EndToEnd.run(
+            gst,
+            [
+                "-m", "playbin", "uri=\(master)", "video-sink=fakesink sync=false",
+                "audio-sink=fakesink sync=false",
+            ])
+        #expect(result.status == 0, "\(result.out)\n\(result.err)")
+        #expect(result.out.contains("Got EOS"), "\(result.out)")
+        #expect(!result.out.contains("ERROR") && !result.err.contains("ERROR"), "\(result.out)\n\(result.err)")
+        // It read fMP4 segments of the video and of an audio rendition.
+        #expect(server.logText.contains("/video/4.m4s 200"), "\(server.logText)")
+        #expect(server.logText.contains(".m4s 200") && server.logText.contains("/audio-"), "\(server.logText)")
+    }
 }
