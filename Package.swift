@@ -41,7 +41,7 @@ let modules: [Module] = [
         linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
     ),
     Module(name: "MPEGTS", dependencies: ["FileRange"]),
-    Module(name: "FragmentedMP4", dependencies: []),
+    Module(name: "FragmentedMP4", dependencies: ["MPEGTS"], testDependencies: ["MPEGTS"]),
     Module(name: "HTTPWire", dependencies: []),
     Module(
         name: "LoopbackHTTP",
@@ -62,7 +62,8 @@ let modules: [Module] = [
     Module(
         name: "TSPlayerKit",
         dependencies: [
-            "FileRange", "MPEGTS", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload", "HTTPClient",
+            "FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload",
+            "HTTPClient",
         ],
         testDependencies: ["HTTPClient"]
     ),
@@ -119,7 +120,7 @@ targets.append(
         name: "tsplayer",
         dependencies: [
             "TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload", "HLSPlaylist", "HTTPClient", "FileRange",
-            "CLIToolkit",
+            "FragmentedMP4", "CLIToolkit",
         ],
         path: "Tools/tsplayer",
         resources: [.copy("Resources/sample.ts")],

@@ -30,7 +30,8 @@ LIMIT = 600
 
 IMPORT = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:public |package |internal |private |fileprivate )?import\s+(?:(?:struct|func|class|enum|var|let)\s+)?(\w+)")
 CALL = re.compile(r"(?<![\w.$])(" + "|".join(CALLS) + r")\s*\(")
-DECLARED = re.compile(r"\bfunc\s+(\w+)")
+# Names the package declares: functions, and closures held in parameters or constants (`read: (Int) -> ...`).
+DECLARED = re.compile(r"\bfunc\s+(\w+)|\b(\w+)\s*:\s*(?:@escaping\s+|@Sendable\s+|\(\s*)*\([^)]*\)\s*(?:async\s+)?(?:throws\s*(?:\(\w+\))?\s*)?->")
 
 
 def strip(text):
@@ -100,7 +101,7 @@ def main():
         if name in SYSCALL_PACKAGES or name.removeprefix("Tools/") in SYSCALL_TOOLS:
             continue
         code = {path: strip(text) for path, text in texts.items()}
-        own = {m.group(1) for c in code.values() for m in DECLARED.finditer(c)}
+        own = {m.group(1) or m.group(2) for c in code.values() for m in DECLARED.finditer(c)}
         for path, c in code.items():
             rel = os.path.relpath(path, root)
             for number, line in enumerate(c.splitlines(), 1):

@@ -19,13 +19,13 @@ DAG = {
     "FileRange": set(),
     "HLSPlaylist": set(),
     "MPEGTS": {"FileRange"},
-    "FragmentedMP4": set(),
+    "FragmentedMP4": {"MPEGTS"},
     "HTTPWire": set(),
     "LoopbackHTTP": {"HTTPWire", "FileRange"},
     "HTTPClient": {"HTTPWire", "FileRange"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
     "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
-    "TSPlayerKit": {"FileRange", "MPEGTS", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
+    "TSPlayerKit": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
 }
 
 

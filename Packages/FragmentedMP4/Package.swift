@@ -14,14 +14,23 @@ let package = Package(
     products: [
         .library(name: "FragmentedMP4", targets: ["FragmentedMP4"])
     ],
+    dependencies: [
+        .package(path: "../MPEGTS")
+    ],
     targets: [
         .target(
             name: "FragmentedMP4",
+            dependencies: [
+                .product(name: "MPEGTS", package: "MPEGTS")
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "FragmentedMP4Tests",
-            dependencies: ["FragmentedMP4"],
+            dependencies: [
+                "FragmentedMP4",
+                .product(name: "MPEGTS", package: "MPEGTS"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -17,6 +17,7 @@ let package = Package(
     dependencies: [
         .package(path: "../FileRange"),
         .package(path: "../MPEGTS"),
+        .package(path: "../FragmentedMP4"),
         .package(path: "../HLSPlaylist"),
         .package(path: "../LoopbackHTTP"),
         .package(path: "../HLSAdFilter"),
@@ -29,6 +30,7 @@ let package = Package(
             dependencies: [
                 .product(name: "FileRange", package: "FileRange"),
                 .product(name: "MPEGTS", package: "MPEGTS"),
+                .product(name: "FragmentedMP4", package: "FragmentedMP4"),
                 .product(name: "HLSPlaylist", package: "HLSPlaylist"),
                 .product(name: "LoopbackHTTP", package: "LoopbackHTTP"),
                 .product(name: "HLSAdFilter", package: "HLSAdFilter"),

@@ -18,6 +18,8 @@ let fuzzers: [(name: String, dependencies: [String], dictionaries: [String])] = 
     ("SparseCacheMapFuzzer", ["FileRange"], []),
     ("AdFilterFuzzer", ["HLSAdFilter", "HLSPlaylist"], []),
     ("TaskStoreFuzzer", ["HLSDownload", "FileRange"], []),
+    ("FuzzBoxReader", ["FragmentedMP4"], []),
+    ("FuzzTSBridge", ["FragmentedMP4", "MPEGTS"], []),
 ]
 
 let swiftSettings: [SwiftSetting] = [

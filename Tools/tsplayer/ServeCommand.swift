@@ -13,7 +13,8 @@ enum ServeCommand {
             multivariant playlist URL, then the URL of the raw .ts, on stdout; then it serves until interrupted.
             """,
         synopsis: [
-            "tsplayer serve [<file> ...] [--port <port>] [--segment-duration <seconds>] [--cors <origin>] [--json] [-v]"
+            "tsplayer serve [<file> ...] [--port <port>] [--segment-duration <seconds>] [--container <container>]",
+            "               [--cors <origin>] [--json] [-v]",
         ],
         arguments: [
             Argument(
@@ -29,6 +30,11 @@ enum ServeCommand {
                 "--segment-duration", value: "seconds",
                 help: "The target segment duration; segments are cut at the next keyframe (default: 6).",
                 expects: "seconds as a number", example: "6"),
+            .value(
+                "--container", value: "container",
+                help: "auto, ts or fmp4: TS byte ranges or fragmented MP4 segments; auto (the default) chooses fMP4 "
+                    + "for HEVC or several audio tracks. The choice is printed on stderr.",
+                expects: "auto, ts or fmp4", example: "fmp4"),
             .value("--cors", value: "origin", help: "Allow cross-origin requests from this origin ('*' for any)."),
             .flag("--json", help: "Print the URLs as one JSON line."),
             .flag("-v", "--verbose", help: "Log every request on stderr."),
@@ -47,6 +53,9 @@ enum ServeCommand {
                 command.usageError("segment duration must be between 1 and 60 seconds, not \(seconds)")
             }
             options.segmentDuration = seconds
+        }
+        if let container = parsed.checked(command, "--container", PlaybackContainer.init(rawValue:)) {
+            options.container = container
         }
         if let origin = parsed.value("--cors") {
             configuration.cors = CORSOptions(allowedOrigin: origin)
@@ -76,6 +85,9 @@ enum ServeCommand {
         for path in inputs {
             do {
                 let served = try open(path, options: options)
+                if let session = served.source as? TSPlaybackSession {
+                    Output.log("\(path): " + session.diagnostics.joined(separator: "; "))
+                }
                 let base = try await server.add(served.source)
                 sessions.append(
                     Served(

@@ -21,6 +21,7 @@ enum TSPlayerTool {
         AdFilterCommand.subcommand,
         ProxyCommand.subcommand,
         CacheProxyCommand.subcommand,
+        RemuxCommand.subcommand,
     ]
 
     static let command = Command(

@@ -32,6 +32,28 @@ struct TSPlayerItemTests {
         #expect(await eventually { await glueGet(url).status != 200 })
     }
 
+    @Test("an item asked for fragmented MP4 serves the file's tracks as fMP4 playlists and segments")
+    func servesFragmentedMP4() async throws {
+        var item: TSPlayerItem? = try TSPlayerItem(tsFileURL: sampleTS, container: .fmp4)
+        let url = try #require(item?.url)
+        let session = try #require(item?.source as? TSPlaybackSession)
+        #expect(session.container == .fmp4)
+        await session.waitUntilIndexed()
+        let master = String(decoding: await glueGet(url).body, as: UTF8.self)
+        #expect(master.contains("video.m3u8"), "\(master)")
+        #expect(master.contains("CLOSED-CAPTIONS=NONE"), "\(master)")
+        let base = url.deletingLastPathComponent()
+        let media = String(decoding: await glueGet(base.appendingPathComponent("video.m3u8")).body, as: UTF8.self)
+        #expect(media.contains("#EXT-X-MAP:URI=\"video-init.mp4\""), "\(media)")
+        let initSegment = await glueGet(base.appendingPathComponent("video-init.mp4"))
+        #expect(initSegment.status == 200 && initSegment.body.count > 8)
+        #expect(String(decoding: initSegment.body.dropFirst(4).prefix(4), as: UTF8.self) == "ftyp")
+        let segment = await glueGet(base.appendingPathComponent("video/0.m4s"))
+        #expect(segment.status == 200)
+        #expect(String(decoding: segment.body.dropFirst(4).prefix(4), as: UTF8.self) == "styp")
+        item = nil
+    }
+
     @Test(
         "the synchronous initialisers do not deadlock on the main actor or on a thread of their own",
         .timeLimit(.minutes(1)))

@@ -22,6 +22,12 @@ struct BitReader {
         self.what = what
     }
 
+    /// Bits read straight from `bytes` (no emulation prevention to remove).
+    init(bytes: [UInt8], what: String) {
+        self.bytes = bytes
+        self.what = what
+    }
+
     mutating func bit() throws(FragmentedMP4Error) -> UInt32 {
         let index = bitPosition >> 3
         guard index < bytes.count else {

@@ -48,6 +48,9 @@ public struct BoxWriter: Sendable {
     /// The number of bytes written so far.
     public var count: Int { bytes.count }
 
+    /// Makes room for `capacity` bytes in all, so that a large body is not copied as it grows.
+    public mutating func reserveCapacity(_ capacity: Int) { bytes.reserveCapacity(capacity) }
+
     /// Writes a box: the header, the version and flags of a full box, the body, then the size, patched in. A box
     /// larger than 4 GiB − 1 gets `size == 1` and a 64-bit `largesize` automatically.
     public mutating func write(_ box: some MP4Box) {

@@ -12,6 +12,8 @@ public struct FragmentedMP4Error: Error, Hashable, Sendable, CustomStringConvert
             case tooDeep
             case tooManyBoxes
             case invalidValue
+            case unsupportedCodec
+            case missingConfiguration
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
@@ -27,6 +29,11 @@ public struct FragmentedMP4Error: Error, Hashable, Sendable, CustomStringConvert
         /// A field or a configuration value holds something the format does not allow.
         public static let invalidValue = Code(.invalidValue)
 
+        /// A stream whose codec fragmented MP4 cannot carry (the detail names its PID).
+        public static let unsupportedCodec = Code(.unsupportedCodec)
+        /// A stream showed no parameter sets or frame header to build its sample entry from.
+        public static let missingConfiguration = Code(.missingConfiguration)
+
         public var description: String {
             switch kind {
             case .truncated: "truncated"
@@ -34,6 +41,8 @@ public struct FragmentedMP4Error: Error, Hashable, Sendable, CustomStringConvert
             case .tooDeep: "tooDeep"
             case .tooManyBoxes: "tooManyBoxes"
             case .invalidValue: "invalidValue"
+            case .unsupportedCodec: "unsupportedCodec"
+            case .missingConfiguration: "missingConfiguration"
             }
         }
     }

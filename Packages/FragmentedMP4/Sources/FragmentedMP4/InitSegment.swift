@@ -36,9 +36,11 @@ public enum TrackCodec: Sendable {
             guard let rate = config.sampleRate else {
                 throw FragmentedMP4Error(.invalidValue, path: ["mp4a"], "sampling frequency index")
             }
-            let channels = UInt16(config.channelConfiguration == 7 ? 8 : config.channelConfiguration)
+            // ISO/IEC 14496-14 fixes an MP4AudioSampleEntry's channelcount at 2 and samplesize at 16 (templates):
+            // the channel configuration is the AudioSpecificConfig's, and readers that trust the entry see 2 even
+            // for mono, as they expect.
             return AudioSampleEntry(
-                format: "mp4a", channelCount: channels, sampleRate: rate,
+                format: "mp4a", channelCount: 2, sampleRate: rate,
                 configuration: ElementaryStreamDescriptorBox(
                     objectTypeIndication: 0x40, decoderSpecificInfo: config.bytes))
         case .ac3(let box, let channels, let rate):
@@ -48,7 +50,9 @@ public enum TrackCodec: Sendable {
         case .mp3(let channels, let rate):
             return AudioSampleEntry(
                 format: ".mp3", channelCount: channels, sampleRate: rate,
-                configuration: ElementaryStreamDescriptorBox(objectTypeIndication: 0x6B, decoderSpecificInfo: nil))
+                // MPEG-1 audio (32, 44.1, 48 kHz) is object type 0x6B; the MPEG-2 lower rates are 0x69.
+                configuration: ElementaryStreamDescriptorBox(
+                    objectTypeIndication: rate >= 32000 ? 0x6B : 0x69, decoderSpecificInfo: nil))
         }
     }
 }
@@ -142,7 +146,8 @@ public struct InitSegment: Sendable {
             .trak,
             [
                 TrackHeaderBox(
-                    trackID: track.trackID, volume: video ? 0 : 0x0100, width: width, height: height),
+                    trackID: track.trackID, alternateGroup: video ? 0 : 1, volume: video ? 0 : 0x0100, width: width,
+                    height: height),
                 mdia,
             ])
     }

@@ -144,6 +144,7 @@ public struct MediaSegment: Sendable {
             next += track.samples.reduce(0) { $0 + $1.data.count }
         }
         var writer = BoxWriter()
+        writer.reserveCapacity(64 + moofSize + mdatHeader.count + payload)
         if let segmentType { writer.write(segmentType) }
         writer.write(moof(dataOffsets: offsets))
         writer.append(mdatHeader)

@@ -72,15 +72,21 @@ public struct TrackHeaderBox: MP4Box {
     public var fullBoxHeader: FullBoxHeader? { FullBoxHeader(flags: 0x000003) }
     public var trackID: UInt32
     public var duration: UInt32
+    /// Tracks with the same nonzero group are alternatives to each other (one audio track plays at a time).
+    public var alternateGroup: UInt16
     /// 8.8 fixed point; 0x0100 for audio, 0 for video.
     public var volume: UInt16
     /// Whole pixels; written as 16.16 fixed point.
     public var width: UInt16
     public var height: UInt16
 
-    public init(trackID: UInt32, duration: UInt32 = 0, volume: UInt16, width: UInt16 = 0, height: UInt16 = 0) {
+    public init(
+        trackID: UInt32, duration: UInt32 = 0, alternateGroup: UInt16 = 0, volume: UInt16, width: UInt16 = 0,
+        height: UInt16 = 0
+    ) {
         self.trackID = trackID
         self.duration = duration
+        self.alternateGroup = alternateGroup
         self.volume = volume
         self.width = width
         self.height = height
@@ -94,7 +100,7 @@ public struct TrackHeaderBox: MP4Box {
         writer.append(duration)
         writer.appendZeros(8)  // reserved
         writer.append(UInt16(0))  // layer
-        writer.append(UInt16(0))  // alternate_group
+        writer.append(alternateGroup)
         writer.append(volume)
         writer.append(UInt16(0))  // reserved
         for value in unityMatrix { writer.append(value) }

@@ -75,7 +75,7 @@ public struct AVCConfigurationBox: MP4Box {
     public var profile: UInt8
     public var compatibility: UInt8
     public var level: UInt8
-    /// For the High profiles (100, 110, 122, 144), read from the SPS: chroma_format_idc and the bit depths − 8.
+    /// For the High profiles (100, 110, 122, 144 and 244, whose SPS carries chroma_format_idc), read from the SPS: chroma_format_idc and the bit depths − 8.
     public var highProfileFields: (chromaFormat: UInt8, bitDepthLumaMinus8: UInt8, bitDepthChromaMinus8: UInt8)?
 
     /// The record from SPS and PPS NAL units (each starting with its NAL header byte); profile, compatibility and
@@ -92,7 +92,7 @@ public struct AVCConfigurationBox: MP4Box {
         profile = first[1]
         compatibility = first[2]
         level = first[3]
-        if [100, 110, 122, 144].contains(profile) {
+        if [100, 110, 122, 144, 244].contains(profile) {
             var reader = BitReader(rbspOf: Array(first.dropFirst(4)), what: "H.264 SPS")
             _ = try reader.ue()  // seq_parameter_set_id
             let chroma = try reader.ue()

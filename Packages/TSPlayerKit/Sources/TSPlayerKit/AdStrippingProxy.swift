@@ -1,5 +1,6 @@
 import FileRange
 import Foundation
+import FragmentedMP4
 public import HLSAdFilter
 public import HLSPlaylist
 public import LoopbackHTTP

@@ -1,4 +1,5 @@
 import FileRange
+import FragmentedMP4
 import HLSPlaylist
 public import LoopbackHTTP
 public import MPEGTS
@@ -10,6 +11,11 @@ public import MPEGTS
 /// Routes, under the session's token: `master.m3u8` (multivariant), `index.m3u8` (media), `media.ts` (the file,
 /// with Range). While the index is being built the media playlist is an EVENT playlist that grows; once it is
 /// complete it ends with `EXT-X-ENDLIST`, and on later opens it is a VOD playlist from the first request.
+///
+/// In fragmented MP4 mode (``container``; chosen by ``Options/container``) `master.m3u8` lists `video.m3u8`, one
+/// `audio-<PID>.m3u8` rendition per audio track and `iframes.m3u8`; their segments (`video/<n>.m4s`,
+/// `audio-<PID>/<n>.m4s`, `iframe/<n>.m4s`, with `video-init.mp4` and `audio-<PID>-init.mp4`) are made on request
+/// from the same byte ranges as the TS playlist's. `index.m3u8` and `media.ts` stay for players that read TS.
 public final class TSPlaybackSession: PlaybackSource {
     /// Settings of a session.
     public struct Options: Sendable, Hashable {
@@ -17,11 +23,14 @@ public final class TSPlaybackSession: PlaybackSource {
         public var segmentDuration: Double = 6
         /// Whether to write the index to a sidecar file next to the input, so the next open is instant.
         public var writesSidecar: Bool = true
+        /// TS byte ranges, fragmented MP4 segments, or the one AVPlayer needs (the default).
+        public var container: PlaybackContainer = .auto
 
         /// Default options.
-        public init(segmentDuration: Double = 6, writesSidecar: Bool = true) {
+        public init(segmentDuration: Double = 6, writesSidecar: Bool = true, container: PlaybackContainer = .auto) {
             self.segmentDuration = segmentDuration
             self.writesSidecar = writesSidecar
+            self.container = container
         }
     }
 
@@ -35,8 +44,13 @@ public final class TSPlaybackSession: PlaybackSource {
     public let probe: TSProbe
     /// What the streams' own headers say (CODECS strings, picture size, frame rate), read from the file's start.
     public let codecDetails: [CodecDetails]
+    /// How the file is served: ``PlaybackContainer/ts`` or ``PlaybackContainer/fmp4`` (never `auto`).
+    public let container: PlaybackContainer
+    /// Why the container was chosen, and streams that AVPlayer cannot play or that are left out.
+    public let diagnostics: [String]
 
-    private let file: FileStreamer
+    let file: FileStreamer
+    let presentation: FragmentedPresentation?
     /// Segments the caller gave (a file of concatenated segments); nil when the file is indexed instead.
     private let givenSegments: [PlannedSegment]?
     private let indexState: LockedValue<TSIndex?>
@@ -62,6 +76,10 @@ public final class TSPlaybackSession: PlaybackSource {
         indexState = LockedValue(TSIndex.loadSidecar(for: path))
         givenSegments = nil
         codecDetails = Self.readCodecDetails(file)
+        let choice = Self.chooseContainer(options.container, file: file, probe: probe)
+        container = choice.presentation == nil ? .ts : .fmp4
+        presentation = choice.presentation
+        diagnostics = choice.diagnostics
     }
 
     /// Opens a file of concatenated TS segments whose byte ranges and durations the caller knows; nothing is
@@ -87,6 +105,9 @@ public final class TSPlaybackSession: PlaybackSource {
         givenSegments = try SegmentInfo.validated(segments, fileSize: size, path: path)
         indexState = LockedValue(nil)
         codecDetails = Self.readCodecDetails(file)
+        container = .ts
+        presentation = nil
+        diagnostics = ["served as TS: the segments are given, not indexed"]
     }
 
     /// Codec details of the audio and video streams, from the first 2 MiB of the file (video first).
@@ -342,6 +363,7 @@ public final class TSPlaybackSession: PlaybackSource {
     /// Answers a request for one of the session's routes (`master.m3u8`, `index.m3u8`, `media.ts`).
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         let route = request.wildcardSegments
+        if let presentation, let response = respondFragmented(route, presentation) { return response }
         guard route.count == 1 else { return .error(.notFound) }
         switch route[0] {
         case "master.m3u8":

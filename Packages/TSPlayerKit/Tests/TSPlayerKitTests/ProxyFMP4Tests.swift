@@ -1,4 +1,5 @@
 import Foundation
+import FragmentedMP4
 import HLSAdFilter
 import HLSPlaylist
 import Testing
@@ -47,21 +48,18 @@ import Testing
 
     /// The fragments of an fMP4 body: (mfhd sequence, tfdt, tfhd default sample duration).
     static func fragments(_ bytes: [UInt8]) -> [(sequence: UInt32, time: UInt64, duration: UInt32)] {
+        func u32(_ b: [UInt8], _ i: Int) -> UInt32 {
+            UInt32(b[i]) << 24 | UInt32(b[i + 1]) << 16 | UInt32(b[i + 2]) << 8 | UInt32(b[i + 3])
+        }
         var out: [(UInt32, UInt64, UInt32)] = []
-        for moof in MP4Boxes.children(bytes, 0..<bytes.count) where moof.type == "moof" {
-            guard let mfhd = MP4Boxes.find(bytes, moof.body, path: ["mfhd"]),
-                let tfhd = MP4Boxes.find(bytes, moof.body, path: ["traf", "tfhd"]),
-                let tfdt = MP4Boxes.find(bytes, moof.body, path: ["traf", "tfdt"])
+        for moof in (try? BoxReader.parse(bytes)) ?? [] where moof.type == "moof" {
+            guard let mfhd = moof.child("mfhd")?.data, let tfhd = moof.descendant(["traf", "tfhd"])?.data,
+                let tfdt = moof.descendant(["traf", "tfdt"])?.data, mfhd.count >= 8, tfhd.count >= 12,
+                tfdt.count >= 12
             else { continue }
-            let time =
-                UInt64(MP4Boxes.uint32(bytes, tfdt.body.lowerBound + 4)) << 32
-                | UInt64(MP4Boxes.uint32(bytes, tfdt.body.lowerBound + 8))
+            let time = UInt64(u32(tfdt, 4)) << 32 | UInt64(u32(tfdt, 8))
             // tfhd flags 0x020038 in the template: track_ID, then default duration.
-            out.append(
-                (
-                    MP4Boxes.uint32(bytes, mfhd.body.lowerBound + 4), time,
-                    MP4Boxes.uint32(bytes, tfhd.body.lowerBound + 8)
-                ))
+            out.append((u32(mfhd, 4), time, u32(tfhd, 8)))
         }
         return out
     }
@@ -73,7 +71,7 @@ import Testing
         #expect(template.track == FragmentedSlateTemplate.Track(id: 1, timescale: 90000))
         #expect(template.frameSeconds == 0.04)
         let initSection = template.initSection()
-        let types = MP4Boxes.children(initSection, 0..<initSection.count).map(\.type)
+        let types = try BoxReader.parse(initSection).map(\.type)
         #expect(types == ["ftyp", "moov"])
         #expect(FragmentedSlateTemplate.videoTrack(initSection: initSection) == template.track)
         // Made for another track: its ID and timescale in the init section and in every fragment.

@@ -38,6 +38,15 @@
                 source: Self.open { () throws(PlaybackError) in try TSPlaybackSession(tsFile: tsFileURL.path) })
         }
 
+        /// Plays a `.ts` file served as `container`: ``PlaybackContainer/auto`` serves fragmented MP4 when the file
+        /// has HEVC or several audio tracks (offered as audio renditions), TS byte ranges otherwise.
+        public convenience init(tsFileURL: URL, container: PlaybackContainer) throws {
+            try self.init(
+                source: Self.open { () throws(PlaybackError) in
+                    try TSPlaybackSession(tsFile: tsFileURL.path, options: .init(container: container))
+                })
+        }
+
         /// Plays a `.ts` file. The duration is measured from the file; `totalDuration` is accepted for compatibility.
         public convenience init(tsFileURL: URL, totalDuration: Double) throws {
             try self.init(tsFileURL: tsFileURL)

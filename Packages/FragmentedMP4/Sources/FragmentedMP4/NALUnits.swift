@@ -1,0 +1,121 @@
+// Annex-B byte streams (ITU-T H.264 annex B, H.265 annex B) to the length-prefixed NAL units ISO/IEC 14496-15
+// samples carry, and the few NAL unit facts the sample entries and flags need. Nothing here knows of MPEG-TS.
+
+/// The syntax of a NAL unit stream: H.264 (1-byte NAL headers) or HEVC (2-byte headers).
+public enum NALSyntax: Hashable, Sendable {
+    case h264
+    case hevc
+
+    /// The nal_unit_type of a NAL unit (its first byte or two), or nil for an empty unit.
+    public func type(of unit: ArraySlice<UInt8>) -> UInt8? {
+        guard let first = unit.first else { return nil }
+        switch self {
+        case .h264: return first & 0x1F
+        case .hevc: return (first >> 1) & 0x3F
+        }
+    }
+
+    /// Access unit delimiters: never carried in samples.
+    func isDelimiter(_ type: UInt8) -> Bool { self == .h264 ? type == 9 : type == 35 }
+
+    /// Parameter sets (SPS and PPS; VPS too for HEVC).
+    func isParameterSet(_ type: UInt8) -> Bool { self == .h264 ? type == 7 || type == 8 : (32...34).contains(type) }
+
+    /// An IDR picture (H.264) or an IRAP picture (HEVC: BLA, IDR, CRA).
+    func isRandomAccess(_ type: UInt8) -> Bool { self == .h264 ? type == 5 : (16...21).contains(type) }
+
+    /// A supplemental enhancement information unit (HEVC: prefix SEI).
+    func isSEI(_ type: UInt8) -> Bool { self == .h264 ? type == 6 : type == 39 }
+}
+
+/// Splits Annex-B byte streams into NAL units and writes them as samples.
+public enum AnnexB {
+    /// The NAL units of an Annex-B byte stream, without their start codes and without trailing zero bytes. Bytes
+    /// before the first start code are dropped.
+    public static func units(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+        var units: [ArraySlice<UInt8>] = []
+        var start: Int?
+        var index = 0
+        let count = bytes.count
+        while index + 2 < count {
+            // Find 00 00 01: step by the third byte to skip quickly where it cannot match.
+            let third = bytes[index + 2]
+            if third > 1 {
+                index += 3
+                continue
+            }
+            if third == 1, bytes[index] == 0, bytes[index + 1] == 0 {
+                if let begin = start { units.append(trimmed(bytes[begin..<index])) }
+                start = index + 3
+                index += 3
+            } else {
+                index += 1
+            }
+        }
+        if let begin = start, begin < count { units.append(trimmed(bytes[begin..<count])) }
+        return units.filter { !$0.isEmpty }
+    }
+
+    /// A unit without the zero bytes that end it (trailing_zero_8bits and the first zero of a 4-byte start code).
+    static func trimmed(_ unit: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var end = unit.endIndex
+        while end > unit.startIndex, unit[end - 1] == 0 { end -= 1 }
+        return unit[unit.startIndex..<end]
+    }
+
+    /// The units as a sample: each one after its 4-byte big-endian length.
+    public static func lengthPrefixed(_ units: [ArraySlice<UInt8>]) -> [UInt8] {
+        var sample: [UInt8] = []
+        sample.reserveCapacity(units.reduce(0) { $0 + $1.count + 4 })
+        for unit in units {
+            let length = UInt32(truncatingIfNeeded: unit.count)
+            sample.append(UInt8(truncatingIfNeeded: length >> 24))
+            sample.append(UInt8(truncatingIfNeeded: length >> 16))
+            sample.append(UInt8(truncatingIfNeeded: length >> 8))
+            sample.append(UInt8(truncatingIfNeeded: length))
+            sample.append(contentsOf: unit)
+        }
+        return sample
+    }
+
+    /// Whether an SEI NAL unit carries CEA-608/708 captions: a user_data_registered_itu_t_t35 message (payload
+    /// type 4) with country code 0xB5, provider 0x0031, user identifier `GA94` and user_data_type_code 3
+    /// (ATSC A/72, SCTE 128).
+    public static func carriesCaptions(sei unit: ArraySlice<UInt8>, syntax: NALSyntax) -> Bool {
+        let headerLength = syntax == .h264 ? 1 : 2
+        guard unit.count > headerLength else { return false }
+        let rbsp = BitReader(rbspOf: Array(unit.dropFirst(headerLength)), what: "SEI").bytes
+        var position = 0
+        var messages = 0
+        while position < rbsp.count, rbsp[position] != 0x80, messages < 64 {
+            messages += 1
+            var payloadType = 0
+            while position < rbsp.count, rbsp[position] == 0xFF {
+                payloadType += 255
+                position += 1
+            }
+            guard position < rbsp.count else { return false }
+            payloadType += Int(rbsp[position])
+            position += 1
+            var payloadSize = 0
+            while position < rbsp.count, rbsp[position] == 0xFF {
+                payloadSize += 255
+                position += 1
+            }
+            guard position < rbsp.count else { return false }
+            payloadSize += Int(rbsp[position])
+            position += 1
+            guard payloadSize <= rbsp.count - position else { return false }
+            if payloadType == 4, payloadSize >= 8 {
+                let p = Array(rbsp[position..<position + payloadSize])
+                if p[0] == 0xB5, p[1] == 0x00, p[2] == 0x31, p[3] == 0x47, p[4] == 0x41, p[5] == 0x39, p[6] == 0x34,
+                    p[7] == 0x03
+                {
+                    return true
+                }
+            }
+            position += payloadSize
+        }
+        return false
+    }
+}

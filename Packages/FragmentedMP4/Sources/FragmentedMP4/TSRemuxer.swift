@@ -1,0 +1,121 @@
+// The bridge from MPEG-TS to fragmented MP4 (the TS*.swift files are the only ones in this package that import MPEGTS):
+// the program's tables and sample entries from the head of a file, and a whole file remuxed to one fragmented MP4.
+public import MPEGTS
+
+/// What the head of a transport stream says about its first program with audio or video: its tables, the
+/// tracks a fragmenter makes of it, their sample entry values and whether the video carries captions.
+public struct TSProgramLayout: Sendable {
+    public var programAssociation: ProgramAssociationTable
+    public var programMap: ProgramMapTable
+    public var tracks: [TSTrackInfo]
+    /// By PID: the sample entry values each track showed in the head.
+    public var codecs: [UInt16: TrackCodec]
+    /// Audio and video streams no track carries, with the reason.
+    public var skipped: [(pid: UInt16, reason: String)]
+    public var hasCaptions: Bool
+
+    /// The layout from the first bytes of a file (a few MiB are enough for parameter sets and a first frame of
+    /// each stream). Throws ``FragmentedMP4Error/Code/unsupportedCodec`` when no program has a stream the
+    /// bridge can carry, and ``FragmentedMP4Error/Code/missingConfiguration`` naming the PID of a track that
+    /// showed no parameter sets or frame header.
+    public init(head: [UInt8], pids: Set<UInt16>? = nil) throws(FragmentedMP4Error) {
+        var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
+        head.withUnsafeBytes { demuxer.feed($0) { _ in } }
+        demuxer.finish { _ in }
+        guard let pat = demuxer.programAssociation else {
+            throw FragmentedMP4Error(.invalidValue, offset: 0, "no program association table in the first bytes")
+        }
+        let maps = pat.programs.compactMap { demuxer.programMaps[$0.programNumber] }
+        guard
+            let map = maps.first(where: { table in
+                table.streams.contains { TSTrackBuilder.carries($0.codec) && (pids?.contains($0.pid) ?? true) }
+            }) ?? maps.first
+        else {
+            throw FragmentedMP4Error(.invalidValue, offset: 0, "no program map table in the first bytes")
+        }
+        var fragmenter = try TSFragmenter(programAssociation: pat, programMap: map, pids: pids)
+        fragmenter.beginRange(start: 0, end: .max)
+        fragmenter.feed(head)
+        fragmenter.finish()
+        programAssociation = pat
+        programMap = map
+        tracks = fragmenter.tracks
+        skipped = fragmenter.skipped
+        hasCaptions = fragmenter.hasCaptions
+        var codecs: [UInt16: TrackCodec] = [:]
+        for (track, codec) in zip(fragmenter.tracks, fragmenter.codecs) {
+            guard let codec else {
+                throw FragmentedMP4Error(
+                    .missingConfiguration,
+                    "PID \(track.pid) (\(track.codec.name)): no parameter sets or frame header in the first "
+                        + "\(head.count) bytes")
+            }
+            codecs[track.pid] = codec
+        }
+        self.codecs = codecs
+    }
+
+    /// A fragmenter for the layout's tracks (limited to `pids`), with their sample entries set.
+    public func fragmenter(pids: Set<UInt16>? = nil) throws(FragmentedMP4Error) -> TSFragmenter {
+        var fragmenter = try TSFragmenter(
+            programAssociation: programAssociation, programMap: programMap,
+            pids: pids ?? Set(tracks.map(\.pid)))
+        for (pid, codec) in codecs { fragmenter.configure(pid: pid, codec: codec) }
+        return fragmenter
+    }
+
+    /// The init segment of the tracks with `pids` (every track when nil).
+    public func initSegment(pids: Set<UInt16>? = nil) throws(FragmentedMP4Error) -> InitSegment {
+        try fragmenter(pids: pids).initSegment(pids: pids)
+    }
+}
+
+/// Remuxes a whole transport stream to one fragmented MP4 (init segment, then a fragment of every track per
+/// range of about `fragmentBytes` of input).
+public struct TSRemuxer: Sendable {
+    public var layout: TSProgramLayout
+    public var pids: Set<UInt16>?
+    public var fragmentBytes: Int64
+
+    public init(layout: TSProgramLayout, pids: Set<UInt16>? = nil, fragmentBytes: Int64 = 8 << 20) {
+        self.layout = layout
+        self.pids = pids
+        self.fragmentBytes = max(1 << 16, fragmentBytes)
+    }
+
+    /// Reads the file through `read` (bytes at an offset, empty at the end) and hands the output to `write` in
+    /// order; `progress` gets the bytes read so far. The first time stamp seen anchors the timeline.
+    public func remux(
+        fileSize: Int64, read: (Int64, Int) throws -> [UInt8], write: ([UInt8]) throws -> Void,
+        progress: (Int64) -> Void = { _ in }
+    ) throws {
+        var fragmenter = try layout.fragmenter(pids: pids)
+        try write(try fragmenter.initSegment(pids: pids).serialized())
+        var timeline: TSTimeline?
+        var sequence: UInt32 = 1
+        var offset: Int64 = 0
+        let chunk = 1 << 20
+        while offset < fileSize {
+            let end = min(fileSize, offset + fragmentBytes)
+            fragmenter.beginRange(start: offset, end: end)
+            while fragmenter.position < end || fragmenter.needsMoreBytes {
+                let bytes = try read(fragmenter.position, chunk)
+                if bytes.isEmpty {
+                    fragmenter.finish()
+                    break
+                }
+                fragmenter.feed(bytes)
+                progress(fragmenter.position)
+            }
+            if fragmenter.position >= fileSize { fragmenter.finish() }
+            offset = end
+            if timeline == nil, let first = fragmenter.firstTimestamp { timeline = TSTimeline(firstTimestamp: first) }
+            guard let timeline else { continue }
+            let fragments = fragmenter.takeFragments(timeline: timeline, pids: pids)
+            let ordered = fragmenter.tracks.compactMap { fragments[$0.pid] }
+            guard !ordered.isEmpty else { continue }
+            try write(try MediaSegment(sequenceNumber: sequence, tracks: ordered).serialized())
+            sequence += 1
+        }
+    }
+}

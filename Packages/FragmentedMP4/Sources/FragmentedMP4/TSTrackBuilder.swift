@@ -1,0 +1,295 @@
+// The bridge from MPEG-TS to fragmented MP4 (the TS*.swift files are the only ones in this package that import MPEGTS):
+// the PES packets of one elementary stream become the samples of one track.
+public import MPEGTS
+
+/// A 90 kHz media timeline through 33-bit PTS/DTS wraps: a time stamp maps to the media time nearest to an
+/// anchor, so decode times keep increasing where the time stamps wrap.
+public struct TSTimeline: Hashable, Sendable {
+    /// A time stamp whose media time is known.
+    public var anchor: Timestamp
+    /// The media time of `anchor`, in 90 kHz ticks.
+    public var anchorTime: Int64
+
+    public init(anchor: Timestamp, anchorTime: Int64) {
+        self.anchor = anchor
+        self.anchorTime = anchorTime
+    }
+
+    /// The timeline of a file whose first time stamp is `first`: media time ≡ PTS (mod 2^33), starting at the
+    /// first time stamp's value, or 2^33 above it when that is under 10 s, so that decode times before the first
+    /// presentation time (B-frames) are never negative.
+    public init(firstTimestamp first: Timestamp) {
+        anchor = first
+        let value = Int64(first.value)
+        anchorTime = value < 10 * Timestamp.ticksPerSecond ? value + Int64(Timestamp.modulus) : value
+    }
+
+    /// The media time of `timestamp` in 90 kHz ticks (the one within 2^32 ticks of the anchor), at least 0.
+    public func time(_ timestamp: Timestamp) -> Int64 {
+        max(0, anchorTime + anchor.distance(to: timestamp))
+    }
+
+    /// The media time of `timestamp` in `timescale` ticks, rounded to the nearest.
+    public func time(_ timestamp: Timestamp, timescale: UInt32) -> UInt64 {
+        UInt64(Self.rescale(time(timestamp), to: timescale))
+    }
+
+    static func rescale(_ ticks: Int64, to timescale: UInt32) -> Int64 {
+        if timescale == 90_000 { return ticks }
+        let scale = Int64(timescale)
+        return (ticks / 90_000) * scale + ((ticks % 90_000) * scale + 45_000) / 90_000
+    }
+}
+
+/// The samples of one elementary stream, gathered from its PES packets: video access units (Annex-B to
+/// length-prefixed NAL units, delimiters and for HEVC parameter sets left out), or audio frames split one per
+/// sample (ADTS headers left out). The sample entry comes from the stream's own parameter sets or frame headers.
+public struct TSTrackBuilder: Sendable {
+    /// The kinds of stream the bridge carries.
+    public enum Kind: Hashable, Sendable {
+        case video(NALSyntax)
+        case audio(AudioFrameFormat)
+    }
+
+    struct AccessUnit: Sendable {
+        var pts: Timestamp
+        var dts: Timestamp
+        var bytes: [UInt8]
+        var keyframe: Bool
+    }
+
+    struct AudioFrame: Sendable {
+        var data: [UInt8]
+        var samples: Int
+        /// The PES's time stamp and the samples before this frame in that PES; nil before any time stamp.
+        var pts: Timestamp?
+        var samplesBefore: Int
+    }
+
+    public let pid: UInt16
+    public let kind: Kind
+    /// The track's sample entry values, once the stream showed them (parameter sets, or a first frame header).
+    public internal(set) var codec: TrackCodec?
+    /// For video: whether an SEI carried CEA-608/708 captions.
+    public private(set) var hasCaptions = false
+    /// Frames, or pictures, dropped because they could not be read.
+    public private(set) var droppedBytes = 0
+
+    var units: [AccessUnit] = []
+    var frames: [AudioFrame] = []
+    var carry: [UInt8] = []
+    var carryPTS: Timestamp?
+    var carrySamplesBefore = 0
+    var sps: [[UInt8]] = []
+    var pps: [[UInt8]] = []
+    var vps: [[UInt8]] = []
+    var inspected = 0
+    /// How many pictures are searched for caption SEI.
+    static let captionSearchPictures = 250
+
+    /// A builder for the stream on `pid` with `codec`; throws ``FragmentedMP4Error/Code/unsupportedCodec`` naming
+    /// the PID for a codec fragmented MP4 cannot carry here (MPEG-1/2 and MPEG-4 part 2 video, LATM AAC, data).
+    public init(pid: UInt16, codec: Codec) throws(FragmentedMP4Error) {
+        self.pid = pid
+        switch codec {
+        case .h264: kind = .video(.h264)
+        case .hevc: kind = .video(.hevc)
+        case .aac: kind = .audio(.adts)
+        case .ac3: kind = .audio(.ac3)
+        case .eac3: kind = .audio(.eac3)
+        case .mpegAudio: kind = .audio(.mpegAudio)
+        default:
+            throw FragmentedMP4Error(
+                .unsupportedCodec, "PID \(pid) (\(codec.name)): this codec cannot be carried in fragmented MP4")
+        }
+    }
+
+    /// Whether the builder can carry `codec`.
+    public static func carries(_ codec: Codec) -> Bool {
+        [.h264, .hevc, .aac, .ac3, .eac3, .mpegAudio].contains(codec)
+    }
+
+    public var isVideo: Bool {
+        if case .video = kind { return true }
+        return false
+    }
+
+    /// The media timescale: 90 kHz for video, the sample rate for audio (48 kHz until a frame was seen).
+    public var timescale: UInt32 {
+        switch codec {
+        case .aac(let config): return config.sampleRate ?? 48000
+        case .ac3(_, _, let rate), .eac3(_, _, let rate), .mp3(_, let rate): return rate
+        default: return isVideo ? 90_000 : 48_000
+        }
+    }
+
+    /// Adds one PES packet's payload.
+    public mutating func append(_ packet: PESPacket) {
+        switch kind {
+        case .video(let syntax): appendVideo(packet, syntax: syntax)
+        case .audio(let format): appendAudio(packet, format: format)
+        }
+    }
+
+    /// Whether samples are waiting.
+    public var isEmpty: Bool { units.isEmpty && frames.isEmpty }
+
+    mutating func appendVideo(_ packet: PESPacket, syntax: NALSyntax) {
+        guard let pts = packet.info.pts ?? packet.info.dts else {
+            // A PES without time stamps continues the access unit before it.
+            if !units.isEmpty { units[units.count - 1].bytes += packet.payload }
+            return
+        }
+        units.append(
+            AccessUnit(
+                pts: pts, dts: packet.info.dts ?? pts, bytes: packet.payload, keyframe: packet.info.isKeyframe))
+        // Parameter sets until the sample entry is known; captions are looked for in the first pictures only (each
+        // look is a second pass over the picture).
+        inspected += 1
+        if codec == nil || (!hasCaptions && inspected <= Self.captionSearchPictures) {
+            inspect(packet.payload, syntax: syntax)
+        }
+    }
+
+    /// Collects parameter sets until the sample entry can be built; looks for captions.
+    mutating func inspect(_ payload: [UInt8], syntax: NALSyntax) {
+        for unit in AnnexB.units(payload) {
+            guard let type = syntax.type(of: unit) else { continue }
+            if codec == nil {
+                let bytes = Array(unit)
+                switch (syntax, type) {
+                case (.h264, 7), (.hevc, 33): if !sps.contains(bytes) { sps.append(bytes) }
+                case (.h264, 8), (.hevc, 34): if !pps.contains(bytes) { pps.append(bytes) }
+                case (.hevc, 32): if !vps.contains(bytes) { vps.append(bytes) }
+                default: break
+                }
+            }
+            if !hasCaptions, syntax.isSEI(type), AnnexB.carriesCaptions(sei: unit, syntax: syntax) {
+                hasCaptions = true
+            }
+        }
+        guard codec == nil, !sps.isEmpty, !pps.isEmpty, syntax == .h264 || !vps.isEmpty else { return }
+        let details = CodecDetails.parse(
+            codec: syntax == .h264 ? .h264 : .hevc, payload: sps.flatMap { [0, 0, 1] + $0 })
+        let width = UInt16(clamping: details?.width ?? 0)
+        let height = UInt16(clamping: details?.height ?? 0)
+        let candidate: TrackCodec =
+            syntax == .h264
+            ? .avc(sps: sps, pps: pps, width: width, height: height)
+            : .hevc(vps: vps, sps: sps, pps: pps, width: width, height: height)
+        if (try? candidate.sampleEntry()) != nil { codec = candidate }
+    }
+
+    mutating func appendAudio(_ packet: PESPacket, format: AudioFrameFormat) {
+        let bytes = carry.isEmpty ? packet.payload : carry + packet.payload
+        let carried = carry.count
+        carry = []
+        var position = 0
+        var samplesBefore = 0
+        while position < bytes.count {
+            guard let header = AudioFrameHeader.parse(format, bytes, at: position) else {
+                // Not a frame start: could it be one whose header is cut by the end of the PES?
+                if bytes.count - position < 9, bytes[position] == 0xFF || bytes[position] == 0x0B { break }
+                position += 1
+                droppedBytes += 1
+                continue
+            }
+            guard position + header.length <= bytes.count else { break }
+            // A frame cut by the previous PES keeps that PES's time.
+            let fromCarry = position < carried
+            let pts = fromCarry ? carryPTS : packet.info.pts
+            let before = fromCarry ? carrySamplesBefore : samplesBefore
+            let data = Array(bytes[position + header.strippedLength..<position + header.length])
+            if codec == nil { codec = header.codec }
+            if header.isDependent, !frames.isEmpty {
+                frames[frames.count - 1].data += data
+            } else {
+                frames.append(AudioFrame(data: data, samples: header.samples, pts: pts, samplesBefore: before))
+                if fromCarry { carrySamplesBefore += header.samples } else { samplesBefore += header.samples }
+            }
+            position += header.length
+        }
+        if position < bytes.count, bytes.count - position <= 8192 {
+            carry = Array(bytes[position...])
+            carryPTS = position < carried ? carryPTS : packet.info.pts
+            carrySamplesBefore = position < carried ? carrySamplesBefore : samplesBefore
+        } else if position < bytes.count {
+            droppedBytes += bytes.count - position
+        }
+    }
+
+    /// The samples gathered so far as one track fragment, and clears them. Video starts at its first sync sample
+    /// (pictures before it cannot be decoded); the last sample lasts until `nextTimestamp` (the next access unit's
+    /// DTS, or audio PES's PTS, when known), else as long as the one before it. Nil when there is no sample.
+    public mutating func takeFragment(
+        trackID: UInt32, timeline: TSTimeline, nextTimestamp: Timestamp? = nil
+    ) -> TrackFragment? {
+        defer {
+            units = []
+            frames = []
+        }
+        switch kind {
+        case .video(let syntax):
+            return videoFragment(trackID: trackID, timeline: timeline, next: nextTimestamp, syntax: syntax)
+        case .audio:
+            return audioFragment(trackID: trackID, timeline: timeline)
+        }
+    }
+
+    func videoFragment(trackID: UInt32, timeline: TSTimeline, next: Timestamp?, syntax: NALSyntax)
+        -> TrackFragment?
+    {
+        var samples: [Sample] = []
+        var decodeTimes: [Int64] = []
+        for unit in units {
+            var kept: [ArraySlice<UInt8>] = []
+            var randomAccess = false
+            for nal in AnnexB.units(unit.bytes) {
+                guard let type = syntax.type(of: nal), !syntax.isDelimiter(type) else { continue }
+                if syntax == .hevc, syntax.isParameterSet(type) { continue }
+                if syntax.isRandomAccess(type) { randomAccess = true }
+                kept.append(nal)
+            }
+            let sync = randomAccess || unit.keyframe
+            if samples.isEmpty, !sync { continue }
+            guard !kept.isEmpty else { continue }
+            let dts = timeline.time(unit.dts)
+            let offset = timeline.time(unit.pts) - dts
+            samples.append(
+                Sample(
+                    data: AnnexB.lengthPrefixed(kept), duration: 0, isSync: sync,
+                    compositionTimeOffset: Int32(clamping: offset)))
+            decodeTimes.append(dts)
+        }
+        guard let first = decodeTimes.first else { return nil }
+        for index in samples.indices {
+            let duration: Int64
+            if index + 1 < decodeTimes.count {
+                duration = decodeTimes[index + 1] - decodeTimes[index]
+            } else if let next {
+                duration = timeline.time(next) - decodeTimes[index]
+            } else if index > 0 {
+                duration = Int64(samples[index - 1].duration)
+            } else {
+                duration = 3003
+            }
+            samples[index].duration = UInt32(clamping: max(1, duration))
+        }
+        if next == nil, samples.count > 1, let last = samples.last, last.duration == 1 {
+            samples[samples.count - 1].duration = samples[samples.count - 2].duration
+        }
+        return TrackFragment(trackID: trackID, baseMediaDecodeTime: UInt64(first), samples: samples)
+    }
+
+    func audioFragment(trackID: UInt32, timeline: TSTimeline) -> TrackFragment? {
+        guard let firstTimed = frames.firstIndex(where: { $0.pts != nil }), let pts = frames[firstTimed].pts else {
+            return nil
+        }
+        let scale = timescale
+        // Frames before the first time stamp are dropped; the rest run on from it, frame by frame.
+        let timed = frames[firstTimed...]
+        let start = Int64(timeline.time(pts, timescale: scale)) + Int64(timed.first?.samplesBefore ?? 0)
+        let samples = timed.map { Sample(data: $0.data, duration: UInt32($0.samples)) }
+        return TrackFragment(trackID: trackID, baseMediaDecodeTime: UInt64(max(0, start)), samples: samples)
+    }
+}

@@ -1,0 +1,292 @@
+import FileRange
+import FragmentedMP4
+import HLSPlaylist
+import LoopbackHTTP
+import MPEGTS
+
+/// How a ``TSPlaybackSession`` serves its file.
+public enum PlaybackContainer: String, Sendable, Hashable, CaseIterable {
+    /// Fragmented MP4 when the file has HEVC or more than one audio track (what AVPlayer plays only from
+    /// fragmented MP4, or offers as a choice only as renditions); TS byte ranges otherwise.
+    case auto
+    /// TS byte ranges of the file, whatever it holds.
+    case ts
+    /// Fragmented MP4 segments made from the file's byte ranges, when its streams can be carried.
+    case fmp4
+}
+
+/// The fragmented MP4 presentation of a session's file: the tracks the bridge found in the file's head, the
+/// playlists (a video media playlist, one audio rendition per audio PID, an I-frame playlist) and segments made on
+/// request from the same keyframe-aligned byte ranges as the TS playlist, kept in a small bounded memory cache.
+final class FragmentedPresentation: Sendable {
+    let layout: TSProgramLayout
+    let file: FileStreamer
+    let video: TSTrackInfo?
+    let audio: [TSTrackInfo]
+    let initSegments: [UInt16: [UInt8]]
+    private let cache = SegmentCache(limit: 48 << 20)
+
+    /// How far past a range's end bytes are read to complete the PES packets that start inside it.
+    static let lookahead: UInt64 = 16 << 20
+
+    init(layout: TSProgramLayout, file: FileStreamer) throws(FragmentedMP4Error) {
+        self.layout = layout
+        self.file = file
+        video = layout.tracks.first(where: \.isVideo)
+        audio = layout.tracks.filter { !$0.isVideo }
+        var inits: [UInt16: [UInt8]] = [:]
+        for track in layout.tracks {
+            inits[track.pid] = try layout.initSegment(pids: [track.pid]).serialized()
+        }
+        initSegments = inits
+    }
+
+    /// The PID whose playlist is the variant's: the video, or the first audio track without video.
+    var mainPID: UInt16? { video?.pid ?? audio.first?.pid }
+
+    func playlistName(_ track: TSTrackInfo) -> String { track.isVideo ? "video" : "audio-\(track.pid)" }
+
+    // MARK: Playlists
+
+    func mediaPlaylist(for track: TSTrackInfo, segments: [PlannedSegment], complete: Bool) -> String {
+        var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
+        builder.independentSegments = true
+        let name = playlistName(track)
+        builder.segments = segments.enumerated().map { number, segment in
+            MediaPlaylistBuilder.Segment(
+                uri: "\(name)/\(number).m4s", duration: segment.duration, mapURI: "\(name)-init.mp4")
+        }
+        return builder.build().text
+    }
+
+    func iFramePlaylist(frames: [PlannedSegment]) -> String? {
+        guard let video, !frames.isEmpty else { return nil }
+        var builder = MediaPlaylistBuilder(kind: .vod)
+        builder.iFramesOnly = true
+        builder.independentSegments = true
+        builder.segments = frames.enumerated().map { number, frame in
+            MediaPlaylistBuilder.Segment(
+                uri: "iframe/\(number).m4s", duration: frame.duration, mapURI: "\(playlistName(video))-init.mp4")
+        }
+        return builder.build().text
+    }
+
+    func multivariantPlaylist(
+        segments: [PlannedSegment], iFrames: [PlannedSegment]?, details: [CodecDetails], fallbackBandwidth: Double
+    ) -> String {
+        var builder = MultivariantPlaylistBuilder()
+        builder.independentSegments = true
+        let peak = segments.map { $0.duration > 0 ? Double($0.length * 8) / $0.duration : 0 }.max() ?? 0
+        let totalDuration = segments.reduce(0) { $0 + $1.duration }
+        let totalBytes = segments.reduce(UInt64(0)) { $0 + $1.length }
+        let average = totalDuration > 0 ? Double(totalBytes * 8) / totalDuration : 0
+        let bandwidth = UInt64(max(peak, fallbackBandwidth, 1).rounded(.up))
+        let videoCodec = video.flatMap { layout.codecs[$0.pid]?.codecString }
+        var audioCodecs: [String] = []
+        for track in audio {
+            if let codec = layout.codecs[track.pid]?.codecString, !audioCodecs.contains(codec) {
+                audioCodecs.append(codec)
+            }
+        }
+        let videoDetails = details.first { $0.width != nil }
+        var resolution: Resolution?
+        if let width = videoDetails?.width, let height = videoDetails?.height, width > 0, height > 0 {
+            resolution = Resolution(width: UInt64(width), height: UInt64(height))
+        }
+        var names: [String] = []
+        for (number, track) in audio.enumerated() {
+            let language = track.language.flatMap(LanguageNames.tag(for:))
+            var name = track.language.flatMap(LanguageNames.name(for:)) ?? "Audio \(number + 1)"
+            if names.contains(name) { name += " (\(number + 1))" }
+            names.append(name)
+            var extra: [Attribute] = []
+            if let channels = layout.codecs[track.pid]?.channelCount, channels > 0 {
+                extra.append(Attribute(name: "CHANNELS", rawValue: "\"\(channels)\""))
+            }
+            // Without video the variant's own playlist is the first audio track: its rendition has no URI.
+            let uri = video == nil && number == 0 ? nil : "\(playlistName(track)).m3u8"
+            builder.renditions.append(
+                MultivariantPlaylistBuilder.Rendition(
+                    type: "AUDIO", groupID: "audio", name: name, uri: uri, language: language, isDefault: number == 0,
+                    autoselect: true, extra: extra))
+        }
+        var closedCaptions: String?
+        if video != nil {
+            if layout.hasCaptions {
+                builder.renditions.append(
+                    MultivariantPlaylistBuilder.Rendition(
+                        type: "CLOSED-CAPTIONS", groupID: "cc", name: "CC1", isDefault: true, autoselect: true,
+                        extra: [Attribute(name: "INSTREAM-ID", rawValue: "\"CC1\"")]))
+                closedCaptions = "cc"
+            } else {
+                closedCaptions = "NONE"
+            }
+        }
+        guard let main = layout.tracks.first(where: { $0.pid == mainPID }) else { return builder.build().text }
+        let codecs = ([videoCodec].compactMap { $0 } + audioCodecs).joined(separator: ",")
+        builder.variants = [
+            MultivariantPlaylistBuilder.Variant(
+                uri: "\(playlistName(main)).m3u8", bandwidth: bandwidth,
+                averageBandwidth: average > 0 ? UInt64(average.rounded(.up)) : nil,
+                codecs: codecs.isEmpty ? nil : codecs, resolution: resolution,
+                frameRate: videoDetails?.frameRate.map { ($0 * 1000).rounded() / 1000 },
+                audio: audio.isEmpty ? nil : "audio", closedCaptions: closedCaptions)
+        ]
+        if let iFrames, !iFrames.isEmpty, video != nil {
+            let peakIFrame = iFrames.map { Double($0.length * 8) / $0.duration }.max() ?? 1
+            let bits = iFrames.reduce(0) { $0 + Double($1.length * 8) }
+            let seconds = iFrames.reduce(0) { $0 + $1.duration }
+            builder.iFrameVariants = [
+                MultivariantPlaylistBuilder.Variant(
+                    uri: "iframes.m3u8", bandwidth: UInt64(max(1, peakIFrame).rounded(.up)),
+                    averageBandwidth: seconds > 0 ? UInt64((bits / seconds).rounded(.up)) : nil, codecs: videoCodec,
+                    resolution: resolution)
+            ]
+        }
+        return builder.build().text
+    }
+
+    // MARK: Segments
+
+    /// The fragments of the byte range `segment` for every track (by PID), from `timeline`; sequence number
+    /// `sequence`. With `only`, just that track (for I-frames).
+    func makeSegments(
+        _ segment: PlannedSegment, sequence: UInt32, timeline: TSTimeline, fileSize: UInt64, only: UInt16? = nil
+    ) throws -> [UInt16: [UInt8]] {
+        var fragmenter = try layout.fragmenter(pids: only.map { [$0] })
+        let start = segment.offset
+        let end = segment.offset + segment.length
+        fragmenter.beginRange(start: Int64(start), end: Int64(end))
+        let chunk = 1 << 20
+        var offset = start
+        let limit = min(fileSize, end + Self.lookahead)
+        while offset < end || (fragmenter.needsMoreBytes && offset < limit) {
+            let length = Int(min(UInt64(chunk), limit - offset))
+            guard length > 0 else { break }
+            let bytes = try file.read(at: offset, length: length)
+            guard !bytes.isEmpty else { break }
+            fragmenter.feed(bytes)
+            offset += UInt64(bytes.count)
+        }
+        if fragmenter.needsMoreBytes || offset >= fileSize { fragmenter.finish() }
+        let fragments = fragmenter.takeFragments(timeline: timeline)
+        var result: [UInt16: [UInt8]] = [:]
+        for (track, builderTimescale) in zip(fragmenter.tracks, fragmenter.timescales) {
+            let fragment =
+                fragments[track.pid]
+                ?? TrackFragment(
+                    trackID: track.trackID,
+                    baseMediaDecodeTime: timeline.time(timeline.anchor, timescale: builderTimescale), samples: [])
+            result[track.pid] = try MediaSegment(
+                sequenceNumber: sequence, tracks: [fragment], segmentType: MediaSegment.defaultSegmentType
+            ).serialized()
+        }
+        return result
+    }
+
+    /// One segment's bytes for `pid`, from the cache or made now (with every other track's, which are cached).
+    func segment(
+        number: Int, pid: UInt16, planned: PlannedSegment, timeline: TSTimeline, fileSize: UInt64, iFrame: Bool
+    ) throws -> [UInt8]? {
+        let key = SegmentCache.Key(number: number, pid: pid, iFrame: iFrame)
+        if let bytes = cache.get(key) { return bytes }
+        let made = try makeSegments(
+            planned, sequence: UInt32(truncatingIfNeeded: number + 1), timeline: timeline, fileSize: fileSize,
+            only: iFrame ? pid : nil)
+        for (otherPID, bytes) in made {
+            cache.put(SegmentCache.Key(number: number, pid: otherPID, iFrame: iFrame), bytes)
+        }
+        return made[pid]
+    }
+}
+
+extension TSFragmenter {
+    /// The timescale of each track, in ``tracks`` order.
+    var timescales: [UInt32] {
+        zip(tracks, codecs).map { track, codec in
+            switch codec {
+            case .aac(let config): return config.sampleRate ?? 48000
+            case .ac3(_, _, let rate), .eac3(_, _, let rate), .mp3(_, let rate): return rate
+            default: return track.isVideo ? 90_000 : 48_000
+            }
+        }
+    }
+}
+
+/// The most recently used segments, up to a byte limit.
+final class SegmentCache: Sendable {
+    struct Key: Hashable, Sendable {
+        var number: Int
+        var pid: UInt16
+        var iFrame: Bool
+    }
+
+    private struct State {
+        var entries: [Key: [UInt8]] = [:]
+        var order: [Key] = []
+        var bytes = 0
+    }
+
+    let limit: Int
+    private let state = LockedValue(State())
+
+    init(limit: Int) { self.limit = limit }
+
+    func get(_ key: Key) -> [UInt8]? {
+        state.withLock { state in
+            guard let bytes = state.entries[key] else { return nil }
+            if let index = state.order.firstIndex(of: key) {
+                state.order.remove(at: index)
+                state.order.append(key)
+            }
+            return bytes
+        }
+    }
+
+    func put(_ key: Key, _ bytes: [UInt8]) {
+        guard bytes.count <= limit else { return }
+        state.withLock { state in
+            if let old = state.entries[key] {
+                state.bytes -= old.count
+                state.order.removeAll { $0 == key }
+            }
+            state.entries[key] = bytes
+            state.order.append(key)
+            state.bytes += bytes.count
+            while state.bytes > limit, !state.order.isEmpty {
+                let oldest = state.order.removeFirst()
+                state.bytes -= state.entries.removeValue(forKey: oldest)?.count ?? 0
+            }
+        }
+    }
+
+    /// The bytes held.
+    var byteCount: Int { state.withLock { $0.bytes } }
+}
+
+/// RFC 5646 tags and English names for the ISO 639-2 codes broadcast recordings carry most.
+enum LanguageNames {
+    static let table: [String: (tag: String, name: String)] = [
+        "eng": ("en", "English"), "fra": ("fr", "French"), "fre": ("fr", "French"), "deu": ("de", "German"),
+        "ger": ("de", "German"), "spa": ("es", "Spanish"), "ita": ("it", "Italian"), "por": ("pt", "Portuguese"),
+        "nld": ("nl", "Dutch"), "dut": ("nl", "Dutch"), "rus": ("ru", "Russian"), "jpn": ("ja", "Japanese"),
+        "zho": ("zh", "Chinese"), "chi": ("zh", "Chinese"), "kor": ("ko", "Korean"), "ara": ("ar", "Arabic"),
+        "swe": ("sv", "Swedish"), "nor": ("no", "Norwegian"), "dan": ("da", "Danish"), "fin": ("fi", "Finnish"),
+        "pol": ("pl", "Polish"), "tur": ("tr", "Turkish"), "ell": ("el", "Greek"), "gre": ("el", "Greek"),
+        "heb": ("he", "Hebrew"), "hin": ("hi", "Hindi"), "ces": ("cs", "Czech"), "cze": ("cs", "Czech"),
+        "hun": ("hu", "Hungarian"), "cat": ("ca", "Catalan"), "ukr": ("uk", "Ukrainian"),
+    ]
+
+    /// The language's RFC 5646 tag: its two-letter code when it has one here, else the three-letter code; nil for
+    /// "und", "mul", "zxx" and the reserved local-use codes.
+    static func tag(for code: String) -> String? {
+        if ["und", "mul", "zxx", "mis"].contains(code) || code.hasPrefix("qa") { return nil }
+        return table[code]?.tag ?? code
+    }
+
+    /// The language's English name, or the code itself.
+    static func name(for code: String) -> String? {
+        guard tag(for: code) != nil else { return nil }
+        return table[code]?.name ?? code
+    }
+}

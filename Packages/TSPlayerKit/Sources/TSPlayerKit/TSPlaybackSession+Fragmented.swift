@@ -1,0 +1,137 @@
+import FileRange
+import FragmentedMP4
+import HLSPlaylist
+import LoopbackHTTP
+import MPEGTS
+
+// The container choice and the fragmented MP4 routes of a TSPlaybackSession.
+extension TSPlaybackSession {
+    /// The first bytes read to find the tracks and their parameter sets.
+    static let layoutHeadBytes = 8 << 20
+
+    /// Chooses how to serve the file: TS byte ranges, or a fragmented MP4 presentation; and says why.
+    static func chooseContainer(_ requested: PlaybackContainer, file: FileStreamer, probe: TSProbe)
+        -> (presentation: FragmentedPresentation?, diagnostics: [String])
+    {
+        var notes: [String] = []
+        let streams = probe.programs.flatMap(\.streams)
+        for stream in streams {
+            let codec = stream.codec
+            if [Codec.mpeg1Video, .mpeg2Video, .mpeg4Video].contains(codec) {
+                notes.append("PID \(stream.pid): \(codec.name) video, which AVPlayer cannot decode in any container")
+            } else if stream.descriptors.contains(where: { $0.tag == 0x59 }) {
+                notes.append("PID \(stream.pid): DVB bitmap subtitles, which AVPlayer cannot show")
+            } else if stream.descriptors.contains(where: { $0.tag == 0x56 }) {
+                notes.append("PID \(stream.pid): DVB teletext, which AVPlayer cannot show")
+            } else if codec == .aacLATM {
+                notes.append("PID \(stream.pid): LATM AAC, which AVPlayer cannot decode")
+            }
+        }
+        let undecodableVideo = streams.contains { [Codec.mpeg1Video, .mpeg2Video, .mpeg4Video].contains($0.codec) }
+        let hasHEVC = streams.contains { $0.codec == .hevc }
+        let audioCount = streams.filter { $0.codec.kind == .audio }.count
+        switch requested {
+        case .ts:
+            return (nil, ["served as TS: asked for"] + notes)
+        case .auto:
+            if undecodableVideo {
+                return (
+                    nil, ["served as TS for players other than AVPlayer: the video cannot be decoded by it"] + notes
+                )
+            }
+            if !hasHEVC && audioCount <= 1 {
+                return (nil, ["served as TS: H.264 and one audio track play from TS byte ranges"] + notes)
+            }
+        case .fmp4:
+            break
+        }
+        do {
+            let size = try file.size()
+            let head = try file.read(at: 0, length: Int(min(UInt64(layoutHeadBytes), size)))
+            let layout = try TSProgramLayout(head: head)
+            let presentation = try FragmentedPresentation(layout: layout, file: file)
+            var why: [String] = []
+            if hasHEVC { why.append("HEVC goes in fMP4 as hvc1") }
+            if audioCount > 1 { why.append("\(audioCount) audio tracks become renditions") }
+            if requested == .fmp4 { why.append("asked for") }
+            let left = layout.skipped.map { "PID \($0.pid) left out: \($0.reason)" }
+            return (presentation, ["served as fragmented MP4: " + why.joined(separator: ", ")] + left + notes)
+        } catch {
+            return (nil, ["served as TS: fragmented MP4 is not possible (\(error))"] + notes)
+        }
+    }
+
+    /// The timeline of a segment that starts at `offset`: anchored at the keyframe there (its PTS and its time
+    /// from the index), so decode times run on through PTS wraps in a file of any length.
+    func timeline(at offset: UInt64) -> TSTimeline? {
+        guard let index, let first = index.firstPTS else { return nil }
+        let base = TSTimeline(firstTimestamp: first)
+        guard offset > 0 else { return base }
+        let keyframes = index.keyframes
+        var low = 0
+        var high = keyframes.count
+        while low < high {
+            let middle = (low + high) / 2
+            if UInt64(clamping: keyframes[middle].offset) < offset { low = middle + 1 } else { high = middle }
+        }
+        guard low < keyframes.count, UInt64(clamping: keyframes[low].offset) == offset else { return base }
+        return TSTimeline(anchor: keyframes[low].pts, anchorTime: base.anchorTime + keyframes[low].ticks)
+    }
+
+    static let playlistType = "application/vnd.apple.mpegurl"
+
+    /// Answers the fragmented MP4 routes; nil for any other route.
+    func respondFragmented(_ route: [String], _ presentation: FragmentedPresentation) -> HTTPResponse? {
+        let complete = isIndexed
+        if route.count == 1 {
+            let name = route[0]
+            if name == "master.m3u8" {
+                let fallback = probe.duration.map { $0 > 0 ? Double(probe.fileSize * 8) / $0 : 0 } ?? 0
+                let text = presentation.multivariantPlaylist(
+                    segments: segments, iFrames: iFrameSegments, details: codecDetails, fallbackBandwidth: fallback)
+                return .bytes(Array(text.utf8), contentType: Self.playlistType)
+            }
+            if name == "iframes.m3u8" {
+                guard let frames = iFrameSegments, let text = presentation.iFramePlaylist(frames: frames) else {
+                    return .error(.notFound)
+                }
+                return .bytes(Array(text.utf8), contentType: Self.playlistType)
+            }
+            for track in presentation.layout.tracks {
+                let base = presentation.playlistName(track)
+                if name == base + ".m3u8" {
+                    let text = presentation.mediaPlaylist(for: track, segments: segments, complete: complete)
+                    return .bytes(Array(text.utf8), contentType: Self.playlistType)
+                }
+                if name == base + "-init.mp4", let bytes = presentation.initSegments[track.pid] {
+                    return .bytes(bytes, contentType: track.isVideo ? "video/mp4" : "audio/mp4")
+                }
+            }
+            return nil
+        }
+        guard route.count == 2, route[1].hasSuffix(".m4s"), let number = Int(route[1].dropLast(4)), number >= 0
+        else { return nil }
+        let iFrame = route[0] == "iframe"
+        guard
+            let track = iFrame
+                ? presentation.video
+                : presentation.layout.tracks.first(where: { presentation.playlistName($0) == route[0] })
+        else { return nil }
+        let list = iFrame ? (iFrameSegments ?? []) : segments
+        guard number < list.count else { return .error(.notFound) }
+        let planned = list[number]
+        guard let timeline = timeline(at: planned.offset), let size = try? file.size() else {
+            return .error(.notFound)
+        }
+        do {
+            guard
+                let bytes = try presentation.segment(
+                    number: number, pid: track.pid, planned: planned, timeline: timeline, fileSize: size,
+                    iFrame: iFrame)
+            else { return .error(.notFound) }
+            return .bytes(bytes, contentType: track.isVideo ? "video/mp4" : "audio/mp4")
+        } catch {
+            return .error(.internalServerError)
+        }
+    }
+}

@@ -1,0 +1,255 @@
+// Fragmented MP4 playback end to end: `tsplayer serve` of fixtures that ffmpeg makes at test time, read back by
+// ffmpeg and ffprobe as a real HLS client (framemd5 per stream against the source .ts), linted by m3u8lint; and
+// `tsplayer remux` checked the same way.
+import Foundation
+import Testing
+
+/// The fixture shapes, made once per test process.
+enum FragmentedFixtures {
+    static let video = ["-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25"]
+    static func tone(_ frequency: Int, rate: Int = 48000) -> [String] {
+        ["-f", "lavfi", "-i", "sine=frequency=\(frequency):sample_rate=\(rate)"]
+    }
+    static let x264 = ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "25", "-bf", "2"]
+    static let x265 = [
+        "-c:v", "libx265", "-pix_fmt", "yuv420p", "-x265-params", "log-level=error:keyint=25:bframes=3:open-gop=1",
+    ]
+
+    /// 5 s of H.264 + AAC.
+    static let h264AAC = PlaybackFixtures.make("fmp4-h264-aac.ts") { path in
+        video + tone(330) + ["-t", "5"] + x264 + ["-c:a", "aac", "-f", "mpegts", path]
+    }
+    /// 5 s of HEVC with B-frames and open GOPs + AC-3.
+    static let hevcAC3 = PlaybackFixtures.make("fmp4-hevc-ac3.ts") { path in
+        video + tone(330) + ["-t", "5"] + x265 + ["-c:a", "ac3", "-f", "mpegts", path]
+    }
+    /// 5 s of H.264 with two AAC tracks, English and French.
+    static let twoLanguages = PlaybackFixtures.make("fmp4-two-languages.ts") { path in
+        video + tone(330) + tone(550) + ["-t", "5", "-map", "0", "-map", "1", "-map", "2"] + x264
+            + ["-c:a", "aac", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra"]
+            + ["-f", "mpegts", path]
+    }
+    /// 5 s of H.264 + MPEG-1 layer II audio.
+    static let mp2 = PlaybackFixtures.make("fmp4-mp2.ts") { path in
+        video + tone(330) + ["-t", "5"] + x264 + ["-c:a", "mp2", "-f", "mpegts", path]
+    }
+    /// 5 s of AAC alone.
+    static let audioOnly = PlaybackFixtures.make("fmp4-audio-only.ts") { path in
+        tone(330, rate: 44100) + ["-t", "5", "-c:a", "aac", "-f", "mpegts", path]
+    }
+    /// 6 s of H.264 + AAC whose time stamps pass 2^33 ticks (95443.7 s) after about 3.7 s.
+    static let ptsWrap = PlaybackFixtures.make("fmp4-pts-wrap.ts") { path in
+        video + tone(330) + ["-t", "6"] + x264 + ["-c:a", "aac", "-output_ts_offset", "95440", "-f", "mpegts", path]
+    }
+    /// H.264 + AAC cut 0.7 s into a GOP: the file starts with the tail of a picture and of an audio PES.
+    static let midGOP: URL? = {
+        guard
+            let whole = PlaybackFixtures.make(
+                "fmp4-mid-gop-whole.ts",
+                arguments: { path in
+                    video + tone(330) + ["-t", "6"] + x264 + ["-c:a", "aac", "-f", "mpegts", path]
+                })
+        else { return nil }
+        let url = PlaybackFixtures.folder.appendingPathComponent("fmp4-mid-gop.ts")
+        if FileManager.default.fileExists(atPath: url.path) { return url }
+        guard let bytes = try? Data(contentsOf: whole) else { return nil }
+        // Cut at a packet boundary about an eighth into the file, inside the first GOP.
+        let cut = (bytes.count / 8 / 188) * 188 + 188 * 3
+        guard (try? bytes.dropFirst(cut).write(to: url)) != nil else { return nil }
+        return url
+    }()
+}
+
+@Suite(.serialized) struct FragmentedPlaybackTests {
+    /// The MD5 column of ffmpeg's framemd5 of one stream (`v:0`, `a:1`, ...) of `input`.
+    func frameHashes(_ input: String, _ stream: String, decoder: [String] = []) throws -> [String] {
+        let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
+        let result = try EndToEnd.run(
+            ffmpeg, ["-v", "error"] + decoder + ["-i", input, "-map", "0:\(stream)", "-f", "framemd5", "-"])
+        #expect(result.status == 0, "ffmpeg framemd5 \(stream) of \(input): \(result.err)")
+        return result.out.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap {
+            $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+    }
+
+    /// ffprobe's streams of `input`: codec name, tag and language.
+    func probeStreams(_ input: String) throws -> [(codec: String, tag: String, language: String?)] {
+        let ffprobe = try #require(EndToEnd.tool("ffprobe"))
+        let result = try EndToEnd.run(
+            ffprobe,
+            [
+                "-v", "error", "-show_entries", "stream=codec_name,codec_tag_string:stream_tags=language", "-of",
+                "json", input,
+            ])
+        #expect(result.status == 0, "ffprobe \(input): \(result.err)")
+        let object = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
+        return (object?["streams"] as? [[String: Any]] ?? []).map { stream in
+            (
+                stream["codec_name"] as? String ?? "", stream["codec_tag_string"] as? String ?? "",
+                (stream["tags"] as? [String: Any])?["language"] as? String
+            )
+        }
+    }
+
+    /// Lints a served playlist with m3u8lint: no finding.
+    func lint(_ url: String) throws {
+        let tool = try #require(EndToEnd.product("m3u8lint"))
+        let result = try EndToEnd.run(tool, [url])
+        #expect(result.status == 0, "m3u8lint \(url): \(result.out) \(result.err)")
+    }
+
+    /// Serves `fixture` as fMP4 and checks every stream decodes to the source's frames and the playlists lint
+    /// clean; returns the master playlist's text, the streams ffprobe finds in it and the server's log.
+    @discardableResult
+    func checkServed(
+        _ fixture: URL?, container: String = "fmp4", streams: [String], mediaPlaylist: String = "video.m3u8",
+        decoder: [String] = [], sourceSkip: [String: Int] = [:]
+    ) throws -> (master: String, streams: [(codec: String, tag: String, language: String?)], log: String) {
+        let movie = try #require(fixture)
+        let server = try ServerProcess(arguments: [movie.path, "--container", container, "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let base = String(url.dropLast("master.m3u8".count))
+        let media = try waitForEndList(base + mediaPlaylist)
+        #expect(media.contains("#EXT-X-MAP:URI="), "\(media)")
+        #expect(media.components(separatedBy: "#EXTINF:").count > 3, "several segments: \(media)")
+        let master = try fetch(url)
+        for stream in streams {
+            let source = try frameHashes(movie.path, stream, decoder: decoder)
+            let served = try frameHashes(url, stream, decoder: decoder)
+            #expect(!source.isEmpty)
+            #expect(
+                served == Array(source.dropFirst(sourceSkip[stream] ?? 0)),
+                "\(movie.lastPathComponent) \(stream): \(served.count) frames served, \(source.count) in the source")
+        }
+        try lint(url)
+        for line in master.split(separator: "\n") {
+            if let range = line.range(of: "URI=\"") {
+                let name = line[range.upperBound...].prefix { $0 != "\"" }
+                try lint(base + name)
+            } else if !line.hasPrefix("#") {
+                try lint(base + line)
+            }
+        }
+        return (master, try probeStreams(url), server.logText)
+    }
+
+    @Test func h264AndAACServedAsFragmentedMP4DecodeLikeTheSource() throws {
+        let (master, streams, log) = try checkServed(FragmentedFixtures.h264AAC, streams: ["v:0", "a:0"])
+        #expect(master.contains("CODECS=\"avc1.") && master.contains("mp4a.40.2"), "\(master)")
+        #expect(master.contains("CLOSED-CAPTIONS=NONE") && master.contains("#EXT-X-I-FRAME-STREAM-INF"), "\(master)")
+        #expect(log.contains("served as fragmented MP4"), "\(log)")
+        #expect(streams.contains { $0.codec == "h264" && $0.tag == "avc1" }, "\(streams)")
+    }
+
+    @Test func autoServesH264AndOneAudioTrackAsTS() throws {
+        let movie = try #require(FragmentedFixtures.h264AAC)
+        let server = try ServerProcess(arguments: [movie.path])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let master = try fetch(url)
+        #expect(master.contains("index.m3u8") && !master.contains("video.m3u8"), "\(master)")
+        #expect(server.logText.contains("served as TS"), "\(server.logText)")
+    }
+
+    @Test func hevcWithBFramesAndAC3AutoServedAsHvc1() throws {
+        let (master, streams, log) = try checkServed(
+            FragmentedFixtures.hevcAC3, container: "auto", streams: ["v:0", "a:0"])
+        #expect(master.contains("CODECS=\"hvc1.1.6.L") && master.contains(",ac-3\""), "\(master)")
+        #expect(log.contains("HEVC goes in fMP4 as hvc1"), "\(log)")
+        #expect(streams.contains { $0.codec == "hevc" && $0.tag == "hvc1" }, "\(streams)")
+        #expect(streams.contains { $0.codec == "ac3" && $0.tag == "ac-3" }, "\(streams)")
+    }
+
+    @Test func twoLanguagesBecomeAudioRenditions() throws {
+        let (master, streams, _) = try checkServed(
+            FragmentedFixtures.twoLanguages, container: "auto", streams: ["v:0", "a:0", "a:1"])
+        #expect(
+            master.contains(
+                "TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES"),
+            "\(master)")
+        #expect(
+            master.contains("TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"French\",LANGUAGE=\"fr\",DEFAULT=NO,AUTOSELECT=YES"),
+            "\(master)")
+        #expect(master.contains("AUDIO=\"audio\"") && master.contains("CHANNELS=\"1\""), "\(master)")
+        let languages = streams.compactMap(\.language)
+        #expect(languages.contains("en") && languages.contains("fr"), "\(languages)")
+    }
+
+    @Test func mpegLayerIIAudio() throws {
+        // ffmpeg maps the MPEG-1 audio object type to its MP3 decoder for any layer: decode both with mp2.
+        try checkServed(FragmentedFixtures.mp2, streams: ["v:0", "a:0"], decoder: ["-c:a", "mp2"])
+    }
+
+    @Test func audioOnly() throws {
+        let movie = try #require(FragmentedFixtures.audioOnly)
+        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let master = try fetch(url)
+        let media = try #require(
+            master.split(separator: "\n").first { !$0.hasPrefix("#") && $0.hasSuffix(".m3u8") }.map(String.init))
+        _ = try waitForEndList(String(url.dropLast("master.m3u8".count)) + media)
+        #expect(!master.contains("video.m3u8") && !master.contains("CLOSED-CAPTIONS"), "\(master)")
+        let source = try frameHashes(movie.path, "a:0")
+        let served = try frameHashes(url, "a:0")
+        #expect(!source.isEmpty && served == source, "\(served.count) frames served, \(source.count) in the source")
+        try lint(url)
+    }
+
+    @Test func ptsWrap() throws {
+        try checkServed(FragmentedFixtures.ptsWrap, streams: ["v:0", "a:0"])
+    }
+
+    @Test func fileStartingMidGOP() throws {
+        try checkServed(FragmentedFixtures.midGOP, streams: ["v:0", "a:0"])
+    }
+
+    @Test func remuxMatchesTheSourceFrameByFrame() throws {
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        for (fixture, streams) in [
+            (FragmentedFixtures.hevcAC3, ["v:0", "a:0"]), (FragmentedFixtures.twoLanguages, ["v:0", "a:0", "a:1"]),
+        ] {
+            let movie = try #require(fixture)
+            let output = PlaybackFixtures.folder.appendingPathComponent(movie.lastPathComponent + ".mp4").path
+            let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+            #expect(result.status == 0, "\(result.err)")
+            for stream in streams {
+                #expect(try frameHashes(output, stream) == frameHashes(movie.path, stream), "\(movie.path) \(stream)")
+            }
+        }
+        let movie = try #require(FragmentedFixtures.twoLanguages)
+        let french = PlaybackFixtures.folder.appendingPathComponent("french.mp4").path
+        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, french, "--audio", "fra"])
+        #expect(result.status == 0, "\(result.err)")
+        let streams = try probeStreams(french)
+        #expect(streams.count == 2 && streams.last?.language == "fra", "\(streams)")
+        let missing = try EndToEnd.run(tsplayer, ["remux", movie.path, french, "--audio", "deu"])
+        #expect(missing.status == 1 && missing.err.contains("no audio track in language 'deu'"), "\(missing.err)")
+        let notTS = try EndToEnd.run(tsplayer, ["remux", french, french + ".mp4"])
+        #expect(notTS.status == 2 && notTS.err.contains("not an MPEG-TS file"), "\(notTS.err)")
+    }
+
+    /// GStreamer's playbin (hlsdemux, qtdemux, libav decoders) plays the H.264 fMP4 presentation, with its two
+    /// audio renditions, to the end.
+    @Test func gstreamerPlaysTheFragmentedPresentationToTheEnd() throws {
+        let movie = try #require(FragmentedFixtures.twoLanguages)
+        let gst = try #require(EndToEnd.tool("gst-launch-1.0"))
+        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "1", "-v"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        _ = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "video.m3u8"))
+        let result = try EndToEnd.run(
+            gst,
+            [
+                "-m", "playbin", "uri=\(master)", "video-sink=fakesink sync=false",
+                "audio-sink=fakesink sync=false",
+            ])
+        #expect(result.status == 0, "\(result.out)\n\(result.err)")
+        #expect(result.out.contains("Got EOS"), "\(result.out)")
+        #expect(!result.out.contains("ERROR") && !result.err.contains("ERROR"), "\(result.out)\n\(result.err)")
+        // It read fMP4 segments of the video and of an audio rendition.
+        #expect(server.logText.contains("/video/4.m4s 200"), "\(server.logText)")
+        #expect(server.logText.contains(".m4s 200") && server.logText.contains("/audio-"), "\(server.logText)")
+    }
+}

@@ -1,0 +1,109 @@
+import CLIToolkit
+import FileRange
+import Foundation
+import FragmentedMP4
+import MPEGTS
+
+/// `tsplayer remux`: one fragmented MP4 file from a .ts, every track or the audio of one language.
+enum RemuxCommand {
+    static let command = Command(
+        name: "tsplayer remux", overview: "Remux an MPEG-TS file to one fragmented MP4 file (no transcoding).",
+        discussion: """
+            Video (H.264, HEVC) and audio (AAC, AC-3, E-AC-3, MPEG audio) tracks are copied; HEVC goes in as hvc1
+            with its parameter sets in the sample entry. Progress is shown on a terminal.
+            """,
+        synopsis: ["tsplayer remux <input> <output> [--audio <language>]"],
+        arguments: [
+            Argument("<input>", help: "The .ts file."),
+            Argument("<output>", help: "The .mp4 file to write (replaced if it exists)."),
+        ],
+        options: [
+            .value(
+                "--audio", value: "language",
+                help: "Keep only the audio tracks of this ISO 639-2 language (and the video).")
+        ])
+
+    static let subcommand = Subcommand(
+        command: command, abstract: "Remux a .ts file to a fragmented MP4 file.", run: run)
+
+    @Sendable static func run(_ arguments: [String]) async -> Int32 {
+        let parsed = command.parseOrExit(arguments)
+        guard parsed.positionals.count == 2 else {
+            command.usageError("expected an input and an output file")
+        }
+        let input = parsed.positionals[0]
+        let output = parsed.positionals[1]
+        do {
+            try remux(input: input, output: output, language: parsed.value("--audio")?.lowercased())
+            return ExitCode.success
+        } catch let error as RemuxError {
+            Output.error("\(input): \(error)")
+            return error.status
+        } catch {
+            Output.error("\(input): \(ErrorText.describe(error))")
+            return ExitCode.unreadable
+        }
+    }
+
+    static func remux(input: String, output: String, language: String?) throws {
+        let file = try FileStreamer(path: input)
+        defer { file.close() }
+        let size = Int64(try file.size())
+        let head = try file.read(at: 0, length: Int(min(Int64(8 << 20), size)))
+        guard head.first == 0x47 || (head.count > 4 && head[4] == 0x47) else {
+            throw RemuxError("not an MPEG-TS file (no sync byte at its start)", status: ExitCode.unreadable)
+        }
+        let layout = try TSProgramLayout(head: head)
+        var pids: Set<UInt16>?
+        if let language {
+            let audio = layout.tracks.filter { !$0.isVideo && $0.language == language }
+            guard !audio.isEmpty else {
+                let known = layout.tracks.filter { !$0.isVideo }.map { "PID \($0.pid): \($0.language ?? "und")" }
+                throw RemuxError(
+                    "no audio track in language '\(language)' (audio: \(known.joined(separator: ", ")))")
+            }
+            pids = Set(layout.tracks.filter(\.isVideo).map(\.pid) + audio.map(\.pid))
+        }
+        for item in layout.skipped { Output.log("remux: PID \(item.pid) left out: \(item.reason)") }
+        let temporary = output + ".partial"
+        guard FileManager.default.createFile(atPath: temporary, contents: nil),
+            let handle = FileHandle(forWritingAtPath: temporary)
+        else { throw RemuxError("cannot create \(temporary)") }
+        var succeeded = false
+        defer {
+            try? handle.close()
+            if !succeeded { try? FileManager.default.removeItem(atPath: temporary) }
+        }
+        var progressLine = ProgressLine(fd: 2, plainInterval: nil)
+        var lastShown = -1
+        try TSRemuxer(layout: layout, pids: pids).remux(
+            fileSize: size,
+            read: { offset, length in
+                guard offset < size else { return [] }
+                return try file.read(at: UInt64(offset), length: Int(min(Int64(length), size - offset)))
+            },
+            write: { bytes in try handle.write(contentsOf: bytes) },
+            progress: { position in
+                let percent = Int(Double(position) * 100 / Double(max(1, size)))
+                if percent != lastShown {
+                    lastShown = percent
+                    progressLine.update("remux \(min(100, percent))%")
+                }
+            })
+        progressLine.finish(nil)
+        try handle.close()
+        if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
+        try FileManager.default.moveItem(atPath: temporary, toPath: output)
+        succeeded = true
+    }
+}
+
+/// A remux that cannot be done, with the exit status it gives (unreadable input, or a failure of what was asked).
+struct RemuxError: Error, CustomStringConvertible {
+    var description: String
+    var status: Int32
+    init(_ description: String, status: Int32 = ExitCode.failure) {
+        self.description = description
+        self.status = status
+    }
+}
