@@ -88,7 +88,10 @@ public final class PlaybackServer: Sendable {
         let port = try lifecycle.withLock { (life) throws(PlaybackError) -> UInt16 in
             if let configuration, life.server == nil { life.configuration = configuration }
             let port = try ensureRunning(&life)
-            registry.sessions.withLock { $0.append(session) }
+            registry.sessions.withLock { list in
+                // A source added twice is served once (and removed at once).
+                if !list.contains(where: { $0 === session }) { list.append(session) }
+            }
             registry.tokens(answeringLater: session.answersLater).insert(session.token)
             return port
         }

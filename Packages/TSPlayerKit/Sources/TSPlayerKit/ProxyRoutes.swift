@@ -9,31 +9,27 @@ public import LoopbackHTTP
 extension AdStrippingProxy {
     /// Answers a request whose path starts with the token (also usable in process, without a server).
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let parts = request.wildcardSegments
-        guard let first = parts.first else { return .error(.notFound) }
-        switch (first, parts.count) {
-        case ("master.m3u8", 1), ("p", 2):
-            guard let route = playlistRoute(parts) else { return expired() }
-            return await playlist(id: route.id, url: route.url)
-        case ("s", 2):
-            guard let entry = streams.lookup(stem(parts[1]), kind: .segment) else { return expired() }
+        guard let route = ProxyRoute(request.wildcardSegments) else { return .error(.notFound) }
+        switch route {
+        case .master, .playlist:
+            guard let target = playlistTarget(route) else { return expired() }
+            return await playlist(id: target.id, url: target.url)
+        case .segment(let id):
+            guard let entry = streams.lookup(id, kind: .segment) else { return expired() }
             return await segment(entry, request: request)
-        case ("k", 2):
-            guard let entry = streams.lookup(stem(parts[1]), kind: .key) else { return expired() }
+        case .key(let id):
+            guard let entry = streams.lookup(id, kind: .key) else { return expired() }
             return await small(entry, contentType: "application/octet-stream")
-        case ("r", 2):
-            guard let entry = streams.lookup(stem(parts[1]), kind: .raw) else { return expired() }
+        case .raw(let id):
+            guard let entry = streams.lookup(id, kind: .raw) else { return expired() }
             return await small(entry, contentType: nil)
-        case ("slate", 3):
-            if parts[2] == "init.mp4" {
-                let mapURI = streams.existing(parts[1])?.state.withLock { $0.filter?.state.lastContentMap }
-                let contentInit = await mapURI.asyncFlatMap { try? await self.contentInit($0) }
-                guard let bytes = slates.fragmentedSlateInit(contentInit: contentInit) else { return .error(.notFound) }
-                return .bytes(bytes, contentType: "video/mp4")
-            }
-            return await slate(playlist: parts[1], msn: stem(parts[2]))
-        default:
-            return .error(.notFound)
+        case .slateInit(let playlist):
+            let mapURI = streams.existing(playlist)?.state.withLock { $0.filter?.state.lastContentMap }
+            let contentInit = await mapURI.asyncFlatMap { try? await self.contentInit($0) }
+            guard let bytes = slates.fragmentedSlateInit(contentInit: contentInit) else { return .error(.notFound) }
+            return .bytes(bytes, contentType: "video/mp4")
+        case .slate(let playlist, let sequence):
+            return await slate(playlist: playlist, msn: sequence)
         }
     }
 
@@ -41,7 +37,9 @@ extension AdStrippingProxy {
     /// one blocking socket call (two thread hand-offs in all: to the queue and back to the event loop); everything
     /// else, and a poll that needs the async path (https, a redirect, a retry), runs ``respond(to:)`` in a task.
     func answer(_ request: HTTPRequest, _ responder: HTTPResponder) {
-        guard let route = playlistRoute(request.wildcardSegments), fetcher.fetchesBlocking(route.url) else {
+        guard let route = ProxyRoute(request.wildcardSegments).flatMap(playlistTarget),
+            fetcher.fetchesBlocking(route.url)
+        else {
             Task { responder.respond(await self.respond(to: request)) }
             return
         }
@@ -63,19 +61,14 @@ extension AdStrippingProxy {
         }
     }
 
-    /// The playlist a request's path names: `master.m3u8` (the upstream URL, no route) or `p/<id>` (a route); nil
-    /// for any other path, or a route that is unknown or expired.
-    private func playlistRoute(_ parts: [String]) -> (id: String?, url: String)? {
-        switch (parts.first, parts.count) {
-        case ("master.m3u8", 1): return (nil, upstreamURL)
-        case ("p", 2): return streams.lookup(stem(parts[1]), kind: .playlist).map { (stem(parts[1]), $0) }
+    /// The playlist a route names: the upstream URL (`master`, no route ID) or a playlist route's URL; nil for any
+    /// other route, or a playlist route that is unknown or expired.
+    private func playlistTarget(_ route: ProxyRoute) -> (id: String?, url: String)? {
+        switch route {
+        case .master: return (nil, upstreamURL)
+        case .playlist(let id): return streams.lookup(id, kind: .playlist).map { (id, $0) }
         default: return nil
         }
-    }
-
-    private func stem(_ name: String) -> String {
-        guard let dot = name.firstIndex(of: ".") else { return name }
-        return String(name[..<dot])
     }
 
     private func expired() -> HTTPResponse {
@@ -202,6 +195,47 @@ extension AdStrippingProxy {
         }
         stream.state.withLock { $0.keep(slate: bytes, sequence: sequence) }
         return .bytes(bytes, contentType: type)
+    }
+}
+
+/// A path under an ad-stripping proxy's token (`request.wildcardSegments`), parsed: the routes the proxy answers. A
+/// route's file extension (`.ts`, `.m3u8`, `.key`) is for players only: the ID is the name up to its first dot.
+enum ProxyRoute: Hashable {
+    /// `master.m3u8`: the upstream URL itself.
+    case master
+    /// `p/<id>.m3u8`: a playlist the multivariant playlist names.
+    case playlist(String)
+    /// `s/<id>.<ext>`: a segment or an init section.
+    case segment(String)
+    /// `k/<id>.key`: a key.
+    case key(String)
+    /// `r/<id>`: session data or content steering, passed through.
+    case raw(String)
+    /// `slate/<playlist>/init.mp4`: the init section of a playlist's fMP4 slates.
+    case slateInit(playlist: String)
+    /// `slate/<playlist>/<msn>.<ext>`: the slate for one ad segment.
+    case slate(playlist: String, sequence: String)
+
+    /// The route of a path's segments; nil for a path the proxy does not answer.
+    init?(_ parts: [String]) {
+        switch (parts.first, parts.count) {
+        case ("master.m3u8", 1): self = .master
+        case ("p", 2): self = .playlist(Self.stem(parts[1]))
+        case ("s", 2): self = .segment(Self.stem(parts[1]))
+        case ("k", 2): self = .key(Self.stem(parts[1]))
+        case ("r", 2): self = .raw(Self.stem(parts[1]))
+        case ("slate", 3):
+            self =
+                parts[2] == "init.mp4"
+                ? .slateInit(playlist: parts[1]) : .slate(playlist: parts[1], sequence: Self.stem(parts[2]))
+        default: return nil
+        }
+    }
+
+    /// A name up to its first dot.
+    static func stem(_ name: String) -> String {
+        guard let dot = name.firstIndex(of: ".") else { return name }
+        return String(name[..<dot])
     }
 }
 

@@ -77,4 +77,18 @@ import Testing
         #expect(proxy.streams.lookup("c-1", kind: .segment) == nil)
         #expect(proxy.streams.lookup("1", kind: .playlist) == nil)
     }
+
+    @Test func requestPathsParseIntoRoutes() {
+        #expect(ProxyRoute(["master.m3u8"]) == .master)
+        #expect(ProxyRoute(["p", "4.m3u8"]) == .playlist("4"))
+        #expect(ProxyRoute(["s", "4-1b.ts"]) == .segment("4-1b"))
+        #expect(ProxyRoute(["s", "4-1b"]) == .segment("4-1b"))
+        #expect(ProxyRoute(["k", "4-2.key"]) == .key("4-2"))
+        #expect(ProxyRoute(["r", "3"]) == .raw("3"))
+        #expect(ProxyRoute(["slate", "4", "init.mp4"]) == .slateInit(playlist: "4"))
+        #expect(ProxyRoute(["slate", "4", "1001.ts"]) == .slate(playlist: "4", sequence: "1001"))
+        for path in [[], ["master.m3u8", "x"], ["p"], ["s", "a", "b"], ["x", "1"], ["slate", "4"]] {
+            #expect(ProxyRoute(path) == nil, "\(path)")
+        }
+    }
 }
