@@ -42,6 +42,8 @@ struct PlaylistRewriter {
         out.reserveCapacity(size + size / 4)
         routes.prune(now: now, lifetime: lifetime)
         var routeCache = cache ?? RouteCache(base: base, variables: variables)
+        // Taken out while it changes (a reference left in `cache` would make the first change copy every entry).
+        cache = nil
         if routeCache.base != base || routeCache.variables != variables {
             routeCache = RouteCache(base: base, variables: variables)
         }
