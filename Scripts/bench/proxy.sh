@@ -11,7 +11,8 @@
 #        moving window (parse, media view, ad detection, slates, route mapping, output bytes), median.
 #     The proxy answers a poll whose window only moved on (plain content segments added at the end) from its previous
 #     output (AdStrippingProxy.Options.incrementalPolls); the in-process figure of the same polls filtered in full is
-#     printed beside it.
+#     printed beside it; then the same on a realistic window (a date on every segment, relative URIs with dot
+#     segments and queries).
 #  2. segment relay: the same VOD segments downloaded by curl directly from nginx, through the proxy's stream mode,
 #     and by a bare URLSession client (delegate, bodies discarded) in the same run: the proxy fetches plain http
 #     over its own sockets and https with URLSession, whose figure is the ceiling of an https relay on Linux.
@@ -65,6 +66,11 @@ inprocess_ms=$(awk '/as served/ { print $5 }' "$work/inprocess.txt")
 inprocess_full_ms=$(awk '/whole poll/ { print $5 }' "$work/inprocess.txt")
 inprocess_split=$(sed -n 's/.*(\([0-9]* incremental, [0-9]* in full\).*/\1/p' "$work/inprocess.txt")
 inprocess_repeat_ms=$(awk '/repeated window/ { print $3 }' "$work/inprocess.txt")
+# The same on a realistic window: a date on every segment, relative URIs with dot segments and queries.
+"$pollbench" --polls 1000 --window "${BENCH_WINDOW:-1000}" --shape realistic > "$work/realistic.txt"
+realistic_ms=$(awk '/as served/ { print $5 }' "$work/realistic.txt")
+realistic_full_ms=$(awk '/whole poll/ { print $5 }' "$work/realistic.txt")
+realistic_split=$(sed -n 's/.*(\([0-9]* incremental, [0-9]* in full\).*/\1/p' "$work/realistic.txt")
 
 echo "building the bare URLSession client..." >&2
 cat > "$work/urlget.swift" <<'SWIFT'
@@ -274,10 +280,11 @@ slow_proxied_s=$( (for _ in 1 2; do fetch_all "$work/slow-proxied.txt" /dev/null
 python3 - "$direct_ms" "$proxied_ms" "$added_ms" "$slates" "$bytes" "$direct_s" "$proxied_s" "$polls" \
     "$moving_direct_ms" "$moving_proxied_ms" "$moving_added_ms" "$urlsession_s" "$inprocess_ms" \
     "$inprocess_repeat_ms" "$nginx_direct" "$curl_direct" "$nginx_proxied" "$proxy_cpu" "$curl_proxied" \
-    "$inprocess_full_ms" "$inprocess_split" "$slow_bytes" "$slow_direct_s" "$slow_proxied_s" "$nginx_relay_s" <<'PY'
+    "$inprocess_full_ms" "$inprocess_split" "$slow_bytes" "$slow_direct_s" "$slow_proxied_s" "$nginx_relay_s" \
+    "$realistic_ms" "$realistic_full_ms" "$realistic_split" <<'PY'
 import sys
-d, p, a, slates, size, ds, ps, polls, md, mp, ma, us, ip, ir, nd, cd, np_, pc, cp, ifull, isplit, sb, sds, sps, nrs = \
-    sys.argv[1:]
+d, p, a, slates, size, ds, ps, polls, md, mp, ma, us, ip, ir, nd, cd, np_, pc, cp, ifull, isplit, sb, sds, sps, nrs, \
+    rm, rfull, rsplit = sys.argv[1:]
 size = int(size)
 print(f"playlist poll, 1,000-segment live window ({polls} polls each, median):")
 print(f"  moving window (one new segment on every poll):")
@@ -286,6 +293,9 @@ print(f"    through tsplayer      {float(mp):8.3f} ms")
 print(f"    added per poll        {float(ma):8.3f} ms   (target < 1 ms)")
 print(f"    in-process poll work  {float(ip):8.3f} ms   (no network; ProxyPollBench, 1,000 polls: {isplit})")
 print(f"    the same, every poll filtered in full {float(ifull):.3f} ms (incremental polls off)")
+print(f"  realistic moving window (a date on every segment; relative URIs with dot segments and queries):")
+print(f"    in-process poll work  {float(rm):8.3f} ms   (ProxyPollBench --shape realistic, 1,000 polls: {rsplit})")
+print(f"    the same, every poll filtered in full {float(rfull):.3f} ms (incremental polls off)")
 print(f"  repeated window (nginx static file; {slates} slates in the output):")
 print(f"    nginx direct          {float(d):8.3f} ms")
 print(f"    through tsplayer      {float(p):8.3f} ms")

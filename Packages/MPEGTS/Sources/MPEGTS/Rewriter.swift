@@ -68,6 +68,25 @@ public struct TSRewriter: Sendable {
         return output
     }
 
+    /// The continuity counters that continue `packets` (whole 188-byte packets; bytes between them that are not a
+    /// sync byte are skipped): for each PID, the counter after its last packet with a payload. Pass them as
+    /// ``continuityCounters`` (here or to a ``SlateBuilder``) to make output that follows `packets` without a
+    /// continuity error.
+    public static func continuityCounters(following packets: [UInt8]) -> [UInt16: UInt8] {
+        var counters: [UInt16: UInt8] = [:]
+        var index = 0
+        while index + 188 <= packets.count {
+            guard packets[index] == 0x47 else {
+                index += 1
+                continue
+            }
+            let pid = UInt16(packets[index + 1] & 0x1F) << 8 | UInt16(packets[index + 2])
+            if packets[index + 3] & 0x10 != 0 { counters[pid] = (packets[index + 3] & 0x0F) &+ 1 & 0x0F }
+            index += 188
+        }
+        return counters
+    }
+
     /// Rewrites packets given as an array.
     public mutating func rewrite(_ input: [UInt8]) -> [UInt8] {
         input.withUnsafeBytes { rewrite($0) }

@@ -1,9 +1,20 @@
-/// Makes slates: black video and silent audio of any duration, on any PIDs, starting at any PTS and continuing
-/// given continuity counters, so a slate can stand in for an ad segment on the content's own timeline.
+/// Makes slates: video and silent audio of any duration, on any PIDs, starting at any PTS and continuing given
+/// continuity counters, so a slate can stand in for an ad segment on the content's own timeline. The one builder of
+/// TS slates: `tsinspect --make-slate` and the ad-stripping proxy both make theirs here.
 ///
-/// The slate is made from a built-in 0.32 s template (8 frames of 320x240 H.264 at 25 fps, an IDR and P frames;
-/// 15 frames of silent AAC at 48 kHz, which last exactly as long), looped and cut at frame boundaries. Time
-/// stamps are computed from frame indices, so they are continuous across loops and wrap correctly past 2^33.
+/// Its pictures and sound come from one of two places:
+/// - the built-in 0.32 s template (``init()``: 8 frames of black 320x240 H.264 at 25 fps, an IDR and P frames; 15
+///   frames of silent AAC at 48 kHz, which last exactly as long), looped and cut at frame boundaries, on a ``Layout``
+///   of the caller's choice (``make(durationTicks:startPTS:layout:continuityCounters:)``);
+/// - an anchor segment, the last content segment before an ad break (``init(continuing:)``): its first keyframe
+///   repeated at the content's frame interval (every picture an independent IDR, DTS = PTS), silent AAC frames on its
+///   ADTS audio stream (mono or stereo AAC-LC; other audio is left out), on its own program (PAT, PMT, PIDs, stream
+///   types) with its PCR PID, continuity counters continuing its own, from its first PTS plus an offset
+///   (``continuation(durationTicks:offsetTicks:)``), so a player sees one timeline across content, slates and
+///   content again.
+///
+/// Time stamps are computed from frame indices, so they are continuous across loops and wrap correctly past 2^33.
+/// Audio never outlasts the video.
 public struct SlateBuilder: Sendable {
     /// Where the slate's program goes.
     public struct Layout: Hashable, Sendable {
@@ -25,15 +36,41 @@ public struct SlateBuilder: Sendable {
         }
     }
 
-    /// 90 kHz ticks per video frame (25 fps).
+    /// 90 kHz ticks per video frame of the template (25 fps).
     public static let videoFrameTicks: Int64 = 3600
-    /// 90 kHz ticks per AAC frame (1024 samples at 48 kHz).
+    /// 90 kHz ticks per AAC frame of the template (1024 samples at 48 kHz).
     public static let audioFrameTicks: Int64 = 1920
 
-    /// The template's video access units in decode order, the first an IDR.
+    /// The video access units in decode order, the first an IDR (an anchor's: its keyframe alone).
     let videoFrames: [[UInt8]]
-    /// The template's ADTS frames.
+    /// The ADTS frames (none: the slate has no audio).
     let audioFrames: [[UInt8]]
+    /// 90 kHz ticks per video frame.
+    let frameTicks: Int64
+    /// The audio's sample rate (1024 samples per frame).
+    let sampleRate: Int
+    /// AAC frames per PES packet.
+    let framesPerPES: Int
+    let videoStreamType: StreamType
+    let videoStreamID: UInt8
+    let audioStreamID: UInt8
+    /// The anchor's program, when the builder continues one.
+    let anchor: Anchor?
+
+    /// What a slate continuing an anchor segment is placed on.
+    struct Anchor: Sendable {
+        var patSection: [UInt8]
+        var pmtSection: [UInt8]
+        var pmtPID: UInt16
+        var videoPID: UInt16
+        var audioPID: UInt16?
+        var pcrPID: UInt16
+        /// The anchor's first video PTS and first audio PTS.
+        var videoStart: Timestamp
+        var audioStart: Timestamp
+        /// The continuity counters after the anchor's last packets.
+        var counters: [UInt16: UInt8]
+    }
 
     /// Decodes the built-in template.
     public init() throws(MPEGTSError) {
@@ -81,58 +118,257 @@ public struct SlateBuilder: Sendable {
         }
         videoFrames = video
         audioFrames = audio
+        frameTicks = Self.videoFrameTicks
+        sampleRate = 48000
+        framesPerPES = 1
+        videoStreamType = .h264
+        videoStreamID = 0xE0
+        audioStreamID = 0xC0
+        anchor = nil
     }
 
-    /// Frames in one loop of the template (video frames until the next IDR would be needed).
+    /// Frames in one loop of the pictures (video frames until the next IDR would be needed).
     var loopFrames: Int { videoFrames.count }
 
     /// A slate lasting `durationTicks` (rounded to whole video frames, at least one), whose first frame has
     /// `startPTS`. `continuityCounters` (by PID) are continued and updated, so consecutive slates, or a slate after
-    /// content, stay continuous.
+    /// content, stay continuous. The PAT and PMT open every loop of the pictures.
     public func make(
         durationTicks: Int64, startPTS: Timestamp, layout: Layout = Layout(),
         continuityCounters: inout [UInt16: UInt8]
     ) -> [UInt8] {
-        var packetizer = Packetizer(continuityCounters: continuityCounters)
-        let videoCount = max(1, Int((durationTicks + Self.videoFrameTicks / 2) / Self.videoFrameTicks))
-        let totalTicks = Int64(videoCount) * Self.videoFrameTicks
-        let audioCount = Int(totalTicks / Self.audioFrameTicks)  // audio never outlasts the video
         let pat = ProgramAssociationTable(
             transportStreamID: layout.transportStreamID,
             programs: [.init(programNumber: layout.programNumber, pmtPID: layout.pmtPID)])
         let pmt = ProgramMapTable(
             programNumber: layout.programNumber, pcrPID: layout.videoPID,
             streams: [
-                ElementaryStream(streamType: .h264, pid: layout.videoPID),
+                ElementaryStream(streamType: videoStreamType, pid: layout.videoPID),
                 ElementaryStream(streamType: .aacADTS, pid: layout.audioPID),
             ])
+        let placement = Placement(
+            tables: [(pat.sectionBytes, 0), (pmt.sectionBytes, layout.pmtPID)], tablesEveryLoop: true,
+            videoPID: layout.videoPID, audioPID: layout.audioPID, pcrPID: layout.videoPID, pcrLead: 9000,
+            videoStart: startPTS, audioStart: startPTS, videoCount: videoCount(durationTicks))
+        return write(placement, continuityCounters: &continuityCounters)
+    }
+
+    /// The video frames a slate of `durationTicks` has: rounded to whole frames, at least one.
+    private func videoCount(_ durationTicks: Int64) -> Int {
+        max(1, Int((durationTicks + frameTicks / 2) / frameTicks))
+    }
+
+    /// Where and when a slate's packets go.
+    private struct Placement {
+        var tables: [(section: [UInt8], pid: UInt16)]
+        /// Whether the tables open every loop of the pictures (else only the slate).
+        var tablesEveryLoop: Bool
+        var videoPID: UInt16
+        var audioPID: UInt16?
+        var pcrPID: UInt16
+        /// How far a PCR runs ahead of the PTS it goes with (90 kHz ticks).
+        var pcrLead: Int64
+        var videoStart: Timestamp
+        var audioStart: Timestamp
+        var videoCount: Int
+    }
+
+    /// 90 kHz ticks from the first audio frame to the `index`th.
+    private func audioTicks(_ index: Int) -> Int64 {
+        Int64((Double(index) * 1024 * 90_000 / Double(sampleRate)).rounded())
+    }
+
+    /// Writes a slate: video frames and audio PES packets interleaved in time order (video first at equal times).
+    private func write(_ placement: Placement, continuityCounters: inout [UInt16: UInt8]) -> [UInt8] {
+        var packetizer = Packetizer(continuityCounters: continuityCounters)
+        let totalTicks = Int64(placement.videoCount) * frameTicks
+        let audioPID = audioFrames.isEmpty ? nil : placement.audioPID
+        // Audio never outlasts the video.
+        let audioCount = audioPID == nil ? 0 : Int(totalTicks * Int64(sampleRate) / (1024 * 90_000))
+        let audioPackets = (audioCount + framesPerPES - 1) / framesPerPES
         var output: [UInt8] = []
+        output.reserveCapacity(placement.videoCount * ((videoFrames.first?.count ?? 0) + 400))
+        let writeTables = { (output: inout [UInt8], packetizer: inout Packetizer) in
+            for table in placement.tables { output += packetizer.packets(section: table.section, pid: table.pid) }
+        }
+        if !placement.tablesEveryLoop { writeTables(&output, &packetizer) }
         var video = 0
         var audio = 0
-        while video < videoCount || audio < audioCount {
-            let videoTime = Int64(video) * Self.videoFrameTicks
-            let audioTime = Int64(audio) * Self.audioFrameTicks
-            if video < videoCount && (audio >= audioCount || videoTime <= audioTime) {
+        while video < placement.videoCount || audio < audioPackets {
+            let videoPTS = placement.videoStart.advanced(by: Int64(video) * frameTicks)
+            let audioPTS = placement.audioStart.advanced(by: audioTicks(audio * framesPerPES))
+            if video < placement.videoCount && (audio >= audioPackets || videoPTS.distance(to: audioPTS) >= 0) {
                 let frame = video % loopFrames
-                if frame == 0 {
-                    output += packetizer.packets(section: pat.sectionBytes, pid: 0)
-                    output += packetizer.packets(section: pmt.sectionBytes, pid: layout.pmtPID)
-                }
-                let pts = startPTS.advanced(by: videoTime)
+                if placement.tablesEveryLoop && frame == 0 { writeTables(&output, &packetizer) }
+                let pcr =
+                    placement.pcrPID == placement.videoPID
+                    ? PCR(base: videoPTS.advanced(by: -placement.pcrLead).value, extension: 0) : nil
                 output += packetizer.packets(
-                    pes: PESHeader(streamID: 0xE0, pts: pts, dataAlignment: true), payload: videoFrames[frame],
-                    pid: layout.videoPID, pcr: PCR(base: pts.advanced(by: -9000).value, extension: 0),
-                    randomAccess: frame == 0)
+                    pes: PESHeader(streamID: videoStreamID, pts: videoPTS, dataAlignment: true),
+                    payload: videoFrames[frame], pid: placement.videoPID, pcr: pcr, randomAccess: frame == 0)
                 video += 1
-            } else {
-                let frame = audioFrames[audio % audioFrames.count]
+            } else if let audioPID {
+                let first = audio * framesPerPES
+                var payload: [UInt8] = []
+                for index in first..<min(first + framesPerPES, audioCount) {
+                    payload += audioFrames[index % audioFrames.count]
+                }
+                let pcr =
+                    audioPID == placement.pcrPID && audioPID != placement.videoPID
+                    ? PCR(base: audioPTS.advanced(by: -placement.pcrLead).value, extension: 0) : nil
                 output += packetizer.packets(
-                    pes: PESHeader(streamID: 0xC0, pts: startPTS.advanced(by: audioTime), dataAlignment: true),
-                    payload: frame, pid: layout.audioPID)
+                    pes: PESHeader(streamID: audioStreamID, pts: audioPTS, dataAlignment: true), payload: payload,
+                    pid: audioPID, pcr: pcr)
                 audio += 1
             }
         }
         continuityCounters = packetizer.continuityCounters
         return output
+    }
+}
+
+// MARK: Slates that continue an anchor segment
+
+extension SlateBuilder {
+    /// Silent AAC-LC raw data blocks (one 1024-sample frame), by channel count.
+    static let silentAAC: [Int: [UInt8]] = [
+        1: [0x00, 0xC8, 0x00, 0x80, 0x23, 0x80],
+        2: [0x21, 0x00, 0x49, 0x90, 0x02, 0x19, 0x00, 0x23, 0x80],
+    ]
+    static let sampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+
+    /// A builder of slates that continue `anchor`, the last content segment before an ad break: its first keyframe
+    /// at its frame interval (the most common PTS step between its pictures in display order; 3003 ticks when it has
+    /// one picture), silent audio on its ADTS AAC stream when that is mono or stereo AAC-LC, its program and PIDs.
+    /// Throws when the segment has no PAT, no PMT, no H.264 or HEVC stream or no keyframe on it.
+    public init(continuing anchor: [UInt8]) throws(MPEGTSError) {
+        var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: true, reassemblePES: true))
+        var pat: ProgramAssociationTable?
+        var pmt: (table: ProgramMapTable, pid: UInt16)?
+        var packets: [UInt16: [PESPacket]] = [:]
+        let handle: (DemuxEvent) -> Void = { event in
+            switch event {
+            case .programAssociation(let table, _): if pat == nil { pat = table }
+            case .programMap(let table, let pid, _): if pmt == nil { pmt = (table, pid) }
+            case .pesPacket(let packet):
+                if packets[packet.info.pid, default: []].count < 2000 {
+                    packets[packet.info.pid, default: []].append(packet)
+                }
+            default: break
+            }
+        }
+        demuxer.feed(anchor, handle)
+        demuxer.finish(handle)
+        guard let pat, let pmt else {
+            throw MPEGTSError(.invalidValue, "the anchor segment has no PAT and PMT to continue")
+        }
+        let videoStream = pmt.table.streams.first { $0.codec == .h264 || $0.codec == .hevc }
+        guard let video = videoStream, let videoPackets = packets[video.pid], !videoPackets.isEmpty else {
+            throw MPEGTSError(.invalidValue, "the anchor segment has no H.264 or HEVC pictures")
+        }
+        guard let key = videoPackets.first(where: { Self.isKeyframe($0, hevc: video.codec == .hevc) }),
+            let firstPTS = Self.earliestPTS(videoPackets)
+        else {
+            throw MPEGTSError(.invalidValue, pid: video.pid, "the anchor segment has no keyframe with a PTS")
+        }
+
+        // The content's frame interval: the most common PTS step between consecutive pictures in display order.
+        let times = videoPackets.compactMap { $0.info.pts }.map { firstPTS.distance(to: $0) }.sorted()
+        var steps: [Int64: Int] = [:]
+        for (a, b) in zip(times, times.dropFirst()) where b > a && b - a < 9000 { steps[b - a, default: 0] += 1 }
+        frameTicks = steps.max { $0.value < $1.value || $0.value == $1.value && $0.key > $1.key }?.key ?? 3003
+
+        // Audio: silent ADTS frames on the first AAC stream when its layout is mono or stereo AAC-LC.
+        var audioPID: UInt16?
+        var audioStart = firstPTS
+        var frames: [[UInt8]] = []
+        var rate = 48000
+        var audioStreamID: UInt8 = 0xC0
+        if let stream = pmt.table.streams.first(where: { $0.codec == .aac }), let first = packets[stream.pid]?.first,
+            first.payload.count >= 7, first.payload[0] == 0xFF, first.payload[1] & 0xF0 == 0xF0,
+            let audioPTS = first.info.pts
+        {
+            let header = first.payload
+            let profile = header[2] >> 6
+            let rateIndex = Int((header[2] >> 2) & 0x0F)
+            let channels = Int((header[2] & 0x01) << 2 | header[3] >> 6)
+            if profile == 1, rateIndex < Self.sampleRates.count, let silent = Self.silentAAC[channels] {
+                audioPID = stream.pid
+                audioStreamID = first.header.streamID
+                audioStart = audioPTS
+                rate = Self.sampleRates[rateIndex]
+                let length = 7 + silent.count
+                let adts: [UInt8] = [
+                    0xFF, 0xF1, header[2], (header[3] & 0xC0) | UInt8(length >> 11 & 0x03), UInt8(length >> 3 & 0xFF),
+                    UInt8((length & 7) << 5) | 0x1F, 0xFC,
+                ]
+                frames = [adts + silent]
+            }
+        }
+        videoFrames = [key.payload]
+        audioFrames = frames
+        sampleRate = rate
+        // Five frames per PES, as muxers commonly do.
+        framesPerPES = 5
+        videoStreamType = video.streamType
+        videoStreamID = key.header.streamID
+        self.audioStreamID = audioStreamID
+        self.anchor = Anchor(
+            patSection: pat.sectionBytes, pmtSection: pmt.table.sectionBytes, pmtPID: pmt.pid, videoPID: video.pid,
+            audioPID: audioPID, pcrPID: pmt.table.pcrPID, videoStart: firstPTS, audioStart: audioStart,
+            counters: TSRewriter.continuityCounters(following: anchor))
+    }
+
+    /// A slate lasting `durationTicks` (rounded to whole frames, at least one) that starts `offsetTicks` after the
+    /// anchor's first PTS (the anchor's duration and any slates between), on the anchor's program, its continuity
+    /// counters continuing the anchor's. Nil for a builder made from a template.
+    public func continuation(durationTicks: Int64, offsetTicks: Int64) -> [UInt8]? {
+        guard let anchor else { return nil }
+        let placement = Placement(
+            tables: [(anchor.patSection, 0), (anchor.pmtSection, anchor.pmtPID)], tablesEveryLoop: false,
+            videoPID: anchor.videoPID, audioPID: anchor.audioPID, pcrPID: anchor.pcrPID, pcrLead: 63_000,
+            videoStart: anchor.videoStart.advanced(by: offsetTicks),
+            audioStart: anchor.audioStart.advanced(by: offsetTicks), videoCount: videoCount(durationTicks))
+        var counters = anchor.counters
+        return write(placement, continuityCounters: &counters)
+    }
+
+    /// Whether a video PES holds an IDR (H.264 NAL type 5) or IRAP (HEVC NAL types 16-23) picture.
+    static func isKeyframe(_ packet: PESPacket, hevc: Bool) -> Bool {
+        if packet.info.isKeyframe { return true }
+        let p = packet.payload
+        var i = 0
+        var zeros = 0
+        var scanned = 0
+        while i < p.count, scanned < 4096 {
+            let b = p[i]
+            if b == 1, zeros >= 2, i + 1 < p.count {
+                let header = p[i + 1]
+                if hevc {
+                    let type = (header >> 1) & 0x3F
+                    if (16...23).contains(type) { return true }
+                    if type < 32 { return false }
+                } else {
+                    let type = header & 0x1F
+                    if type == 5 { return true }
+                    if type == 1 { return false }
+                }
+            }
+            zeros = b == 0 ? zeros + 1 : 0
+            i += 1
+            scanned += 1
+        }
+        return false
+    }
+
+    /// The earliest PTS of a stream's packets (wrap-aware).
+    static func earliestPTS(_ packets: [PESPacket]) -> Timestamp? {
+        var best: Timestamp?
+        for p in packets {
+            guard let pts = p.info.pts else { continue }
+            if let b = best, b.distance(to: pts) >= 0 { continue }
+            best = pts
+        }
+        return best
     }
 }

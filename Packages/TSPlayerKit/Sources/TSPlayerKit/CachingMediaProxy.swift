@@ -63,6 +63,10 @@ public struct CachingProxyError: Error, Hashable, Sendable, CustomStringConverti
 /// sequentially. A change of the origin's `ETag`/`Last-Modified` empties the entry. The cache is keyed by the URL
 /// without credentials, survives restarts, keeps to a size budget by evicting whole least-recently-used entries,
 /// and serves fully cached resources when the origin is unreachable.
+///
+/// Each loopback URL is a source of a ``PlaybackServer`` (``PlaybackServer/shared`` unless another is given) under a
+/// token of its own, on the same port as the app's playback sessions and ad-stripping proxies, with one lifecycle
+/// (revive after the background included).
 public final class CachingMediaProxy: Sendable {
     /// Settings.
     public struct Options: Sendable {
@@ -72,8 +76,15 @@ public final class CachingMediaProxy: Sendable {
         public var maxCacheBytes: UInt64 = 2 << 30
         /// Upstream fetching (timeouts, retries, redirects, whether loopback/private origins are allowed).
         public var fetch = RemoteFetchOptions()
-        /// The loopback server's settings (port, CORS, access log).
-        public var server = HTTPServerConfiguration()
+        /// The playback server's settings (port, CORS, access log), applied when this proxy starts the server (no
+        /// other source is served yet); a server that already runs keeps its own, and the proxy joins it. Unset, the
+        /// server's own configuration is used.
+        public var server: HTTPServerConfiguration {
+            get { serverConfiguration ?? HTTPServerConfiguration() }
+            set { serverConfiguration = newValue }
+        }
+        /// The configuration set through ``server``, if any.
+        var serverConfiguration: HTTPServerConfiguration?
         /// The most bytes one origin request asks for: a seek fetches only this neighbourhood.
         public var fetchWindow: UInt64 = 1 << 20
         /// Fetched bytes are made durable (data flushed, then the map replaced) after this many bytes or a second,
@@ -96,11 +107,13 @@ public final class CachingMediaProxy: Sendable {
         /// By session token (the router has matched the request's token against ``tokens`` in constant time).
         var routes: [SessionToken: Route] = [:]
         var entries: [String: CachedMediaEntry] = [:]
-        var server: HTTPServer?
-        var port: UInt16?
+        /// The sources of the loopback URLs on ``server``, by token.
+        var sources: [SessionToken: DeferredSource] = [:]
     }
 
     public let options: Options
+    /// The playback server the loopback URLs are served by.
+    public let server: PlaybackServer
     let index: CacheIndex
     private let fetcher: RemotePlaylistFetcher
     private let revalidator: RemotePlaylistFetcher
@@ -108,9 +121,10 @@ public final class CachingMediaProxy: Sendable {
     /// The live session tokens of ``localURL(for:headers:)`` URLs.
     private let tokens = SessionTokenSet()
 
-    /// A proxy over the cache in `options.cacheDirectory` (created when needed).
-    public init(options: Options) throws(CachingProxyError) {
+    /// A proxy over the cache in `options.cacheDirectory` (created when needed), whose loopback URLs `server` serves.
+    public init(options: Options, server: PlaybackServer = .shared) throws(CachingProxyError) {
         self.options = options
+        self.server = server
         self.index = try CacheIndex(directory: options.cacheDirectory, maxBytes: options.maxCacheBytes)
         self.fetcher = RemotePlaylistFetcher(options: options.fetch)
         var quick = options.fetch
@@ -128,21 +142,36 @@ public final class CachingMediaProxy: Sendable {
     public static func cacheKey(for url: String) -> String { CacheIndex.key(for: url) }
 
     /// A loopback URL that plays `remoteURL`, fetching it with `headers` (such as `Authorization`), under a fresh
-    /// session token: `http://127.0.0.1:PORT/<token>/<file name>`. Starts the server when needed. When the cache
+    /// session token: `http://127.0.0.1:PORT/<token>/<file name>`. Starts the playback server when needed. When the cache
     /// holds a version of the resource, the origin is asked (cheaply) whether it is still current; an unreachable
     /// origin leaves the cache in use.
     public func localURL(for remoteURL: String, headers: [(name: String, value: String)] = [])
         async throws(CachingProxyError) -> String
     {
         let parsed = try Self.parse(remoteURL)
-        let port = try await startIfNeeded()
         let opened = try await open(remoteURL, parsed: parsed, headers: headers)
         let token = SessionToken.random()
+        let source = DeferredSource(token: token) { [weak self] request, responder in
+            guard let self else { return responder.respond(.error(.notFound)) }
+            Task { responder.respond(await self.respond(to: request)) }
+        }
         state.withLock {
             $0.routes[token] = Route(key: opened.entry.key, url: opened.entry.url, headers: opened.headers)
+            $0.sources[token] = source
         }
         tokens.insert(token)
-        return "http://127.0.0.1:\(port)/\(token.value)/\(CachingMediaProxy.fileName(of: parsed))"
+        let base: String
+        do {
+            base = try server.register(source, startingWith: options.serverConfiguration)
+        } catch {
+            tokens.remove(token)
+            state.withLock {
+                $0.routes[token] = nil
+                $0.sources[token] = nil
+            }
+            throw CachingProxyError(.serverFailed, detail: "\(error)")
+        }
+        return base + CachingMediaProxy.fileName(of: parsed)
     }
 
     /// Reads `remoteURL` in process, through the same cache and origin fetches as the loopback URLs, without the
@@ -204,20 +233,32 @@ public final class CachingMediaProxy: Sendable {
         return (entry, fetchHeaders)
     }
 
-    /// The port the server listens on, once started.
-    public var boundPort: UInt16? { state.withLock { $0.port } }
+    /// The port the playback server listens on, while it serves a loopback URL of this proxy.
+    public var boundPort: UInt16? {
+        guard state.withLock({ !$0.sources.isEmpty }) else { return nil }
+        return server.boundPort
+    }
 
-    /// Stops the server and commits every open cache entry.
+    /// Stops serving: every loopback URL of this proxy answers 404 from now on (the playback server stops when it
+    /// serves nothing else); every open cache entry is committed.
     public func stop() async {
-        let (server, entries) = state.withLock { s -> (HTTPServer?, [CachedMediaEntry]) in
+        let (sources, entries) = state.withLock { s -> ([DeferredSource], [CachedMediaEntry]) in
             defer {
-                s.server = nil
-                s.port = nil
+                s.sources = [:]
+                s.routes = [:]
             }
-            return (s.server, Array(s.entries.values))
+            return (Array(s.sources.values), Array(s.entries.values))
         }
-        await server?.stop(gracePeriod: .seconds(1))
+        for source in sources {
+            tokens.remove(source.token)
+            await server.remove(source)
+        }
         for entry in entries { try? entry.cache.commit() }
+    }
+
+    deinit {
+        // A proxy released while serving leaves the server (its routes hold it weakly and answer 404).
+        for source in state.withLock({ Array($0.sources.values) }) { server.removeWithoutWaiting(source) }
     }
 
     /// The cache entry for `key`, opened when needed.
@@ -252,33 +293,6 @@ public final class CachingMediaProxy: Sendable {
         state.withLock { s in
             for key in removed { s.entries[key] = nil }
         }
-    }
-
-    private func startIfNeeded() async throws(CachingProxyError) -> UInt16 {
-        if let port = state.withLock({ $0.port }) { return port }
-        var router = Router()
-        router.get("/**", sessions: tokens) { [weak self] request in
-            guard let self else { return .error(.notFound) }
-            return await self.respond(to: request)
-        }
-        let server = HTTPServer(router: router, configuration: options.server)
-        let port: UInt16
-        do {
-            port = try server.start()
-        } catch {
-            throw CachingProxyError(.serverFailed, detail: "\(error)")
-        }
-        let winner = state.withLock { s -> UInt16? in
-            if let existing = s.port { return existing }
-            s.server = server
-            s.port = port
-            return nil
-        }
-        if let winner {
-            Task { await server.stop() }
-            return winner
-        }
-        return port
     }
 
     static func fileName(of url: URL) -> String {

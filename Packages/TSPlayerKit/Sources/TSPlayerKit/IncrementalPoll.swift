@@ -7,6 +7,92 @@ import HLSPlaylist
     import Darwin
 #endif
 
+/// The last live poll of a playlist: its input bytes, decisions and warnings, and the bytes served.
+struct LastPoll {
+    var url: String
+    var input: [UInt8]
+    var decisions: [SegmentDecision]
+    var warnings: [String]
+    var output: [UInt8]
+    /// When the playlist was last filtered in full.
+    var fullAt: Double
+    /// Seconds the playlist may stay identical before a stall is reported.
+    var stallAfter: Double
+    /// Where the parts of a plain window are (nil: the next poll is filtered in full unless it repeats this one).
+    var shape: WindowShape?
+
+    /// The parser's default limits (a poll answered incrementally stays within them as a parsed one must).
+    static let limits = PlaylistLimits()
+}
+
+/// The poll cache: a live poll answered from the previous one.
+extension ProxyStream.State {
+    /// A live poll answered from the previous one without parsing or filtering the window: the same bytes (the
+    /// previous output), or the previous window moved on with plain content segments added (``WindowShape``), its
+    /// events appended to `events`. Both for at most `rewriter.refreshEvery` seconds after the last poll filtered in
+    /// full (so routes stay fresh). Nil: the poll needs filtering in full.
+    mutating func quickPoll(
+        _ bytes: [UInt8], url: String, now: Double, incremental: Bool, rewriter: PlaylistRewriter,
+        events: inout [AdStrippingProxy.Event]
+    ) -> [UInt8]? {
+        guard var last = lastPoll, now - last.fullAt < rewriter.refreshEvery, last.url == url else { return nil }
+        if ProxyURIs.same(last.input, bytes) {
+            counts.repeated += 1
+            if let e = watch(input: bytes, url: url, stallAfter: last.stallAfter, now: now) { events.append(e) }
+            events.append(.poll(playlist: url, decisions: last.decisions, warnings: last.warnings))
+            return last.output
+        }
+        guard incremental, let shape = last.shape, let advance = shape.advance(from: last.input, to: bytes),
+            let tail = PlainSegments(
+                Array(bytes[advance.tailStart...]), at: advance.tailStart, url: url, dated: shape.dated),
+            shape.segmentEnds.count - advance.dropped + tail.segments.count <= LastPoll.limits.maxSegments,
+            bytes.count <= LastPoll.limits.maxBytes, bytes.count / 2 + 1 <= LastPoll.limits.maxLines,
+            cache.map({ $0.base == url && $0.variables == Variables() }) == true, var liveFilter = filter
+        else { return nil }
+        // Taken out of the state while they change (a copy left there would make every change copy them).
+        var routeCache = cache ?? RouteCache(base: url)
+        cache = nil
+        filter = nil
+        routes.prune(now: now, lifetime: rewriter.lifetime)
+        let base = URIReference(url)
+        var tailOutput: [UInt8] = []
+        var tailOutputEnds: [Int] = []
+        // The live filter's state moves on as filtering the window would have moved it.
+        let windowCount = shape.segmentEnds.count - advance.dropped + tail.segments.count
+        let decisions =
+            Array(last.decisions[advance.dropped...])
+            + liveFilter.advance(to: advance.firstSequence, windowCount: windowCount, adding: tail.media)
+        filter = liveFilter
+        for segment in tail.segments {
+            for tag in segment.tags {
+                tailOutput += tag.bytes
+                ProxyURIs.appendEnding(tag.ending, to: &tailOutput)
+            }
+            rewriter.appendRoute(
+                segment.uri, cache: &routeCache, routes: &routes, into: &tailOutput, base: base, now: now)
+            ProxyURIs.appendEnding(segment.uri.ending, to: &tailOutput)
+            tailOutputEnds.append(tailOutput.count)
+        }
+        routeCache.trim(now: now, lifetime: rewriter.lifetime)
+        cache = routeCache
+        let (output, next) = shape.output(
+            previous: last.output, new: bytes, advance: advance, tailOutput: tailOutput,
+            tailEnds: tail.segments.map(\.end), tailOutputEnds: tailOutputEnds)
+        if let e = watch(input: bytes, url: url, stallAfter: last.stallAfter, now: now) { events.append(e) }
+        // Filtering the window would have found nothing to warn about: every segment but the new ones was decided
+        // before, and those are plain content.
+        events.append(.poll(playlist: url, decisions: decisions, warnings: []))
+        last.input = bytes
+        last.output = output
+        last.decisions = decisions
+        last.warnings = []
+        last.shape = next
+        lastPoll = last
+        counts.incremental += 1
+        return output
+    }
+}
+
 /// Where the parts of a plain live poll are, in the upstream bytes and in the bytes served, so that the next poll
 /// can be answered from the previous output when the window has only moved on.
 ///
@@ -71,7 +157,7 @@ struct WindowShape {
         var dates = 0
         while index < lines.count {
             if lines[index].isURI {
-                guard !lines[index].bytes.starts(with: ProxyState.slateStem), dates <= 1 else { return nil }
+                guard !lines[index].bytes.starts(with: ProxyURIs.slateStem), dates <= 1 else { return nil }
                 ends.append(spans[index].next)
                 datedSegments += dates
                 dates = 0
@@ -92,7 +178,7 @@ struct WindowShape {
         guard outSpans.count > headerLines else { return nil }
         for line in 0..<headerLines {
             guard
-                ProxyState.same(
+                ProxyURIs.same(
                     input, spans[line].start..<spans[line].next, output, outSpans[line].start..<outSpans[line].next)
             else { return nil }
         }
@@ -127,7 +213,7 @@ struct WindowShape {
     /// MEDIA-SEQUENCE moved on, and bytes (the new segments, not checked here) after the rest.
     func advance(from old: [UInt8], to new: [UInt8]) -> Advance? {
         let digitsStart = sequenceDigits.lowerBound
-        guard new.count > digitsStart, ProxyState.same(old, 0..<digitsStart, new, 0..<digitsStart) else {
+        guard new.count > digitsStart, ProxyURIs.same(old, 0..<digitsStart, new, 0..<digitsStart) else {
             return nil
         }
         var digitsEnd = digitsStart
@@ -137,13 +223,13 @@ struct WindowShape {
         // The rest of the header: byte for byte what it was.
         let rest = sequenceDigits.upperBound..<headerEnd
         let headerEnd = digitsEnd + rest.count
-        guard new.count >= headerEnd, ProxyState.same(old, rest, new, digitsEnd..<headerEnd) else { return nil }
+        guard new.count >= headerEnd, ProxyURIs.same(old, rest, new, digitsEnd..<headerEnd) else { return nil }
         let moved = sequence - firstSequence
         guard moved <= UInt64(segmentEnds.count) else { return nil }
         let dropped = Int(moved)
         let kept = (dropped == 0 ? self.headerEnd : segmentEnds[dropped - 1])..<old.count
         let tailStart = headerEnd + kept.count
-        guard new.count >= tailStart, ProxyState.same(old, kept, new, headerEnd..<tailStart) else { return nil }
+        guard new.count >= tailStart, ProxyURIs.same(old, kept, new, headerEnd..<tailStart) else { return nil }
         return Advance(
             dropped: dropped, firstSequence: sequence, sequenceDigits: newDigits, headerEnd: headerEnd,
             tailStart: tailStart)
@@ -216,7 +302,7 @@ struct WindowShape {
     /// leading zero).
     static func digits(in bytes: [UInt8], line: (start: Int, end: Int, next: Int)) -> Range<Int>? {
         let start = line.start + sequencePrefix.count
-        guard start < line.end, ProxyState.same(bytes, line.start..<start, sequencePrefix, 0..<sequencePrefix.count)
+        guard start < line.end, ProxyURIs.same(bytes, line.start..<start, sequencePrefix, 0..<sequencePrefix.count)
         else {
             return nil
         }
@@ -269,7 +355,7 @@ struct PlainSegments {
         var dates = 0
         for i in 1..<lines.count {
             if lines[i].isURI {
-                guard extinfs == 1, dates == (dated ? 1 : 0), !lines[i].bytes.starts(with: ProxyState.slateStem),
+                guard extinfs == 1, dates == (dated ? 1 : 0), !lines[i].bytes.starts(with: ProxyURIs.slateStem),
                     lines[i].ending != LineEnding.none
                 else { return nil }
                 segments.append(Segment(tags: tags, uri: lines[i], end: offset + spans[i - 1].next))

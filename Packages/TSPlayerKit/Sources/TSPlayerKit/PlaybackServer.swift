@@ -1,7 +1,14 @@
 import FileRange
 public import LoopbackHTTP
 
-/// Something the playback server serves under its own token: a `.ts` file, a folder, a presentation.
+/// Something the playback server serves under its own token: a `.ts` file, a folder, a presentation, an ad-stripping
+/// proxy's stream, a cached remote file.
+///
+/// A source answers in one of two ways. By default (``answersLater`` false) the server calls ``respond(to:)`` on its
+/// event-loop thread and sends the response at once, with no thread hand-off: local playback answers from memory or
+/// an open file. A source whose answers take time (the proxies, which fetch upstream) sets ``answersLater``; the
+/// server then calls ``answer(_:_:)`` on the event loop, which must not block, and the source answers through the
+/// responder later, from any thread.
 public protocol PlaybackSource: AnyObject, Sendable {
     /// The token the source's routes sit under.
     var token: SessionToken { get }
@@ -9,11 +16,26 @@ public protocol PlaybackSource: AnyObject, Sendable {
     func respond(to request: HTTPRequest) -> HTTPResponse
     /// Called when the source is added to a server: starts background work such as indexing.
     func prepare()
+    /// Whether the server calls ``answer(_:_:)`` (true) or ``respond(to:)`` (false, the default). Read once, when the
+    /// source is added.
+    var answersLater: Bool { get }
+    /// Answers a request later, from any thread, with `responder.respond(_:)` (called on the server's event loop:
+    /// it must not block). The default answers ``respond(to:)`` at once.
+    func answer(_ request: HTTPRequest, _ responder: HTTPResponder)
 }
 
-/// One loopback HTTP server shared by every playback session: each session's routes sit under its own token, so
-/// sessions never see each other's files; a session's routes disappear when it is removed, and the server stops when
-/// the last session goes.
+extension PlaybackSource {
+    public var answersLater: Bool { false }
+
+    public func answer(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        responder.respond(respond(to: request))
+    }
+}
+
+/// One loopback HTTP server shared by every playback session, ad-stripping proxy and caching proxy of an app: each
+/// source's routes sit under its own token, so sources never see each other's files; a source's routes disappear when
+/// it is removed, and the server stops when the last source goes. One port and one lifecycle for all of them:
+/// ``needsRevival`` and ``revive()`` after the app returns from the background cover every source.
 ///
 /// Every call is safe from any thread. ``register(_:)`` is synchronous and never waits on Swift's cooperative pool
 /// (binding takes a few milliseconds on the calling thread), so synchronous initialisers above it cannot deadlock,
@@ -53,12 +75,24 @@ public final class PlaybackServer: Sendable {
     /// Adds a session as ``add(_:)`` does, synchronously on the calling thread. A server whose listening socket
     /// the system took away (``needsRevival``) is replaced first, on the same port when it is free.
     public func register(_ session: any PlaybackSource) throws(PlaybackError) -> String {
+        try register(session, startingWith: nil)
+    }
+
+    /// Adds a source as ``register(_:)`` does; when the server is not running, it starts with `configuration` (which
+    /// then becomes ``configuration``). A server that already runs keeps its own configuration.
+    public func register(_ session: any PlaybackSource, startingWith configuration: HTTPServerConfiguration?)
+        throws(PlaybackError) -> String
+    {
         // Started and joined under one lock, so that a concurrent removal of the last other session cannot stop
         // the server between the two.
         let port = try lifecycle.withLock { (life) throws(PlaybackError) -> UInt16 in
+            if let configuration, life.server == nil { life.configuration = configuration }
             let port = try ensureRunning(&life)
-            registry.sessions.withLock { $0.append(session) }
-            registry.tokens.insert(session.token)
+            registry.sessions.withLock { list in
+                // A source added twice is served once (and removed at once).
+                if !list.contains(where: { $0 === session }) { list.append(session) }
+            }
+            registry.tokens(answeringLater: session.answersLater).insert(session.token)
             return port
         }
         session.prepare()
@@ -101,6 +135,7 @@ public final class PlaybackServer: Sendable {
             }
             if !registry.sessions.withLock({ list in list.contains { $0.token == session.token } }) {
                 registry.tokens.remove(session.token)
+                registry.laterTokens.remove(session.token)
             }
             guard remaining == 0, let server = life.server else { return nil }
             life.server = nil
@@ -169,11 +204,18 @@ public final class PlaybackServer: Sendable {
         let registry = self.registry
         // The router matches the live tokens in constant time and logs "/{token}/…", never a token.
         router.getImmediate("/**", sessions: registry.tokens) { request in
-            guard let token = request.sessionToken,
-                let session = registry.sessions.withLock({ list in list.first { $0.token == token } })
-            else { return .error(.notFound) }
+            guard let session = registry.session(for: request) else { return .error(.notFound) }
             return session.respond(to: request)
         }
+        // Sources that answer later (the proxies): called on the event loop, answered from any thread.
+        router.add(
+            .get, "/**", sessions: registry.laterTokens,
+            handler: .deferred { request, responder in
+                guard let session = registry.session(for: request) else {
+                    return responder.respond(.error(.notFound))
+                }
+                session.answer(request, responder)
+            })
         var configuration = life.configuration
         configuration.port = port
         if configuration.listensOnLocalNetwork, configuration.nonLoopbackToken == nil {
@@ -193,8 +235,41 @@ public final class PlaybackServer: Sendable {
     }
 }
 
-/// The live sessions, shared between the actor and the server's handler.
+/// The live sources, shared between the server object and its handlers.
 private final class SessionRegistry: Sendable {
     let sessions = LockedValue<[any PlaybackSource]>([])
+    /// The tokens of sources answered on the event loop, and of those that answer later.
     let tokens = SessionTokenSet()
+    let laterTokens = SessionTokenSet()
+
+    func tokens(answeringLater: Bool) -> SessionTokenSet { answeringLater ? laterTokens : tokens }
+
+    /// The source a request's token (matched by the router) names.
+    func session(for request: HTTPRequest) -> (any PlaybackSource)? {
+        guard let token = request.sessionToken else { return nil }
+        return sessions.withLock { list in list.first { $0.token == token } }
+    }
+}
+
+/// A source whose requests a closure answers later (the proxies mount themselves with one that holds them weakly, so
+/// that a proxy released while served answers 404 rather than stay alive).
+final class DeferredSource: PlaybackSource {
+    let token: SessionToken
+    private let body: @Sendable (HTTPRequest, HTTPResponder) -> Void
+
+    init(token: SessionToken, _ body: @escaping @Sendable (HTTPRequest, HTTPResponder) -> Void) {
+        self.token = token
+        self.body = body
+    }
+
+    var answersLater: Bool { true }
+
+    func answer(_ request: HTTPRequest, _ responder: HTTPResponder) { body(request, responder) }
+
+    /// Never called by the server (which calls ``answer(_:_:)``): a source that answers later has no answer at once.
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        .text("503 Service Unavailable: this route answers asynchronously\n", status: .serviceUnavailable)
+    }
+
+    func prepare() {}
 }

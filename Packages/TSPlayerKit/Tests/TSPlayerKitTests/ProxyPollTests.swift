@@ -69,9 +69,9 @@ import Testing
     }
 
     @Test func uriKeysCompareBytesNotJustDigests() {
-        let a = ProxyState.URIKey(Array("https://cdn.example/a.ts".utf8)[...])
-        let b = ProxyState.URIKey(Array("https://cdn.example/b.ts".utf8)[...])
-        let a2 = ProxyState.URIKey(Array("xxhttps://cdn.example/a.ts".utf8).dropFirst(2))
+        let a = URIKey(Array("https://cdn.example/a.ts".utf8)[...])
+        let b = URIKey(Array("https://cdn.example/b.ts".utf8)[...])
+        let a2 = URIKey(Array("xxhttps://cdn.example/a.ts".utf8).dropFirst(2))
         #expect(a == a2)
         #expect(a.hashValue == a2.hashValue)
         #expect(a != b)

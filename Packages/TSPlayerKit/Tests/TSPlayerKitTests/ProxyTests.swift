@@ -248,13 +248,13 @@ import Testing
     }
 
     @Test func routeExtensionsComeFromThePathOnly() {
-        #expect(ProxyState.extensionOf("https://a.example.com/x/seg1.ts?v=1.mp4", default: "ts") == "ts")
-        #expect(ProxyState.extensionOf("https://a.example.com/x/init.MP4#f.ts", default: "ts") == "mp4")
-        #expect(ProxyState.extensionOf("https://a.example.com/x/noext?a=b.ts", default: "ts") == "ts")
-        #expect(ProxyState.extensionOf("https://a.example.com/x.y/seg", default: "aac") == "aac")
-        #expect(ProxyState.extensionOf("https://a.example.com", default: "ts") == "ts")
-        #expect(ProxyState.extensionOf("https://a.example.com/a.b/../c.m4s", default: "ts") == "m4s")
-        #expect(ProxyState.extensionOf("https://a.example.com/c.t%20s", default: "ts") == "ts")
+        #expect(ProxyURIs.extensionOf("https://a.example.com/x/seg1.ts?v=1.mp4", default: "ts") == "ts")
+        #expect(ProxyURIs.extensionOf("https://a.example.com/x/init.MP4#f.ts", default: "ts") == "mp4")
+        #expect(ProxyURIs.extensionOf("https://a.example.com/x/noext?a=b.ts", default: "ts") == "ts")
+        #expect(ProxyURIs.extensionOf("https://a.example.com/x.y/seg", default: "aac") == "aac")
+        #expect(ProxyURIs.extensionOf("https://a.example.com", default: "ts") == "ts")
+        #expect(ProxyURIs.extensionOf("https://a.example.com/a.b/../c.m4s", default: "ts") == "m4s")
+        #expect(ProxyURIs.extensionOf("https://a.example.com/c.t%20s", default: "ts") == "ts")
     }
 
     @Test func privateAddressesAreRecognised() {

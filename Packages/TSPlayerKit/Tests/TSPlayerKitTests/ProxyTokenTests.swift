@@ -16,7 +16,8 @@ struct ProxyTokenTests {
         options.fetch.allowPrivateUpstreams = true
         options.fetch.retries = 0
         options.server.accessLog = { entry in paths.withLock { $0.append("\(entry.path) \(entry.status)") } }
-        let proxy = AdStrippingProxy(url: origin.base + "/master.m3u8", options: options)
+        // A server of its own: the access log is the server's, and the shared one may already run for other tests.
+        let proxy = AdStrippingProxy(url: origin.base + "/master.m3u8", options: options, server: PlaybackServer())
         let url = try await proxy.start()
         let good = try await ProxyTestClient.get(url)
         #expect(good.status == 200)

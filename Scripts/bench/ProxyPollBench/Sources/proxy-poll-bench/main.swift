@@ -5,8 +5,11 @@
 // and moves on by one segment per poll (so every poll is filtered and rewritten); a second series polls the same
 // window again and again (the proxy answers those from its previous output).
 //
-// Usage: proxy-poll-bench [--polls N] [--window N] [--profile N]
+// Usage: proxy-poll-bench [--polls N] [--window N] [--profile N] [--shape plain|realistic]
 //   --profile N: only run N moving polls (after a warm-up) and print nothing else, for perf/callgrind.
+//   --shape realistic: every segment has a PROGRAM-DATE-TIME and a relative URI with dot segments and a query
+//   (`../../live/./1080p/segment_N.ts?session=…&n=N`), as many live origins write them; plain (the default): absolute
+//   URIs, no dates.
 import Foundation
 import HLSPlaylist
 import TSPlayerKit
@@ -14,10 +17,16 @@ import TSPlayerKit
 var polls = 2000
 var window = 1000
 var profile: Int?
+var realistic = false
 var arguments = CommandLine.arguments.dropFirst()
 while let name = arguments.popFirst() {
+    if name == "--shape", let shape = arguments.first, shape == "plain" || shape == "realistic" {
+        realistic = shape == "realistic"
+        arguments = arguments.dropFirst()
+        continue
+    }
     guard let value = arguments.popFirst().flatMap({ Int($0) }), value > 0 else {
-        print("usage: proxy-poll-bench [--polls N] [--window N] [--profile N]")
+        print("usage: proxy-poll-bench [--polls N] [--window N] [--profile N] [--shape plain|realistic]")
         exit(64)
     }
     switch name {
@@ -25,7 +34,7 @@ while let name = arguments.popFirst() {
     case "--window": window = value
     case "--profile": profile = value
     default:
-        print("usage: proxy-poll-bench [--polls N] [--window N] [--profile N]")
+        print("usage: proxy-poll-bench [--polls N] [--window N] [--profile N] [--shape plain|realistic]")
         exit(64)
     }
 }
@@ -43,7 +52,16 @@ for m in firstSequence..<(firstSequence + total) {
     var e = ""
     if m % 400 == 0 { e += "#EXT-X-CUE-OUT:30.000\n" }
     if m % 400 == 15 { e += "#EXT-X-CUE-IN\n" }
-    e += "#EXTINF:2.000,\nhttps://cdn\(m % 3).example.com/live/1080p/segment_\(m).ts?session=abcdef0123456789\n"
+    if realistic {
+        // Two-second segments from 2026-12-01T20:00:00Z on.
+        let seconds = 2 * (m - firstSequence)
+        let (h, mi, se) = (20 + seconds / 3600, (seconds / 60) % 60, seconds % 60)
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        e += "#EXT-X-PROGRAM-DATE-TIME:2026-12-01T\(two(h % 24)):\(two(mi)):\(two(se)).000Z\n"
+        e += "#EXTINF:2.000,\n../../live/./1080p/segment_\(m).ts?session=abcdef0123456789&n=\(m)\n"
+    } else {
+        e += "#EXTINF:2.000,\nhttps://cdn\(m % 3).example.com/live/1080p/segment_\(m).ts?session=abcdef0123456789\n"
+    }
     entries += Array(e.utf8)
 }
 offsets.append(entries.count)
@@ -178,7 +196,9 @@ let p = median(parse)
 let v = median(view)
 let incremental = countsAfter.incremental - countsBefore.incremental
 let full = countsAfter.full - countsBefore.full
-print("in-process poll work, \(window)-segment window (\(polls) polls each, median; \(slates) slates in the output):")
+print(
+    "in-process poll work, \(window)-segment \(realistic ? "realistic " : "")window (\(polls) polls each, median; \(slates) slates in the output):"
+)
 print("  moving window, as served       \(format(m)) ms   (\(incremental) incremental, \(full) in full; same bytes)")
 print("  moving window, whole poll      \(format(mf)) ms   (incremental polls off: check, parse, media view, filter,")
 print("                                              rewrite, output bytes)")
