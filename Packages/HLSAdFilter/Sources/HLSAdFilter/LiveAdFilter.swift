@@ -249,7 +249,8 @@ extension LiveAdFilter {
 
 extension LiveAdFilter.State {
     /// The state as text: one record per line, tab-separated fields; in text fields a backslash, tab, line feed or
-    /// carriage return is escaped (`\\`, `\t`, `\n`, `\r`), so every URI and reason reads back as it was.
+    /// carriage return is escaped (`\\`, `\t`, `\n`, `\r`), so every URI and reason reads back as it was. A break ID
+    /// is written after `=` (so an empty ID is not taken for none).
     public var serialized: String {
         var out = "TSPLAYER-ADFILTER-STATE 2\n"
         if let f = lastFirstSequence { out += "F\t\(f)\n" }
@@ -265,7 +266,7 @@ extension LiveAdFilter.State {
             guard let r = decisions[key] else { continue }
             let d = r.decision
             out +=
-                "D\t\(d.mediaSequence)\t\(d.isAd ? 1 : 0)\t\(d.duration)\t\(d.rule.id)\t\(clean(d.breakID ?? ""))\t"
+                "D\t\(d.mediaSequence)\t\(d.isAd ? 1 : 0)\t\(d.duration)\t\(d.rule.id)\t\(d.breakID.map { "=" + clean($0) } ?? "")\t"
                 + "\(clean(d.uri))\t\(clean(d.reason))\n"
             if let a = r.after {
                 out +=
@@ -387,7 +388,7 @@ extension LiveAdFilter.State {
                 let decision = SegmentDecision(
                     mediaSequence: m, uri: decoded(f[6]), duration: d, isAd: f[2] == "1", reason: decoded(f[7]),
                     rule: rule,
-                    breakID: f[5].isEmpty ? nil : decoded(f[5]))
+                    breakID: f[5].isEmpty ? nil : version >= 2 ? decoded(String(f[5].dropFirst())) : f[5])
                 decisions[m] = RememberedDecision(decision: decision, after: nil)
             case "A":
                 guard f.count == 7, let m = UInt64(f[1]), let rule = AdRule(id: f[3]), let elapsed = Double(f[5])
