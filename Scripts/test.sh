@@ -43,6 +43,9 @@ Scripts/check-linkage.sh
 step "API floor (and the check can fail)"
 Scripts/check-floor.sh --self-test && Scripts/check-floor.sh
 
+step "System calls only in FileRange, LoopbackHTTP and HTTPClient; long files give a reason (and the check can fail)"
+Scripts/check-boundaries.sh --self-test
+
 step "Build everything with warnings as errors"
 swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 swift build --build-tests -Xswiftc -warnings-as-errors >/dev/null  # fails here if the build above failed

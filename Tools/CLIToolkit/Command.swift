@@ -19,6 +19,9 @@ package enum ExitCode {
     package static let usage: Int32 = 64
     /// Stopped by SIGINT or SIGTERM (128 + SIGINT, as a shell reports it).
     package static let interrupted: Int32 = 130
+
+    /// Ends the process with `status` (the tools call this, never the C library's `exit`).
+    package static func exit(_ status: Int32) -> Never { Terminal.exitProcess(status) }
 }
 
 /// One option: its spellings, whether it takes a value, and its help.

@@ -86,3 +86,33 @@ package enum MonotonicClock {
     /// CLOCK_MONOTONIC in seconds.
     package static func seconds() -> Double { Double(nanoseconds()) / 1e9 }
 }
+
+/// What this process has used, for benchmark reports.
+package enum ProcessUsage {
+    /// User plus system CPU time of this process, in seconds.
+    package static func cpuSeconds() -> Double {
+        let usage = current()
+        let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        return user + system
+    }
+
+    /// Peak resident set size in kilobytes.
+    package static func peakRSSKilobytes() -> Int {
+        #if canImport(Darwin)
+            return Int(current().ru_maxrss) / 1024
+        #else
+            return Int(current().ru_maxrss)
+        #endif
+    }
+
+    private static func current() -> rusage {
+        var usage = rusage()
+        #if canImport(Glibc)
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+        #else
+            getrusage(RUSAGE_SELF, &usage)
+        #endif
+        return usage
+    }
+}

@@ -11,6 +11,9 @@ package enum Terminal {
     /// Whether `fd` is a terminal.
     package static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
+    /// The C library's `exit`.
+    static func exitProcess(_ status: Int32) -> Never { exit(status) }
+
     /// Whether standard error is a terminal (progress and colour only then).
     package static var stderrIsTerminal: Bool { isTerminal(2) }
 }

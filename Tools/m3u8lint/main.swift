@@ -1,12 +1,7 @@
 // m3u8lint: checks HLS playlists, dumps them as JSON, prints them canonically, reads IPTV channel lists.
 import CLIToolkit
+import FileRange
 import HLSPlaylist
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 let command = Command(
     name: "m3u8lint",
@@ -127,17 +122,16 @@ func parentVariables() -> Variables? {
         return try Playlist(bytes: loaded.bytes).multivariant(url: loaded.url).variables
     } catch let error as InputError {
         if case .unreadable(let m) = error { Output.line("Error: \(m)", to: 2) }
-        exit(ExitCode.unreadable)
+        ExitCode.exit(ExitCode.unreadable)
     } catch {
         Output.line("Error: \(displayName(parent)): \(error)", to: 2)
-        exit(ExitCode.unreadable)
+        ExitCode.exit(ExitCode.unreadable)
     }
 }
 
 func runIPTV() -> Int32 {
     var status: Int32 = 0
     for input in options.inputs {
-        let fd: Int32
         if isURL(input) {
             do {
                 let bytes = try Fetch.fetch(input, maxBytes: IO.maxBytes, timeout: options.timeout).body
@@ -154,30 +148,36 @@ func runIPTV() -> Int32 {
             }
             continue
         }
-        fd = input == "-" ? 0 : open(input, O_RDONLY)
-        guard fd >= 0 else {
-            Output.line("Error: \(input): \(String(cString: strerror(errno)))", to: 2)
+        let reader: SequentialFileReader
+        do {
+            reader = try SequentialFileReader(path: input)
+        } catch {
+            Output.line("Error: \(input): \(error.errno.message)", to: 2)
             status = ExitCode.unreadable
             continue
         }
-        defer { if fd != 0 { close(fd) } }
+        defer { reader.close() }
         let iterations = options.benchmark ?? 1
         var totalBytes = 0
         var channels = 0
         let started = MonotonicClock.nanoseconds()
-        let cpuStarted = IO.cpuSeconds()
+        let cpuStarted = ProcessUsage.cpuSeconds()
         for iteration in 0..<iterations {
-            if iteration > 0 { lseek(fd, 0, SEEK_SET) }
+            if iteration > 0 { try? reader.rewind() }
             var parser = IPTVStreamParser()
             var j = ChannelStream()
             var chunk = [UInt8](repeating: 0, count: 1 << 20)
             var began = false
             do {
                 while true {
-                    let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw InputError.unreadable("\(input): \(String(cString: strerror(errno)))")
+                    let read = chunk.withUnsafeMutableBytes { raw in
+                        Result { () throws(FileSystemError) -> Int in try reader.read(into: raw) }
+                    }
+                    let n: Int
+                    do throws(FileSystemError) {
+                        n = try read.get()
+                    } catch {
+                        throw IO.unreadable(error)
                     }
                     if options.benchmark != nil {
                         if n == 0 {
@@ -209,11 +209,12 @@ func runIPTV() -> Int32 {
         }
         if let n = options.benchmark {
             let seconds = Double(MonotonicClock.nanoseconds() - started) / 1e9
-            let cpu = IO.cpuSeconds() - cpuStarted
+            let cpu = ProcessUsage.cpuSeconds() - cpuStarted
             let mb = Double(totalBytes) / 1e6
             Output.line(
                 "iptv bytes=\(totalBytes) channels=\(channels / n) seconds=\(seconds) cpu_seconds=\(cpu) "
-                    + "mb_per_s=\(mb / seconds) mb_per_cpu_s=\(mb / cpu) peak_rss_kb=\(IO.peakRSSKilobytes())")
+                    + "mb_per_s=\(mb / seconds) mb_per_cpu_s=\(mb / cpu) peak_rss_kb=\(ProcessUsage.peakRSSKilobytes())"
+            )
         }
     }
     return status
@@ -394,4 +395,4 @@ func runPlaylists() -> Int32 {
     return status
 }
 
-exit(options.iptvJSON ? runIPTV() : runPlaylists())
+ExitCode.exit(options.iptvJSON ? runIPTV() : runPlaylists())

@@ -4,12 +4,6 @@ import FileRange
 import HLSPlaylist
 import MPEGTS
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Bytes per read of a file: large enough that system calls do not count, small enough to stay in cache.
 let readSize = 1 << 20
 let schemaVersion = 1
@@ -137,7 +131,7 @@ if options.mode == .makeSlate, let seconds = options.slateSeconds {
         var out = OutputBuffer(fd: 1)
         out.bytes = slate
         out.flush()
-        exit(ExitCode.success)
+        ExitCode.exit(ExitCode.success)
     } catch {
         failure("cannot make a slate: \(describe(error))")
     }
@@ -150,7 +144,7 @@ if options.mode == .probe {
         let probe = try TSProbe.probe(path: inputPath)
         let elapsed = MonotonicClock.nanoseconds() - started
         printProbe(probe, path: inputPath, json: options.json, nanoseconds: options.timing ? elapsed : nil)
-        exit(ExitCode.success)
+        ExitCode.exit(ExitCode.success)
     } catch {
         if error.code == .notTransportStream {
             if let playlist = playlistMessage(path: inputPath) { failure(playlist) }
@@ -241,10 +235,19 @@ func inspect(_ options: Options, inputPath: String) -> Never {
     }
     if inputPath == "-" {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 64)
+        let input: SequentialFileReader
+        do {
+            input = try SequentialFileReader(path: "-")
+        } catch {
+            failure("cannot read standard input: \(error.errno.message)")
+        }
         while true {
-            let count = read(0, buffer.baseAddress, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { failure("cannot read standard input: \(String(cString: strerror(errno)))") }
+            let count: Int
+            do {
+                count = try input.read(into: buffer)
+            } catch {
+                failure("cannot read standard input: \(error.errno.message)")
+            }
             if count == 0 { break }
             fileSize += UInt64(count)
             keep(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
@@ -306,7 +309,7 @@ func inspect(_ options: Options, inputPath: String) -> Never {
         break
     }
     out.flush()
-    exit(demuxer.statistics.hasErrors ? ExitCode.failure : ExitCode.success)
+    ExitCode.exit(demuxer.statistics.hasErrors ? ExitCode.failure : ExitCode.success)
 }
 
 inspect(options, inputPath: inputPath)

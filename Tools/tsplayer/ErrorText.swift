@@ -1,6 +1,7 @@
 // How tsplayer words the libraries' errors for a user: what failed, on which URL or file, and what to try; never a
 // Swift type name or an error code's identifier. Also which exit status each error means.
 import CLIToolkit
+import FileRange
 import Foundation
 import HLSDownload
 import LoopbackHTTP
@@ -37,7 +38,7 @@ enum ErrorText {
     static func file(_ error: any Error) -> String {
         let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
         if let underlying, underlying.domain == NSPOSIXErrorDomain, let code = Int32(exactly: underlying.code) {
-            return String(cString: strerror(code))
+            return Errno(rawValue: code).message
         }
         return error.localizedDescription
     }

@@ -198,3 +198,61 @@ public final class SequentialFileWriter {
 
     deinit { close() }
 }
+
+/// A file read from its start in chunks, or standard input (`-`): the tools' streaming input.
+public final class SequentialFileReader {
+    /// The path as given (`-` for standard input).
+    public let path: String
+    private var fd: Int32
+
+    /// Opens `path` for reading; `-` reads standard input.
+    public init(path: String) throws(FileSystemError) {
+        self.path = path
+        if path == "-" {
+            fd = 0
+            return
+        }
+        do {
+            fd = try retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
+        } catch {
+            throw FileSystemError(error, path: path)
+        }
+    }
+
+    /// Reads the next bytes into `buffer`; 0 at the end.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileSystemError) -> Int {
+        do {
+            return try retryingOnInterrupt { systemRead(fd, buffer.baseAddress, buffer.count) }
+        } catch {
+            throw FileSystemError(error, path: path)
+        }
+    }
+
+    /// Reads the rest, failing with `EFBIG` past `limit` bytes.
+    public func readAll(limit: Int) throws(FileSystemError) -> [UInt8] {
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let result = chunk.withUnsafeMutableBytes { raw in
+                Result { () throws(FileSystemError) -> Int in try read(into: raw) }
+            }
+            let count = try result.get()
+            if count == 0 { return out }
+            out.append(contentsOf: chunk[0..<count])
+            if out.count > limit { throw FileSystemError(.fileTooLarge, path: path) }
+        }
+    }
+
+    /// Goes back to the start (a file; standard input cannot).
+    public func rewind() throws(FileSystemError) {
+        guard lseek(fd, 0, SEEK_SET) >= 0 else { throw FileSystemError(.current, path: path) }
+    }
+
+    /// Closes the file (never standard input); later calls do nothing.
+    public func close() {
+        if fd > 0 { _ = systemClose(fd) }
+        fd = -1
+    }
+
+    deinit { close() }
+}

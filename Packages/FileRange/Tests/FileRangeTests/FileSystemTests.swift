@@ -109,4 +109,29 @@ import Testing
         #expect(!FileSystem.processIsAlive(4_194_305))
         #expect(!FileSystem.processIsAlive(0))
     }
+
+    @Test func aSequentialReaderReadsInChunksRewindsAndCaps() throws {
+        let root = try temporaryFolder()
+        defer { FileSystem.removeTree(root) }
+        let bytes = (0..<1000).map { UInt8($0 % 251) }
+        try writeFileAtomically(bytes, to: root + "/input")
+        let reader = try SequentialFileReader(path: root + "/input")
+        var seen: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64)
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { raw in try reader.read(into: raw) }
+            if count == 0 { break }
+            seen += chunk[0..<count]
+        }
+        #expect(seen == bytes)
+        try reader.rewind()
+        #expect(try reader.readAll(limit: 1000) == bytes)
+        try reader.rewind()
+        #expect(throws: FileSystemError(.fileTooLarge, path: root + "/input")) { try reader.readAll(limit: 999) }
+        reader.close()
+        reader.close()
+        #expect(throws: FileSystemError(.noSuchFile, path: root + "/missing")) {
+            try SequentialFileReader(path: root + "/missing")
+        }
+    }
 }

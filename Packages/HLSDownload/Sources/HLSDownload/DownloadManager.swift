@@ -1,3 +1,4 @@
+// Long file: the manager is one actor (queue, store, locks, control and runners); its parts share its state.
 import FileRange
 import Foundation
 import HLSPlaylist

@@ -1,3 +1,4 @@
+// Long file: the event loop is one state machine over its connections and poller; its parts share that state.
 import FileRange
 import HTTPWire
 

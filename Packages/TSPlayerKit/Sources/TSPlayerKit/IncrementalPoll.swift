@@ -1,12 +1,6 @@
 import HLSAdFilter
 import HLSPlaylist
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The last live poll of a playlist: its input bytes, decisions and warnings, and the bytes served.
 struct LastPoll {
     var url: String
@@ -281,15 +275,13 @@ struct WindowShape {
     static func lineSpans(_ bytes: [UInt8]) -> [(start: Int, end: Int, next: Int)] {
         var spans: [(start: Int, end: Int, next: Int)] = []
         bytes.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
             var start = 0
             let count = buffer.count
             while start < count {
-                guard let found = memchr(base + start, 0x0A, count - start) else {
+                guard let newline = Bytes.nextLineFeed(in: buffer, from: start) else {
                     spans.append((start, count, count))
                     break
                 }
-                let newline = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
                 let end = newline > start && buffer[newline - 1] == 0x0D ? newline - 1 : newline
                 spans.append((start, end, newline + 1))
                 start = newline + 1

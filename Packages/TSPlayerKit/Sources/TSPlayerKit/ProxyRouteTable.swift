@@ -1,11 +1,5 @@
 import HLSPlaylist
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// One table of proxy routes: route ID ↔ upstream URL (the whole URL, query included). The multivariant playlist's
 /// routes (media playlists, session keys, session data, steering) sit in one table; each media playlist's (its
 /// segments, keys and maps) in a table of its own, held with that playlist's state, so polls of different playlists
@@ -131,7 +125,7 @@ struct RouteCache {
 }
 
 /// The bytes of a URI line as a dictionary key: hashed once (FNV-1a over 8-byte words, then the Hasher sees one
-/// integer), compared with memcmp.
+/// integer), compared eight bytes at a time.
 struct URIKey: Hashable {
     var bytes: ArraySlice<UInt8>
     var digest: Int
@@ -164,12 +158,7 @@ struct URIKey: Hashable {
 
     static func == (a: URIKey, b: URIKey) -> Bool {
         guard a.digest == b.digest, a.bytes.count == b.bytes.count else { return false }
-        return a.bytes.withUnsafeBytes { x in
-            b.bytes.withUnsafeBytes { y in
-                guard let p = x.baseAddress, let q = y.baseAddress else { return true }
-                return memcmp(p, q, x.count) == 0
-            }
-        }
+        return a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in Bytes.equal(x, y) } }
     }
 
     func hash(into hasher: inout Hasher) { hasher.combine(digest) }
@@ -179,17 +168,16 @@ struct URIKey: Hashable {
 enum ProxyURIs {
     static let slateStem = Array("slate/".utf8)
 
-    /// Byte equality by memcmp.
+    /// Byte equality.
     static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool { same(a, a.indices, b, b.indices) }
 
-    /// Byte equality of two ranges (memcmp).
+    /// Byte equality of two ranges.
     static func same(_ a: [UInt8], _ ra: Range<Int>, _ b: [UInt8], _ rb: Range<Int>) -> Bool {
         guard ra.count == rb.count else { return false }
         guard !ra.isEmpty else { return true }
         return a.withUnsafeBytes { x in
             b.withUnsafeBytes { y in
-                guard let p = x.baseAddress, let q = y.baseAddress else { return false }
-                return memcmp(p + ra.lowerBound, q + rb.lowerBound, ra.count) == 0
+                Bytes.equal(UnsafeRawBufferPointer(rebasing: x[ra]), UnsafeRawBufferPointer(rebasing: y[rb]))
             }
         }
     }
