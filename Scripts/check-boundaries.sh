@@ -11,7 +11,7 @@ if [[ "${1:-}" == --self-test ]]; then
     printf 'import Glibc\nfunc f() { _ = open("/x", 0); _ = rename("/a", "/b"); _ = x.write(1) }\n// open( in a comment\nlet s = "write(1)"\n' \
         >"$scratch/Packages/Bad/Sources/Bad/Bad.swift"
     for _ in $(seq 601); do echo "let x = 1"; done >"$scratch/Tools/tool/Long.swift"
-    if out="$(python3 Scripts/check-boundaries.py "$scratch")"; then
+    if out="$(python3 Scripts/check-boundaries.py "$scratch" 2>/dev/null)"; then
         echo "check-boundaries: the self-test tree passed; the check is broken" >&2
         exit 1
     fi
