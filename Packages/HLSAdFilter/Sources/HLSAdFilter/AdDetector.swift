@@ -483,14 +483,18 @@ public struct AdDetector: Sendable {
         // filling an underfilled break, back to back): the pod is judged as a whole against its neighbours.
         // A run whose host changes without a discontinuity is content moving between CDNs, never one ad.
         var pods: [Run] = []
+        // Whether every run of each pod came from a single host (parallel to `pods`).
+        var singleHost: [Bool] = []
         for run in runs {
             let foreign = majority.map { !run.hosts.contains($0) } ?? false
             if foreign, let last = pods.last, let host = majority, !last.hosts.contains(host) {
                 pods[pods.count - 1].range = last.range.lowerBound..<run.range.upperBound
                 pods[pods.count - 1].hosts.formUnion(run.hosts)
                 pods[pods.count - 1].duration += run.duration
+                singleHost[pods.count - 1] = singleHost[pods.count - 1] && run.hosts.count == 1
             } else {
                 pods.append(run)
+                singleHost.append(run.hosts.count == 1)
             }
         }
         let maximumPod = min(options.maximumBreakDuration, 300)
@@ -499,8 +503,7 @@ public struct AdDetector: Sendable {
             var reason = ""
             let previous = r > 0 ? pods[r - 1] : nil
             let next = r + 1 < pods.count ? pods[r + 1] : nil
-            let singleHostRuns = runs.allSatisfy { !run.range.overlaps($0.range) || $0.hosts.count == 1 }
-            if run.duration <= maximumPod, singleHostRuns, let majority, !run.hosts.contains(majority) {
+            if run.duration <= maximumPod, singleHost[r], let majority, !run.hosts.contains(majority) {
                 let separate = [previous, next].allSatisfy { n in n.map { $0.hosts.isDisjoint(with: run.hosts) } ?? true
                 }
                 let neighboursAreContent = [previous, next].allSatisfy { n in
