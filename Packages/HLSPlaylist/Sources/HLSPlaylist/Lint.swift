@@ -61,19 +61,32 @@ public struct PlaylistLinter: Sendable {
     public func lint(_ playlist: Playlist, previous: Playlist? = nil) -> [LintFinding] {
         var context = LintContext(playlist: playlist)
         context.parseDiagnostics()
+        context.fileBytes()
         context.structure()
+        let (url, parent) = context.standIns(url: url, parent: parent)
         switch playlist.kind {
         case .media:
             let media = playlist.media(url: url, parent: parent)
             context.resolveDiagnostics(media.diagnostics)
             context.mediaRules(media)
+            context.mediaConformance()
+            context.interstitials(media)
             if let previous {
-                context.liveRules(media, previous: previous.media(url: url, parent: parent), previous)
+                let previousMedia = previous.media(url: url, parent: parent)
+                context.liveRules(media, previous: previousMedia, previous)
+                if media.mediaSequence >= previousMedia.mediaSequence {
+                    context.liveConformance(media, previous: previousMedia, previous)
+                }
+            } else if !media.endList, media.playlistType != "VOD" {
+                context.add(
+                    .liveUnchecked, 0,
+                    "a live playlist: the live-update rules need the previous poll (--previous) and were not checked")
             }
         case .multivariant:
             let multivariant = playlist.multivariant(url: url)
             context.resolveDiagnostics(multivariant.diagnostics)
             context.multivariantRules(multivariant)
+            context.multivariantConformance(multivariant)
         case .unknown:
             break
         }
@@ -186,6 +199,7 @@ struct LintContext {
                 }
             default: break
             }
+            tagConformance(known, tag, index)
             guard let attributes = tag.attributes else { continue }
             if known == .key || known == .sessionKey {
                 if attributes["IV"] != nil { need(2, "the IV attribute", index) }
@@ -361,6 +375,16 @@ struct LintContext {
                 case .skip: skipLine = index
                 case .discontinuity: if firstDiscontinuityLine == nil { firstDiscontinuityLine = index }
                 case .byteRange: if let b = t.byteRange { pendingByteRange = (b, index) }
+                case .map:
+                    if let text = t.attributes?.quotedString("BYTERANGE"),
+                        let spec = ByteRangeSpec.parse(Array(text.utf8)), spec.offset == nil,
+                        previousByteRange.map({ !$0.present || $0.uri != t.attributes?.quotedString("URI") }) ?? true
+                    {
+                        add(
+                            .mapByteRange, index, column: column(of: "BYTERANGE", inLine: index),
+                            "EXT-X-MAP BYTERANGE \"\(text)\" needs its offset: no sub-range of the same resource "
+                                + "comes before it")
+                    }
                 case .mediaSequence:
                     if let f = firstSegmentLine {
                         add(.mediaSequencePosition, index, "must come before the first segment (line \(f + 1))")

@@ -200,6 +200,70 @@ extension LintRule {
         id: "LIVE-TARGETDURATION", severity: .error, section: "6.2.1",
         summary: "EXT-X-TARGETDURATION does not change")
 
+    public static let byteOrderMark = LintRule(
+        id: "HLS-BOM", severity: .error, section: "4.1",
+        summary: "no byte order mark and no control characters other than CR and LF")
+    public static let extinfSyntax = LintRule(
+        id: "HLS-EXTINF-SYNTAX", severity: .error, section: "4.4.4.1",
+        summary: "EXTINF is <duration>,[<title>]: the comma is there")
+    public static let keyAttributes = LintRule(
+        id: "HLS-KEY-ATTR", severity: .error, section: "4.4.4.4",
+        summary: "IV is a 128-bit hexadecimal-sequence; KEYFORMATVERSIONS is positive integers joined by /")
+    public static let mapIV = LintRule(
+        id: "HLS-MAP-IV", severity: .error, section: "4.4.4.5",
+        summary: "an EXT-X-MAP under an AES-128 key has a key with an IV")
+    public static let mapByteRange = LintRule(
+        id: "HLS-MAP-BYTERANGE", severity: .error, section: "4.4.4.5",
+        summary: "an EXT-X-MAP BYTERANGE is <n>@<o>: its offset is written, no segment comes before it")
+    public static let mediaSubtitlesURI = LintRule(
+        id: "HLS-MEDIA-SUBTITLES-URI", severity: .error, section: "4.4.6.1",
+        summary: "SUBTITLES renditions have a URI")
+    public static let mediaInstreamID = LintRule(
+        id: "HLS-MEDIA-INSTREAM-ID", severity: .error, section: "4.4.6.1",
+        summary: "INSTREAM-ID is CC1 to CC4 or SERVICE1 to SERVICE63")
+    public static let mediaChannels = LintRule(
+        id: "HLS-MEDIA-CHANNELS", severity: .error, section: "4.4.6.1",
+        summary: "an AUDIO rendition's CHANNELS starts with a decimal-integer channel count")
+    public static let mediaDefaultUnique = LintRule(
+        id: "HLS-MEDIA-DEFAULT-UNIQUE", severity: .error, section: "4.4.6.1.1",
+        summary: "at most one rendition of a group has DEFAULT=YES")
+    public static let mediaAutoselectUnique = LintRule(
+        id: "HLS-MEDIA-AUTOSELECT-UNIQUE", severity: .warning, section: "4.4.6.1.1",
+        summary: "AUTOSELECT=YES renditions of a group differ in LANGUAGE, ASSOC-LANGUAGE, FORCED or CHARACTERISTICS")
+    public static let closedCaptionsNone = LintRule(
+        id: "HLS-CLOSED-CAPTIONS-NONE", severity: .error, section: "4.4.6.2",
+        summary: "when one EXT-X-STREAM-INF has CLOSED-CAPTIONS=NONE, every one has it")
+    public static let identifierCharacters = LintRule(
+        id: "HLS-ID-CHARS", severity: .error, section: "4.4.6.2",
+        summary: "STABLE-VARIANT-ID, STABLE-RENDITION-ID and PATHWAY-ID use only their allowed characters")
+    public static let sessionDataDuplicate = LintRule(
+        id: "HLS-SESSION-DATA-DUPLICATE", severity: .error, section: "4.4.6.4",
+        summary: "no two EXT-X-SESSION-DATA tags with the same DATA-ID and LANGUAGE")
+    public static let sessionKeyDuplicate = LintRule(
+        id: "HLS-SESSION-KEY-DUPLICATE", severity: .error, section: "4.4.6.5",
+        summary: "no two EXT-X-SESSION-KEY tags with the same METHOD, URI, IV, KEYFORMAT and KEYFORMATVERSIONS")
+    public static let dateRangeDuration = LintRule(
+        id: "HLS-DATERANGE-DURATION", severity: .error, section: "4.4.5.1",
+        summary: "with both DURATION and END-DATE, END-DATE is START-DATE plus DURATION")
+    public static let dateRangeCue = LintRule(
+        id: "HLS-DATERANGE-CUE", severity: .error, section: "4.4.5.1",
+        summary: "CUE lists PRE, POST and ONCE, never PRE and POST together")
+    public static let interstitial = LintRule(
+        id: "HLS-INTERSTITIAL", severity: .error, section: "D.2",
+        summary: "an interstitial date range has exactly one of X-ASSET-URI and X-ASSET-LIST and valid X- values")
+    public static let variablesUnchecked = LintRule(
+        id: "HLS-VAR-UNCHECKED", severity: .info, section: "4.4.2.3",
+        summary: "EXT-X-DEFINE IMPORT or QUERYPARAM could not be checked without the parent playlist or the URL")
+    public static let livePlaylistType = LintRule(
+        id: "LIVE-PLAYLIST-TYPE", severity: .error, section: "4.4.3.5",
+        summary: "a VOD playlist does not change; an EVENT playlist only grows at its end")
+    public static let liveShortWindow = LintRule(
+        id: "LIVE-SHORT-WINDOW", severity: .error, section: "6.2.2",
+        summary: "removing segments leaves at least three target durations in a live playlist")
+    public static let liveUnchecked = LintRule(
+        id: "LIVE-UNCHECKED", severity: .info, section: "6.2.1",
+        summary: "the live-update rules could not be checked without the previous poll")
+
     /// Every rule, in the order the documentation lists them.
     static let all: [LintRule] = [
         .header, .utf8, .tagValue, .attributeSyntax, .mixed, .segmentURI, .variantURI, .variableUndefined,
@@ -212,6 +276,10 @@ extension LintRule {
         .preloadHintDuplicate, .partTagOrder, .partDurationMin, .iFrameAttributes, .vodEndList, .appleCodecs,
         .appleResolution, .appleFrameRate, .appleAverageBandwidth, .appleIndependentSegments, .appleTargetDuration,
         .appleIFrame, .liveMediaSequence, .liveURISequence, .liveDiscontinuitySequence, .liveSegmentRemoved,
-        .liveEndList, .liveTargetDuration,
+        .liveEndList, .liveTargetDuration, .byteOrderMark, .extinfSyntax, .keyAttributes, .mapIV, .mapByteRange,
+        .mediaSubtitlesURI, .mediaInstreamID, .mediaChannels, .mediaDefaultUnique, .mediaAutoselectUnique,
+        .closedCaptionsNone, .identifierCharacters, .sessionDataDuplicate, .sessionKeyDuplicate, .dateRangeDuration,
+        .dateRangeCue, .interstitial, .variablesUnchecked, .livePlaylistType, .liveShortWindow,
+        .liveUnchecked,
     ]
 }

@@ -66,11 +66,20 @@ import Testing
 
     @Test func validFixturesHaveNoErrors() throws {
         let parent = try Playlist(bytes: try Fixtures.bytes("valid/multivariant-define.m3u8")).multivariant().variables
+        // A quirk breaks the spec on purpose (the parser tolerates it): only the rule naming that break may fire.
+        let quirkRules: [String: Set<String>] = [
+            "bom-no-final-newline.m3u8": ["HLS-BOM"], "whitespace-and-titles.m3u8": ["HLS-BOM", "HLS-EXTINF-SYNTAX"],
+        ]
         for file in Fixtures.files("valid") + Fixtures.files("quirks") {
             let linter = PlaylistLinter(url: "https://example.com/a/index.m3u8?token=t", parent: parent)
             let findings = linter.lint(try Playlist(bytes: try Fixtures.bytes(file)))
-            let errors = findings.filter { $0.severity == .error }
+            let allowed = quirkRules[file.lastPathComponent] ?? []
+            let errors = findings.filter { $0.severity == .error && !allowed.contains($0.rule.id) }
             #expect(errors.isEmpty, "\(file.lastPathComponent): \(errors.map(\.description))")
+            if file.path.contains("/valid/") {
+                let warnings = findings.filter { $0.severity == .warning && !$0.rule.id.hasPrefix("APPLE-") }
+                #expect(warnings.isEmpty, "\(file.lastPathComponent): \(warnings.map(\.description))")
+            }
         }
     }
 
@@ -95,7 +104,7 @@ import Testing
                 + "#EXT-X-DISCONTINUITY\n#EXTINF:6.0,\na11.ts\n#EXTINF:6.0,\na12.ts\n")
         let current = try Playlist(
             "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXT-X-MEDIA-SEQUENCE:12\n"
-                + "#EXT-X-DISCONTINUITY-SEQUENCE:1\n#EXTINF:6.0,\na12.ts\n#EXTINF:6.0,\na13.ts\n")
+                + "#EXT-X-DISCONTINUITY-SEQUENCE:1\n#EXTINF:6.0,\na12.ts\n#EXTINF:6.0,\na13.ts\n#EXTINF:6.0,\na14.ts\n")
         let findings = PlaylistLinter().lint(current, previous: previous)
         #expect(findings.filter { $0.rule.id.hasPrefix("LIVE") }.isEmpty, "\(findings)")
     }
