@@ -225,12 +225,26 @@ extension LintContext {
         }
     }
 
-    /// An EXT-X-MAP under an AES-128 key needs that key to have an IV.
+    /// An EXT-X-MAP under an AES-128 key needs that key to have an IV. A part's BYTERANGE without an offset needs the part before it to be a sub-range of the same resource.
     mutating func mediaConformance() {
         var aesWithoutIV = false
+        var previousPart: (uri: String?, ranged: Bool)?
         for (index, line) in playlist.lines.enumerated() {
             guard let known = line.knownTag, let a = line.tag?.attributes else { continue }
-            if known == .key {
+            if known == .part {
+                let uri = a.quotedString("URI")
+                if let text = a.quotedString("BYTERANGE"), let spec = ByteRangeSpec.parse(Array(text.utf8)) {
+                    if spec.offset == nil, previousPart.map({ !$0.ranged || $0.uri != uri }) ?? true {
+                        add(
+                            .byteRangeOffset, index, column: column(of: "BYTERANGE", inLine: index),
+                            "EXT-X-PART BYTERANGE without an offset must follow a part that is a sub-range of the "
+                                + "same resource")
+                    }
+                    previousPart = (uri, true)
+                } else {
+                    previousPart = (uri, false)
+                }
+            } else if known == .key {
                 aesWithoutIV = a["METHOD"]?.valueIs("AES-128") == true && a["IV"] == nil
             } else if known == .map, aesWithoutIV {
                 add(.mapIV, index, "EXT-X-MAP is encrypted with AES-128, so its EXT-X-KEY needs an IV")

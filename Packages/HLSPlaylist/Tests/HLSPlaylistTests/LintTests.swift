@@ -12,16 +12,42 @@ import Testing
         let manual = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../../../Documentation/m3u8lint.md").standardized
         let text = try String(contentsOf: manual, encoding: .utf8)
-        var documented: [String: (severity: String, section: String)] = [:]
-        for line in text.split(separator: "\n") where line.hasPrefix("| `") {
-            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard cells.count >= 3 else { continue }
-            documented[cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = (cells[1], cells[2])
+        var documented: [String: (severity: String, section: String, fixture: String)] = [:]
+        var required: Set<String> = []
+        var inRequirements = false
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("#") { inRequirements = line == "### Requirements" }
+            guard line.hasPrefix("| ") else { continue }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            let unquote = CharacterSet(charactersIn: "`")
+            if inRequirements, cells.count >= 4 {
+                for id in cells[2].split(separator: ",") where id.contains("`") {
+                    required.insert(id.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: unquote))
+                }
+            } else if line.hasPrefix("| `"), cells.count >= 5 {
+                documented[cells[0].trimmingCharacters(in: unquote)] = (
+                    cells[1], cells[2], cells[4].trimmingCharacters(in: unquote)
+                )
+            }
         }
+        let ids = Set(rules.map(\.id))
+        #expect(required.subtracting(ids).isEmpty, "requirements name unknown rules: \(required.subtracting(ids))")
         for rule in rules {
             let row = documented[rule.id]
             #expect(row?.severity == rule.severity.rawValue, "\(rule.id): severity in the manual")
             #expect(row?.section == rule.section, "\(rule.id): section in the manual")
+            // Every rule names its invalid fixture, which exists and says which rule it is for.
+            let fixture = row?.fixture ?? ""
+            let name = fixture.split(separator: "/").last.map(String.init) ?? ""
+            #expect(name.hasPrefix(rule.id + "@"), "\(rule.id): fixture in the manual is \"\(fixture)\"")
+            let path = Fixtures.root.appendingPathComponent("invalid/" + fixture).path
+            #expect(FileManager.default.fileExists(atPath: path), "\(rule.id): no fixture file \(fixture)")
+            // Every RFC 8216bis rule above info maps to a requirement in the manual's requirements table.
+            if !rule.id.hasPrefix("APPLE-"), rule.severity != .info {
+                #expect(required.contains(rule.id), "\(rule.id): in no row of the requirements table")
+            }
         }
     }
 
@@ -107,5 +133,69 @@ import Testing
                 + "#EXT-X-DISCONTINUITY-SEQUENCE:1\n#EXTINF:6.0,\na12.ts\n#EXTINF:6.0,\na13.ts\n#EXTINF:6.0,\na14.ts\n")
         let findings = PlaylistLinter().lint(current, previous: previous)
         #expect(findings.filter { $0.rule.id.hasPrefix("LIVE") }.isEmpty, "\(findings)")
+    }
+
+    /// Checks that share a rule with an older check (so the rule's fixture does not show them): each fires on
+    /// its line, and a fixed version of the same playlist is clean of it.
+    @Test func foldedChecksFireWhereTheyShould() throws {
+        let media = "#EXTM3U\n#EXT-X-VERSION:8\n#EXT-X-TARGETDURATION:6\n"
+        let cases: [(text: String, rule: LintRule, line: Int)] = [
+            (media + "#EXT-X-DEFINE:NAME=\"a b\",VALUE=\"1\"\n#EXTINF:6.0,\na.ts\n", .variableDefine, 4),
+            (
+                "#EXTM3U\n#EXT-X-VERSION:8\n#EXT-X-DEFINE:IMPORT=\"x\"\n#EXT-X-STREAM-INF:BANDWIDTH=1\nv.m3u8\n",
+                .variableDefine, 3
+            ),
+            (
+                media + "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00Z\n"
+                    + "#EXT-X-DATERANGE:ID=\"p\",START-DATE=\"2026-01-01T00:00:00Z\",PLANNED-DURATION=-1.0\n"
+                    + "#EXTINF:6.0,\na.ts\n", .dateRangeDates, 5
+            ),
+            (
+                media + "#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"k\",KEYFORMAT=\"x\",KEYFORMATVERSIONS=\"1/0\"\n"
+                    + "#EXTINF:6.0,\na.ts\n", .keyAttributes, 4
+            ),
+            (media + "#EXT-X-MAP:URI=\"i.mp4\",BYTERANGE=\"12-34\"\n#EXTINF:6.0,\na.m4s\n", .mapByteRange, 4),
+            (
+                media + "#EXT-X-PART-INF:PART-TARGET=2.0\n#EXT-X-SERVER-CONTROL:PART-HOLD-BACK=6.0\n"
+                    + "#EXT-X-PART:DURATION=2.0,URI=\"p.mp4\",BYTERANGE=\"100\"\n", .byteRangeOffset, 6
+            ),
+            (
+                media + "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00Z\n"
+                    + "#EXT-X-DATERANGE:ID=\"i\",CLASS=\"com.apple.hls.interstitial\",START-DATE=\"2026-01-01T00:00:00Z\","
+                    + "X-ASSET-URI=\"a.m3u8\",X-SNAP=\"OUT,LATER\"\n#EXTINF:6.0,\na.ts\n", .interstitial, 5
+            ),
+        ]
+        for c in cases {
+            let findings = PlaylistLinter(url: "https://example.com/a.m3u8").lint(try Playlist(c.text))
+            #expect(
+                findings.contains { $0.rule == c.rule && $0.line == c.line },
+                "\(c.rule.id)@\(c.line): \(findings.map(\.description))")
+        }
+        // An interstitial's later tag with the same ID may leave X-ASSET-URI out: the tags are judged together.
+        let updated = try Playlist(
+            media + "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00Z\n"
+                + "#EXT-X-DATERANGE:ID=\"i\",CLASS=\"com.apple.hls.interstitial\",START-DATE=\"2026-01-01T00:00:00Z\","
+                + "X-ASSET-URI=\"a.m3u8\"\n#EXTINF:6.0,\na.ts\n"
+                + "#EXT-X-DATERANGE:ID=\"i\",CLASS=\"com.apple.hls.interstitial\",START-DATE=\"2026-01-01T00:00:00Z\","
+                + "DURATION=6.0\n")
+        #expect(!PlaylistLinter().lint(updated).contains { $0.rule == .interstitial })
+    }
+
+    /// Without the parent playlist or the URL, IMPORT and QUERYPARAM are reported as not checked (info), and the
+    /// variables they define count as defined; with them, a missing value is an error.
+    @Test func variablesThatNeedAnotherInputAreInfoWithoutIt() throws {
+        let text =
+            "#EXTM3U\n#EXT-X-VERSION:11\n#EXT-X-TARGETDURATION:6\n#EXT-X-DEFINE:IMPORT=\"host\"\n"
+            + "#EXT-X-DEFINE:QUERYPARAM=\"token\"\n#EXTINF:6.0,\n{$host}/a.ts?t={$token}\n#EXT-X-ENDLIST\n"
+        let playlist = try Playlist(text)
+        let alone = PlaylistLinter().lint(playlist)
+        #expect(alone.filter { $0.severity != .info }.isEmpty, "\(alone.map(\.description))")
+        #expect(alone.filter { $0.rule == .variablesUnchecked }.map(\.line) == [4, 5])
+        let given = PlaylistLinter(url: "https://example.com/a.m3u8?other=1", parent: Variables(["nohost": "x"]))
+            .lint(playlist)
+        // A define whose value is missing is reported as an undefined variable on its line.
+        #expect(given.contains { $0.severity == .error && $0.line == 4 }, "\(given.map(\.description))")
+        #expect(given.contains { $0.severity == .error && $0.line == 5 }, "\(given.map(\.description))")
+        #expect(!given.contains { $0.rule == .variablesUnchecked })
     }
 }
