@@ -72,6 +72,8 @@ struct CleanWriter {
     var sourceKeys: [String: Tag] = [:]
     var outputKeys: [String: Tag] = [:]
     var sourceMap: Tag?
+    /// The keys in effect where the source declared `sourceMap` (a key applies to the EXT-X-MAP after it).
+    var sourceMapKeys: [String: Tag] = [:]
     var outputMap: Tag?
     /// Live fMP4: the media sequence numbers an EXT-X-DISCONTINUITY is put before, the slates' EXT-X-MAP, and how
     /// many inserted discontinuities have left the window (added to EXT-X-DISCONTINUITY-SEQUENCE).
@@ -198,7 +200,9 @@ struct CleanWriter {
                 let known = lines[index].knownTag
                 switch known {
                 case .key: if let tag = lines[index].tag { CleanWriter.apply(tag, to: &sourceKeys) }
-                case .map: sourceMap = lines[index].tag
+                case .map:
+                    sourceMap = lines[index].tag
+                    sourceMapKeys = sourceKeys
                 case .programDateTime: clock = lines[index].tag?.dateTime?.secondsSince1970
                 default: break
                 }
@@ -271,6 +275,8 @@ struct CleanWriter {
                     }
                 }
                 if let map = sourceMap, outputMap != map {
+                    // Re-stated under the keys the source declared it under, not the ones in effect here.
+                    if outputKeys != sourceMapKeys { syncKeys(to: sourceMapKeys) }
                     out.append(PlaylistLine(tag: map))
                     outputMap = map
                 }
@@ -287,11 +293,12 @@ struct CleanWriter {
                 pendingJoin = true
             case .slate:
                 if joinHere, !insertedJoin { out.append(PlaylistLine(tag: Tag(.discontinuity))) }
+                // The key scope closes before the slate's EXT-X-MAP: a key in effect there would apply to it.
+                if !outputKeys.isEmpty { syncKeys(to: [:]) }
                 if let slateMap, outputMap != slateMap {
                     out.append(PlaylistLine(tag: slateMap))
                     outputMap = slateMap
                 }
-                if !outputKeys.isEmpty { syncKeys(to: [:]) }
                 moveMadeLines(from: made, to: headAt)
                 out.append(PlaylistLine(uri: slateURI(sequence), ending: lines[uriLine].ending))
                 outputSequence &+= 1
