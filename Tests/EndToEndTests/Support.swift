@@ -43,13 +43,7 @@ enum EndToEnd {
     /// The path of an outside program on PATH (or /usr/sbin); records a failure when it is missing, since
     /// Scripts/deps.sh installs every program the tests need.
     static func tool(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) -> URL? {
-        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/sbin:/sbin"
-        for dir in path.split(separator: ":") {
-            let candidate = URL(fileURLWithPath: String(dir)).appendingPathComponent(name)
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        }
-        Issue.record("\(name) is not installed; run Scripts/deps.sh", sourceLocation: sourceLocation)
-        return nil
+        ExternalProgram.find(name, sourceLocation: sourceLocation)
     }
 
     /// Runs a program to completion, feeding `input` on stdin; stdout and stderr are collected.
