@@ -12,7 +12,7 @@ public import Testing
 public final class TemporaryFolderRegistry: Sendable {
     @TaskLocal public static var current: TemporaryFolderRegistry?
 
-    private let urls = Guarded<[URL]>([])
+    private let urls = Locked<[URL]>([])
 
     init() {}
 
@@ -49,7 +49,7 @@ public final class TemporaryFolderRegistry: Sendable {
         }
     }
 
-    private static let atExit = Guarded<[URL]>([])
+    private static let atExit = Locked<[URL]>([])
 }
 
 /// ``TemporaryFolderRegistry`` for tests that work with paths.
