@@ -73,3 +73,28 @@ private final class Guard<Value: Sendable>: @unchecked Sendable {
     func set(_ new: Value) { lock.withLock { value = new } }
     func get() -> Value { lock.withLock { value } }
 }
+
+@Suite struct MediaPlaylistTextTests {
+    @Test("a live window is written line by line, tags before their segment")
+    func window() {
+        let text = MediaPlaylistText.window(
+            first: 7, count: 3, targetDuration: 2, duration: "2.000", uri: { "s\($0).ts" },
+            tags: { $0 == 8 ? "#EXT-X-DISCONTINUITY\n" : "" }
+        ).text
+        #expect(
+            text
+                == "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7\n"
+                + "#EXTINF:2.000,\ns7.ts\n#EXT-X-DISCONTINUITY\n#EXTINF:2.000,\ns8.ts\n#EXTINF:2.000,\ns9.ts\n")
+    }
+
+    @Test("a VOD playlist: no version or media sequence when nil, the header, EXT-X-ENDLIST")
+    func vod() {
+        let playlist = MediaPlaylistText(
+            version: nil, targetDuration: 4, header: "#EXT-X-PLAYLIST-TYPE:VOD\n",
+            segments: [.init(duration: "4.0", uri: "a.ts")], ended: true)
+        #expect(
+            playlist.text
+                == "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4.0,\na.ts\n#EXT-X-ENDLIST\n")
+        #expect(playlist.bytes == Array(playlist.text.utf8))
+    }
+}
