@@ -26,6 +26,7 @@ let modules: [Module] = [
     Module(
         name: "FileRange",
         dependencies: [],
+        testDependencies: ["TestSupport"],
         extraTargets: [
             .executableTarget(
                 name: "SparseCacheCrashWriter",
