@@ -26,6 +26,7 @@ let modules: [Module] = [
     Module(
         name: "FileRange",
         dependencies: [],
+        testDependencies: ["TestSupport"],
         extraTargets: [
             .executableTarget(
                 name: "SparseCacheCrashWriter",
@@ -58,14 +59,15 @@ let modules: [Module] = [
     Module(name: "HTTPClient", dependencies: ["HTTPWire", "FileRange"]),
     Module(name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testExclude: ["Fixtures"]),
     Module(
-        name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"], testDependencies: ["HTTPClient"]),
+        name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"],
+        testDependencies: ["HTTPClient", "TestSupport"]),
     Module(
         name: "TSPlayerKit",
         dependencies: [
             "FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload",
             "HTTPClient",
         ],
-        testDependencies: ["HTTPClient"]
+        testDependencies: ["HTTPClient", "TestSupport"]
     ),
 ]
 
@@ -82,6 +84,12 @@ var targets: [Target] = [
     .target(name: "CLIToolkit", path: "Tools/CLIToolkit", swiftSettings: swiftSettings),
     .testTarget(
         name: "CLIToolkitTests", dependencies: ["CLIToolkit"], path: "Tests/CLIToolkitTests",
+        swiftSettings: swiftSettings),
+    // The test support every test target may share (temporary folders, the nginx origin, outside programs):
+    // Packages/TestSupport, a package of its own, depending on nothing; a target here, never a product.
+    .target(name: "TestSupport", path: "Packages/TestSupport/Sources/TestSupport", swiftSettings: swiftSettings),
+    .testTarget(
+        name: "TestSupportTests", dependencies: ["TestSupport"], path: "Packages/TestSupport/Tests/TestSupportTests",
         swiftSettings: swiftSettings),
 ]
 for module in modules {
@@ -130,7 +138,7 @@ targets.append(
 targets.append(
     .testTarget(
         name: "EndToEndTests",
-        dependencies: ["TSPlayerKit", "LoopbackHTTP", "FragmentedMP4"],
+        dependencies: ["TSPlayerKit", "LoopbackHTTP", "FragmentedMP4", "TestSupport"],
         path: "Tests/EndToEndTests",
         swiftSettings: swiftSettings
     )

@@ -13,7 +13,9 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit"]
+PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit", "TestSupport"]
+# Test-only packages: any package may use them in its test targets, and no library or tool target may depend on them.
+TEST_ONLY = {"TestSupport"}
 # The dependency DAG: each package may depend on these siblings and nothing else.
 DAG = {
     "FileRange": set(),
@@ -26,6 +28,7 @@ DAG = {
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
     "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
     "TSPlayerKit": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
+    "TestSupport": set(),
 }
 
 
@@ -63,13 +66,16 @@ def compare(root, packages):
     root_targets = {t["name"]: describe(t, ".") for t in root["targets"]}
     if root.get("dependencies"):
         problems.append("the root manifest must have no package dependencies")
+    for product in root.get("products", []):
+        if set(product.get("targets", [])) & TEST_ONLY:
+            problems.append(f"the root's product {product['name']} offers the test-only {sorted(TEST_ONLY)}")
     claimed = set()
     for name, manifest in packages.items():
         rel = os.path.join("Packages", name)
         deps = {os.path.basename(d["fileSystem"][0]["path"]) if "fileSystem" in d else json.dumps(d)
                 for d in manifest.get("dependencies", [])}
-        if not deps <= DAG[name]:
-            problems.append(f"{name} depends on {sorted(deps - DAG[name])}, outside the DAG")
+        if not deps <= DAG[name] | (TEST_ONLY - {name}):
+            problems.append(f"{name} depends on {sorted(deps - DAG[name] - TEST_ONLY)}, outside the DAG")
         for target in manifest["targets"]:
             mine = describe(target, rel)
             claimed.add(target["name"])
@@ -82,6 +88,9 @@ def compare(root, packages):
                     problems.append(f"{name}: target {target['name']} {field} differs: "
                                     f"package {mine[field]} vs root {theirs[field]}")
     for tname, target in root_targets.items():
+        if target["type"] != "test" and set(target["dependencies"]) & TEST_ONLY:
+            problems.append(f"target {tname} is not a test target but depends on "
+                            f"{sorted(set(target['dependencies']) & TEST_ONLY)}, which is for tests only")
         if target["path"].startswith("Packages/") and tname not in claimed:
             problems.append(f"root target {tname} at {target['path']} is in no package manifest")
     return problems
@@ -105,6 +114,12 @@ def main():
         m = copy.deepcopy(root)
         next(t for t in m["targets"] if t["name"] == "LoopbackHTTP")["settings"] = []
         mutations.append(("Swift settings changed", m, packages))
+        m = copy.deepcopy(root)
+        next(t for t in m["targets"] if t["name"] == "MPEGTS")["dependencies"].append({"byName": ["TestSupport", None]})
+        mutations.append(("a library depending on the test support", m, packages))
+        m = copy.deepcopy(root)
+        m["products"] = m.get("products", []) + [{"name": "TestSupport", "targets": ["TestSupport"]}]
+        mutations.append(("the test support made a product of the root", m, packages))
         failed = False
         for label, r, p in mutations:
             if not compare(r, p):

@@ -14,7 +14,9 @@ let package = Package(
     products: [
         .library(name: "FileRange", targets: ["FileRange"])
     ],
-    dependencies: [],
+    dependencies: [
+        .package(path: "../TestSupport")
+    ],
     targets: [
         .target(
             name: "FileRange",
@@ -28,7 +30,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FileRangeTests",
-            dependencies: ["FileRange"],
+            dependencies: ["FileRange", .product(name: "TestSupport", package: "TestSupport")],
             swiftSettings: swiftSettings
         ),
     ]

@@ -18,6 +18,7 @@ let package = Package(
         .package(path: "../HLSPlaylist"),
         .package(path: "../HTTPClient"),
         .package(path: "../FileRange"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
@@ -31,7 +32,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HLSDownloadTests",
-            dependencies: ["HLSDownload", .product(name: "HTTPClient", package: "HTTPClient")],
+            dependencies: [
+                "HLSDownload", .product(name: "HTTPClient", package: "HTTPClient"),
+                .product(name: "TestSupport", package: "TestSupport"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -23,6 +23,7 @@ let package = Package(
         .package(path: "../HLSAdFilter"),
         .package(path: "../HLSDownload"),
         .package(path: "../HTTPClient"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
@@ -41,7 +42,10 @@ let package = Package(
         ),
         .testTarget(
             name: "TSPlayerKitTests",
-            dependencies: ["TSPlayerKit", .product(name: "HTTPClient", package: "HTTPClient")],
+            dependencies: [
+                "TSPlayerKit", .product(name: "HTTPClient", package: "HTTPClient"),
+                .product(name: "TestSupport", package: "TestSupport"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -11,6 +11,7 @@
 # Needs: swift, ffmpeg, nginx, python3 (yt-dlp is installed with pip when missing).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source Scripts/bench/nginx-origin.sh
 
 seconds=120
 [[ "${1:-}" == "--seconds" ]] && seconds="$2"
@@ -46,31 +47,10 @@ ffmpeg -nostdin -loglevel error -f lavfi -i "testsrc2=size=1280x720:rate=10" -t 
 segments=$(grep -c '^#EXTINF' "$work/www/vod/index.m3u8")
 bytes=$(cat "$work"/www/vod/*.ts | wc -c)
 
-cat > "$work/nginx.conf" <<CONF
-worker_processes 2;
-daemon off;
-error_log $work/error.log;
-pid $work/nginx.pid;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile on;
-  client_body_temp_path $work/tmp;
-  proxy_temp_path $work/tmp;
-  fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp;
-  scgi_temp_path $work/tmp;
-  types { application/vnd.apple.mpegurl m3u8; video/mp2t ts; }
-  server {
-    listen 127.0.0.1:$port;
-    root $work/www;
-    location /slow/ { alias $work/www/; limit_rate 2m; sendfile off; }  # sendfile would send a whole segment at once
-  }
-}
-CONF
-nginx -c "$work/nginx.conf" -e "$work/error.log" &
-nginx_pid=$!
-for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/vod/index.m3u8" && break; sleep 0.1; done
+# sendfile would send a whole segment at once: /slow/ turns it off.
+nginx_origin_config "$work" "$port" \
+    '    location /slow/ { alias '"$work"'/www/; limit_rate 2m; sendfile off; }' >"$work/nginx.conf"
+nginx_origin_start "$work" "http://127.0.0.1:$port/vod/index.m3u8"
 
 now() { date +%s.%N; }
 elapsed() { python3 -c "print(f'{$2 - $1:.2f}')"; }

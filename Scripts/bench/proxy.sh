@@ -26,6 +26,7 @@
 # Needs: swift, ffmpeg, nginx, curl, python3.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source Scripts/bench/nginx-origin.sh
 
 polls=300
 [[ "${1:-}" == "--polls" ]] && polls="$2"
@@ -157,29 +158,10 @@ s.serve_forever()
 PY
 
 chmod -R a+rX "$work"  # nginx workers run as another user
-cat > "$work/nginx.conf" <<CONF
-worker_processes 2;
-daemon off;
-error_log $work/error.log;
-pid $work/nginx.pid;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile on;
-  client_body_temp_path $work/tmp;
-  proxy_temp_path $work/tmp;
-  fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp;
-  scgi_temp_path $work/tmp;
-  types { application/vnd.apple.mpegurl m3u8; video/mp2t ts; }
-  server {
-    listen 127.0.0.1:$port;
-    root $work/www;
-    # The same VOD, each connection limited to 80 MB/s (an origin farther away than loopback).
-    location /slow/ { alias $work/www/vod/; limit_rate 80m; }
-  }
-  # The reference relay: nginx as a reverse proxy in front of the same origin (kept-alive upstream connections,
-  # 1 MiB of buffers per request), the same URLs.
+# The same VOD at /slow/, each connection limited to 80 MB/s (an origin farther away than loopback). The reference
+# relay: nginx as a reverse proxy in front of the same origin (kept-alive upstream connections, 1 MiB of buffers per
+# request), the same URLs.
+nginx_origin_config "$work" "$port" "    location /slow/ { alias $work/www/vod/; limit_rate 80m; }" "$(cat <<CONF
   upstream origin { server 127.0.0.1:$port; keepalive 8; }
   server {
     listen 127.0.0.1:$relay_port;
@@ -193,11 +175,9 @@ http {
       proxy_max_temp_file_size 0;
     }
   }
-}
 CONF
-nginx -c "$work/nginx.conf" -e "$work/error.log" &
-nginx_pid=$!
-for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/live.m3u8" && break; sleep 0.1; done
+)" >"$work/nginx.conf"
+nginx_origin_start "$work" "http://127.0.0.1:$port/live.m3u8"
 
 # start_proxy URL: runs `tsplayer proxy URL`; sets $proxy_pid and $local (the URL it printed).
 start_proxy() {

@@ -3,7 +3,7 @@
 import Foundation
 import Testing
 
-@Suite struct AdFilterCLITests {
+@Suite(.temporaryFolders) struct AdFilterCLITests {
     static let url = "https://origin.example.com/live/index.m3u8"
 
     /// A live window of six 4 s segments from `first`, where 8...10 are an ad break marked by a bare CUE-OUT.
@@ -59,8 +59,7 @@ import Testing
 
     @Test func livePollsWithStateAreLintCleanPairwise() throws {
         let lint = try #require(EndToEnd.product("m3u8lint"))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("adfilter-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryFolders.make(prefix: "adfilter-")
         let state = directory.appendingPathComponent("state").path
         var previousPath: String?
         var outputs: [String] = []

@@ -4,7 +4,7 @@
 import Foundation
 import Testing
 
-@Suite struct CLIToolkitEndToEndTests {
+@Suite(.temporaryFolders) struct CLIToolkitEndToEndTests {
     static let playlist = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.000,\nseg1.ts\n#EXTINF:4.000,\nseg2.ts\n"
 
     /// A fresh folder holding `-dash.m3u8` (a playlist whose name starts with a dash), `plain.m3u8` (the same),
@@ -247,9 +247,7 @@ import Testing
 
     @Test func errorsSayWhatFailedWithoutTypeNamesOrCodes() throws {
         let (_, _, tsplayer) = try tools()
-        let store = FileManager.default.temporaryDirectory.appendingPathComponent("cli-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: store) }
+        let store = TemporaryFolders.make(prefix: "cli-store-")
         let file = store.appendingPathComponent("tasks.json")
         let hint = "; repair it, or move it away to start an empty store\n"
         try Data("{\"tasks\": [1,2".utf8).write(to: file)

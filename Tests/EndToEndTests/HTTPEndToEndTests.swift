@@ -11,11 +11,6 @@ import Testing
 #endif
 
 /// A running loopback-http-testserver, stopped (stdin closed) by `stop()`.
-/// Collects a child's stderr from the reader callback.
-private final class HTTPTextBox: Sendable {
-    let value = LockedValue<String>("")
-}
-
 final class HTTPTestServer {
     let process = Process()
     let input = Pipe()
@@ -23,7 +18,7 @@ final class HTTPTestServer {
     let errors = Pipe()
     let port: UInt16
     let token: String
-    private let errorText = HTTPTextBox()
+    private let errorText = Locked("")
 
     init?(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let executable = EndToEnd.product("loopback-http-testserver", sourceLocation: sourceLocation) else {
@@ -38,7 +33,7 @@ final class HTTPTestServer {
         let box = errorText
         errors.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
-            box.value.withLock { $0 += String(decoding: data, as: UTF8.self) }
+            box.withLock { $0 += String(decoding: data, as: UTF8.self) }
         }
         var text = ""
         while !(text.contains("TOKEN ") && text.hasSuffix("\n")) {
@@ -62,7 +57,7 @@ final class HTTPTestServer {
 
     var base: String { "http://127.0.0.1:\(port)" }
     var pid: Int32 { process.processIdentifier }
-    var log: String { errorText.value.withLock { $0 } }
+    var log: String { errorText.withLock { $0 } }
 
     /// The server's open sockets and files: what serving a request opens (the runtime's own descriptors, such as
     /// the timerfd Dispatch creates on first use, come and go on their own and are not counted).

@@ -1,7 +1,6 @@
-// The few places where the end-to-end tests meet a difference between Linux (Glibc) and Darwin: how the socket
-// type constant is imported, SIGPIPE on send (MSG_NOSIGNAL on Linux; SO_NOSIGPIPE on the socket on Darwin, whose
-// send(2) has no such flag), sockaddr_in's length field (Darwin only), and another process's open descriptors
-// (/proc/<pid>/fd on Linux; lsof(8) on Darwin, which has no /proc).
+// The few places where the end-to-end tests meet a difference between Linux (Glibc) and Darwin: loopback sockets
+// (TestSupport's LoopbackTCP: the socket type constant, SIGPIPE, sockaddr_in's length field), and another process's
+// open descriptors (/proc/<pid>/fd on Linux; lsof(8) on Darwin, which has no /proc).
 import Foundation
 
 #if canImport(Glibc)
@@ -19,44 +18,18 @@ enum Platform {
     #endif
 
     /// A new IPv4 TCP socket (-1 on failure) that never raises SIGPIPE when written to after the peer left, as
-    /// long as writes use ``sendFlags``.
-    static func tcpSocket() -> Int32 {
-        #if canImport(Darwin)
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
-            noSigPipe(fd)
-        #else
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #endif
-        return fd
-    }
+    /// long as writes use ``sendFlags`` (TestSupport's ``LoopbackTCP``).
+    static func tcpSocket() -> Int32 { LoopbackTCP.socket() }
 
     /// Turns SIGPIPE off for a socket this process did not make with ``tcpSocket()`` (an accepted one) on
     /// Darwin; nothing to do on Linux, where ``sendFlags`` does it per call.
-    static func noSigPipe(_ fd: Int32) {
-        #if canImport(Darwin)
-            var one: Int32 = 1
-            _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-        #endif
-    }
+    static func noSigPipe(_ fd: Int32) { LoopbackTCP.noSigPipe(fd) }
 
     /// The send(2) flags that go with ``tcpSocket()``.
-    #if canImport(Darwin)
-        static let sendFlags: Int32 = 0
-    #else
-        static let sendFlags = Int32(MSG_NOSIGNAL)
-    #endif
+    static var sendFlags: Int32 { LoopbackTCP.sendFlags }
 
     /// 127.0.0.1:`port` (0 for an ephemeral port when binding).
-    static func loopback(port: UInt16) -> sockaddr_in {
-        var address = sockaddr_in()
-        #if canImport(Darwin)
-            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
-        #endif
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        return address
-    }
+    static func loopback(port: UInt16) -> sockaddr_in { LoopbackTCP.address(port: port) }
 
     /// Another process's open descriptors as `N -> what`: `socket:...` for a socket, the path for a file or
     /// device, something else for a pipe, an event queue and the like.

@@ -86,7 +86,7 @@ enum ProxyMedia {
     }
 }
 
-@Suite(.serialized) struct ProxyEndToEndTests {
+@Suite(.serialized, .temporaryFolders) struct ProxyEndToEndTests {
     struct Reading {
         var frames: [[UInt8]]
         var times: [Double]
@@ -122,8 +122,7 @@ enum ProxyMedia {
         defer { proxy.stop() }
         #expect(proxy.firstLine.hasPrefix("http://127.0.0.1:"))
         #expect(proxy.firstLine.hasSuffix("/master.m3u8"))
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-e2e-\(UUID().uuidString).raw")
-        defer { try? FileManager.default.removeItem(at: output) }
+        let output = TemporaryFolders.make(prefix: "proxy-e2e-").appendingPathComponent("out.raw")
         var arguments = ["-hide_banner", "-nostdin", "-loglevel", "info", "-i", proxy.firstLine]
         if let seconds { arguments += ["-t", "\(seconds)"] }
         arguments += [

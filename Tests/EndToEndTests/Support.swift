@@ -43,13 +43,7 @@ enum EndToEnd {
     /// The path of an outside program on PATH (or /usr/sbin); records a failure when it is missing, since
     /// Scripts/deps.sh installs every program the tests need.
     static func tool(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) -> URL? {
-        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/sbin:/sbin"
-        for dir in path.split(separator: ":") {
-            let candidate = URL(fileURLWithPath: String(dir)).appendingPathComponent(name)
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        }
-        Issue.record("\(name) is not installed; run Scripts/deps.sh", sourceLocation: sourceLocation)
-        return nil
+        ExternalProgram.find(name, sourceLocation: sourceLocation)
     }
 
     /// Runs a program to completion, feeding `input` on stdin; stdout and stderr are collected.
@@ -72,22 +66,17 @@ enum EndToEnd {
         process.standardInput = inPipe
         try process.run()
         // Read both pipes concurrently so that a chatty child never blocks on a full pipe.
-        let errBox = DataBox()
-        let errThread = Thread { errBox.value.withLock { $0 = errPipe.fileHandleForReading.readDataToEndOfFile() } }
+        let errBox = Locked<Data?>(nil)
+        let errThread = Thread { errBox.withLock { $0 = errPipe.fileHandleForReading.readDataToEndOfFile() } }
         errThread.start()
         if let input { inPipe.fileHandleForWriting.write(input) }
         try? inPipe.fileHandleForWriting.close()
         let out = outPipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        while errBox.value.withLock({ $0 == nil }) { usleep(1000) }
+        while errBox.withLock({ $0 == nil }) { usleep(1000) }
         return ProcessResult(
-            status: process.terminationStatus, stdout: out, stderr: errBox.value.withLock { $0 ?? Data() })
+            status: process.terminationStatus, stdout: out, stderr: errBox.withLock { $0 ?? Data() })
     }
-}
-
-/// Carries the stderr bytes out of the reader thread.
-private final class DataBox: Sendable {
-    let value = LockedValue<Data?>(nil)
 }
 
 extension EndToEnd {

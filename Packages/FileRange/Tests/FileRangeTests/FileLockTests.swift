@@ -10,12 +10,8 @@ import Testing
     import Darwin
 #endif
 
-@Suite struct FileLockTests {
-    private func temporaryFolder() throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("Lock-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        return folder
-    }
+@Suite(.temporaryFolders) struct FileLockTests {
+    private func temporaryFolder() throws -> String { TemporaryFolders.make(prefix: "Lock-") }
 
     private func text(_ path: String) -> String {
         (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""

@@ -4,12 +4,8 @@ import FileRange
 import Foundation
 import Testing
 
-@Suite struct FileSystemTests {
-    private func temporaryFolder() throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("FS-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        return folder
-    }
+@Suite(.temporaryFolders) struct FileSystemTests {
+    private func temporaryFolder() throws -> String { TemporaryFolders.make(prefix: "FS-") }
 
     @Test func foldersFilesSizesAndListings() throws {
         let root = try temporaryFolder()

@@ -10,11 +10,9 @@ import Testing
 
 /// `syncToStorage` is `fsync` here (Linux) and `F_FULLFSYNC`, falling back to `fsync`, on Darwin: on every platform
 /// it flushes an open file or folder and reports a bad descriptor as a typed errno.
-@Suite struct SyncToStorageTests {
+@Suite(.temporaryFolders) struct SyncToStorageTests {
     @Test func flushesAFileAndItsFolder() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("Sync-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let folder = TemporaryFolders.make(prefix: "Sync-")
         let file = open(folder + "/data", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         try #require(file >= 0)
         defer { close(file) }
@@ -33,16 +31,11 @@ import Testing
     }
 }
 
-@Suite struct AtomicFileTests {
-    private func folder() throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("Atomic-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        return folder
-    }
+@Suite(.temporaryFolders) struct AtomicFileTests {
+    private func folder() throws -> String { TemporaryFolders.make(prefix: "Atomic-") }
 
     @Test func replacesTheFileAndLeavesNoTemporaryFile() throws {
         let folder = try folder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/store.json"
         try writeFileAtomically(Array("first".utf8), to: path)
         try writeFileAtomically(Array("second, longer".utf8), to: path)
@@ -54,7 +47,6 @@ import Testing
 
     @Test func aFailedWriteLeavesTheOldFileAndNoTemporaryFile() throws {
         let folder = try folder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
         #expect(throws: Errno.noSuchFile) { try writeFileAtomically([1, 2, 3], to: folder + "/missing/store.json") }
         // A directory in the way: the rename fails, the directory stays, the temporary file goes.
         try FileManager.default.createDirectory(atPath: folder + "/taken", withIntermediateDirectories: false)
@@ -65,7 +57,6 @@ import Testing
 
     @Test func concurrentWritersEachLeaveAWholeFile() async throws {
         let folder = try folder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/shared"
         let versions = (0..<8).map { index in [UInt8](repeating: UInt8(index), count: 64 << 10) }
         await withTaskGroup(of: Void.self) { group in

@@ -12,13 +12,14 @@ import Testing
 
     /// A live window of 4-second segments `s<n>.ts`, with EXT-X-ENDLIST when `ended`.
     static func window(_ sequences: [Int], ended: Bool = false, discontinuityAt: Int? = nil) -> String {
-        var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n"
-        text += "#EXT-X-MEDIA-SEQUENCE:\(sequences.first ?? 0)\n"
-        for n in sequences {
-            if n == discontinuityAt { text += "#EXT-X-DISCONTINUITY\n" }
-            text += "#EXTINF:4.0,\ns\(n).ts\n"
-        }
-        return text + (ended ? "#EXT-X-ENDLIST\n" : "")
+        MediaPlaylistText(
+            targetDuration: 4, mediaSequence: sequences.first ?? 0,
+            segments: sequences.map { n in
+                MediaPlaylistText.Segment(
+                    tags: n == discontinuityAt ? "#EXT-X-DISCONTINUITY\n" : "", duration: "4.0", uri: "s\(n).ts")
+            },
+            ended: ended
+        ).text
     }
 
     /// An origin with segments 0..<40 whose playlist answers `poll(n)` on its n-th request (1-based); `onPoll`

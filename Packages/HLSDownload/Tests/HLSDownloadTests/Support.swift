@@ -121,12 +121,13 @@ enum Fixtures {
     }
 
     static func mediaPlaylist(_ names: [String], extra: [Int: String] = [:], header: String = "") -> String {
-        var text = "#EXTM3U\n#EXT-X-VERSION:4\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n" + header
-        for (i, name) in names.enumerated() {
-            if let tag = extra[i] { text += tag + "\n" }
-            text += "#EXTINF:4.0,\n\(name)\n"
-        }
-        return text + "#EXT-X-ENDLIST\n"
+        MediaPlaylistText(
+            version: 4, targetDuration: 4, header: "#EXT-X-PLAYLIST-TYPE:VOD\n" + header,
+            segments: names.enumerated().map { i, name in
+                MediaPlaylistText.Segment(tags: extra[i].map { $0 + "\n" } ?? "", duration: "4.0", uri: name)
+            },
+            ended: true
+        ).text
     }
 
     /// A new folder that the running test removes when it ends (its suite must be marked `.temporaryFolders`).

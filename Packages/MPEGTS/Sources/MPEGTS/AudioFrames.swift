@@ -1,3 +1,36 @@
+/// What one audio frame's header says of its frame: its length, how many samples (per channel) it decodes to, and
+/// at what rate. The one reading of ADTS, AC-3/E-AC-3 and MPEG audio frame headers in the toolkit: MPEGTS counts
+/// and splits frames with it, FragmentedMP4's bridge builds its samples and sample entries on it.
+public struct AudioFrameLayout: Hashable, Sendable {
+    /// The frame's length in bytes, header included (padding included for MPEG audio).
+    public var length: Int
+    /// Decoded samples per channel.
+    public var samples: Int
+    /// Samples per second.
+    public var sampleRate: Int
+
+    public init(length: Int, samples: Int, sampleRate: Int) {
+        self.length = length
+        self.samples = samples
+        self.sampleRate = sampleRate
+    }
+
+    /// The ADTS header at `index` (ISO/IEC 13818-7 6.2), whether or not the whole frame is in `bytes`; nil when no
+    /// valid header starts there or fewer than 7 bytes are left.
+    public static func adts(_ bytes: [UInt8], at index: Int) -> AudioFrameLayout? {
+        AudioFrames.adtsHeader(bytes, at: index)
+    }
+
+    /// The AC-3 or E-AC-3 sync frame header at `index` (ATSC A/52 5.3, E.1.2), or nil.
+    public static func ac3(_ bytes: [UInt8], at index: Int) -> AudioFrameLayout? { AudioFrames.ac3(bytes, at: index) }
+
+    /// The MPEG-1/2/2.5 audio frame header (layers I–III) at `index`, or nil for a reserved version, layer or rate
+    /// or the free-format bit rate (whose length the header does not give).
+    public static func mpegAudio(_ bytes: [UInt8], at index: Int) -> AudioFrameLayout? {
+        AudioFrames.mpegAudio(bytes, at: index)
+    }
+}
+
 /// Counts the audio frames in a PES payload, for the duration of a stream's last PES.
 enum AudioFrames {
     /// The duration of the whole frames at the start of `payload` in 90 kHz ticks (ADTS AAC, AC-3, E-AC-3), or
@@ -19,11 +52,7 @@ enum AudioFrames {
         return Int64(samples) * Timestamp.ticksPerSecond / Int64(sampleRate)
     }
 
-    struct Frame {
-        var length: Int
-        var samples: Int
-        var sampleRate: Int
-    }
+    typealias Frame = AudioFrameLayout
 
     static func frame(codec: Codec, _ bytes: [UInt8], at index: Int) -> Frame? {
         if codec == .aac { return adts(bytes, at: index) }

@@ -1,4 +1,6 @@
 // Long file: the demuxer is one hot loop over packets with its per-PID state; its parts are not useful apart.
+import FileRange
+
 /// The start of one PES packet, as the demuxer reports it.
 public struct PESInfo: Hashable, Sendable {
     public var pid: UInt16
@@ -752,7 +754,7 @@ public struct Demuxer: Sendable {
             if 1 + length < payload.count && payload[1 + length] == 0xFF
                 && repeatedSections[Int(pid)].count == length
                 && repeatedSections[Int(pid)].withUnsafeBytes({
-                    bytesEqual($0, UnsafeRawBufferPointer(rebasing: payload[1..<(1 + length)]))
+                    ByteComparison.equal($0, UnsafeRawBufferPointer(rebasing: payload[1..<(1 + length)]))
                 })
             {
                 return
@@ -946,25 +948,6 @@ public struct Demuxer: Sendable {
         if codec == .mpeg2Video || codec == .mpeg1Video { return KeyframeScanner(syntax: .mpegVideo) }
         return nil
     }
-}
-
-/// Whether two buffers hold the same bytes, compared eight at a time (no generic per-byte iteration, no C call).
-@inline(__always)
-func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-    guard a.count == b.count else { return false }
-    var offset = 0
-    while offset + 8 <= a.count {
-        guard
-            a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-        else { return false }
-        offset += 8
-    }
-    while offset < a.count {
-        guard a[offset] == b[offset] else { return false }
-        offset += 1
-    }
-    return true
 }
 
 extension MPEGTSError {

@@ -1,24 +1,6 @@
-/// Byte comparison and search for the proxy's hot paths, in the standard library only (eight bytes at a time, no C
-/// calls): the umbrella makes no system or C library calls of its own.
+/// Byte search for the proxy's hot paths, in the standard library only (eight bytes at a time, no C calls): the
+/// umbrella makes no system or C library calls of its own. Comparison is FileRange's ``ByteComparison``.
 enum Bytes {
-    /// Whether two buffers of the same length hold the same bytes.
-    static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        guard a.count == b.count else { return false }
-        var offset = 0
-        while offset + 8 <= a.count {
-            guard
-                a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                    == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            else { return false }
-            offset += 8
-        }
-        while offset < a.count {
-            guard a[offset] == b[offset] else { return false }
-            offset += 1
-        }
-        return true
-    }
-
     /// The index of the first LF at or after `from` in `buffer`, or nil.
     static func nextLineFeed(in buffer: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
         var i = max(from, 0)

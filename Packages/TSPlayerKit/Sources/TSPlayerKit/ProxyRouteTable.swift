@@ -1,3 +1,4 @@
+import FileRange
 import HLSPlaylist
 
 /// One table of proxy routes: route ID ↔ upstream URL (the whole URL, query included). The multivariant playlist's
@@ -158,7 +159,7 @@ struct URIKey: Hashable {
 
     static func == (a: URIKey, b: URIKey) -> Bool {
         guard a.digest == b.digest, a.bytes.count == b.bytes.count else { return false }
-        return a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in Bytes.equal(x, y) } }
+        return a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in ByteComparison.equal(x, y) } }
     }
 
     func hash(into hasher: inout Hasher) { hasher.combine(digest) }
@@ -177,7 +178,7 @@ enum ProxyURIs {
         guard !ra.isEmpty else { return true }
         return a.withUnsafeBytes { x in
             b.withUnsafeBytes { y in
-                Bytes.equal(UnsafeRawBufferPointer(rebasing: x[ra]), UnsafeRawBufferPointer(rebasing: y[rb]))
+                ByteComparison.equal(UnsafeRawBufferPointer(rebasing: x[ra]), UnsafeRawBufferPointer(rebasing: y[rb]))
             }
         }
     }

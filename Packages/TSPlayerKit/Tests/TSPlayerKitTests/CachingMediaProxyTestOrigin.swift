@@ -28,11 +28,8 @@ final class CachingTestOrigin: Sendable {
         var bytes: UInt64
     }
 
-    final class Box<T: Sendable>: Sendable {
-        let mutex: LockedValue<T>
-        init(_ value: T) { mutex = LockedValue(value) }
-        func withLock<R>(_ body: (inout T) -> R) -> R { mutex.withLock { body(&$0) } }
-    }
+    /// The test support's lock, under the name these tests know.
+    typealias Box<T: Sendable> = Locked<T>
 
     let resourcesBox: Box<[String: Resource]>
     let servedBox: Box<[Served]>

@@ -73,9 +73,9 @@ import Testing
 
     @Test func aSlidingWindowMapsOnlyItsNewSegmentsAndAMovedBaseStartsAfresh() throws {
         func window(_ first: Int) throws -> Playlist {
-            var text = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-            for m in first..<(first + 3) { text += "#EXTINF:2.000,\n./s\(m).ts\n" }
-            return try Playlist(bytes: Array(text.utf8))
+            let text = MediaPlaylistText.window(
+                first: first, count: 3, version: nil, targetDuration: 2, duration: "2.000", uri: { "./s\($0).ts" })
+            return try Playlist(bytes: text.bytes)
         }
         var routes = RouteTable(prefix: "p-")
         var cache: RouteCache?

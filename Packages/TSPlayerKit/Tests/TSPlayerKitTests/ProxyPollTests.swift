@@ -11,12 +11,11 @@ import Testing
 
     /// The window of `count` segments starting at `first`; a 6-segment break (CUE-OUT 12 s) opens at 104.
     static func window(first: Int, count: Int = 8, uriWhitespace: String = "") -> [UInt8] {
-        var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-        for m in first..<(first + count) {
-            if m == 104 { text += "#EXT-X-CUE-OUT:12.000\n" }
-            text += "#EXTINF:2.000,\n\(uriWhitespace)https://cdn.example/seg_\(m).ts?s=1\n"
-        }
-        return Array(text.utf8)
+        MediaPlaylistText.window(
+            first: first, count: count, targetDuration: 2, duration: "2.000",
+            uri: { "\(uriWhitespace)https://cdn.example/seg_\($0).ts?s=1" },
+            tags: { $0 == 104 ? "#EXT-X-CUE-OUT:12.000\n" : "" }
+        ).bytes
     }
 
     /// The URI lines of an output, by media sequence number.

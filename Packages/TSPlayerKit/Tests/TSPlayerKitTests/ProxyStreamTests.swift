@@ -9,9 +9,9 @@ import Testing
 @Suite struct ProxyStreamTests {
     /// A live window of `count` segments from `first`, of the media playlist at `url`.
     static func window(_ url: String, first: Int, count: Int = 50) throws -> FetchedPlaylist {
-        var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-        for m in first..<(first + count) { text += "#EXTINF:2.000,\nseg_\(m).ts?s=1\n" }
-        return try RemotePlaylistFetcher.parsed(Array(text.utf8), url: url)
+        let text = MediaPlaylistText.window(
+            first: first, count: count, targetDuration: 2, duration: "2.000", uri: { "seg_\($0).ts?s=1" })
+        return try RemotePlaylistFetcher.parsed(text.bytes, url: url)
     }
 
     @Test func aPollOfOnePlaylistCompletesWhileAnotherPlaylistsRewriteIsHeld() throws {

@@ -15,11 +15,6 @@ final class ProxyTestOrigin: Sendable {
         var body: [UInt8]
         var redirect: String?
     }
-    final class Locked<T: Sendable>: Sendable {
-        let value: LockedValue<T>
-        init(_ v: T) { value = LockedValue(v) }
-        func withLock<R>(_ body: (inout T) -> R) -> R { value.withLock { body(&$0) } }
-    }
     let resources = Locked<[String: Resource]>([:])
     let log = Locked<[String]>([])
     let requiredAuthorization: String?

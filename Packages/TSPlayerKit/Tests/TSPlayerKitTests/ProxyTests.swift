@@ -10,13 +10,16 @@ import Testing
 
 @Suite(.serialized) struct ProxyTests {
     static func liveWindow(first: Int, ads: Set<Int>, count: Int = 5) -> String {
-        var t = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-        for m in first..<(first + count) {
-            if ads.contains(m), !ads.contains(m - 1) { t += "#EXT-X-CUE-OUT:\(4 * ads.filter { $0 >= m }.count)\n" }
-            if !ads.contains(m), ads.contains(m - 1) { t += "#EXT-X-CUE-IN\n" }
-            t += "#EXTINF:4.000,\nseg\(m).ts?token=abc\n"
-        }
-        return t
+        MediaPlaylistText.window(
+            first: first, count: count, targetDuration: 4, duration: "4.000", uri: { "seg\($0).ts?token=abc" },
+            tags: { m in
+                if ads.contains(m), !ads.contains(m - 1) {
+                    return "#EXT-X-CUE-OUT:\(4 * ads.filter { $0 >= m }.count)\n"
+                }
+                if !ads.contains(m), ads.contains(m - 1) { return "#EXT-X-CUE-IN\n" }
+                return ""
+            }
+        ).text
     }
 
     func makeProxy(

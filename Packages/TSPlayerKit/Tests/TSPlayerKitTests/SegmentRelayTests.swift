@@ -114,29 +114,11 @@ final class RelayRawClient {
     let fd: Int32
 
     init(port: UInt16) throws {
-        #if canImport(Darwin)
-            fd = socket(AF_INET, SOCK_STREAM, 0)
-            // Darwin has no MSG_NOSIGNAL for send(2): the socket itself is told not to raise SIGPIPE.
-            var one: Int32 = 1
-            setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-        #else
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #endif
+        // Darwin has no MSG_NOSIGNAL for send(2): LoopbackTCP's socket itself is told not to raise SIGPIPE.
+        fd = LoopbackTCP.socket()
         var window: Int32 = 64 << 10
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &window, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        #if canImport(Darwin)
-            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
-        #endif
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else {
+        guard LoopbackTCP.connect(fd, port: port) else {
             close(fd)
             throw POSIXError(.ECONNREFUSED)
         }

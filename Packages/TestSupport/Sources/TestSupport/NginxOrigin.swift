@@ -1,7 +1,8 @@
-// nginx as the reference origin of the end-to-end tests: started per test on loopback with its own temporary config
-// and access log, stopped with it; its temporary folder is removed when the origin goes.
-import Foundation
-import Testing
+// nginx as the reference origin of the tests: started per test on loopback with its own temporary config and access
+// log, stopped with it; its temporary folder is removed when the origin goes. The one nginx configuration of the
+// tests is written here.
+public import Foundation
+public import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -11,28 +12,28 @@ import Testing
 
 /// An nginx serving a folder on a loopback port at `/`, and again at `/slow/` limited to `slowRate` per connection.
 /// With `requiredAuthorization`, every request without exactly that `Authorization` value gets 403.
-final class NginxOrigin {
+public final class NginxOrigin {
     /// One access-log row.
-    struct Request {
-        var uri: String
-        var status: Int
-        var bytes: Int
-        var agent: String
-        var test: String
-        var authorization: String
-        var range: String
+    public struct Request: Sendable {
+        public var uri: String
+        public var status: Int
+        public var bytes: Int
+        public var agent: String
+        public var test: String
+        public var authorization: String
+        public var range: String
     }
 
-    let port: UInt16
-    let directory: URL
-    var accessLog: URL { directory.appendingPathComponent("access.log") }
+    public let port: UInt16
+    public let directory: URL
+    public var accessLog: URL { directory.appendingPathComponent("access.log") }
     private var process: Process?
 
-    init?(
+    public init?(
         root: URL, slowRate: String = "1m", requiredAuthorization: String? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
-        guard let nginx = EndToEnd.tool("nginx", sourceLocation: sourceLocation) else { return nil }
+        guard let nginx = ExternalProgram.find("nginx", sourceLocation: sourceLocation) else { return nil }
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("nginx-\(UUID().uuidString)")
         directory = folder
         try FileManager.default.createDirectory(
@@ -107,9 +108,9 @@ final class NginxOrigin {
         }
     }
 
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
 
-    func stop() {
+    public func stop() {
         // Single-process nginx started from a test thread inherits a signal mask that blocks SIGTERM: SIGKILL it.
         if let process, process.isRunning {
             kill(process.processIdentifier, SIGKILL)
@@ -124,7 +125,7 @@ final class NginxOrigin {
     }
 
     /// The access log's rows, oldest first.
-    func requests() -> [Request] {
+    public func requests() -> [Request] {
         let text = (try? String(contentsOf: accessLog, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let quoted = line.split(separator: "\"", omittingEmptySubsequences: false)
@@ -137,16 +138,6 @@ final class NginxOrigin {
         }
     }
 
-    static func connects(_ port: UInt16) -> Bool {
-        let fd = Platform.tcpSocket()
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = Platform.loopback(port: port)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        return result == 0
-    }
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    public static func connects(_ port: UInt16) -> Bool { LoopbackTCP.accepts(port) }
 }

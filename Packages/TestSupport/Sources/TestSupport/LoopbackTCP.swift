@@ -1,0 +1,74 @@
+// Plain TCP client sockets to 127.0.0.1, for tests that talk to a server byte by byte or probe whether a peer
+// listens: the one place the tests build a loopback address. Linux and Darwin differ in how the socket type constant
+// is imported, in SIGPIPE (MSG_NOSIGNAL per send on Linux; SO_NOSIGPIPE on the socket on Darwin, whose send(2) has no
+// such flag) and in sockaddr_in's length field (Darwin only).
+#if canImport(Glibc)
+    public import Glibc
+#elseif canImport(Darwin)
+    public import Darwin
+#endif
+
+public enum LoopbackTCP {
+    /// A new IPv4 TCP socket (-1 on failure) that never raises SIGPIPE when written to after the peer left, as
+    /// long as writes use ``sendFlags``.
+    public static func socket() -> Int32 {
+        #if canImport(Darwin)
+            let fd = Darwin.socket(AF_INET, SOCK_STREAM, 0)
+            noSigPipe(fd)
+        #else
+            let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        return fd
+    }
+
+    /// Turns SIGPIPE off for a socket not made with ``socket()`` (an accepted one) on Darwin; nothing to do on
+    /// Linux, where ``sendFlags`` does it per call.
+    public static func noSigPipe(_ fd: Int32) {
+        #if canImport(Darwin)
+            var one: Int32 = 1
+            _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+    }
+
+    /// The send(2) flags that go with ``socket()``.
+    #if canImport(Darwin)
+        public static let sendFlags: Int32 = 0
+    #else
+        public static let sendFlags = Int32(MSG_NOSIGNAL)
+    #endif
+
+    /// 127.0.0.1:`port` (0 for an ephemeral port when binding).
+    public static func address(port: UInt16) -> sockaddr_in {
+        var address = sockaddr_in()
+        #if canImport(Darwin)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+        #endif
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return address
+    }
+
+    /// Connects `fd` to 127.0.0.1:`port`; whether that worked.
+    public static func connect(_ fd: Int32, port: UInt16) -> Bool {
+        var address = address(port: port)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                #if canImport(Darwin)
+                    Darwin.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                #else
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                #endif
+            }
+        }
+        return result == 0
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    public static func accepts(_ port: UInt16) -> Bool {
+        let fd = socket()
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return connect(fd, port: port)
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite(.temporaryFolders) struct TemporaryFoldersTests {
+    @Test("a folder made in a test exists, empty, in the temporary directory, and goes when the test ends")
+    func removedAtTheEnd() async throws {
+        let test = try #require(Test.current)
+        let made = Guard<URL?>(nil)
+        try await TemporaryFoldersTrait().provideScope(for: test, testCase: nil) {
+            let url = TemporaryFolderURLs.make(prefix: "support-self-")
+            made.set(url)
+            var isFolder: ObjCBool = false
+            #expect(FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder) && isFolder.boolValue)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: url.path).isEmpty)
+            #expect(url.lastPathComponent.hasPrefix("support-self-"))
+            try Data("x".utf8).write(to: url.appendingPathComponent("file"))
+        }
+        let url = try #require(made.get())
+        #expect(!FileManager.default.fileExists(atPath: url.path), "\(url.path) is still there")
+    }
+
+    @Test("paths and URLs name the same kind of folder")
+    func pathsAndURLs() {
+        let path = TemporaryFolderPaths.make(prefix: "support-path-")
+        let url = TemporaryFolderURLs.make(prefix: "support-url-")
+        #expect(path.hasPrefix(NSTemporaryDirectory()))
+        #expect(url.path.hasPrefix(URL(fileURLWithPath: NSTemporaryDirectory()).path))
+        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(path != url.path)
+    }
+}
+
+@Suite(.temporaryFolders) struct NginxOriginTests {
+    @Test("nginx serves the root at / and /slow/, logs each request, and is gone after stop()")
+    func servesAndLogs() throws {
+        let root = TemporaryFolderURLs.make(prefix: "support-nginx-root-")
+        let body = Data((0..<10_000).map { UInt8($0 % 251) })
+        try body.write(to: root.appendingPathComponent("a.ts"))
+        guard let origin = try NginxOrigin(root: root) else { return }
+        let fetched = try Data(contentsOf: try #require(URL(string: origin.url("a.ts"))))
+        #expect(fetched == body)
+        let slow = try Data(contentsOf: try #require(URL(string: origin.url("slow/a.ts"))))
+        #expect(slow == body)
+        let log = origin.requests()
+        #expect(log.map(\.uri) == ["/a.ts", "/slow/a.ts"])
+        #expect(log.map(\.status) == [200, 200])
+        #expect(log.map(\.bytes) == [10_000, 10_000])
+        origin.stop()
+        #expect(!NginxOrigin.connects(origin.port), "nginx still answers on port \(origin.port)")
+    }
+
+    @Test("with a required Authorization, other requests get 403")
+    func requiresAuthorization() throws {
+        let root = TemporaryFolderURLs.make(prefix: "support-nginx-auth-")
+        try Data("#EXTM3U\n".utf8).write(to: root.appendingPathComponent("a.m3u8"))
+        guard let origin = try NginxOrigin(root: root, requiredAuthorization: "Bearer t") else { return }
+        defer { origin.stop() }
+        #expect((try? Data(contentsOf: try #require(URL(string: origin.url("a.m3u8"))))) == nil)
+        #expect(origin.requests().map(\.status) == [403])
+    }
+}
+
+/// A value set inside a `@Sendable` closure and read after it.
+private final class Guard<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func set(_ new: Value) { lock.withLock { value = new } }
+    func get() -> Value { lock.withLock { value } }
+}
+
+@Suite struct MediaPlaylistTextTests {
+    @Test("a live window is written line by line, tags before their segment")
+    func window() {
+        let text = MediaPlaylistText.window(
+            first: 7, count: 3, targetDuration: 2, duration: "2.000", uri: { "s\($0).ts" },
+            tags: { $0 == 8 ? "#EXT-X-DISCONTINUITY\n" : "" }
+        ).text
+        #expect(
+            text
+                == "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7\n"
+                + "#EXTINF:2.000,\ns7.ts\n#EXT-X-DISCONTINUITY\n#EXTINF:2.000,\ns8.ts\n#EXTINF:2.000,\ns9.ts\n")
+    }
+
+    @Test("a VOD playlist: no version or media sequence when nil, the header, EXT-X-ENDLIST")
+    func vod() {
+        let playlist = MediaPlaylistText(
+            version: nil, targetDuration: 4, header: "#EXT-X-PLAYLIST-TYPE:VOD\n",
+            segments: [.init(duration: "4.0", uri: "a.ts")], ended: true)
+        #expect(
+            playlist.text
+                == "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4.0,\na.ts\n#EXT-X-ENDLIST\n")
+        #expect(playlist.bytes == Array(playlist.text.utf8))
+    }
+}
