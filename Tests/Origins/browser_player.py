@@ -226,6 +226,18 @@ def main():
              "--disable-background-networking", "--disable-component-update", "--mute-audio",
              "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0", page],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def stop(signum, frame):
+        # Chromium runs in a session of its own: stop it with us.
+        try:
+            os.killpg(browser.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        shutil.rmtree(profile, ignore_errors=True)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     started = time.monotonic()
     code = 3
     while time.monotonic() - started < args.timeout:
