@@ -229,6 +229,28 @@ final class BrowserPlayer: Sendable {
         #expect(proxy.stderr.contains("[EXT-X-CUE-OUT break cue-out-8]"), "\(proxy.stderr.suffix(2000))")
     }
 
+    @Test func withoutCORSTheBrowserRefusesTheProxysPlaylist() throws {
+        // The control: the same page and proxy without --cors; chromium must block the player's first request.
+        let dir = try ProxyMedia.directory.get()
+        let python = try #require(EndToEnd.tool("python3"))
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
+        let origin = try ProxyTestProcess(
+            python, [script, "--dir", dir.path, "--mode", "live", "--segments", "\(ProxyMedia.segments)"])
+        defer { origin.stop() }
+        let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
+        let browser = try BrowserPlayer(until: "msn:11", timeout: 20)
+        defer { browser.stop() }
+        let proxy = try ProxyTestProcess(
+            tsplayer, ["proxy", "http://127.0.0.1:\(port)/stream.m3u8", "--allow-private"])
+        defer { proxy.stop() }
+        let (_, decoded, text) = try browser.play(proxy.firstLine, within: 20)
+        let report = try #require(decoded, "no report from the page: \(text.suffix(3000))")
+        let page = try #require(report.page, "\(report.failure ?? "the page sent nothing")\n\(report.logs)")
+        #expect(page.error != nil && !page.reached, "played without CORS\n\(report.logs)")
+        #expect(report.logs.contains("blocked by CORS policy"), "\(report.logs)")
+    }
+
     @Test func videoJSPlaysTheFragmentedMP4PresentationToTheEnd() throws {
         let movie = try #require(FragmentedFixtures.h264AAC)
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
