@@ -12,12 +12,13 @@
 ///   types) with its PCR PID, continuity counters continuing its own, from its first PTS plus an offset
 ///   (``continuation(durationTicks:offsetTicks:)``), so a player sees one timeline across content, slates and
 ///   content again. The silent audio continues the anchor's audio frame grid from where the anchor's audio ended:
-///   each slot gets the grid's frames that start within it or less than a frame before its start, so consecutive
-///   slates tile the grid (no audio hole, no drift from the video) and the first starts where the anchor's audio
-///   ended when that is within a frame of the anchor's end.
+///   each slot gets the grid's frames that start within it, as segmenters cut content audio, so consecutive slates
+///   and the content after them tile the grid (no audio hole, no drift from the video); the first slot also takes
+///   the frame that starts less than a frame before it, so it starts where the anchor's audio ended.
 ///
 /// Time stamps are computed from frame indices, so they are continuous across loops and wrap correctly past 2^33.
-/// Audio never outlasts the video.
+/// A template slate's audio never outlasts its video; a continuation's last frame may end up to a frame after the
+/// slot, where the next slot's audio begins.
 public struct SlateBuilder: Sendable {
     /// Where the slate's program goes.
     public struct Layout: Hashable, Sendable {
@@ -189,6 +190,11 @@ public struct SlateBuilder: Sendable {
         ticks <= 0 ? 0 : Int(ticks * Int64(sampleRate) / (1024 * 90_000))
     }
 
+    /// How many frames of a grid start before `ticks` after its origin (none for a span of zero or less).
+    private func audioFramesStarting(before ticks: Int64) -> Int {
+        ticks <= 0 ? 0 : Int((ticks * Int64(sampleRate) + 1024 * 90_000 - 1) / (1024 * 90_000))
+    }
+
     /// 90 kHz ticks from the first audio frame to the `index`th.
     private func audioTicks(_ index: Int) -> Int64 {
         Int64((Double(index) * 1024 * 90_000 / Double(sampleRate)).rounded())
@@ -349,11 +355,11 @@ extension SlateBuilder {
         guard let anchor else { return nil }
         let start = anchor.videoStart.advanced(by: offsetTicks)
         // The audio continues the anchor's frame grid from the anchor's audio end: this slot's frames are those
-        // that start before its end and not a whole frame or more before its start, so consecutive slots tile the
-        // grid and none ends after the slot.
+        // that start within it (so consecutive slots, and the content after them, tile the grid); a slot that
+        // starts less than a frame after the anchor's audio end is the first and begins right there.
         let fromEnd = anchor.audioEnd.distance(to: start)
-        let first = audioFrameCount(in: fromEnd)
-        let last = max(first, audioFrameCount(in: fromEnd + durationTicks))
+        let first = audioFrameCount(in: fromEnd) == 0 ? 0 : audioFramesStarting(before: fromEnd)
+        let last = max(first, audioFramesStarting(before: fromEnd + durationTicks))
         let placement = Placement(
             tables: [(anchor.patSection, 0), (anchor.pmtSection, anchor.pmtPID)], tablesEveryLoop: false,
             videoPID: anchor.videoPID, audioPID: anchor.audioPID, pcrPID: anchor.pcrPID, pcrLead: 63_000,

@@ -72,9 +72,9 @@ import Testing
         #expect(video.first?.value == 900_000 + 180_000)
         #expect(zip(video, video.dropFirst()).allSatisfy { $0.distance(to: $1) == 3600 })
         // Silent audio covers the same span, on the anchor's audio frame grid: its last frame starts at 1 072 800
-        // and ends at 1 074 720; the grid frame that starts less than a frame before the slate is at 1 078 560.
+        // and ends at 1 074 720; the first grid frame within the slate starts at 1 074 720 + 3 × 1920.
         let firstAudio = try #require(audio.first)
-        #expect(firstAudio.value == 1_078_560)
+        #expect(firstAudio.value == 1_080_480)
         #expect(audio.count >= 37)
     }
 
@@ -155,10 +155,14 @@ import Testing
             total += frames
             let slotEnd = Int64(900_000) + Int64((offset + 2) * 90_000)
             end = first.pts + Int64(frames) * 1920
-            // Within one frame of the slot's 2 s, never past the slot's end.
-            #expect(abs(Int64(frames) * 1920 - 180_000) < 1920, "slot \(slot): \(frames) frames")
-            #expect(end <= slotEnd, "slot \(slot)'s audio ends at \(end), after the slot (\(slotEnd))")
-            #expect(slotEnd - end < 1920, "slot \(slot) leaves \(slotEnd - end) ticks without audio")
+            // The slot is covered: its audio starts less than a frame away from the slot's start (the first slot's
+            // where the anchor's ended) and ends at or less than a frame after the slot's end, where the next slot's
+            // audio begins; so it holds the slot's 2 s within a frame (the first within two).
+            let slotStart = slotEnd - 180_000
+            #expect(abs(first.pts - slotStart) < 1920, "slot \(slot) starts its audio at \(first.pts), at \(slotStart)")
+            #expect(abs(Int64(frames) * 1920 - 180_000) < (slot == 0 ? 2 : 1) * 1920, "slot \(slot): \(frames) frames")
+            #expect(
+                end >= slotEnd && end - slotEnd < 1920, "slot \(slot)'s audio ends at \(end), the slot at \(slotEnd)")
         }
         // No drift: 30 slots (60 s) hold 60 s of audio, give or take the frame at each end.
         #expect(abs(Int64(total) * 1920 - 60 * 90_000) < 2 * 1920, "\(total) frames in 30 slots")
