@@ -11,7 +11,7 @@ import Testing
 
 /// A web player on another origin reads every answer of an ad-stripping proxy started with a CORS origin: the
 /// playlists, relayed segments (ranges included), slates, errors, and the preflight a Range request needs.
-@Suite(.serialized) struct ProxyCORSTests {
+@Suite(.serialized, .temporaryFolders) struct ProxyCORSTests {
     static let page = "http://127.0.0.1:8123"
 
     /// A request with the page's Origin; `method` OPTIONS asks as a browser's preflight does.
@@ -109,6 +109,29 @@ import Testing
             slate, method: "OPTIONS", headers: ["Access-Control-Request-Method": "GET"])
         #expect(slatePreflight.status == 204)
         #expect(slatePreflight.header("Access-Control-Allow-Origin") == Self.page)
+    }
+
+    @Test func theCachingProxyAnswersTheOriginToo() async throws {
+        let origin = try await CachingTestOrigin()
+        let body = cachingTestBytes(10_000, seed: 3)
+        origin.set("/song.mp3", .init(body: body, etag: "\"v1\""))
+        var options = CachingMediaProxy.Options(cacheDirectory: cachingTestDirectory())
+        options.fetch.allowPrivateUpstreams = true
+        options.fetch.retries = 0
+        options.server.cors = CORSOptions(allowedOrigin: Self.page)
+        let proxy = try CachingMediaProxy(options: options, server: PlaybackServer())
+        let local = try await proxy.localURL(for: origin.url("/song.mp3"), headers: [])
+        let part = try await Self.request(local, headers: ["Range": "bytes=100-199"])
+        #expect(part.status == 206 && part.body == Array(body[100...199]))
+        Self.expectCORS(part, "cached file range")
+        let preflight = try await Self.request(
+            local, method: "OPTIONS",
+            headers: ["Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "range"])
+        #expect(preflight.status == 204)
+        #expect(preflight.header("Access-Control-Allow-Origin") == Self.page)
+        #expect(preflight.header("Access-Control-Allow-Headers")?.lowercased().contains("range") == true)
+        await proxy.stop()
+        await origin.stop()
     }
 
     @Test func withoutCORSNoOriginIsAllowed() async throws {
