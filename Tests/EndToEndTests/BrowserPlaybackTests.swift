@@ -178,8 +178,11 @@ final class BrowserPlayer: Sendable {
         )
     }
 
-    @Test func videoJSPlaysALiveStreamThroughTheProxyAcrossAnAdBreak() throws {
-        let dir = try ProxyMedia.directory.get()
+    /// The live stream in TS, and in fMP4 (whose slates have an init section of their own, with the content's
+    /// audio track).
+    @Test(arguments: [false, true]) func videoJSPlaysALiveStreamThroughTheProxyAcrossAnAdBreak(fragmented: Bool) throws
+    {
+        let dir = try (fragmented ? ProxyMedia.fragmented : ProxyMedia.directory).get()
         let python = try #require(EndToEnd.tool("python3"))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
@@ -189,7 +192,7 @@ final class BrowserPlayer: Sendable {
             [
                 script, "--dir", dir.path, "--mode", "live", "--segments", "\(ProxyMedia.segments)", "--breaks",
                 "cue:8-10",
-            ])
+            ] + (fragmented ? ["--fmp4"] : []))
         defer { origin.stop() }
         let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
         let browser = try BrowserPlayer(until: "msn:11", timeout: 60)
