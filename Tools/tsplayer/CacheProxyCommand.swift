@@ -13,7 +13,8 @@ enum CacheProxyCommand {
             disk (also when the origin is unreachable); the gaps are fetched with the given headers and cached.
             """,
         synopsis: [
-            "tsplayer cache-proxy <url> [-H <header>]... [--cache-dir <dir>] [--max-size <size>] [--port <port>]",
+            "tsplayer cache-proxy <url> [-H <header>]... [--cache-dir <dir>] [--max-size <size>] [--port <port>]"
+                + " [--cors <origin>]",
             "tsplayer cache-proxy --list [--cache-dir <dir>] [--json]",
         ],
         arguments: [
@@ -35,6 +36,9 @@ enum CacheProxyCommand {
             .value(
                 "--port", value: "port", help: "The loopback port to listen on (default: an ephemeral port).",
                 expects: "a number from 0 to 65535", example: "8080"),
+            .value(
+                "--cors", value: "origin", help: "Allow a web player on this origin ('*' for any) to read the file.",
+                expects: "'*' or an origin such as http://127.0.0.1:8000", example: "http://localhost:8000"),
             .flag("--allow-private", help: "Allow origins on loopback and private addresses."),
             .flag("--list", help: "List what the cache holds: fraction held, size in bytes, URL."),
             .flag("--json", help: "With --list, print JSON."),
@@ -55,6 +59,9 @@ enum CacheProxyCommand {
         let headers = parsed.headers(command)
         if let size = parsed.checked(command, "--max-size", parseSize) { options.maxCacheBytes = size }
         if let port = parsed.port(command) { options.server.port = port }
+        if let origin = parsed.checked(command, "--cors", ProxyCommand.corsOrigin) {
+            options.server.cors = CORSOptions(allowedOrigin: origin)
+        }
         options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
 
         let proxy: CachingMediaProxy

@@ -15,7 +15,7 @@ enum ProxyCommand {
             """,
         synopsis: [
             "tsplayer proxy <url> [-H <header>]... [--user-agent <ua>] [--referer <url>] [--mode <mode>] "
-                + "[--port <port>] [--explain]"
+                + "[--port <port>] [--cors <origin>] [--explain]"
         ],
         arguments: [Argument("<url>", help: "The stream's multivariant or media playlist (http or https).")],
         options: [
@@ -31,6 +31,11 @@ enum ProxyCommand {
             .value(
                 "--port", value: "port", help: "The loopback port to listen on (default: an ephemeral port).",
                 expects: "a number from 0 to 65535", example: "8080"),
+            .value(
+                "--cors", value: "origin",
+                help: "Allow a web player on this origin ('*' for any) to read every answer: playlists, segments, "
+                    + "slates, errors.",
+                expects: "'*' or an origin such as http://127.0.0.1:8000", example: "http://localhost:8000"),
             .flag("--explain", help: "Print each poll's decisions on stderr."),
             .flag("--allow-private", help: "Allow upstreams on loopback and private addresses."),
         ])
@@ -52,6 +57,9 @@ enum ProxyCommand {
             options.segmentMode = m
         }
         if let port = parsed.port(command) { options.server.port = port }
+        if let origin = parsed.checked(command, "--cors", corsOrigin) {
+            options.server.cors = CORSOptions(allowedOrigin: origin)
+        }
         options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
         let explain = parsed.flag("--explain")
 
@@ -104,5 +112,18 @@ enum ProxyCommand {
         await proxy.stop()
         events.cancel()
         return ExitCode.success
+    }
+
+    /// A `--cors` value: `*`, or an origin (`scheme://host[:port]`, nothing after it) that can go into a header as is.
+    static func corsOrigin(_ text: String) -> String? {
+        if text == "*" { return text }
+        guard let separator = text.range(of: "://") else { return nil }
+        let scheme = text[..<separator.lowerBound]
+        let authority = text[separator.upperBound...]
+        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
+            !authority.isEmpty,
+            authority.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F && $0 != "/" })
+        else { return nil }
+        return text
     }
 }

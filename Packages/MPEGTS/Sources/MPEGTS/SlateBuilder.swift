@@ -11,10 +11,14 @@
 ///   ADTS audio stream (mono or stereo AAC-LC; other audio is left out), on its own program (PAT, PMT, PIDs, stream
 ///   types) with its PCR PID, continuity counters continuing its own, from its first PTS plus an offset
 ///   (``continuation(durationTicks:offsetTicks:)``), so a player sees one timeline across content, slates and
-///   content again.
+///   content again. The silent audio continues the anchor's audio frame grid from where the anchor's audio ended:
+///   each slot gets the grid's frames that start within it, as segmenters cut content audio, so consecutive slates
+///   and the content after them tile the grid (no audio hole, no drift from the video); the first slot also takes
+///   the frame that starts less than a frame before it, so it starts where the anchor's audio ended.
 ///
 /// Time stamps are computed from frame indices, so they are continuous across loops and wrap correctly past 2^33.
-/// Audio never outlasts the video.
+/// A template slate's audio never outlasts its video; a continuation's last frame may end up to a frame after the
+/// slot, where the next slot's audio begins.
 public struct SlateBuilder: Sendable {
     /// Where the slate's program goes.
     public struct Layout: Hashable, Sendable {
@@ -68,6 +72,8 @@ public struct SlateBuilder: Sendable {
         /// The anchor's first video PTS and first audio PTS.
         var videoStart: Timestamp
         var audioStart: Timestamp
+        /// Where the anchor's audio ends: its last audio PES packet's PTS plus that packet's frames.
+        var audioEnd: Timestamp
         /// The continuity counters after the anchor's last packets.
         var counters: [UInt16: UInt8]
     }
@@ -149,7 +155,9 @@ public struct SlateBuilder: Sendable {
         let placement = Placement(
             tables: [(pat.sectionBytes, 0), (pmt.sectionBytes, layout.pmtPID)], tablesEveryLoop: true,
             videoPID: layout.videoPID, audioPID: layout.audioPID, pcrPID: layout.videoPID, pcrLead: 9000,
-            videoStart: startPTS, audioStart: startPTS, videoCount: videoCount(durationTicks))
+            videoStart: startPTS, audioStart: startPTS, audioFirst: 0,
+            audioCount: audioFrames.isEmpty ? 0 : audioFrameCount(in: Int64(videoCount(durationTicks)) * frameTicks),
+            videoCount: videoCount(durationTicks))
         return write(placement, continuityCounters: &continuityCounters)
     }
 
@@ -169,8 +177,22 @@ public struct SlateBuilder: Sendable {
         /// How far a PCR runs ahead of the PTS it goes with (90 kHz ticks).
         var pcrLead: Int64
         var videoStart: Timestamp
+        /// The origin of the audio frame grid: frame `n` starts `audioTicks(n)` after it.
         var audioStart: Timestamp
+        /// The grid index of the slate's first audio frame, and how many frames it has.
+        var audioFirst: Int
+        var audioCount: Int
         var videoCount: Int
+    }
+
+    /// Whole audio frames in `ticks` (rounded down; none for a negative span).
+    private func audioFrameCount(in ticks: Int64) -> Int {
+        ticks <= 0 ? 0 : Int(ticks * Int64(sampleRate) / (1024 * 90_000))
+    }
+
+    /// How many frames of a grid start before `ticks` after its origin (none for a span of zero or less).
+    private func audioFramesStarting(before ticks: Int64) -> Int {
+        ticks <= 0 ? 0 : Int((ticks * Int64(sampleRate) + 1024 * 90_000 - 1) / (1024 * 90_000))
     }
 
     /// 90 kHz ticks from the first audio frame to the `index`th.
@@ -181,10 +203,8 @@ public struct SlateBuilder: Sendable {
     /// Writes a slate: video frames and audio PES packets interleaved in time order (video first at equal times).
     private func write(_ placement: Placement, continuityCounters: inout [UInt16: UInt8]) -> [UInt8] {
         var packetizer = Packetizer(continuityCounters: continuityCounters)
-        let totalTicks = Int64(placement.videoCount) * frameTicks
         let audioPID = audioFrames.isEmpty ? nil : placement.audioPID
-        // Audio never outlasts the video.
-        let audioCount = audioPID == nil ? 0 : Int(totalTicks * Int64(sampleRate) / (1024 * 90_000))
+        let audioCount = audioPID == nil ? 0 : placement.audioCount
         let audioPackets = (audioCount + framesPerPES - 1) / framesPerPES
         var output: [UInt8] = []
         output.reserveCapacity(placement.videoCount * ((videoFrames.first?.count ?? 0) + 400))
@@ -196,7 +216,7 @@ public struct SlateBuilder: Sendable {
         var audio = 0
         while video < placement.videoCount || audio < audioPackets {
             let videoPTS = placement.videoStart.advanced(by: Int64(video) * frameTicks)
-            let audioPTS = placement.audioStart.advanced(by: audioTicks(audio * framesPerPES))
+            let audioPTS = placement.audioStart.advanced(by: audioTicks(placement.audioFirst + audio * framesPerPES))
             if video < placement.videoCount && (audio >= audioPackets || videoPTS.distance(to: audioPTS) >= 0) {
                 let frame = video % loopFrames
                 if placement.tablesEveryLoop && frame == 0 { writeTables(&output, &packetizer) }
@@ -246,6 +266,8 @@ extension SlateBuilder {
         var pat: ProgramAssociationTable?
         var pmt: (table: ProgramMapTable, pid: UInt16)?
         var packets: [UInt16: [PESPacket]] = [:]
+        // Per PID, where its ADTS audio ends (latest PES PTS plus its frames' duration), every PES counted.
+        var adtsEnds: [UInt16: Timestamp] = [:]
         let handle: (DemuxEvent) -> Void = { event in
             switch event {
             case .programAssociation(let table, _): if pat == nil { pat = table }
@@ -253,6 +275,11 @@ extension SlateBuilder {
             case .pesPacket(let packet):
                 if packets[packet.info.pid, default: []].count < 2000 {
                     packets[packet.info.pid, default: []].append(packet)
+                }
+                if let pts = packet.info.pts, let end = Self.adtsEnd(packet.payload, pts: pts),
+                    adtsEnds[packet.info.pid].map({ $0.distance(to: end) > 0 }) ?? true
+                {
+                    adtsEnds[packet.info.pid] = end
                 }
             default: break
             }
@@ -281,6 +308,7 @@ extension SlateBuilder {
         // Audio: silent ADTS frames on the first AAC stream when its layout is mono or stereo AAC-LC.
         var audioPID: UInt16?
         var audioStart = firstPTS
+        var audioEnd = firstPTS
         var frames: [[UInt8]] = []
         var rate = 48000
         var audioStreamID: UInt8 = 0xC0
@@ -296,6 +324,7 @@ extension SlateBuilder {
                 audioPID = stream.pid
                 audioStreamID = first.header.streamID
                 audioStart = audioPTS
+                audioEnd = adtsEnds[stream.pid] ?? audioPTS
                 rate = Self.sampleRates[rateIndex]
                 let length = 7 + silent.count
                 let adts: [UInt8] = [
@@ -316,7 +345,7 @@ extension SlateBuilder {
         self.anchor = Anchor(
             patSection: pat.sectionBytes, pmtSection: pmt.table.sectionBytes, pmtPID: pmt.pid, videoPID: video.pid,
             audioPID: audioPID, pcrPID: pmt.table.pcrPID, videoStart: firstPTS, audioStart: audioStart,
-            counters: TSRewriter.continuityCounters(following: anchor))
+            audioEnd: audioEnd, counters: TSRewriter.continuityCounters(following: anchor))
     }
 
     /// A slate lasting `durationTicks` (rounded to whole frames, at least one) that starts `offsetTicks` after the
@@ -324,13 +353,40 @@ extension SlateBuilder {
     /// counters continuing the anchor's. Nil for a builder made from a template.
     public func continuation(durationTicks: Int64, offsetTicks: Int64) -> [UInt8]? {
         guard let anchor else { return nil }
+        let start = anchor.videoStart.advanced(by: offsetTicks)
+        // The audio continues the anchor's frame grid from the anchor's audio end: this slot's frames are those
+        // that start within it (so consecutive slots, and the content after them, tile the grid); a slot that
+        // starts less than a frame after the anchor's audio end is the first and begins right there.
+        let fromEnd = anchor.audioEnd.distance(to: start)
+        let first = audioFrameCount(in: fromEnd) == 0 ? 0 : audioFramesStarting(before: fromEnd)
+        let last = max(first, audioFramesStarting(before: fromEnd + durationTicks))
         let placement = Placement(
             tables: [(anchor.patSection, 0), (anchor.pmtSection, anchor.pmtPID)], tablesEveryLoop: false,
             videoPID: anchor.videoPID, audioPID: anchor.audioPID, pcrPID: anchor.pcrPID, pcrLead: 63_000,
-            videoStart: anchor.videoStart.advanced(by: offsetTicks),
-            audioStart: anchor.audioStart.advanced(by: offsetTicks), videoCount: videoCount(durationTicks))
+            videoStart: start, audioStart: anchor.audioEnd, audioFirst: first, audioCount: last - first,
+            videoCount: videoCount(durationTicks))
         var counters = anchor.counters
         return write(placement, continuityCounters: &counters)
+    }
+
+    /// Where the ADTS frames of an audio PES payload end: `pts` plus their duration; nil when the payload does not
+    /// start with an ADTS header. Lengths are checked; at most 64 frames are counted.
+    static func adtsEnd(_ payload: [UInt8], pts: Timestamp) -> Timestamp? {
+        var index = 0
+        var frames = 0
+        var rate = 0
+        while index + 7 <= payload.count, payload[index] == 0xFF, payload[index + 1] & 0xF6 == 0xF0, frames < 64 {
+            let rateIndex = Int((payload[index + 2] >> 2) & 0x0F)
+            guard rateIndex < sampleRates.count else { break }
+            rate = sampleRates[rateIndex]
+            let length =
+                Int(payload[index + 3] & 0x03) << 11 | Int(payload[index + 4]) << 3 | Int(payload[index + 5] >> 5)
+            guard length >= 7, index + length <= payload.count else { break }
+            frames += 1 + Int(payload[index + 6] & 0x03)
+            index += length
+        }
+        guard frames > 0, rate > 0 else { return nil }
+        return pts.advanced(by: Int64((Double(frames) * 1024 * 90_000 / Double(rate)).rounded()))
     }
 
     /// Whether a video PES holds an IDR (H.264 NAL type 5) or IRAP (HEVC NAL types 16-23) picture.

@@ -26,9 +26,9 @@ import Testing
         #expect(video.first?.pts?.value == 97_200 + 43_200)
         #expect(zip(video, video.dropFirst()).allSatisfy { a, b in a.pts.map { $0.distance(to: b.pts ?? $0) } == 3600 })
         #expect(video.allSatisfy { $0.isKeyframe })
-        // Silent audio from the anchor's first audio PTS plus the offset, five 1024-sample frames per PES, never
-        // longer than the video: 93 frames in 19 PES packets.
-        #expect(audio.first?.pts?.value == 90_000 + 43_200)
+        // Silent audio on the anchor's audio frame grid (its 12 frames end at 113040): the grid frames that start
+        // within the slot (140400 to 320400), frames 15 to 107, 93 frames, five 1024-sample frames per PES: 19.
+        #expect(audio.first?.pts?.value == 113_040 + 15 * 1920)
         #expect(audio.count == 19)
         #expect(zip(audio, audio.dropFirst()).allSatisfy { a, b in a.pts.map { $0.distance(to: b.pts ?? $0) } == 9600 })
     }

@@ -9,7 +9,9 @@ import MPEGTS
 /// (every picture is an independent IDR, DTS = PTS), silent AAC frames on its ADTS audio stream (mono or stereo
 /// AAC-LC; other audio is left out), PCR on the PCR PID, and continuity counters that continue the anchor's. The
 /// first PTS is the anchor's first PTS plus the slot's offset (the anchor's duration and any slates between), so the
-/// player sees one continuous timeline across content, slates and content again.
+/// player sees one continuous timeline across content, slates and content again. The silent audio continues the
+/// anchor's AAC frame grid from where its audio ended (each slot holds the frames that start within it), so the audio
+/// has no hole at any join and does not drift over a long break.
 public struct ProxySlateMaker: ProxySlateSource {
     public init() {}
 

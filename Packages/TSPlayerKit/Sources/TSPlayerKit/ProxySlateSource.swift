@@ -26,12 +26,40 @@ extension ProxySlateSource {
             start += content
         }
         let track = anchorInit.flatMap { FragmentedSlateTemplate.videoTrack(initSection: $0) }
-        return template.slate(duration: slot.duration, start: start, track: track)
+        guard var slate = template.slate(duration: slot.duration, start: start, track: track) else { return nil }
+        // Silence on the content's audio track, continuing its frame grid from where the anchor's audio ended: the
+        // frames that start within the slot (a slot less than a frame after that end is the first and starts
+        // there), as for TS slates.
+        if let anchor, let anchorInit, let audio = FragmentedSlateTemplate.audioTrack(initSection: anchorInit),
+            let end = FragmentedSlateTemplate.audioEnd(segment: anchor, track: audio)
+        {
+            let scale = Double(audio.timescale)
+            // The slot's start against where the anchor's audio ends, both as presented (decode times moved by
+            // each track's edit list: ffmpeg delays the video by the AAC priming).
+            let videoShift =
+                track.map {
+                    FragmentedSlateTemplate.presentationShift(initSection: anchorInit, trackID: $0.id)
+                } ?? 0
+            let audioShift = FragmentedSlateTemplate.presentationShift(initSection: anchorInit, trackID: audio.id)
+            let fromEnd = Int64(((start + videoShift - audioShift) * scale).rounded()) - Int64(clamping: end)
+            let startingBefore = { (ticks: Int64) in ticks <= 0 ? 0 : (ticks + 1023) / 1024 }
+            let first = fromEnd < 1024 ? 0 : startingBefore(fromEnd)
+            let last = max(first, startingBefore(fromEnd + Int64((slot.duration * scale).rounded())))
+            let frames = Int(clamping: last - first)
+            // After the video fragments' sequence numbers (one per frame).
+            let videoFragments = Int(min(1e6, max(1, (slot.duration / template.frameSeconds).rounded())))
+            let sequence = UInt32(videoFragments + 2)
+            slate += FragmentedSlateTemplate.silentAudioFragment(
+                audio: audio, firstDecodeTime: end &+ UInt64(first) &* 1024, frames: frames, sequence: sequence)
+        }
+        return slate
     }
 
-    /// The shipped template's init section, made for the content's video track (ID and timescale).
+    /// The shipped template's init section, made for the content's video track (ID and timescale), with the
+    /// content's audio track when slates can carry silence on it.
     public func fragmentedSlateInit(contentInit: [UInt8]?) -> [UInt8]? {
         let track = contentInit.flatMap { FragmentedSlateTemplate.videoTrack(initSection: $0) }
-        return FragmentedSlateTemplate.shipped?.initSection(for: track)
+        let audio = contentInit.flatMap { FragmentedSlateTemplate.audioTrack(initSection: $0) }
+        return FragmentedSlateTemplate.shipped?.initSection(for: track, audio: audio)
     }
 }

@@ -1,0 +1,263 @@
+/// Silent audio for fMP4 slates: the content's AAC-LC track (its `trak` and `trex` copied into the slates' init
+/// section, so the sample entry is the content's own) and fragments of silent 1024-sample frames on it, placed on the
+/// content's audio frame grid from where the anchor segment's audio ended. Without it an fMP4 slate is a whole slot
+/// without sound.
+extension FragmentedSlateTemplate {
+    /// The content's audio track that slates can carry silence on: AAC-LC, mono or stereo, whose timescale is its
+    /// sample rate (one frame is 1024 ticks).
+    public struct AudioTrack: Sendable, Hashable {
+        public var id: UInt32
+        public var timescale: UInt64
+        public var channels: Int
+        /// The content's `trak` and its `trex`, copied into the slates' init section.
+        let trak: Box
+        let trex: Box
+    }
+
+    /// Silent AAC-LC raw data blocks (one 1024-sample frame), by channel count.
+    static let silentFrames: [Int: [UInt8]] = [
+        1: [0x00, 0xC8, 0x00, 0x80, 0x23, 0x80],
+        2: [0x21, 0x00, 0x49, 0x90, 0x02, 0x19, 0x00, 0x23, 0x80],
+    ]
+
+    /// The first `soun` track of an init section that slates can carry silence on, or nil.
+    public static func audioTrack(initSection: [UInt8]) -> AudioTrack? {
+        guard let moov = (try? BoxReader.parsePrefix(initSection))?.boxes.first(where: { $0.type == .moov }) else {
+            return nil
+        }
+        for trak in moov.children where trak.type == .trak {
+            guard let hdlr = trak.descendant([.mdia, .hdlr])?.data, hdlr.count >= 12,
+                hdlr[8..<12].elementsEqual("soun".utf8),
+                let tkhd = trak.child(.tkhd)?.data, tkhd.count >= 4,
+                let mdhd = trak.descendant([.mdia, .mdhd]), let scale = timescale(mdhd),
+                let stsd = trak.descendant([.mdia, .minf, .stbl, .stsd])?.data,
+                let entry = aacEntry(stsd)
+            else { continue }
+            let idOffset = tkhd[0] == 1 ? 20 : 12
+            guard idOffset + 4 <= tkhd.count, UInt64(entry.sampleRate) == scale else { continue }
+            let id = uint32(tkhd, idOffset)
+            guard
+                let trex = moov.child(.mvex)?.children.first(where: {
+                    $0.type == .trex && $0.data.count >= 8 && uint32($0.data, 4) == id
+                })
+            else { continue }
+            return AudioTrack(id: id, timescale: scale, channels: entry.channels, trak: trak, trex: trex)
+        }
+        return nil
+    }
+
+    /// How far a track's presentation runs after its decode times, in seconds, from its edit list: the empty
+    /// edits before its first media (in the movie's timescale) less that edit's media time (in the track's). ffmpeg
+    /// delays video by an empty edit as long as the AAC priming. 0 for a track without an edit list or not found.
+    public static func presentationShift(initSection: [UInt8], trackID: UInt32) -> Double {
+        guard let moov = (try? BoxReader.parsePrefix(initSection))?.boxes.first(where: { $0.type == .moov }),
+            let mvhd = moov.child(.mvhd)?.data, mvhd.count >= 24
+        else { return 0 }
+        let movieScale = Double(uint32(mvhd, mvhd[0] == 1 ? 20 : 12))
+        for trak in moov.children where trak.type == .trak {
+            guard let tkhd = trak.child(.tkhd)?.data, tkhd.count >= 24, uint32(tkhd, tkhd[0] == 1 ? 20 : 12) == trackID
+            else { continue }
+            guard let mdhd = trak.descendant([.mdia, .mdhd]), let scale = timescale(mdhd), movieScale > 0,
+                let elst = trak.descendant([.edts, "elst"])?.data, elst.count >= 8
+            else { return 0 }
+            let long = elst[0] == 1
+            let entry = long ? 20 : 12
+            var empty = 0.0
+            var i = 8
+            for _ in 0..<min(Int(uint32(elst, 4)), 16) {
+                guard i + entry <= elst.count else { break }
+                let duration =
+                    long ? UInt64(uint32(elst, i)) << 32 | UInt64(uint32(elst, i + 4)) : UInt64(uint32(elst, i))
+                let time: Int64 =
+                    long
+                    ? Int64(bitPattern: UInt64(uint32(elst, i + 8)) << 32 | UInt64(uint32(elst, i + 12)))
+                    : Int64(Int32(bitPattern: uint32(elst, i + 4)))
+                if time >= 0 { return empty / movieScale - Double(time) / Double(scale) }
+                empty += Double(duration)
+                i += entry
+            }
+            return 0
+        }
+        return 0
+    }
+
+    /// The channel count and sample rate of an `stsd` body's first entry when it is `mp4a` with an AAC-LC
+    /// AudioSpecificConfig of one or two channels.
+    static func aacEntry(_ stsd: [UInt8]) -> (channels: Int, sampleRate: Int)? {
+        // version/flags, entry_count, then the entry: size, 'mp4a', 28 bytes of AudioSampleEntry fields, boxes.
+        guard stsd.count >= 8 + 36, stsd[12..<16].elementsEqual("mp4a".utf8) else { return nil }
+        let size = Int(uint32(stsd, 8))
+        guard size >= 36, 8 + size <= stsd.count else { return nil }
+        let channels = Int(stsd[8 + 24]) << 8 | Int(stsd[8 + 25])
+        let rate = Int(uint32(stsd, 8 + 32) >> 16)
+        guard silentFrames[channels] != nil, rate > 0,
+            let boxes = try? BoxReader.parse(Array(stsd[(8 + 36)..<(8 + size)])),
+            let esds = boxes.first(where: { $0.type == "esds" })?.data,
+            let config = decoderSpecificInfo(esds), let first = config.first, first >> 3 == 2
+        else { return nil }
+        return (channels, rate)
+    }
+
+    /// The DecoderSpecificInfo bytes of an `esds` body (after its version and flags), or nil.
+    static func decoderSpecificInfo(_ esds: [UInt8]) -> [UInt8]? {
+        var i = 4
+        // Descriptor header: tag, then a size in up to four 7-bit bytes.
+        func header() -> (tag: UInt8, size: Int)? {
+            guard i < esds.count else { return nil }
+            let tag = esds[i]
+            i += 1
+            var size = 0
+            for _ in 0..<4 {
+                guard i < esds.count else { return nil }
+                let b = esds[i]
+                i += 1
+                size = size << 7 | Int(b & 0x7F)
+                if b & 0x80 == 0 { return (tag, size) }
+            }
+            return nil
+        }
+        guard let es = header(), es.tag == 0x03, i + 3 <= esds.count else { return nil }
+        let flags = esds[i + 2]
+        i += 3
+        if flags & 0x80 != 0 { i += 2 }
+        if flags & 0x40 != 0 {
+            guard i < esds.count else { return nil }
+            i += 1 + Int(esds[i])
+        }
+        if flags & 0x20 != 0 { i += 2 }
+        guard let decoder = header(), decoder.tag == 0x04 else { return nil }
+        i += 13
+        guard let info = header(), info.tag == 0x05, info.size > 0, i + info.size <= esds.count else { return nil }
+        return Array(esds[i..<(i + info.size)])
+    }
+
+    /// Where a content segment's audio on `track` ends, in the track's timescale: its `tfdt` plus the durations of
+    /// its samples (from the `trun`, else the `tfhd` default, else the `trex` default). Nil when the segment has no
+    /// such fragment.
+    public static func audioEnd(segment: [UInt8], track: AudioTrack) -> UInt64? {
+        guard let boxes = (try? BoxReader.parsePrefix(segment))?.boxes else { return nil }
+        let trexDefault = track.trex.data.count >= 20 ? uint32(track.trex.data, 12) : 0
+        var end: UInt64?
+        for moof in boxes where moof.type == .moof {
+            for traf in moof.children where traf.type == .traf {
+                guard let tfhd = traf.child(.tfhd)?.data, tfhd.count >= 8, uint32(tfhd, 4) == track.id,
+                    let tfdt = traf.child(.tfdt)?.data, tfdt.count >= 8
+                else { continue }
+                var time: UInt64
+                if tfdt[0] == 1 {
+                    guard tfdt.count >= 12 else { return nil }
+                    time = UInt64(uint32(tfdt, 4)) << 32 | UInt64(uint32(tfdt, 8))
+                } else {
+                    time = UInt64(uint32(tfdt, 4))
+                }
+                var fallback = trexDefault
+                if let offset = defaultDurationOffset(tfhd) { fallback = uint32(tfhd, offset) }
+                for trun in traf.children where trun.type == .trun {
+                    time &+= trunDuration(trun.data, fallback: fallback)
+                }
+                end = max(end ?? 0, time)
+            }
+        }
+        return end
+    }
+
+    /// The summed sample durations of a `trun` body.
+    static func trunDuration(_ trun: [UInt8], fallback: UInt32) -> UInt64 {
+        guard trun.count >= 8 else { return 0 }
+        let flags = uint32(trun, 0) & 0xFF_FFFF
+        let count = Int(uint32(trun, 4))
+        var i = 8
+        if flags & 0x01 != 0 { i += 4 }
+        if flags & 0x04 != 0 { i += 4 }
+        let fields = [0x100, 0x200, 0x400, 0x800].filter { flags & UInt32($0) != 0 }.count
+        guard flags & 0x100 != 0 else { return UInt64(count) * UInt64(fallback) }
+        var total: UInt64 = 0
+        for _ in 0..<min(count, 100_000) {
+            guard i + 4 * fields <= trun.count else { break }
+            total += UInt64(uint32(trun, i))
+            i += 4 * fields
+        }
+        return total
+    }
+
+    /// The init section of slates for `track` that also declares `audio` (the content's own audio track), so the
+    /// slates' silent fragments play on it.
+    public func initSection(for track: Track?, audio: AudioTrack?) -> [UInt8] {
+        let plain = initSection(for: track)
+        guard let audio, let top = try? BoxReader.parse(plain) else { return plain }
+        var writer = BoxWriter()
+        for box in top {
+            guard box.type == .moov, case .children(var children) = box.content else {
+                writer.write(box)
+                continue
+            }
+            let lastTrak = children.lastIndex { $0.type == .trak } ?? children.count - 1
+            children.insert(audio.trak, at: lastTrak + 1)
+            if let mvex = children.firstIndex(where: { $0.type == .mvex }) {
+                children[mvex].content = .children(children[mvex].children + [audio.trex])
+            }
+            writer.write(Box(type: .moov, content: .children(children)))
+        }
+        return writer.bytes
+    }
+
+    /// One fragment of `frames` silent frames on `audio`, the first decoded at `firstDecodeTime`, with `sequence`
+    /// in its `mfhd`.
+    public static func silentAudioFragment(
+        audio: AudioTrack, firstDecodeTime: UInt64, frames: Int, sequence: UInt32
+    ) -> [UInt8] {
+        guard frames > 0, let silent = silentFrames[audio.channels] else { return [] }
+        func body(_ build: (inout BoxWriter) -> Void) -> [UInt8] {
+            var w = BoxWriter()
+            build(&w)
+            return w.bytes
+        }
+        func moof(dataOffset: UInt32) -> Box {
+            let mfhd = Box(
+                type: .mfhd,
+                content: .data(
+                    body {
+                        $0.append(UInt32(0))
+                        $0.append(sequence)
+                    }))
+            let tfhd = Box(
+                type: .tfhd,
+                content: .data(
+                    body {
+                        $0.append(UInt32(0x02_0000))
+                        $0.append(audio.id)
+                    }))
+            let tfdt = Box(
+                type: .tfdt,
+                content: .data(
+                    body {
+                        $0.append(UInt32(0x0100_0000))
+                        $0.append(firstDecodeTime)
+                    }))
+            let trun = Box(
+                type: .trun,
+                content: .data(
+                    body { w in
+                        w.append(UInt32(0x0301))
+                        w.append(UInt32(frames))
+                        w.append(dataOffset)
+                        for _ in 0..<frames {
+                            w.append(UInt32(1024))
+                            w.append(UInt32(silent.count))
+                        }
+                    }))
+            return Box(
+                type: .moof,
+                content: .children([mfhd, Box(type: .traf, content: .children([tfhd, tfdt, trun]))]))
+        }
+        var probe = BoxWriter()
+        probe.write(moof(dataOffset: 0))
+        var writer = BoxWriter()
+        writer.write(moof(dataOffset: UInt32(probe.count + 8)))
+        var samples: [UInt8] = []
+        samples.reserveCapacity(frames * silent.count)
+        for _ in 0..<frames { samples += silent }
+        writer.write(Box(type: .mdat, content: .data(samples)))
+        return writer.bytes
+    }
+}

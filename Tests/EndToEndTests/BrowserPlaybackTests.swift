@@ -1,0 +1,288 @@
+import FileRange
+// A real web player end to end: video.js 7 (PyPI js-videojs, with its HLS engine) in headless Debian chromium, on
+// a page served from an origin of its own (Tests/Origins/browser_player.py), plays
+// - a live stream with an ad break through `tsplayer proxy --cors <page origin>`, across the break, and
+// - the H.264 fMP4 presentation of `tsplayer serve --container fmp4 --cors <page origin>`, to the end.
+// The page reports player events, currentTime samples with the picture's average colour, the engine's requests and
+// each segment's place on the player's timeline; a failure prints the page's console and chromium's log.
+import Foundation
+import Testing
+
+/// What browser_player.py prints: the page's record of the playback.
+struct BrowserReport: Decodable {
+    struct Event: Decodable {
+        var wall: Double
+        var name: String
+        var currentTime: Double?
+    }
+    struct Sample: Decodable {
+        var wall: Double
+        var currentTime: Double
+        var paused: Bool
+        var colour: [Int]?
+    }
+    struct Request: Decodable {
+        var wall: Double
+        var uri: String
+    }
+    struct Segment: Decodable {
+        var start: Double
+        var end: Double
+        var uri: String
+    }
+    struct Line: Decodable {
+        var wall: Double
+        var level: String
+        var text: String
+    }
+    struct PlayerError: Decodable {
+        var code: Int?
+        var message: String?
+    }
+    struct Page: Decodable {
+        var events: [Event]
+        var samples: [Sample]
+        var requests: [Request]
+        var segments: [String: Segment]
+        var console: [Line]
+        var error: PlayerError?
+        var duration: Double?
+        var reached: Bool
+        var supported: [String: Bool]
+    }
+    var origin: String
+    var failure: String?
+    var seconds: Double?
+    var page: Page?
+    var chromium: [String]?
+
+    /// The page's console and chromium's log, for failure messages.
+    var logs: String {
+        let console = (page?.console ?? []).map { String(format: "%.2f %@: %@", $0.wall, $0.level, $0.text) }
+        return "--- page console ---\n" + console.joined(separator: "\n") + "\n--- chromium ---\n"
+            + (chromium ?? []).joined(separator: "\n")
+    }
+
+    /// The longest span of wall-clock time after the first `playing` event in which currentTime did not advance
+    /// (until the last sample), in seconds: a stall as the viewer sees it.
+    var longestStall: Double {
+        guard let page, let playing = page.events.first(where: { $0.name == "playing" }) else { return .infinity }
+        var longest = 0.0
+        var since: (wall: Double, time: Double)?
+        for sample in page.samples where sample.wall >= playing.wall {
+            guard let last = since else {
+                since = (sample.wall, sample.currentTime)
+                continue
+            }
+            if sample.currentTime > last.time + 0.001 {
+                since = (sample.wall, sample.currentTime)
+            } else {
+                longest = max(longest, sample.wall - last.wall)
+            }
+        }
+        return longest
+    }
+
+    /// Each `waiting` event after the first `playing`, with how long it lasted (until the next `playing`, or the
+    /// end of the record).
+    var waits: [(at: Double, seconds: Double)] {
+        guard let page, let first = page.events.firstIndex(where: { $0.name == "playing" }) else { return [] }
+        let events = page.events[first...]
+        let end = page.samples.last?.wall ?? 0
+        return events.filter { $0.name == "waiting" }.map { wait in
+            let resumed = events.first { $0.name == "playing" && $0.wall >= wait.wall }?.wall ?? end
+            return (wait.currentTime ?? 0, resumed - wait.wall)
+        }
+    }
+
+    /// Samples whose picture is mostly red (the test streams' ads are solid red).
+    var redSamples: [Sample] {
+        (page?.samples ?? []).filter { sample in
+            guard let c = sample.colour, c.count == 3 else { return false }
+            return c[0] > 150 && c[1] < 90 && c[2] < 90
+        }
+    }
+}
+
+/// browser_player.py as a child process: prints its page's origin, then plays the URL written to its stdin.
+final class BrowserPlayer: Sendable {
+    let process: Process
+    let origin: String
+    private let input: Pipe
+    private let output = LockedValue(Data())
+
+    /// Starts the page server; `until` is `ended` or `msn:N`.
+    init(until: String, timeout: Double) throws {
+        let python = try #require(EndToEnd.tool("python3"))
+        _ = try #require(EndToEnd.tool("chromium"))
+        let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/browser_player.py").path
+        process = Process()
+        process.executableURL = python
+        process.arguments = [script, "--until", until, "--timeout", String(timeout)]
+        input = Pipe()
+        let out = Pipe()
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = FileHandle.standardError
+        let output = self.output
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            output.withLock { $0.append(data) }
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        var first = ""
+        while Date() < deadline, process.isRunning {
+            let text = output.withLock { String(decoding: $0, as: UTF8.self) }
+            if let line = text.split(separator: "\n", omittingEmptySubsequences: false).first, text.contains("\n") {
+                first = String(line)
+                break
+            }
+            usleep(10_000)
+        }
+        origin = first
+    }
+
+    /// Plays `url` and waits (as long as the script's own timeout, plus a margin) for the report.
+    func play(_ url: String, within seconds: Double) throws -> (status: Int32, report: BrowserReport?, text: String) {
+        input.fileHandleForWriting.write(Data((url + "\n").utf8))
+        let deadline = Date().addingTimeInterval(seconds + 20)
+        while process.isRunning, Date() < deadline { usleep(50_000) }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        usleep(100_000)
+        let text = output.withLock { String(decoding: $0, as: UTF8.self) }
+        let lines = text.split(separator: "\n")
+        let json = lines.count > 1 ? lines.last.map(String.init) ?? "" : ""
+        let report = try? JSONDecoder().decode(BrowserReport.self, from: Data(json.utf8))
+        return (process.terminationStatus, report, text)
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
+
+@Suite(.serialized) struct BrowserPlaybackTests {
+    /// The MSE types video.js needs here; Debian's chromium must decode H.264 and AAC.
+    static func checkCodecs(_ page: BrowserReport.Page, _ logs: String) {
+        let missing = page.supported.filter { !$0.value }.map(\.key).sorted()
+        #expect(
+            missing.isEmpty,
+            "this chromium's MediaSource cannot take \(missing); it supports \(page.supported.filter(\.value).keys.sorted())"
+        )
+    }
+
+    /// The live stream in TS, and in fMP4 (whose slates have an init section of their own, with the content's
+    /// audio track).
+    @Test(arguments: [false, true]) func videoJSPlaysALiveStreamThroughTheProxyAcrossAnAdBreak(fragmented: Bool) throws
+    {
+        let dir = try (fragmented ? ProxyMedia.fragmented : ProxyMedia.directory).get()
+        let python = try #require(EndToEnd.tool("python3"))
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
+        // Segments 8-10 (16-22 s of the stream, red pictures) are one ad break marked with CUE-OUT/CUE-IN.
+        let origin = try ProxyTestProcess(
+            python,
+            [
+                script, "--dir", dir.path, "--mode", "live", "--segments", "\(ProxyMedia.segments)", "--breaks",
+                "cue:8-10",
+            ] + (fragmented ? ["--fmp4"] : []))
+        defer { origin.stop() }
+        let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
+        let browser = try BrowserPlayer(until: "msn:11", timeout: 60)
+        defer { browser.stop() }
+        #expect(browser.origin.hasPrefix("http://127.0.0.1:"), "page server said \(browser.origin)")
+        let proxy = try ProxyTestProcess(
+            tsplayer,
+            [
+                "proxy", "http://127.0.0.1:\(port)/stream.m3u8", "--allow-private", "--explain", "--cors",
+                browser.origin,
+            ])
+        defer { proxy.stop() }
+        #expect(proxy.firstLine.hasSuffix("/master.m3u8"), "proxy said \(proxy.firstLine)")
+        let (status, decoded, text) = try browser.play(proxy.firstLine, within: 60)
+        let report = try #require(decoded, "no report from the page: \(text.suffix(3000))")
+        let page = try #require(report.page, "\(report.failure ?? "the page sent nothing")\n\(report.logs)")
+        let context = "\(report.logs)\n--- proxy ---\n\(proxy.stderr.suffix(4000))"
+        Self.checkCodecs(page, context)
+        #expect(page.error == nil, "player error \(page.error?.code ?? 0): \(page.error?.message ?? "")\n\(context)")
+        #expect(status == 0 && page.reached, "did not play past segment 11 within 60 s (status \(status))\n\(context)")
+        // The break's three segments were slates from the proxy, on the player's timeline between content.
+        for msn in 8...10 {
+            let segment = page.segments["\(msn)"]
+            #expect(segment?.uri.contains("/slate/") == true, "segment \(msn): \(segment?.uri ?? "not loaded")")
+        }
+        let after = try #require(page.segments["11"], "segment 11 not loaded\n\(context)")
+        #expect(after.uri.contains("/s/"), "segment 11: \(after.uri)")
+        let breakEnd = try #require(page.segments["10"]?.end)
+        let last = try #require(page.samples.last)
+        #expect(last.currentTime > breakEnd, "played to \(last.currentTime) s; the break ends at \(breakEnd) s")
+        #expect(page.requests.contains { $0.uri.contains("/slate/") })
+        // Played through: nothing red (an ad picture) was ever shown, no stall as long as a segment.
+        #expect(report.redSamples.isEmpty, "red (ad) pictures at \(report.redSamples.map(\.currentTime).prefix(5))")
+        #expect(report.longestStall < 2, "currentTime stood still for \(report.longestStall) s\n\(context)")
+        let longWaits = report.waits.filter { $0.seconds >= 2 }
+        #expect(longWaits.isEmpty, "waiting for a segment's length or more: \(longWaits)\n\(context)")
+        #expect(proxy.stderr.contains("[EXT-X-CUE-OUT break cue-out-8]"), "\(proxy.stderr.suffix(2000))")
+    }
+
+    @Test func withoutCORSTheBrowserRefusesTheProxysPlaylist() throws {
+        // The control: the same page and proxy without --cors; chromium must block the player's first request.
+        let dir = try ProxyMedia.directory.get()
+        let python = try #require(EndToEnd.tool("python3"))
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
+        let origin = try ProxyTestProcess(
+            python, [script, "--dir", dir.path, "--mode", "live", "--segments", "\(ProxyMedia.segments)"])
+        defer { origin.stop() }
+        let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
+        let browser = try BrowserPlayer(until: "msn:11", timeout: 20)
+        defer { browser.stop() }
+        let proxy = try ProxyTestProcess(
+            tsplayer, ["proxy", "http://127.0.0.1:\(port)/stream.m3u8", "--allow-private"])
+        defer { proxy.stop() }
+        let (_, decoded, text) = try browser.play(proxy.firstLine, within: 20)
+        let report = try #require(decoded, "no report from the page: \(text.suffix(3000))")
+        let page = try #require(report.page, "\(report.failure ?? "the page sent nothing")\n\(report.logs)")
+        #expect(page.error != nil && !page.reached, "played without CORS\n\(report.logs)")
+        #expect(report.logs.contains("blocked by CORS policy"), "\(report.logs)")
+    }
+
+    @Test func videoJSPlaysTheFragmentedMP4PresentationToTheEnd() throws {
+        let movie = try #require(FragmentedFixtures.h264AAC)
+        let ffprobe = try #require(EndToEnd.tool("ffprobe"))
+        let probe = try EndToEnd.run(
+            ffprobe, ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", movie.path])
+        let sourceDuration = try #require(Double(probe.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let browser = try BrowserPlayer(until: "ended", timeout: 40)
+        defer { browser.stop() }
+        let server = try ServerProcess(arguments: [
+            movie.path, "--container", "fmp4", "--segment-duration", "1", "--cors", browser.origin, "-v",
+        ])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let (status, decoded, text) = try browser.play(url, within: 40)
+        let report = try #require(decoded, "no report from the page: \(text.suffix(3000))")
+        let page = try #require(report.page, "\(report.failure ?? "the page sent nothing")\n\(report.logs)")
+        let context = "\(report.logs)\n--- server ---\n\(server.logText.suffix(4000))"
+        Self.checkCodecs(page, context)
+        #expect(page.error == nil, "player error \(page.error?.code ?? 0): \(page.error?.message ?? "")\n\(context)")
+        #expect(status == 0 && page.reached, "no 'ended' within 40 s (status \(status))\n\(context)")
+        let ended = page.events.last { $0.name == "ended" }
+        let duration = try #require(page.duration)
+        #expect(
+            abs(duration - sourceDuration) < 1, "the player's duration \(duration) s, the file's \(sourceDuration) s")
+        #expect(abs((ended?.currentTime ?? 0) - sourceDuration) < 1, "ended at \(ended?.currentTime ?? 0) s")
+        #expect(server.logText.contains("/video/4.m4s 200"), "\(server.logText.suffix(2000))")
+        #expect(server.logText.contains("init.mp4 200"), "\(server.logText.suffix(2000))")
+        #expect(report.longestStall < 1, "currentTime stood still for \(report.longestStall) s\n\(context)")
+        let longWaits = report.waits.filter { $0.seconds >= 1 }
+        #expect(longWaits.isEmpty, "waiting for a segment's length or more: \(longWaits)\n\(context)")
+    }
+}
