@@ -80,6 +80,39 @@ extension TSPlaybackSession {
 
     static let playlistType = "application/vnd.apple.mpegurl"
 
+    /// How far the audio tracks' decode times move in the range (between time stamp resets) of segment `number`,
+    /// by PID: the video's decode times follow on through a reset by the index's own reckoning, but each audio
+    /// track's first frame after it must start where that track's last frame before it ended. Found once per range
+    /// by making the two segments either side of the reset.
+    func audioShifts(
+        number: Int, segments list: [PlannedSegment], _ presentation: FragmentedPresentation, fileSize: UInt64
+    ) throws -> [UInt16: Int64] {
+        let resets = discontinuities
+        guard !resets.isEmpty, !presentation.audio.isEmpty, number < list.count else { return [:] }
+        var first = number
+        while first > 0, !resets.contains(list[first].offset) { first -= 1 }
+        guard first > 0 else { return [:] }
+        let reset = list[first].offset
+        if let known = presentation.audioShifts.withLock({ $0[reset] }) { return known }
+        let before = try audioShifts(number: first - 1, segments: list, presentation, fileSize: fileSize)
+        guard let previousTimeline = timeline(at: list[first - 1].offset), let timeline = timeline(at: reset) else {
+            return [:]
+        }
+        let previous = try presentation.makeFragments(
+            list[first - 1], timeline: previousTimeline, fileSize: fileSize, shifts: before)
+        let current = try presentation.makeFragments(list[first], timeline: timeline, fileSize: fileSize)
+        var shifts: [UInt16: Int64] = [:]
+        for track in presentation.audio {
+            guard let ended = previous[track.pid], let starts = current[track.pid], !ended.samples.isEmpty else {
+                continue
+            }
+            let end = ended.samples.reduce(Int64(clamping: ended.baseMediaDecodeTime)) { $0 + Int64($1.duration) }
+            shifts[track.pid] = end - Int64(clamping: starts.baseMediaDecodeTime)
+        }
+        presentation.audioShifts.withLock { $0[reset] = shifts }
+        return shifts
+    }
+
     /// Answers the fragmented MP4 routes; nil for any other route.
     func respondFragmented(_ route: [String], _ presentation: FragmentedPresentation) -> HTTPResponse? {
         let complete = isIndexed
@@ -92,7 +125,9 @@ extension TSPlaybackSession {
                 return .bytes(Array(text.utf8), contentType: Self.playlistType)
             }
             if name == "iframes.m3u8" {
-                guard let frames = iFrameSegments, let text = presentation.iFramePlaylist(frames: frames) else {
+                guard let frames = iFrameSegments,
+                    let text = presentation.iFramePlaylist(frames: frames, discontinuities: discontinuities)
+                else {
                     return .error(.notFound)
                 }
                 return .bytes(Array(text.utf8), contentType: Self.playlistType)
@@ -100,7 +135,8 @@ extension TSPlaybackSession {
             for track in presentation.layout.tracks {
                 let base = presentation.playlistName(track)
                 if name == base + ".m3u8" {
-                    let text = presentation.mediaPlaylist(for: track, segments: segments, complete: complete)
+                    let text = presentation.mediaPlaylist(
+                        for: track, segments: segments, complete: complete, discontinuities: discontinuities)
                     return .bytes(Array(text.utf8), contentType: Self.playlistType)
                 }
                 if name == base + "-init.mp4", let bytes = presentation.initSegments[track.pid] {
@@ -124,10 +160,12 @@ extension TSPlaybackSession {
             return .error(.notFound)
         }
         do {
+            let shifts =
+                iFrame ? [:] : try audioShifts(number: number, segments: list, presentation, fileSize: size)
             guard
                 let bytes = try presentation.segment(
                     number: number, pid: track.pid, planned: planned, timeline: timeline, fileSize: size,
-                    iFrame: iFrame)
+                    iFrame: iFrame, shifts: shifts)
             else { return .error(.notFound) }
             return .bytes(bytes, contentType: track.isVideo ? "video/mp4" : "audio/mp4")
         } catch {

@@ -276,15 +276,18 @@ public final class TSPlaybackSession: PlaybackSource {
         var builder = MediaPlaylistBuilder(kind: .vod)
         builder.iFramesOnly = true
         builder.independentSegments = true
+        let resets = discontinuities
         builder.segments = frames.map { frame in
             MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: frame.duration,
-                byteRange: HLSPlaylist.ByteRange(length: frame.length, offset: frame.offset))
+                byteRange: HLSPlaylist.ByteRange(length: frame.length, offset: frame.offset),
+                discontinuity: resets.contains(frame.offset))
         }
         return builder.build().text
     }
 
-    /// The segments: as given, or as planned from the current index.
+    /// The segments: as given, or as planned from the current index. Where the time stamps reset (a
+    /// concatenation), a segment starts at the first keyframe after the reset (see ``discontinuities``).
     public var segments: [PlannedSegment] {
         if let givenSegments { return givenSegments }
         guard let index else { return [] }
@@ -292,10 +295,45 @@ public final class TSPlaybackSession: PlaybackSource {
             guard let offset = UInt64(exactly: keyframe.offset) else { return nil }
             return SegmentPlanner.Cut(offset: offset, ticks: keyframe.ticks)
         }
-        return SegmentPlanner.plan(
-            keyframes: cuts, fileSize: index.isComplete ? index.fileSize : index.bytesIndexed,
-            endTicks: index.isComplete ? Self.presentationEndTicks(index) : nil, targetDuration: options.segmentDuration
-        )
+        let resets = Set(Self.resetOffsets(index))
+        let size = index.isComplete ? index.fileSize : index.bytesIndexed
+        // Each range between resets is planned on its own, from its first keyframe.
+        var result: [PlannedSegment] = []
+        var start = SegmentPlanner.Cut(offset: 0, ticks: 0)
+        var inside: [SegmentPlanner.Cut] = []
+        func plan(to end: UInt64, endTicks: Int64?) {
+            let planned = SegmentPlanner.plan(
+                keyframes: inside.map { .init(offset: $0.offset - start.offset, ticks: $0.ticks - start.ticks) },
+                fileSize: end - start.offset, endTicks: endTicks.map { $0 - start.ticks },
+                targetDuration: options.segmentDuration)
+            result += planned.map { .init(offset: $0.offset + start.offset, length: $0.length, duration: $0.duration) }
+        }
+        for cut in cuts where cut.offset < size {
+            if resets.contains(cut.offset), cut.offset > start.offset, cut.ticks > start.ticks {
+                plan(to: cut.offset, endTicks: cut.ticks)
+                start = cut
+                inside = []
+            } else {
+                inside.append(cut)
+            }
+        }
+        plan(to: size, endTicks: index.isComplete ? Self.presentationEndTicks(index) : nil)
+        return result
+    }
+
+    /// The byte offsets of the keyframes where the file's time stamps reset (jump back, or forward by more than
+    /// 30 s): the index closes such a jump up, so its ticks and the PTS disagree there. The segment that starts at
+    /// one follows an `EXT-X-DISCONTINUITY`.
+    public var discontinuities: Set<UInt64> {
+        guard givenSegments == nil, let index else { return [] }
+        return Set(Self.resetOffsets(index))
+    }
+
+    static func resetOffsets(_ index: TSIndex) -> [UInt64] {
+        zip(index.keyframes, index.keyframes.dropFirst()).compactMap { previous, keyframe in
+            previous.pts.distance(to: keyframe.pts) == keyframe.ticks - previous.ticks
+                ? nil : UInt64(exactly: keyframe.offset)
+        }
     }
 
     /// Where the presentation ends, in ticks from its start. With video, the video's end (its latest PTS plus one
@@ -314,10 +352,12 @@ public final class TSPlaybackSession: PlaybackSource {
         let complete = isIndexed || givenSegments != nil
         var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
         builder.independentSegments = true
+        let resets = discontinuities
         builder.segments = segments.map { segment in
             MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: segment.duration,
-                byteRange: HLSPlaylist.ByteRange(length: segment.length, offset: segment.offset))
+                byteRange: HLSPlaylist.ByteRange(length: segment.length, offset: segment.offset),
+                discontinuity: resets.contains(segment.offset))
         }
         return builder.build().text
     }
