@@ -214,8 +214,8 @@ final class FragmentedPresentation: Sendable {
         return made[pid]
     }
 
-    /// The audio shifts found so far, by the byte offset of the reset that starts their range.
-    let audioShifts = LockedValue<[UInt64: [UInt16: Int64]]>([:])
+    /// The tracks' decode time shifts found so far, by the byte offset of the reset that starts their range.
+    let shifts = LockedValue<[UInt64: [UInt16: Int64]]>([:])
 }
 
 extension TSFragmenter {
