@@ -89,6 +89,9 @@ public struct TSTrackBuilder: Sendable {
     var pps: [[UInt8]] = []
     var vps: [[UInt8]] = []
     var inspected = 0
+    /// Whether pictures are searched for caption SEI: not once the sample entry was set from an earlier pass
+    /// (which found the captions, if any).
+    var searchesCaptions = true
     /// What the fragments taken so far ended with, so that the next one follows on: whether a sync sample was
     /// given (pictures before the first one are dropped), the last decode time and duration given (in the track's
     /// timescale), and the shift that closes up the time stamp resets met so far.
@@ -158,7 +161,7 @@ public struct TSTrackBuilder: Sendable {
         // Parameter sets until the sample entry is known; captions are looked for in the first pictures only (each
         // look is a second pass over the picture).
         inspected += 1
-        if codec == nil || (!hasCaptions && inspected <= Self.captionSearchPictures) {
+        if codec == nil || (searchesCaptions && !hasCaptions && inspected <= Self.captionSearchPictures) {
             inspect(packet.payload, syntax: syntax)
         }
     }
