@@ -40,7 +40,16 @@ public enum AnnexB {
         let codes = bytes.withUnsafeBufferPointer { buffer -> [Int] in
             var found: [Int] = []
             var index = 0
+            let raw = UnsafeRawBufferPointer(buffer)
             while index + 2 < count {
+                // Eight bytes with no zero among them start no start code: skip them at once.
+                if index + 8 <= count {
+                    let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                    if (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 == 0 {
+                        index += 8
+                        continue
+                    }
+                }
                 // Find 00 00 01: step by the third byte to skip quickly where it cannot match.
                 let third = buffer[index + 2]
                 if third > 1 {
