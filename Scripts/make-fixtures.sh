@@ -78,6 +78,16 @@ garbage() {
       tail -c +$((600 * 188 + 51)) "$out/h264_aac.ts"
     } > "$tmp"
 }
+concat() {
+    # Two recordings joined end to end (`cat a.ts b.ts`): both start at the same time stamps, so they reset 3 s
+    # into the file.
+    ff -f lavfi -i "$video" -f lavfi -i "$audio" -t 3 -c:v libx264 -preset veryfast -g 25 -bf 2 -pix_fmt yuv420p \
+        -c:a aac -b:a 64k -ac 2 "${ts_opts[@]}" "$tmp.a"
+    ff -f lavfi -i "smptebars=size=320x240:rate=25" -f lavfi -i "sine=frequency=550:sample_rate=48000" -t 4 \
+        -c:v libx264 -preset veryfast -g 25 -bf 2 -pix_fmt yuv420p -c:a aac -b:a 64k -ac 2 "${ts_opts[@]}" "$tmp.b"
+    cat "$tmp.a" "$tmp.b" > "$tmp"
+    rm -f "$tmp.a" "$tmp.b"
+}
 
 make h264_aac.ts h264_aac
 make hevc_ac3.ts hevc_ac3
@@ -87,3 +97,4 @@ make wrap.ts wrap
 make cut.ts cut
 make garbage.ts garbage
 make mpeg2_multiframe.ts mpeg2_multiframe
+make concat.ts concat

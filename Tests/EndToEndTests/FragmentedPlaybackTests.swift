@@ -58,6 +58,55 @@ enum FragmentedFixtures {
         guard (try? bytes.dropFirst(cut).write(to: url)) != nil else { return nil }
         return url
     }()
+    /// 30 s of 640x360 H.264 at 12 Mbit/s + AAC, about 17 MB: more than one 8 MiB remux fragment.
+    static let large = PlaybackFixtures.make("fmp4-large.ts") { path in
+        ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"] + tone(330) + ["-t", "30"]
+            + ["-c:v", "libx264", "-preset", "ultrafast", "-b:v", "12M", "-g", "25", "-bf", "2"]
+            + ["-c:a", "aac", "-f", "mpegts", path]
+    }
+    /// Two H.264 + AAC recordings of 3 s and 4 s joined end to end (`cat a.ts b.ts`): both start at the same time
+    /// stamps, so they go back 3 s in the middle.
+    static let concatenation: URL? = {
+        let url = PlaybackFixtures.folder.appendingPathComponent("fmp4-concatenation.ts")
+        if FileManager.default.fileExists(atPath: url.path) { return url }
+        guard
+            let first = PlaybackFixtures.make(
+                "fmp4-concatenation-a.ts",
+                arguments: { path in video + tone(330) + ["-t", "3"] + x264 + ["-c:a", "aac", "-f", "mpegts", path] }),
+            let second = PlaybackFixtures.make(
+                "fmp4-concatenation-b.ts",
+                arguments: { path in
+                    ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + tone(550) + ["-t", "4"] + x264
+                        + ["-c:a", "aac", "-f", "mpegts", path]
+                }),
+            let a = try? Data(contentsOf: first), let b = try? Data(contentsOf: second),
+            (try? (a + b).write(to: url)) != nil
+        else { return nil }
+        return url
+    }()
+}
+
+/// The decode times and durations ffprobe reads from the packets of one stream of `input`.
+func packetTimes(_ input: String, _ stream: String) throws -> [(dts: Int, duration: Int)] {
+    let ffprobe = try #require(EndToEnd.tool("ffprobe"))
+    let result = try EndToEnd.run(
+        ffprobe,
+        ["-v", "error", "-select_streams", stream, "-show_entries", "packet=dts,duration", "-of", "csv=p=0", input])
+    #expect(result.status == 0, "ffprobe \(input): \(result.err)")
+    return result.out.split(separator: "\n").compactMap { line in
+        let fields = line.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard fields.count >= 2, let dts = fields[0], let duration = fields[1] else { return nil }
+        return (dts, duration)
+    }
+}
+
+/// Records an issue unless each packet's decode time is the one before's plus its duration.
+func expectContinuous(_ times: [(dts: Int, duration: Int)], _ what: String) {
+    #expect(times.count > 10, "\(what): \(times.count) packets")
+    for (previous, packet) in zip(times, times.dropFirst()) where packet.dts != previous.dts + previous.duration {
+        Issue.record("\(what): decode time \(packet.dts) after \(previous.dts) + \(previous.duration)")
+        return
+    }
 }
 
 @Suite(.serialized) struct FragmentedPlaybackTests {
@@ -118,9 +167,14 @@ enum FragmentedFixtures {
             let source = try frameHashes(movie.path, stream, decoder: decoder)
             let served = try frameHashes(url, stream, decoder: decoder)
             #expect(!source.isEmpty)
+            let expected = Array(source.dropFirst(sourceSkip[stream] ?? 0))
+            let first =
+                zip(served, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(served.count, expected.count)
             #expect(
-                served == Array(source.dropFirst(sourceSkip[stream] ?? 0)),
-                "\(movie.lastPathComponent) \(stream): \(served.count) frames served, \(source.count) in the source")
+                served == expected,
+                "\(movie.lastPathComponent) \(stream): first difference at frame \(first); \(movie.lastPathComponent) \(stream): \(served.count) frames served, \(source.count) in the source"
+            )
         }
         try lint(url)
         for line in master.split(separator: "\n") {
@@ -205,17 +259,62 @@ enum FragmentedFixtures {
         try checkServed(FragmentedFixtures.midGOP, streams: ["v:0", "a:0"])
     }
 
+    /// A concatenation: the playlists say where the time stamps reset, the segments decode like the source and
+    /// their decode times run on through the reset (read by ffprobe from the init segment and every segment).
+    @Test func concatenationWithATimestampReset() throws {
+        let movie = try #require(FragmentedFixtures.concatenation)
+        try checkServed(movie, streams: ["v:0", "a:0"])
+        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let base = String(url.dropLast("master.m3u8".count))
+        let master = try fetch(url)
+        let audio = try #require(
+            master.split(separator: "\n").first { $0.contains("TYPE=AUDIO") }?.components(separatedBy: "URI=\"").last?
+                .prefix { $0 != "\"" }.dropLast(".m3u8".count))
+        for (name, stream) in [("video", "v:0"), (String(audio), "a:0")] {
+            let media = try waitForEndList(base + name + ".m3u8")
+            #expect(
+                media.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count == 2,
+                "one discontinuity in \(name): \(media)")
+            // The playlist's durations add up to the two parts' (3 s + 4 s).
+            let total = media.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }.compactMap {
+                Double($0.dropFirst("#EXTINF:".count).prefix { $0 != "," })
+            }.reduce(0, +)
+            #expect(abs(total - 7) < 0.2, "\(name): \(total) s")
+            let count = media.components(separatedBy: "#EXTINF:").count - 1
+            let joined = PlaybackFixtures.folder.appendingPathComponent("concatenation-\(name).mp4")
+            var bytes = try fetchBytes(base + name + "-init.mp4")
+            for number in 0..<count { bytes += try fetchBytes(base + name + "/\(number).m4s") }
+            try bytes.write(to: joined)
+            expectContinuous(try packetTimes(joined.path, stream), "served \(name)")
+        }
+        // The remux output: the same frames, one continuous timeline.
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let output = PlaybackFixtures.folder.appendingPathComponent("concatenation.mp4").path
+        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+        #expect(result.status == 0, "\(result.err)")
+        for stream in ["v:0", "a:0"] {
+            #expect(try frameHashes(output, stream) == frameHashes(movie.path, stream), "remux \(stream)")
+            expectContinuous(try packetTimes(output, stream), "remux \(stream)")
+        }
+    }
+
     @Test func remuxMatchesTheSourceFrameByFrame() throws {
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         for (fixture, streams) in [
             (FragmentedFixtures.hevcAC3, ["v:0", "a:0"]), (FragmentedFixtures.twoLanguages, ["v:0", "a:0", "a:1"]),
+            (FragmentedFixtures.large, ["v:0", "a:0"]),
         ] {
             let movie = try #require(fixture)
             let output = PlaybackFixtures.folder.appendingPathComponent(movie.lastPathComponent + ".mp4").path
             let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
             #expect(result.status == 0, "\(result.err)")
             for stream in streams {
-                #expect(try frameHashes(output, stream) == frameHashes(movie.path, stream), "\(movie.path) \(stream)")
+                let remuxed = try frameHashes(output, stream)
+                let source = try frameHashes(movie.path, stream)
+                #expect(remuxed == source, "\(movie.path) \(stream): \(remuxed.count) remuxed, \(source.count)")
+                expectContinuous(try packetTimes(output, stream), "remux \(movie.lastPathComponent) \(stream)")
             }
         }
         let movie = try #require(FragmentedFixtures.twoLanguages)
@@ -252,4 +351,12 @@ enum FragmentedFixtures {
         #expect(server.logText.contains("/video/4.m4s 200"), "\(server.logText)")
         #expect(server.logText.contains(".m4s 200") && server.logText.contains("/audio-"), "\(server.logText)")
     }
+}
+
+/// Fetches a URL's body as bytes.
+func fetchBytes(_ url: String) throws -> Data {
+    let curl = try #require(EndToEnd.tool("curl"))
+    let result = try EndToEnd.run(curl, ["-sS", "--fail", "--max-time", "10", url])
+    #expect(result.status == 0, "curl \(url): \(result.err)")
+    return result.stdout
 }

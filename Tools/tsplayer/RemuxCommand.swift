@@ -45,7 +45,8 @@ enum RemuxCommand {
         }
     }
 
-    static func remux(input: String, output: String, language: String?) throws {
+    /// Remuxes `input` into `output`; `label` names the input in log lines (the input's path by default).
+    static func remux(input: String, output: String, language: String?, label: String? = nil) throws {
         let file = try FileStreamer(path: input)
         defer { file.close() }
         let size = Int64(try file.size())
@@ -64,7 +65,7 @@ enum RemuxCommand {
             }
             pids = Set(layout.tracks.filter(\.isVideo).map(\.pid) + audio.map(\.pid))
         }
-        for item in layout.skipped { Output.log("remux: PID \(item.pid) left out: \(item.reason)") }
+        for item in layout.skipped { Output.log("remux: \(label ?? input): PID \(item.pid) left out: \(item.reason)") }
         let temporary = output + ".partial"
         guard FileManager.default.createFile(atPath: temporary, contents: nil),
             let handle = FileHandle(forWritingAtPath: temporary)

@@ -13,7 +13,11 @@ enum TasksCommand {
         ("resume", 1, "Resume a task and follow it until it completes, stops or is interrupted."),
         ("delete", 1, "Delete a task and its files (stopping the process that runs it)."),
         ("play", 1, "Serve a completed task on loopback: prints its playlist URL, serves until Ctrl-C."),
-        ("export", 2, "Concatenate a completed, unencrypted TS task into one .ts file."),
+        (
+            "export", 2,
+            "Concatenate a completed, unencrypted TS task into one .ts file, or remux it into one fragmented MP4 "
+                + "file when <file> ends in .mp4."
+        ),
     ]
 
     static let command = Command(
@@ -90,6 +94,9 @@ enum TasksCommand {
                 try await manager.delete(operands[0])
                 if json { Output.line(JSON.object([("deleted", .string(operands[0]))]).render(pretty: false)) }
             default:
+                if operands[1].lowercased().hasSuffix(".mp4") {
+                    return await exportMP4(manager, id: operands[0], to: operands[1], json: json)
+                }
                 try await manager.export(operands[0], to: operands[1])
                 if json { Output.line(JSON.object([("exported", .string(operands[0]))]).render(pretty: false)) }
             }
@@ -97,6 +104,31 @@ enum TasksCommand {
             Output.error(ErrorText.describe(error))
             return ErrorText.exitCode(error)
         }
+        return ExitCode.success
+    }
+
+    /// Exports a completed TS task as one fragmented MP4 file: its segments are joined in playlist order into a
+    /// temporary `.ts` beside `destination` (the `.ts` export), which the remuxer then reads; time stamp resets
+    /// between segments (discontinuities) become one continuous timeline. The temporary file is removed.
+    static func exportMP4(_ manager: DownloadManager, id: String, to destination: String, json: Bool) async -> Int32 {
+        let joined = destination + ".ts.partial"
+        defer { try? FileManager.default.removeItem(atPath: joined) }
+        do {
+            try await manager.export(id, to: joined)
+        } catch {
+            Output.error("task '\(id)': \(ErrorText.describe(error))")
+            return ErrorText.exitCode(error)
+        }
+        do {
+            try RemuxCommand.remux(input: joined, output: destination, language: nil, label: "task '\(id)'")
+        } catch let error as RemuxError {
+            Output.error("task '\(id)': \(error)")
+            return error.status
+        } catch {
+            Output.error("task '\(id)': \(ErrorText.describe(error))")
+            return ExitCode.failure
+        }
+        if json { Output.line(JSON.object([("exported", .string(id))]).render(pretty: false)) }
         return ExitCode.success
     }
 

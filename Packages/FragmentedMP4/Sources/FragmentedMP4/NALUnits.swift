@@ -35,22 +35,39 @@ public enum AnnexB {
     public static func units(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
         var units: [ArraySlice<UInt8>] = []
         var start: Int?
-        var index = 0
         let count = bytes.count
-        while index + 2 < count {
-            // Find 00 00 01: step by the third byte to skip quickly where it cannot match.
-            let third = bytes[index + 2]
-            if third > 1 {
-                index += 3
-                continue
+        // The start codes' positions, found over the raw buffer (the hot loop of segment making).
+        let codes = bytes.withUnsafeBufferPointer { buffer -> [Int] in
+            var found: [Int] = []
+            var index = 0
+            let raw = UnsafeRawBufferPointer(buffer)
+            while index + 2 < count {
+                // Eight bytes with no zero among them start no start code: skip them at once.
+                if index + 8 <= count {
+                    let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                    if (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 == 0 {
+                        index += 8
+                        continue
+                    }
+                }
+                // Find 00 00 01: step by the third byte to skip quickly where it cannot match.
+                let third = buffer[index + 2]
+                if third > 1 {
+                    index += 3
+                    continue
+                }
+                if third == 1, buffer[index] == 0, buffer[index + 1] == 0 {
+                    found.append(index)
+                    index += 3
+                } else {
+                    index += 1
+                }
             }
-            if third == 1, bytes[index] == 0, bytes[index + 1] == 0 {
-                if let begin = start { units.append(trimmed(bytes[begin..<index])) }
-                start = index + 3
-                index += 3
-            } else {
-                index += 1
-            }
+            return found
+        }
+        for index in codes {
+            if let begin = start { units.append(trimmed(bytes[begin..<index])) }
+            start = index + 3
         }
         if let begin = start, begin < count { units.append(trimmed(bytes[begin..<count])) }
         return units.filter { !$0.isEmpty }

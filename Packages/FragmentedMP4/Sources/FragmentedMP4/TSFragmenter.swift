@@ -94,10 +94,12 @@ public struct TSFragmenter: Sendable {
     }
 
     /// Sets the sample entry values of the track on `pid` (known from an earlier pass), so that the timescale is
-    /// right even when the range starts with a frame that cannot be read.
+    /// right even when the range starts with a frame that cannot be read; the pictures are then not searched for
+    /// captions again (``hasCaptions`` stays what this fragmenter saw itself).
     public mutating func configure(pid: UInt16, codec: TrackCodec) {
         guard let index = tracks.firstIndex(where: { $0.pid == pid }) else { return }
         builders[index].codec = codec
+        builders[index].searchesCaptions = false
     }
 
     /// Starts a range that ends at file offset `end`: PES packets starting at or after it belong to the next range.

@@ -34,6 +34,11 @@ public struct TSTimeline: Hashable, Sendable {
         UInt64(Self.rescale(time(timestamp), to: timescale))
     }
 
+    /// `ticks` of `timescale` in 90 kHz ticks.
+    static func rescale(_ ticks: Int64, from timescale: UInt32) -> Int64 {
+        timescale == 90_000 || timescale == 0 ? ticks : ticks * 90_000 / Int64(timescale)
+    }
+
     static func rescale(_ ticks: Int64, to timescale: UInt32) -> Int64 {
         if timescale == 90_000 { return ticks }
         let scale = Int64(timescale)
@@ -84,6 +89,16 @@ public struct TSTrackBuilder: Sendable {
     var pps: [[UInt8]] = []
     var vps: [[UInt8]] = []
     var inspected = 0
+    /// Whether pictures are searched for caption SEI: not once the sample entry was set from an earlier pass
+    /// (which found the captions, if any).
+    var searchesCaptions = true
+    /// What the fragments taken so far ended with, so that the next one follows on: whether a sync sample was
+    /// given (pictures before the first one are dropped), the last decode time and duration given (in the track's
+    /// timescale), and the shift that closes up the time stamp resets met so far.
+    var gaveSync = false
+    var lastDecodeTime: Int64?
+    var lastDuration: Int64 = 0
+    var shift: Int64 = 0
     /// How many pictures are searched for caption SEI.
     static let captionSearchPictures = 250
 
@@ -146,7 +161,7 @@ public struct TSTrackBuilder: Sendable {
         // Parameter sets until the sample entry is known; captions are looked for in the first pictures only (each
         // look is a second pass over the picture).
         inspected += 1
-        if codec == nil || (!hasCaptions && inspected <= Self.captionSearchPictures) {
+        if codec == nil || (searchesCaptions && !hasCaptions && inspected <= Self.captionSearchPictures) {
             inspect(packet.payload, syntax: syntax)
         }
     }
@@ -219,8 +234,13 @@ public struct TSTrackBuilder: Sendable {
     }
 
     /// The samples gathered so far as one track fragment, and clears them. Video starts at its first sync sample
-    /// (pictures before it cannot be decoded); the last sample lasts until `nextTimestamp` (the next access unit's
-    /// DTS, or audio PES's PTS, when known), else as long as the one before it. Nil when there is no sample.
+    /// (pictures before it cannot be decoded; later fragments of the same builder follow on from the last one);
+    /// the last sample lasts until `nextTimestamp` (the next access unit's DTS, or audio PES's PTS, when known),
+    /// else as long as the one before it. Nil when there is no sample.
+    ///
+    /// Decode times only grow: where the time stamps reset (go back, or jump more than 30 s forward; see
+    /// `StreamSummary.isReset`), the samples after the reset follow on from the one before it, in this fragment
+    /// and in the later fragments of the same builder.
     public mutating func takeFragment(
         trackID: UInt32, timeline: TSTimeline, nextTimestamp: Timestamp? = nil
     ) -> TrackFragment? {
@@ -236,7 +256,7 @@ public struct TSTrackBuilder: Sendable {
         }
     }
 
-    func videoFragment(trackID: UInt32, timeline: TSTimeline, next: Timestamp?, syntax: NALSyntax)
+    mutating func videoFragment(trackID: UInt32, timeline: TSTimeline, next: Timestamp?, syntax: NALSyntax)
         -> TrackFragment?
     {
         var samples: [Sample] = []
@@ -251,10 +271,17 @@ public struct TSTrackBuilder: Sendable {
                 kept.append(nal)
             }
             let sync = randomAccess || unit.keyframe
-            if samples.isEmpty, !sync { continue }
+            if samples.isEmpty, !sync, !gaveSync { continue }
             guard !kept.isEmpty else { continue }
-            let dts = timeline.time(unit.dts)
-            let offset = timeline.time(unit.pts) - dts
+            var dts = timeline.time(unit.dts) + shift
+            if let last = decodeTimes.last ?? lastDecodeTime, dts <= last || StreamSummary.isReset(dts - last) {
+                // A reset: this sample follows the one before by that one's step.
+                let step = decodeTimes.count > 1 ? last - decodeTimes[decodeTimes.count - 2] : lastDuration
+                let next = last + (step > 0 ? step : 3003)
+                shift += next - dts
+                dts = next
+            }
+            let offset = unit.dts.distance(to: unit.pts)
             samples.append(
                 Sample(
                     data: AnnexB.lengthPrefixed(kept), duration: 0, isSync: sync,
@@ -266,8 +293,10 @@ public struct TSTrackBuilder: Sendable {
             let duration: Int64
             if index + 1 < decodeTimes.count {
                 duration = decodeTimes[index + 1] - decodeTimes[index]
-            } else if let next {
-                duration = timeline.time(next) - decodeTimes[index]
+            } else if let next, case let step = timeline.time(next) + shift - decodeTimes[index],
+                !StreamSummary.isReset(step), step > 0
+            {
+                duration = step
             } else if index > 0 {
                 duration = Int64(samples[index - 1].duration)
             } else {
@@ -278,18 +307,34 @@ public struct TSTrackBuilder: Sendable {
         if next == nil, samples.count > 1, let last = samples.last, last.duration == 1 {
             samples[samples.count - 1].duration = samples[samples.count - 2].duration
         }
+        gaveSync = true
+        lastDecodeTime = decodeTimes.last
+        lastDuration = Int64(samples.last?.duration ?? 0)
         return TrackFragment(trackID: trackID, baseMediaDecodeTime: UInt64(first), samples: samples)
     }
 
-    func audioFragment(trackID: UInt32, timeline: TSTimeline) -> TrackFragment? {
+    mutating func audioFragment(trackID: UInt32, timeline: TSTimeline) -> TrackFragment? {
         guard let firstTimed = frames.firstIndex(where: { $0.pts != nil }), let pts = frames[firstTimed].pts else {
             return nil
         }
         let scale = timescale
         // Frames before the first time stamp are dropped; the rest run on from it, frame by frame.
         let timed = frames[firstTimed...]
-        let start = Int64(timeline.time(pts, timescale: scale)) + Int64(timed.first?.samplesBefore ?? 0)
+        var start = Int64(timeline.time(pts, timescale: scale)) + Int64(timed.first?.samplesBefore ?? 0) + shift
+        if let last = lastDecodeTime {
+            // Audio runs on frame by frame inside a fragment; between fragments a jump back by more than a tenth of
+            // a second or forward by a reset's length is a reset: follow on from the fragment before.
+            let end = last + lastDuration
+            let step = start - end
+            if step < -Int64(scale / 10) || StreamSummary.isReset(TSTimeline.rescale(step, from: scale)) {
+                shift -= step
+                start = end
+            }
+        }
         let samples = timed.map { Sample(data: $0.data, duration: UInt32($0.samples)) }
+        let total = timed.reduce(Int64(0)) { $0 + Int64($1.samples) }
+        lastDecodeTime = max(0, start) + total - Int64(timed.last?.samples ?? 0)
+        lastDuration = Int64(timed.last?.samples ?? 0)
         return TrackFragment(trackID: trackID, baseMediaDecodeTime: UInt64(max(0, start)), samples: samples)
     }
 }

@@ -44,6 +44,42 @@ func adtsFrame(_ body: [UInt8]) -> [UInt8] {
         #expect(AnnexB.units([1, 2, 3]).isEmpty)
     }
 
+    /// The start-code scan (which skips eight bytes at a time) against a byte-by-byte model, on random streams
+    /// rich in zeros and ones and of every length up to 64.
+    @Test func annexBUnitsMatchANaiveScan() {
+        func naive(_ bytes: [UInt8]) -> [[UInt8]] {
+            var starts: [Int] = []
+            var index = 0
+            while index + 2 < bytes.count {
+                if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
+                    starts.append(index)
+                    index += 3
+                } else {
+                    index += 1
+                }
+            }
+            var units: [[UInt8]] = []
+            for (number, start) in starts.enumerated() {
+                var unit = Array(bytes[(start + 3)..<(number + 1 < starts.count ? starts[number + 1] : bytes.count)])
+                while unit.last == 0 { unit.removeLast() }
+                if !unit.isEmpty { units.append(unit) }
+            }
+            return units
+        }
+        var generator = SystemRandomNumberGenerator()
+        for length in 0...64 {
+            for _ in 0..<200 {
+                let bytes = (0..<length).map { _ -> UInt8 in
+                    let pick = UInt8.random(in: 0...5, using: &generator)
+                    return pick < 3 ? 0 : pick == 3 ? 1 : UInt8.random(in: 2...255, using: &generator)
+                }
+                let found = AnnexB.units(bytes).map(Array.init)
+                #expect(found == naive(bytes), "\(bytes)")
+                if found != naive(bytes) { return }
+            }
+        }
+    }
+
     @Test func captionsAreFoundInSEI() {
         // user_data_registered_itu_t_t35: B5 0031 'GA94' 03, then cc_data.
         let t35: [UInt8] = [0xB5, 0x00, 0x31, 0x47, 0x41, 0x39, 0x34, 0x03, 0xC1, 0xFF]

@@ -53,7 +53,8 @@ public struct StreamSummary: Hashable, Sendable {
 public struct Keyframe: Hashable, Sendable {
     public var offset: Int64
     public var pts: Timestamp
-    /// Ticks from the index's reference PTS (unwrapped).
+    /// Ticks from the index's reference PTS (unwrapped; a time stamp reset is closed up, so ticks keep growing
+    /// where ``pts`` jumps: compare the two to find the reset).
     public var ticks: Int64
 
     public init(offset: Int64, pts: Timestamp, ticks: Int64) {
@@ -247,6 +248,16 @@ public struct TSAnalyzer: Sendable {
 }
 
 extension StreamSummary {
+    /// How far decode time stamps may go back (1 ms) or jump forward (30 s) from one PES to the next before the
+    /// step counts as a time stamp reset rather than a step of the stream.
+    public static let resetBackTicks: Int64 = 90
+    public static let resetForwardTicks: Int64 = 30 * 90_000
+
+    /// Whether a step between consecutive decode time stamps of one stream is a reset.
+    public static func isReset(_ step: Int64) -> Bool {
+        step < -resetBackTicks || step > resetForwardTicks
+    }
+
     /// Counts a PES and extends the PTS range; returns the PES's PTS in ticks from `reference`.
     mutating func record(_ info: PESInfo, reference: Timestamp) -> Int64? {
         pesCount += 1
@@ -258,8 +269,13 @@ extension StreamSummary {
         let decodeTicks: Int64
         if let last = lastDecode {
             let step = last.distance(to: decode)
-            decodeTicks = lastDecodeTicks + step
-            if step > 0 { lastStepTicks = step }
+            if Self.isReset(step) {
+                // A time stamp reset (a concatenation, a restarted encoder): the timeline runs on one step later.
+                decodeTicks = lastDecodeTicks + (lastStepTicks ?? 1)
+            } else {
+                decodeTicks = lastDecodeTicks + step
+                if step > 0 { lastStepTicks = step }
+            }
         } else {
             decodeTicks = reference.distance(to: decode)
         }

@@ -45,6 +45,23 @@ import Testing
         #expect(index.bitrate.map { $0 > 0 } == true)
     }
 
+    /// Two copies of a stream joined end to end: the time stamps go back at the second copy, and the index's
+    /// ticks run on one frame step later instead (the keyframes keep their own PTS).
+    @Test func timestampResetIsClosedUp() throws {
+        let part = StreamBuilder.typical(frames: 12)
+        let path = try temporaryFile(part + part)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let index = try TSIndex.build(path: path, bufferSize: 4096) { _ in true }
+        #expect(index.keyframes.map(\.pts.value) == [97_200, 111_600, 126_000, 97_200, 111_600, 126_000])
+        // 12 frames of 3600 ticks after the first copy's keyframes.
+        #expect(index.keyframes.map(\.ticks) == [7200, 21_600, 36_000, 50_400, 64_800, 79_200])
+        // From the first audio PES (7200 before the video) to the end of 24 frames of video.
+        let duration = try #require(index.durationTicks)
+        #expect(duration == Int64(7200 + 24 * 3600), "\(duration)")
+        #expect(StreamSummary.isReset(-91) && !StreamSummary.isReset(-90) && !StreamSummary.isReset(30 * 90_000))
+        #expect(StreamSummary.isReset(30 * 90_000 + 1))
+    }
+
     @Test func sidecarRoundTripKeyedBySizeAndTime() throws {
         let bytes = StreamBuilder.typical(frames: 8)
         let path = try temporaryFile(bytes)

@@ -48,25 +48,31 @@ final class FragmentedPresentation: Sendable {
 
     // MARK: Playlists
 
-    func mediaPlaylist(for track: TSTrackInfo, segments: [PlannedSegment], complete: Bool) -> String {
+    /// The media playlist of `track`; the segments that start at one of `discontinuities` (time stamp resets)
+    /// follow an `EXT-X-DISCONTINUITY` (their decode times still follow on from the segment before).
+    func mediaPlaylist(
+        for track: TSTrackInfo, segments: [PlannedSegment], complete: Bool, discontinuities: Set<UInt64> = []
+    ) -> String {
         var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
         builder.independentSegments = true
         let name = playlistName(track)
         builder.segments = segments.enumerated().map { number, segment in
             MediaPlaylistBuilder.Segment(
-                uri: "\(name)/\(number).m4s", duration: segment.duration, mapURI: "\(name)-init.mp4")
+                uri: "\(name)/\(number).m4s", duration: segment.duration,
+                discontinuity: discontinuities.contains(segment.offset), mapURI: "\(name)-init.mp4")
         }
         return builder.build().text
     }
 
-    func iFramePlaylist(frames: [PlannedSegment]) -> String? {
+    func iFramePlaylist(frames: [PlannedSegment], discontinuities: Set<UInt64> = []) -> String? {
         guard let video, !frames.isEmpty else { return nil }
         var builder = MediaPlaylistBuilder(kind: .vod)
         builder.iFramesOnly = true
         builder.independentSegments = true
         builder.segments = frames.enumerated().map { number, frame in
             MediaPlaylistBuilder.Segment(
-                uri: "iframe/\(number).m4s", duration: frame.duration, mapURI: "\(playlistName(video))-init.mp4")
+                uri: "iframe/\(number).m4s", duration: frame.duration,
+                discontinuity: discontinuities.contains(frame.offset), mapURI: "\(playlistName(video))-init.mp4")
         }
         return builder.build().text
     }
@@ -148,11 +154,13 @@ final class FragmentedPresentation: Sendable {
 
     // MARK: Segments
 
-    /// The fragments of the byte range `segment` for every track (by PID), from `timeline`; sequence number
-    /// `sequence`. With `only`, just that track (for I-frames).
-    func makeSegments(
-        _ segment: PlannedSegment, sequence: UInt32, timeline: TSTimeline, fileSize: UInt64, only: UInt16? = nil
-    ) throws -> [UInt16: [UInt8]] {
+    /// The fragments of the byte range `segment` for every track (by PID), from `timeline`, with each track's
+    /// decode times moved by `shifts` (by PID, in the track's timescale). With `only`, just that track (for
+    /// I-frames). A track with no sample in the range gets an empty fragment at the range's start.
+    func makeFragments(
+        _ segment: PlannedSegment, timeline: TSTimeline, fileSize: UInt64, only: UInt16? = nil,
+        shifts: [UInt16: Int64] = [:]
+    ) throws -> [UInt16: TrackFragment] {
         var fragmenter = try layout.fragmenter(pids: only.map { [$0] })
         let start = segment.offset
         let end = segment.offset + segment.length
@@ -170,34 +178,44 @@ final class FragmentedPresentation: Sendable {
         }
         if fragmenter.needsMoreBytes || offset >= fileSize { fragmenter.finish() }
         let fragments = fragmenter.takeFragments(timeline: timeline)
-        var result: [UInt16: [UInt8]] = [:]
+        var result: [UInt16: TrackFragment] = [:]
         for (track, builderTimescale) in zip(fragmenter.tracks, fragmenter.timescales) {
-            let fragment =
+            var fragment =
                 fragments[track.pid]
                 ?? TrackFragment(
                     trackID: track.trackID,
                     baseMediaDecodeTime: timeline.time(timeline.anchor, timescale: builderTimescale), samples: [])
-            result[track.pid] = try MediaSegment(
-                sequenceNumber: sequence, tracks: [fragment], segmentType: MediaSegment.defaultSegmentType
-            ).serialized()
+            if let shift = shifts[track.pid], shift != 0 {
+                fragment.baseMediaDecodeTime = UInt64(max(0, Int64(clamping: fragment.baseMediaDecodeTime) + shift))
+            }
+            result[track.pid] = fragment
         }
         return result
     }
 
     /// One segment's bytes for `pid`, from the cache or made now (with every other track's, which are cached).
     func segment(
-        number: Int, pid: UInt16, planned: PlannedSegment, timeline: TSTimeline, fileSize: UInt64, iFrame: Bool
+        number: Int, pid: UInt16, planned: PlannedSegment, timeline: TSTimeline, fileSize: UInt64, iFrame: Bool,
+        shifts: [UInt16: Int64] = [:]
     ) throws -> [UInt8]? {
         let key = SegmentCache.Key(number: number, pid: pid, iFrame: iFrame)
         if let bytes = cache.get(key) { return bytes }
-        let made = try makeSegments(
-            planned, sequence: UInt32(truncatingIfNeeded: number + 1), timeline: timeline, fileSize: fileSize,
-            only: iFrame ? pid : nil)
-        for (otherPID, bytes) in made {
+        let fragments = try makeFragments(
+            planned, timeline: timeline, fileSize: fileSize, only: iFrame ? pid : nil, shifts: shifts)
+        var made: [UInt16: [UInt8]] = [:]
+        for (otherPID, fragment) in fragments {
+            let bytes = try MediaSegment(
+                sequenceNumber: UInt32(truncatingIfNeeded: number + 1), tracks: [fragment],
+                segmentType: MediaSegment.defaultSegmentType
+            ).serialized()
+            made[otherPID] = bytes
             cache.put(SegmentCache.Key(number: number, pid: otherPID, iFrame: iFrame), bytes)
         }
         return made[pid]
     }
+
+    /// The tracks' decode time shifts found so far, by the byte offset of the reset that starts their range.
+    let shifts = LockedValue<[UInt64: [UInt16: Int64]]>([:])
 }
 
 extension TSFragmenter {

@@ -64,6 +64,7 @@ extension TSPlaybackSession {
     /// The timeline of a segment that starts at `offset`: anchored at the keyframe there (its PTS and its time
     /// from the index), so decode times run on through PTS wraps in a file of any length.
     func timeline(at offset: UInt64) -> TSTimeline? {
+        if givenSegments != nil { return givenTimelines[offset] }
         guard let index, let first = index.firstPTS else { return nil }
         let base = TSTimeline(firstTimestamp: first)
         guard offset > 0 else { return base }
@@ -80,9 +81,112 @@ extension TSPlaybackSession {
 
     static let playlistType = "application/vnd.apple.mpegurl"
 
+    /// Why given segments cannot be served as fragmented MP4.
+    struct GivenSegmentProblem: Error {
+        var detail: String
+    }
+
+    /// The timeline of each given segment (by offset), anchored at its first PES on the main track (the video, or
+    /// the first audio track): the first segment's from the file's first time stamp, each later one's on from the
+    /// one before by the time stamps, or by the segment's given duration where they reset (those offsets are
+    /// returned too). Fails naming the first segment whose first video PES is not a keyframe, or that holds none.
+    static func givenSegmentTimelines(
+        _ segments: [PlannedSegment], presentation: FragmentedPresentation, file: FileStreamer, probe: TSProbe
+    ) -> Result<(timelines: [UInt64: TSTimeline], resets: Set<UInt64>), GivenSegmentProblem> {
+        guard let pid = presentation.mainPID else { return .failure(GivenSegmentProblem(detail: "no track")) }
+        let layout = presentation.layout
+        var timelines: [UInt64: TSTimeline] = [:]
+        var resets: Set<UInt64> = []
+        var base: TSTimeline?
+        var previous: (pts: Timestamp, ticks: Int64, duration: Double)?
+        for (number, segment) in segments.enumerated() {
+            var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: true))
+            demuxer.prime(programAssociation: layout.programAssociation, programMaps: [layout.programMap])
+            var first: PESInfo?
+            var offset = segment.offset
+            let end = segment.offset + min(segment.length, 4 << 20)
+            while first == nil, offset < end {
+                guard let bytes = try? file.read(at: offset, length: Int(min(64 << 10, end - offset))), !bytes.isEmpty
+                else { break }
+                bytes.withUnsafeBytes { raw in
+                    demuxer.feed(raw) { event in
+                        if first == nil, case .pes(let info) = event, info.pid == pid, info.pts != nil { first = info }
+                    }
+                }
+                offset += UInt64(bytes.count)
+            }
+            guard let first, let pts = first.pts else {
+                return .failure(
+                    GivenSegmentProblem(
+                        detail: "segment \(number) (offset \(segment.offset)) has no time-stamped PES on PID \(pid) "
+                            + "in its first \(end - segment.offset) bytes"))
+            }
+            guard first.isKeyframe else {
+                return .failure(
+                    GivenSegmentProblem(
+                        detail: "segment \(number) (offset \(segment.offset)) does not start with a keyframe on PID "
+                            + "\(pid): fragmented MP4 needs every segment to start on one; serve the file as TS"))
+            }
+            let timeline: TSTimeline
+            let ticks: Int64
+            if let previous, let base {
+                let step = previous.pts.distance(to: pts)
+                if step > 0, !StreamSummary.isReset(step) {
+                    ticks = previous.ticks + step
+                } else {
+                    ticks = previous.ticks + Int64((previous.duration * 90_000).rounded())
+                    resets.insert(segment.offset)
+                }
+                timeline = TSTimeline(anchor: pts, anchorTime: base.anchorTime + ticks)
+            } else {
+                let start = probe.firstPTS ?? pts
+                let made = TSTimeline(firstTimestamp: start)
+                base = made
+                ticks = start.distance(to: pts)
+                timeline = TSTimeline(anchor: pts, anchorTime: made.anchorTime + ticks)
+            }
+            timelines[segment.offset] = timeline
+            previous = (pts, ticks, segment.duration)
+        }
+        return .success((timelines, resets))
+    }
+
+    /// How far each track's decode times move in the range (between time stamp resets) of segment `number`, by
+    /// PID, so that each track's first sample after a reset starts where its last sample before it ended (the
+    /// index's reckoning of the video, or given durations, are close but not exact, and the audio of the two sides
+    /// overlaps or leaves a gap). Found once per range by making the two segments either side of the reset.
+    func trackShifts(
+        number: Int, segments list: [PlannedSegment], _ presentation: FragmentedPresentation, fileSize: UInt64
+    ) throws -> [UInt16: Int64] {
+        let resets = discontinuities
+        guard !resets.isEmpty, number < list.count else { return [:] }
+        var first = number
+        while first > 0, !resets.contains(list[first].offset) { first -= 1 }
+        guard first > 0 else { return [:] }
+        let reset = list[first].offset
+        if let known = presentation.shifts.withLock({ $0[reset] }) { return known }
+        let before = try trackShifts(number: first - 1, segments: list, presentation, fileSize: fileSize)
+        guard let previousTimeline = timeline(at: list[first - 1].offset), let timeline = timeline(at: reset) else {
+            return [:]
+        }
+        let previous = try presentation.makeFragments(
+            list[first - 1], timeline: previousTimeline, fileSize: fileSize, shifts: before)
+        let current = try presentation.makeFragments(list[first], timeline: timeline, fileSize: fileSize)
+        var shifts: [UInt16: Int64] = [:]
+        for track in presentation.layout.tracks {
+            guard let ended = previous[track.pid], let starts = current[track.pid], !ended.samples.isEmpty else {
+                continue
+            }
+            let end = ended.samples.reduce(Int64(clamping: ended.baseMediaDecodeTime)) { $0 + Int64($1.duration) }
+            shifts[track.pid] = end - Int64(clamping: starts.baseMediaDecodeTime)
+        }
+        presentation.shifts.withLock { $0[reset] = shifts }
+        return shifts
+    }
+
     /// Answers the fragmented MP4 routes; nil for any other route.
     func respondFragmented(_ route: [String], _ presentation: FragmentedPresentation) -> HTTPResponse? {
-        let complete = isIndexed
+        let complete = isIndexed || givenSegments != nil
         if route.count == 1 {
             let name = route[0]
             if name == "master.m3u8" {
@@ -92,7 +196,9 @@ extension TSPlaybackSession {
                 return .bytes(Array(text.utf8), contentType: Self.playlistType)
             }
             if name == "iframes.m3u8" {
-                guard let frames = iFrameSegments, let text = presentation.iFramePlaylist(frames: frames) else {
+                guard let frames = iFrameSegments,
+                    let text = presentation.iFramePlaylist(frames: frames, discontinuities: discontinuities)
+                else {
                     return .error(.notFound)
                 }
                 return .bytes(Array(text.utf8), contentType: Self.playlistType)
@@ -100,7 +206,8 @@ extension TSPlaybackSession {
             for track in presentation.layout.tracks {
                 let base = presentation.playlistName(track)
                 if name == base + ".m3u8" {
-                    let text = presentation.mediaPlaylist(for: track, segments: segments, complete: complete)
+                    let text = presentation.mediaPlaylist(
+                        for: track, segments: segments, complete: complete, discontinuities: discontinuities)
                     return .bytes(Array(text.utf8), contentType: Self.playlistType)
                 }
                 if name == base + "-init.mp4", let bytes = presentation.initSegments[track.pid] {
@@ -124,10 +231,12 @@ extension TSPlaybackSession {
             return .error(.notFound)
         }
         do {
+            let shifts =
+                iFrame ? [:] : try trackShifts(number: number, segments: list, presentation, fileSize: size)
             guard
                 let bytes = try presentation.segment(
                     number: number, pid: track.pid, planned: planned, timeline: timeline, fileSize: size,
-                    iFrame: iFrame)
+                    iFrame: iFrame, shifts: shifts)
             else { return .error(.notFound) }
             return .bytes(bytes, contentType: track.isVideo ? "video/mp4" : "audio/mp4")
         } catch {

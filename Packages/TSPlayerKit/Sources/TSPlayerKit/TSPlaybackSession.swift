@@ -52,7 +52,11 @@ public final class TSPlaybackSession: PlaybackSource {
     let file: FileStreamer
     let presentation: FragmentedPresentation?
     /// Segments the caller gave (a file of concatenated segments); nil when the file is indexed instead.
-    private let givenSegments: [PlannedSegment]?
+    let givenSegments: [PlannedSegment]?
+    /// For given segments served as fragmented MP4: each segment's timeline (by offset) and the offsets where the
+    /// time stamps reset.
+    let givenTimelines: [UInt64: TSTimeline]
+    let givenResets: Set<UInt64>
     private let indexState: LockedValue<TSIndex?>
     /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete.
     private let iFrames = LockedValue<[PlannedSegment]?>(nil)
@@ -75,6 +79,8 @@ public final class TSPlaybackSession: PlaybackSource {
         }
         indexState = LockedValue(TSIndex.loadSidecar(for: path))
         givenSegments = nil
+        givenTimelines = [:]
+        givenResets = []
         codecDetails = Self.readCodecDetails(file)
         let choice = Self.chooseContainer(options.container, file: file, probe: probe)
         container = choice.presentation == nil ? .ts : .fmp4
@@ -85,6 +91,12 @@ public final class TSPlaybackSession: PlaybackSource {
     /// Opens a file of concatenated TS segments whose byte ranges and durations the caller knows; nothing is
     /// indexed. The segments must be non-empty, inside the file, not overlapping, and of positive duration; they are
     /// served in the order of their offsets.
+    ///
+    /// The container is chosen as for an indexed file. Fragmented MP4 needs every segment to start with a keyframe
+    /// (its first video PES, read at open): with ``PlaybackContainer/fmp4`` a segment that does not throws
+    /// ``PlaybackError/Code/invalidSegment`` naming it; with ``PlaybackContainer/auto`` the file is served as TS and
+    /// ``diagnostics`` names the segment. Where a segment's first time stamp does not follow on from the segment
+    /// before (a reset), its playlist entry follows an `EXT-X-DISCONTINUITY`.
     public init(tsFile path: String, segments: [SegmentInfo], options: Options = Options()) throws(PlaybackError) {
         self.path = path
         self.options = options
@@ -102,12 +114,30 @@ public final class TSPlaybackSession: PlaybackSource {
         } catch {
             throw PlaybackError(.notTransportStream, path: path, detail: "\(error)")
         }
-        givenSegments = try SegmentInfo.validated(segments, fileSize: size, path: path)
+        let given = try SegmentInfo.validated(segments, fileSize: size, path: path)
+        givenSegments = given
         indexState = LockedValue(nil)
         codecDetails = Self.readCodecDetails(file)
-        container = .ts
-        presentation = nil
-        diagnostics = ["served as TS: the segments are given, not indexed"]
+        var choice = Self.chooseContainer(options.container, file: file, probe: probe)
+        var timelines: [UInt64: TSTimeline] = [:]
+        var resets: Set<UInt64> = []
+        if let presentation = choice.presentation {
+            switch Self.givenSegmentTimelines(given, presentation: presentation, file: file, probe: probe) {
+            case .success(let found):
+                timelines = found.timelines
+                resets = found.resets
+            case .failure(let reason):
+                guard options.container != .fmp4 else {
+                    throw PlaybackError(.invalidSegment, path: path, detail: reason.detail)
+                }
+                choice = (nil, ["served as TS: fragmented MP4 is not possible (\(reason.detail))"])
+            }
+        }
+        givenTimelines = timelines
+        givenResets = resets
+        container = choice.presentation == nil ? .ts : .fmp4
+        presentation = choice.presentation
+        diagnostics = ["the segments are given, not indexed"] + choice.diagnostics
     }
 
     /// Codec details of the audio and video streams, from the first 2 MiB of the file (video first).
@@ -276,15 +306,18 @@ public final class TSPlaybackSession: PlaybackSource {
         var builder = MediaPlaylistBuilder(kind: .vod)
         builder.iFramesOnly = true
         builder.independentSegments = true
+        let resets = discontinuities
         builder.segments = frames.map { frame in
             MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: frame.duration,
-                byteRange: HLSPlaylist.ByteRange(length: frame.length, offset: frame.offset))
+                byteRange: HLSPlaylist.ByteRange(length: frame.length, offset: frame.offset),
+                discontinuity: resets.contains(frame.offset))
         }
         return builder.build().text
     }
 
-    /// The segments: as given, or as planned from the current index.
+    /// The segments: as given, or as planned from the current index. Where the time stamps reset (a
+    /// concatenation), a segment starts at the first keyframe after the reset (see ``discontinuities``).
     public var segments: [PlannedSegment] {
         if let givenSegments { return givenSegments }
         guard let index else { return [] }
@@ -292,10 +325,46 @@ public final class TSPlaybackSession: PlaybackSource {
             guard let offset = UInt64(exactly: keyframe.offset) else { return nil }
             return SegmentPlanner.Cut(offset: offset, ticks: keyframe.ticks)
         }
-        return SegmentPlanner.plan(
-            keyframes: cuts, fileSize: index.isComplete ? index.fileSize : index.bytesIndexed,
-            endTicks: index.isComplete ? Self.presentationEndTicks(index) : nil, targetDuration: options.segmentDuration
-        )
+        let resets = Set(Self.resetOffsets(index))
+        let size = index.isComplete ? index.fileSize : index.bytesIndexed
+        // Each range between resets is planned on its own, from its first keyframe.
+        var result: [PlannedSegment] = []
+        var start = SegmentPlanner.Cut(offset: 0, ticks: 0)
+        var inside: [SegmentPlanner.Cut] = []
+        func plan(to end: UInt64, endTicks: Int64?) {
+            let planned = SegmentPlanner.plan(
+                keyframes: inside.map { .init(offset: $0.offset - start.offset, ticks: $0.ticks - start.ticks) },
+                fileSize: end - start.offset, endTicks: endTicks.map { $0 - start.ticks },
+                targetDuration: options.segmentDuration)
+            result += planned.map { .init(offset: $0.offset + start.offset, length: $0.length, duration: $0.duration) }
+        }
+        for cut in cuts where cut.offset < size {
+            if resets.contains(cut.offset), cut.offset > start.offset, cut.ticks > start.ticks {
+                plan(to: cut.offset, endTicks: cut.ticks)
+                start = cut
+                inside = []
+            } else {
+                inside.append(cut)
+            }
+        }
+        plan(to: size, endTicks: index.isComplete ? Self.presentationEndTicks(index) : nil)
+        return result
+    }
+
+    /// The byte offsets of the keyframes where the file's time stamps reset (jump back, or forward by more than
+    /// 30 s): the index closes such a jump up, so its ticks and the PTS disagree there. The segment that starts at
+    /// one follows an `EXT-X-DISCONTINUITY`.
+    public var discontinuities: Set<UInt64> {
+        if givenSegments != nil { return givenResets }
+        guard let index else { return [] }
+        return Set(Self.resetOffsets(index))
+    }
+
+    static func resetOffsets(_ index: TSIndex) -> [UInt64] {
+        zip(index.keyframes, index.keyframes.dropFirst()).compactMap { previous, keyframe in
+            previous.pts.distance(to: keyframe.pts) == keyframe.ticks - previous.ticks
+                ? nil : UInt64(exactly: keyframe.offset)
+        }
     }
 
     /// Where the presentation ends, in ticks from its start. With video, the video's end (its latest PTS plus one
@@ -314,10 +383,12 @@ public final class TSPlaybackSession: PlaybackSource {
         let complete = isIndexed || givenSegments != nil
         var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
         builder.independentSegments = true
+        let resets = discontinuities
         builder.segments = segments.map { segment in
             MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: segment.duration,
-                byteRange: HLSPlaylist.ByteRange(length: segment.length, offset: segment.offset))
+                byteRange: HLSPlaylist.ByteRange(length: segment.length, offset: segment.offset),
+                discontinuity: resets.contains(segment.offset))
         }
         return builder.build().text
     }

@@ -1,0 +1,173 @@
+// Captions end to end: an H.264 + AAC fixture whose pictures carry CEA-608 captions in SEI (ATSC A/53
+// user_data_registered_itu_t_t35, written here into an ffmpeg-made elementary stream), served as fragmented MP4:
+// the multivariant declares CLOSED-CAPTIONS with INSTREAM-ID="CC1", and the caption text ffmpeg's CEA-608 decoder
+// reads from the served segments is the text it reads from the source.
+import Foundation
+import Testing
+
+enum CaptionFixture {
+    /// A byte with odd parity (CEA-608 sends 7 bits and a parity bit).
+    static func parity(_ value: UInt8) -> UInt8 {
+        value.nonzeroBitCount % 2 == 0 ? value | 0x80 : value & 0x7F
+    }
+
+    /// The CEA-608 byte pairs of field 1, one pair per picture: pop-on captions, each shown for about a second.
+    static func pairs(pictures: Int, captions: [String]) -> [(UInt8, UInt8)] {
+        var pairs: [(UInt8, UInt8)] = []
+        func control(_ a: UInt8, _ b: UInt8) {
+            // Control codes go twice; the decoder acts on the first.
+            pairs.append((a, b))
+            pairs.append((a, b))
+        }
+        for caption in captions {
+            control(0x14, 0x20)  // resume caption loading (pop-on)
+            control(0x14, 0x70)  // row 15, indent 0
+            var bytes = Array(caption.utf8)
+            if bytes.count % 2 == 1 { bytes.append(0) }
+            for index in stride(from: 0, to: bytes.count, by: 2) { pairs.append((bytes[index], bytes[index + 1])) }
+            control(0x14, 0x2F)  // end of caption: show it
+            pairs += Array(repeating: (0, 0), count: 25)
+            control(0x14, 0x2C)  // erase displayed memory
+            pairs += Array(repeating: (0, 0), count: 5)
+        }
+        if pairs.count < pictures { pairs += Array(repeating: (0, 0), count: pictures - pairs.count) }
+        return pairs.map { (parity($0.0), parity($0.1)) }
+    }
+
+    /// An SEI NAL unit (without start code) carrying one cc_data pair for field 1.
+    static func sei(_ pair: (UInt8, UInt8)) -> [UInt8] {
+        let payload: [UInt8] = [
+            0xB5, 0x00, 0x31, 0x47, 0x41, 0x39, 0x34, 0x03,  // T.35 USA, ATSC, 'GA94', cc_data
+            0x40 | 1, 0xFF,  // process_cc_data_flag, cc_count 1; em_data
+            0xFC, pair.0, pair.1,  // cc_valid, field 1
+            0xFF,  // marker bits
+        ]
+        var rbsp: [UInt8] = [0x04, UInt8(payload.count)] + payload + [0x80]
+        // Emulation prevention: no 00 00 0x (x <= 3) inside the NAL unit.
+        var escaped: [UInt8] = []
+        var zeros = 0
+        for byte in rbsp {
+            if zeros >= 2, byte <= 3 {
+                escaped.append(3)
+                zeros = 0
+            }
+            escaped.append(byte)
+            zeros = byte == 0 ? zeros + 1 : 0
+        }
+        rbsp = escaped
+        return [0x06] + rbsp
+    }
+
+    static let captions = ["HELLO WORLD", "CAPTIONS IN SEI", "THIRD LINE 3"]
+
+    /// 6 s of H.264 (no B-frames) with the captions + AAC, as MPEG-TS.
+    static let movie: URL? = {
+        let folder = PlaybackFixtures.folder
+        let url = folder.appendingPathComponent("fmp4-captions.ts")
+        if FileManager.default.fileExists(atPath: url.path) { return url }
+        guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return nil }
+        let raw = folder.appendingPathComponent("captions-raw.h264")
+        let made = try? EndToEnd.run(
+            ffmpeg,
+            [
+                "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "6", "-c:v",
+                "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "25", "-bf", "0", "-x264-params",
+                "aud=1", "-f", "h264", raw.path,
+            ])
+        guard made?.status == 0, let stream = try? [UInt8](Data(contentsOf: raw)) else { return nil }
+        // After each access unit delimiter (NAL type 9), one caption SEI.
+        let pairs = CaptionFixture.pairs(pictures: 150, captions: captions)
+        var output: [UInt8] = []
+        output.reserveCapacity(stream.count + 150 * 24)
+        var picture = 0
+        var index = 0
+        while index < stream.count {
+            if index + 4 < stream.count, stream[index] == 0, stream[index + 1] == 0, stream[index + 2] == 1,
+                stream[index + 3] & 0x1F == 9
+            {
+                // The delimiter is 00 00 01 09 xx; copy it, then the SEI.
+                output += stream[index..<index + 5]
+                index += 5
+                output += [0, 0, 0, 1] + sei(picture < pairs.count ? pairs[picture] : (0x80, 0x80))
+                picture += 1
+                continue
+            }
+            output.append(stream[index])
+            index += 1
+        }
+        let captioned = folder.appendingPathComponent("captions.h264")
+        guard (try? Data(output).write(to: captioned)) != nil else { return nil }
+        let muxed = try? EndToEnd.run(
+            ffmpeg,
+            [
+                "-v", "error", "-y", "-framerate", "25", "-f", "h264", "-i", captioned.path, "-f", "lavfi", "-i",
+                "sine=frequency=330:sample_rate=48000", "-t", "6", "-map", "0:v", "-map", "1:a", "-c:v", "copy",
+                "-c:a", "aac", "-f", "mpegts", url.path,
+            ])
+        return muxed?.status == 0 ? url : nil
+    }()
+
+    /// The caption lines ffmpeg's CEA-608 decoder reads from the video of `path` (a local file), in order.
+    static func text(_ path: String) throws -> [String] {
+        let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
+        let escaped = path.replacingOccurrences(of: ":", with: "\\:")
+        let result = try EndToEnd.run(
+            ffmpeg,
+            ["-v", "error", "-f", "lavfi", "-i", "movie=\(escaped)[out+subcc]", "-map", "0:s", "-f", "srt", "-"])
+        #expect(result.status == 0, "ffmpeg subcc \(path): \(result.err)")
+        // SRT: index, timing, text lines, blank.
+        return result.out.split(separator: "\n", omittingEmptySubsequences: true).map {
+            $0.trimmingCharacters(in: .whitespacesAndNewlines)
+        }.filter { !$0.isEmpty && Int($0) == nil && !$0.contains("-->") }.map(plain)
+    }
+
+    /// The text of an SRT line without its markup (`<font ...>`, `{\\an7}`).
+    static func plain(_ line: String) -> String {
+        var text = ""
+        var closing: Character?
+        for character in line {
+            if let end = closing {
+                if character == end { closing = nil }
+            } else if character == "<" {
+                closing = ">"
+            } else if character == "{" {
+                closing = "}"
+            } else {
+                text.append(character)
+            }
+        }
+        return text
+    }
+}
+
+@Suite(.serialized) struct FragmentedCaptionTests {
+    @Test func captionsAreDeclaredAndSurviveTheRemux() throws {
+        let movie = try #require(CaptionFixture.movie)
+        let source = try CaptionFixture.text(movie.path)
+        #expect(source == CaptionFixture.captions, "ffmpeg read \(source) from the source")
+
+        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let base = String(url.dropLast("master.m3u8".count))
+        let media = try waitForEndList(base + "video.m3u8")
+        let master = try fetch(url)
+        #expect(
+            master.contains("TYPE=CLOSED-CAPTIONS,GROUP-ID=\"cc\"") && master.contains("INSTREAM-ID=\"CC1\"")
+                && master.contains("CLOSED-CAPTIONS=\"cc\""), "\(master)")
+        var bytes = try fetchBytes(base + "video-init.mp4")
+        for number in 0..<(media.components(separatedBy: "#EXTINF:").count - 1) {
+            bytes += try fetchBytes(base + "video/\(number).m4s")
+        }
+        let served = PlaybackFixtures.folder.appendingPathComponent("captions-served.mp4")
+        try bytes.write(to: served)
+        #expect(try CaptionFixture.text(served.path) == source)
+
+        // The remux output carries them too.
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let output = PlaybackFixtures.folder.appendingPathComponent("captions-remux.mp4").path
+        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(try CaptionFixture.text(output) == source)
+    }
+}
