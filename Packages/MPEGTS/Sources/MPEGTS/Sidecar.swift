@@ -4,10 +4,11 @@ extension TSIndex {
     /// The sidecar path for a media file: the file's path with `.tsindex` appended.
     public static func sidecarPath(for path: String) -> String { path + ".tsindex" }
 
-    /// The index as a small line-oriented text document (version 1).
+    /// The index as a small line-oriented text document (version 2: keyframe ticks run on across time stamp resets;
+    /// a version 1 sidecar, whose ticks jumped back at a reset, is refused and the file indexed again).
     public func serialized() -> [UInt8] {
         func optional(_ value: (some CustomStringConvertible)?) -> String { value.map { "\($0)" } ?? "-" }
-        var lines = ["tsindex 1"]
+        var lines = ["tsindex 2"]
         lines.append("size \(fileSize)")
         lines.append("mtime \(modificationSeconds) \(modificationNanoseconds)")
         lines.append("bytes \(bytesIndexed) complete \(isComplete ? 1 : 0) packetSize \(packetSize)")
@@ -68,7 +69,7 @@ extension TSIndex {
             }
             guard let kind = fields.first else { continue }
             if lineNumber == 1 {
-                guard fields == ["tsindex", "1"] else { throw fail("not a version 1 tsindex") }
+                guard fields == ["tsindex", "2"] else { throw fail("not a version 2 tsindex") }
                 continue
             }
             switch kind {
