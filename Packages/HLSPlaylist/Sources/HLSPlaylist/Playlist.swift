@@ -111,6 +111,17 @@ public struct PlaylistLine: Sendable, Hashable {
         if case .tag(let t) = lines[index].content, case .extinf(let e) = t.value { return (e.duration, e.title) }
         return (nil, "")
     }
+    /// The value of the EXT-X-BYTERANGE line at `index` (nil for other lines and unreadable values), read in place.
+    static func byteRange(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> ByteRangeSpec? {
+        if case .tag(let t) = lines[index].content, case .byteRange(let b) = t.value { return b }
+        return nil
+    }
+    /// The date of the EXT-X-PROGRAM-DATE-TIME line at `index` (nil for other lines and unreadable values), read
+    /// in place.
+    static func dateTime(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> DateTime? {
+        if case .tag(let t) = lines[index].content, case .dateTime(let d) = t.value { return d }
+        return nil
+    }
     /// The attribute list of an attribute-list tag line (nil for other lines), read without copying the tag.
     var attributeListValue: AttributeList? {
         guard case .tag(let t) = content, case .attributes(let list) = t.value else { return nil }
@@ -612,8 +623,8 @@ struct ParseState {
                 .invalidValue, line: lineNumber, column: column, "EXT-X-BYTERANGE value is not <n>[@<o>]")
             return .text(text(value))
         case .dateTime:
+            if let d = DateTime(bytes: value) { return .dateTime(d) }
             let t = text(value)
-            if let d = DateTime(t) { return .dateTime(d) }
             try report(.invalidValue, line: lineNumber, column: column, "\"\(t)\" is not an ISO 8601 date-time")
             return .text(t)
         case .attributeList:

@@ -103,6 +103,54 @@ import Testing
         #expect(try Playlist(text).media().segments.map(\.uri) == ["seg1.ts", "seg2.ts"])
     }
 
+    /// Dot-segment references with queries resolve lazily (a resolved directory before the reference's last
+    /// segment and query) and keep value semantics; implicit byte-range offsets follow the resolved URI; dates
+    /// parsed in place or derived equal the same dates made from text.
+    @Test func lazyDotSegmentURIsAndDatesKeepValueSemantics() throws {
+        let text =
+            "#EXTM3U\n#EXT-X-VERSION:4\n#EXT-X-TARGETDURATION:6\n#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00.000Z\n"
+            + "#EXTINF:6,\n#EXT-X-BYTERANGE:100@0\n../media/a.ts?t=1\n#EXTINF:6,\n#EXT-X-BYTERANGE:50\n"
+            + "../x/../media/a.ts?t=1\n#EXTINF:6,\n#EXT-X-BYTERANGE:70\n../media/a.ts?t=2\n#EXT-X-ENDLIST\n"
+        let url = "https://cdn.example/live/v1/index.m3u8"
+        let a = try Playlist(text).media(url: url)
+        let b = try Playlist(bytes: Array(text.utf8)).media(url: url)
+        #expect(a == b)
+        #expect(a.segments.map(\.hashValue) == b.segments.map(\.hashValue))
+        #expect(
+            a.segments.map(\.uri) == [
+                "https://cdn.example/live/media/a.ts?t=1", "https://cdn.example/live/media/a.ts?t=1",
+                "https://cdn.example/live/media/a.ts?t=2",
+            ])
+        // The second segment's range continues the first (same resolved URI); the third's URI differs.
+        #expect(a.segments.map { $0.byteRange?.offset } == [0, 100, 0])
+        var s = a.segments[0]
+        s.rawURI = "other.ts"
+        #expect(s.uri == "https://cdn.example/live/media/a.ts?t=1")
+        #expect(s != a.segments[0])
+        var t = a.segments[1]
+        t.uri = "https://cdn.example/live/media/a.ts?t=1"
+        #expect(t == a.segments[1])
+        #expect(t.hashValue == a.segments[1].hashValue)
+        // Dates: the parsed one keeps its text; derived ones are rendered; both equal dates made from text.
+        #expect(
+            a.segments.map { $0.programDateTime?.text } == [
+                "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:06.000Z", "2026-01-01T00:00:12.000Z",
+            ])
+        for segment in a.segments {
+            let date = try #require(segment.programDateTime)
+            let again = try #require(DateTime(date.text))
+            #expect(date == again)
+            #expect(date.hashValue == again.hashValue)
+        }
+        var d = try #require(a.segments[1].programDateTime)
+        d.secondsSince1970 += 1
+        #expect(d.text == "2026-01-01T00:00:06.000Z")
+        d.text = "2026-01-01T00:00:07.000Z"
+        #expect(d == DateTime("2026-01-01T00:00:07.000Z"))
+        #expect(DateTime(secondsSince1970: 0) != DateTime("1970-01-01T00:00:00Z"))
+        #expect(DateTime(secondsSince1970: 0) == DateTime("1970-01-01T00:00:00.000Z"))
+    }
+
     @Test func variablesImportQueryParamAndValue() throws {
         let parent = try Playlist(bytes: try Fixtures.bytes("valid/multivariant-define.m3u8"))
         let mv = parent.multivariant(url: "https://origin.example/master.m3u8")
@@ -168,6 +216,8 @@ import Testing
         ]
         let files = [
             "seg_00001.ts", "x", "..", ".", "a%20b.ts", "s p.ts", "", "q?x=1/../y", "f#frag", ".hidden", "..x",
+            "seg.ts?token=9f86&expires=1", "f?q#frag", "f#a/../b", "?q", ".?q", "..?q", "..#f", "x?/./",
+            "f?", "f#",
         ]
         var references: [String] = []
         for d in directories {
