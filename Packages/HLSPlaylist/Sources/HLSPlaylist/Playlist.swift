@@ -358,6 +358,7 @@ public struct PlaylistParser: Sendable {
                 }
                 if lineNumber > 1, contentEnd - lineStart >= 8,
                     let line = state.extinfLine(buffer, lineStart, contentEnd, slice, ending, lineNumber)
+                        ?? state.segmentTagLine(buffer, lineStart, contentEnd, slice, ending)
                 {
                     lines.append(line)
                 } else {
@@ -489,6 +490,43 @@ struct ParseState {
             duration: duration, durationText: String(decoding: durationBytes, as: UTF8.self), title: title,
             hasComma: hasComma)
         return PlaylistLine(bytes: slice, ending: ending, extinf: value)
+    }
+
+    /// `#EXT-X-BYTERANGE:<n>[@<o>]` and `#EXT-X-PROGRAM-DATE-TIME:<date>`, one per segment in byte-range and
+    /// dated playlists, read straight from the buffer like ``extinfLine``. Nil when the line is neither, its value
+    /// is not well formed or ends in whitespace (the general path then reads and reports it), or it would need a
+    /// diagnostic.
+    mutating func segmentTagLine(
+        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ slice: ArraySlice<UInt8>,
+        _ ending: LineEnding
+    ) -> PlaylistLine? {
+        // "#EXT-X-B" and "#EXT-X-P" as little-endian words.
+        guard let base = buffer.baseAddress, start >= 0, end <= buffer.count, end - start >= 17,
+            !ASCII.isWhitespace(base[end - 1])
+        else { return nil }
+        let raw = UnsafeRawPointer(base + start)
+        let head = raw.loadUnaligned(as: UInt64.self)
+        if sawMultivariant && !reportedMixed { return nil }
+        if head == 0x422D_582D_5458_4523 {
+            // "YTERANGE" then ":".
+            guard raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == 0x4547_4E41_5245_5459,
+                base[start + 16] == asciiColon,
+                let spec = ByteRangeSpec.parse(slice[(start + 17)...])
+            else { return nil }
+            sawMedia = true
+            return PlaylistLine(bytes: slice, ending: ending, tag: Tag(.byteRange, .byteRange(spec)), known: .byteRange)
+        }
+        if head == 0x502D_582D_5458_4523, end - start >= 25 {
+            // "ROGRAM-D", "ATE-TIME" then ":".
+            guard raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == 0x442D_4D41_5247_4F52,
+                raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == 0x454D_4954_2D45_5441,
+                base[start + 24] == asciiColon, let date = DateTime(bytes: slice[(start + 25)...])
+            else { return nil }
+            sawMedia = true
+            return PlaylistLine(
+                bytes: slice, ending: ending, tag: Tag(.programDateTime, .dateTime(date)), known: .programDateTime)
+        }
+        return nil
     }
 
     @inline(__always)

@@ -151,6 +151,38 @@ import Testing
         #expect(DateTime(secondsSince1970: 0) == DateTime("1970-01-01T00:00:00.000Z"))
     }
 
+    /// EXT-X-BYTERANGE and EXT-X-PROGRAM-DATE-TIME lines, read straight from the buffer when well formed, give
+    /// the same values and diagnostics as the general tag path (which reads the malformed and space-padded ones).
+    @Test func segmentTagFastPathMatchesTheGeneralPath() throws {
+        let lines = [
+            "#EXT-X-BYTERANGE:100@5", "#EXT-X-BYTERANGE:100@5 ", "#EXT-X-BYTERANGE:7", "#EXT-X-BYTERANGE:x",
+            "#EXT-X-BYTERANGE:1@", "#EXT-X-BYTERANGE:@1", "#EXT-X-BYTERANGE:", "#EXT-X-BYTERANGE",
+            "#EXT-X-BYTERANGE:99999999999999999999999", "#EXT-X-BYTERANGES:1", "#EXT-X-BYTERANGE:1@2\r",
+            "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00.000Z", "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00.000Z\t",
+            "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T01:00:00+01:00", "#EXT-X-PROGRAM-DATE-TIME:2026-13-01T00:00:00Z",
+            "#EXT-X-PROGRAM-DATE-TIME:", "#EXT-X-PROGRAM-DATE-TIMEX:2026-01-01T00:00:00Z",
+            "#EXT-X-PROGRAM-DATE-TIME: 2026-01-01T00:00:00Z",
+        ]
+        for line in lines {
+            // Line 2 takes the fast path when it applies; line 1 always takes the general path (and is reported
+            // as a missing header, the one diagnostic more).
+            let p = try Playlist("#EXTM3U\n\(line)\n")
+            let general = try Playlist("\(line)\n")
+            #expect(p.lines[1] == general.lines[0], "\(line)")
+            #expect(p.lines[1].tag?.dateTime?.text == general.lines[0].tag?.dateTime?.text, "\(line)")
+            #expect(p.write() == Array("#EXTM3U\n\(line)\n".utf8))
+            #expect(
+                p.diagnostics.map(\.error.code)
+                    == general.diagnostics.map(\.error.code).filter { $0 != .missingHeader },
+                "\(line)")
+        }
+        let p = try Playlist("#EXTM3U\n" + lines.joined(separator: "\n") + "\n")
+        #expect(p.lines[1].tag?.byteRange == ByteRangeSpec(length: 100, offset: 5))
+        #expect(p.lines[3].tag?.byteRange == ByteRangeSpec(length: 7))
+        #expect(p.lines[12].tag?.dateTime?.secondsSince1970 == 1_767_225_600)
+        #expect(p.lines[14].tag?.dateTime?.secondsSince1970 == 1_767_225_600)
+    }
+
     @Test func variablesImportQueryParamAndValue() throws {
         let parent = try Playlist(bytes: try Fixtures.bytes("valid/multivariant-define.m3u8"))
         let mv = parent.multivariant(url: "https://origin.example/master.m3u8")
