@@ -74,6 +74,15 @@ public struct PlaylistLine: Sendable, Hashable {
         storedIsURI = false
     }
 
+    /// A parsed EXT-X-BYTERANGE line (built in place, so the tag is not copied).
+    init(bytes: ArraySlice<UInt8>, ending: LineEnding, byteRange: ByteRangeSpec) {
+        self.bytes = bytes
+        self.ending = ending
+        self.content = .tag(Tag(.byteRange, .byteRange(byteRange)))
+        storedKnownTag = .byteRange
+        storedIsURI = false
+    }
+
     /// A tag line, rendered canonically.
     public init(tag: Tag, ending: LineEnding = .lf) {
         self.init(bytes: ArraySlice(tag.rendered.utf8), ending: ending, tag: tag, known: tag.known)
@@ -510,11 +519,32 @@ struct ParseState {
         if head == 0x422D_582D_5458_4523 {
             // "YTERANGE" then ":".
             guard raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == 0x4547_4E41_5245_5459,
-                base[start + 16] == asciiColon,
-                let spec = ByteRangeSpec.parse(slice[(start + 17)...])
+                base[start + 16] == asciiColon
             else { return nil }
+            // <length>[@<offset>], each 1 to 20 digits without overflow (as Numbers.decimalInteger reads them).
+            var i = start + 17
+            func number() -> UInt64? {
+                var value: UInt64 = 0
+                let first = i
+                while i < end, base[i] &- 0x30 < 10 {
+                    let (m, o1) = value.multipliedReportingOverflow(by: 10)
+                    let (s, o2) = m.addingReportingOverflow(UInt64(base[i] &- 0x30))
+                    if o1 || o2 { return nil }
+                    value = s
+                    i &+= 1
+                }
+                return i > first && i - first <= 20 ? value : nil
+            }
+            guard let length = number() else { return nil }
+            var offset: UInt64?
+            if i < end, base[i] == 0x40 {
+                i &+= 1
+                guard let o = number() else { return nil }
+                offset = o
+            }
+            guard i == end else { return nil }
             sawMedia = true
-            return PlaylistLine(bytes: slice, ending: ending, tag: Tag(.byteRange, .byteRange(spec)), known: .byteRange)
+            return PlaylistLine(bytes: slice, ending: ending, byteRange: ByteRangeSpec(length: length, offset: offset))
         }
         if head == 0x502D_582D_5458_4523, end - start >= 25 {
             // "ROGRAM-D", "ATE-TIME" then ":".

@@ -158,6 +158,8 @@ import Testing
             "#EXT-X-BYTERANGE:100@5", "#EXT-X-BYTERANGE:100@5 ", "#EXT-X-BYTERANGE:7", "#EXT-X-BYTERANGE:x",
             "#EXT-X-BYTERANGE:1@", "#EXT-X-BYTERANGE:@1", "#EXT-X-BYTERANGE:", "#EXT-X-BYTERANGE",
             "#EXT-X-BYTERANGE:99999999999999999999999", "#EXT-X-BYTERANGES:1", "#EXT-X-BYTERANGE:1@2\r",
+            "#EXT-X-BYTERANGE:18446744073709551615@18446744073709551616", "#EXT-X-BYTERANGE:1@2@3",
+            "#EXT-X-BYTERANGE:1x", "#EXT-X-BYTERANGE:00000000000000000000001", "#EXT-X-BYTERANGE:18446744073709551615",
             "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00.000Z", "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00.000Z\t",
             "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T01:00:00+01:00", "#EXT-X-PROGRAM-DATE-TIME:2026-13-01T00:00:00Z",
             "#EXT-X-PROGRAM-DATE-TIME:", "#EXT-X-PROGRAM-DATE-TIMEX:2026-01-01T00:00:00Z",
@@ -179,8 +181,8 @@ import Testing
         let p = try Playlist("#EXTM3U\n" + lines.joined(separator: "\n") + "\n")
         #expect(p.lines[1].tag?.byteRange == ByteRangeSpec(length: 100, offset: 5))
         #expect(p.lines[3].tag?.byteRange == ByteRangeSpec(length: 7))
-        #expect(p.lines[12].tag?.dateTime?.secondsSince1970 == 1_767_225_600)
-        #expect(p.lines[14].tag?.dateTime?.secondsSince1970 == 1_767_225_600)
+        #expect(p.lines[17].tag?.dateTime?.secondsSince1970 == 1_767_225_600)
+        #expect(p.lines[19].tag?.dateTime?.secondsSince1970 == 1_767_225_600)
     }
 
     @Test func variablesImportQueryParamAndValue() throws {
