@@ -365,7 +365,7 @@ public struct PlaylistParser: Sendable {
                 if highBits & 0x80 != 0, !isWellFormedUTF8(slice) {
                     try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
                 }
-                if lineNumber > 1, contentEnd - lineStart >= 8,
+                if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
                     let line = state.extinfLine(buffer, lineStart, contentEnd, slice, ending, lineNumber)
                         ?? state.segmentTagLine(buffer, lineStart, contentEnd, slice, ending)
                 {

@@ -380,7 +380,7 @@ struct LazyURI: Sendable, Hashable {
     private var isPrefix: Bool
     /// With `isPrefix`: how many leading bytes of ``raw`` the prefix stands for (0, or a dot-segment directory's
     /// length).
-    private var replaced: Int
+    private var replaced: UInt32
 
     /// A resolved URI computed eagerly.
     init(raw: ArraySlice<UInt8>, resolved: String) {
@@ -394,11 +394,11 @@ struct LazyURI: Sendable, Hashable {
         self.raw = raw
         self.text = prefix
         self.isPrefix = true
-        self.replaced = replacing
+        self.replaced = UInt32(truncatingIfNeeded: replacing)
     }
 
     /// The part of ``raw`` that follows the prefix.
-    private var rest: ArraySlice<UInt8> { raw[(raw.startIndex &+ replaced)...] }
+    private var rest: ArraySlice<UInt8> { raw[(raw.startIndex &+ Int(replaced))...] }
 
     var rawText: String {
         get { String(decoding: raw, as: UTF8.self) }
@@ -482,7 +482,7 @@ extension URIResolver {
         if !scan.hasBrace {
             if !hasBase || scan.shape == .absoluteWithoutDots { return LazyURI(raw: raw, prefix: "") }
             if scan.shape == .simpleRelative, hasDirectoryPrefix { return LazyURI(raw: raw, prefix: prefixText) }
-            if let replaced = resolveByDirectory(raw, memo: &memo) {
+            if let replaced = resolveByDirectory(raw, memo: &memo), replaced <= Int(UInt32.max) {
                 return LazyURI(raw: raw, prefix: memo.resolved, replacing: replaced)
             }
         }
