@@ -3,8 +3,9 @@
 #   1. a 10,000-segment media playlist and a 200-variant multivariant playlist, parsed and resolved in-process
 #      (m3u8lint --benchmark) vs m3u8.loads in-process; fastest run and median of each; then the same 10,000
 #      segments in the shapes of issue 17: dot segments (../media/seg_00001.ts), absolute URIs, query strings, a
-#      PROGRAM-DATE-TIME on every segment, byte ranges, keys; each shape twice: parse+resolve (URIs left as views,
-#      as m3u8.loads leaves absolute_uri unbuilt) and with every resolved URI read (absolute_uri read in Python);
+#      PROGRAM-DATE-TIME on every segment, byte ranges, keys, and "realistic" (dates, dots and queries together);
+#      each shape twice: parse+resolve (URIs left as views, as m3u8.loads leaves absolute_uri unbuilt) and with
+#      every resolved URI read (absolute_uri read in Python);
 #   2. m3u8lint as a whole process vs a whole `python3 -c 'm3u8.load(...)'` process;
 #   3. a 100 MB IPTV list streamed through IPTVStreamParser: MB/s and peak memory.
 # Usage: Scripts/bench/playlist.sh [workdir]     (needs python3 with m3u8: Scripts/deps.sh)
@@ -17,14 +18,14 @@ python3 -c 'import m3u8' 2>/dev/null || { echo "python3 m3u8 is missing; run Scr
 echo "building m3u8lint (release)..." >&2
 swift build -c release --package-path "$root" --scratch-path "$work/build" --product m3u8lint >&2
 lint="$work/build/release/m3u8lint"
-[[ -f "$work/iptv100m.m3u" && -f "$work/keys.m3u8" ]] || python3 "$helper" make "$work"
+[[ -f "$work/iptv100m.m3u" && -f "$work/realistic.m3u8" ]] || python3 "$helper" make "$work"
 url="https://cdn.example.com/live/v1/index.m3u8"
 
 ratio() { python3 -c "import sys; print('%.1f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 
 printf '%-34s %14s %14s %8s\n' "case" "ours min/med" "python min/med" "ratio"
 shortfalls=()
-for f in media10k multi200 dots absolute query dates byteranges keys; do
+for f in media10k multi200 dots absolute query dates byteranges keys realistic; do
     runs=300; pyruns=30
     [[ $f == multi200 ]] && { runs=3000; pyruns=300; }
     ours=$("$lint" --benchmark $runs --url "$url" "$work/$f.m3u8")

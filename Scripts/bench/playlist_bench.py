@@ -2,7 +2,8 @@
 """Helpers for Scripts/bench/playlist.sh: make the benchmark inputs and time the Python m3u8 peer.
 
   playlist_bench.py make DIR            write media10k.m3u8, multi200.m3u8, the shaped 10,000-segment playlists
-                                        (dots, absolute, query, dates, byteranges, keys) and iptv100m.m3u into DIR
+                                        (dots, absolute, query, dates, byteranges, keys,
+                                        realistic: dates + dots + queries) and iptv100m.m3u into DIR
   playlist_bench.py loads FILE URL N [uris]
                                         time m3u8.loads in-process N times (with "uris", also reading every
                                         segment's or variant's absolute_uri); prints "min_ms median_ms"
@@ -56,6 +57,13 @@ def make(directory):
         stamp = (start + datetime.timedelta(seconds=o)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         return ["#EXT-X-PROGRAM-DATE-TIME:" + stamp, "#EXTINF:%.3f," % d, "seg_%05d.ts" % i], o + d
     shaped("dates", [], dated)
+
+    def realistic(i, d, o):
+        # What live SSAI-era playlists look like: a date on every segment, dot segments and a signed query.
+        stamp = (start + datetime.timedelta(seconds=o)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return ["#EXT-X-PROGRAM-DATE-TIME:" + stamp, "#EXTINF:%.3f," % d,
+                "../media/seg_%05d.ts?token=9f86d081884c7d659a2feaa0c55ad015&expires=1767225600" % i], o + d
+    shaped("realistic", [], realistic)
 
     def ranged(i, d, o):
         length = 150000 + (i * 7919) % 50000

@@ -1,3 +1,4 @@
+// Long file: every detection pass (markers, date ranges, titles, origin and path changes) reads one Detection.
 public import HLSPlaylist
 
 /// A break that is open after a segment: what opened it and how much of it is left.
@@ -529,6 +530,74 @@ public struct AdDetector: Sendable {
             let id = "ssai-\(media.segments[run.range.lowerBound].mediaSequence)"
             for i in run.range where !known[i] {
                 mark(&detection, i, media.segments[i], rule: rule, reason: reason, id: id)
+            }
+        }
+        if let majority { pathChange(media, runs: runs, host: majority, known: known, into: &detection) }
+    }
+
+    /// The host (lowercased) and the path through its last `/` of a resolved URI: where a segment comes from.
+    static func directory(_ uri: String) -> String {
+        let (authority, path) = authorityAndPath(uri)
+        let directory = path.utf8.lastIndex(of: 0x2F).map { path[...$0] } ?? ""
+        return authority.lowercased() + directory
+    }
+
+    /// Pods on the content's own host: a stitcher that serves the ads itself (DAI-style pod paths, ads listed or
+    /// redirected under `/pod/...` or `/ad/...`, often by relative paths such as `../../pod/7/ad/0/seg.ts`) changes
+    /// the path, not the host. Consecutive runs from the content's host, none of them from the content's directory
+    /// (the one with the most time), each from one directory, form a pod; it is an ad pod when content from the
+    /// content's directory comes right before and right after it (never at an edge of the playlist, so a path
+    /// that changes for good, such as a new dated directory, stays content), it shares no directory with them,
+    /// and it is no longer than the longest pod.
+    func pathChange(
+        _ media: MediaPlaylist, runs: [Run], host: String, known: [Bool], into detection: inout Detection
+    ) {
+        var runDirectories: [Set<String>] = []
+        var durations: [String: Double] = [:]
+        for run in runs {
+            var set = Set<String>()
+            for i in run.range {
+                let d = AdDetector.directory(media.segments[i].uri)
+                set.insert(d)
+                durations[d, default: 0] += media.segments[i].duration
+            }
+            runDirectories.append(set)
+        }
+        guard durations.count > 1,
+            let main = durations.max(by: { $0.value < $1.value || $0.value == $1.value && $0.key > $1.key })?.key
+        else { return }
+        let maximumPod = min(options.maximumBreakDuration, 300)
+        var r = 0
+        while r < runs.count {
+            guard runs[r].hosts == [host], !runDirectories[r].contains(main) else {
+                r += 1
+                continue
+            }
+            var end = r + 1
+            while end < runs.count, runs[end].hosts == [host], !runDirectories[end].contains(main) { end += 1 }
+            defer { r = end }
+            let pod = r..<end
+            guard r > 0, end < runs.count, runDirectories[r - 1].contains(main), runDirectories[end].contains(main)
+            else { continue }
+            let directories = pod.reduce(into: Set<String>()) { $0.formUnion(runDirectories[$1]) }
+            let duration = pod.reduce(0.0) { $0 + runs[$1].duration }
+            guard duration <= maximumPod, pod.allSatisfy({ runDirectories[$0].count == 1 }),
+                directories.isDisjoint(with: runDirectories[r - 1]), directories.isDisjoint(with: runDirectories[end])
+            else { continue }
+            // Content on both sides must still be content (not decided an ad by another rule).
+            let before = runs[r - 1].range
+            let after = runs[end].range
+            guard !before.contains(where: { detection.decisions[$0].isAd }),
+                !after.contains(where: { detection.decisions[$0].isAd })
+            else { continue }
+            let id = "ssai-\(media.segments[runs[r].range.lowerBound].mediaSequence)"
+            for p in pod {
+                let reason =
+                    "between discontinuities and served from \(runDirectories[p].first ?? "") on the content's host, "
+                    + "not the content's path \(main)"
+                for i in runs[p].range where !known[i] {
+                    mark(&detection, i, media.segments[i], rule: .pathChange, reason: reason, id: id)
+                }
             }
         }
     }

@@ -16,6 +16,7 @@ public struct AdRule: Sendable, Hashable, CustomStringConvertible {
         case twitchTitle = "EXTINF:title"
         case originChange = "origin-change"
         case adHost = "ad-host"
+        case pathChange = "path-change"
         case durationHeuristic = "duration-heuristic"
         case carriedOver = "previous-poll"
     }
@@ -49,6 +50,10 @@ public struct AdRule: Sendable, Hashable, CustomStringConvertible {
     public static let originChange = AdRule(.originChange)
     /// A discontinuity-bounded run served from a known ad host.
     public static let adHost = AdRule(.adHost)
+    /// A discontinuity-bounded pod served from the content's own host under another path (a stitcher that lists
+    /// or redirects its ad pods under its own paths, DAI style), with content from the content's path on both
+    /// sides.
+    public static let pathChange = AdRule(.pathChange)
     /// A discontinuity-bounded run with an ad-like total duration (off by default).
     public static let durationHeuristic = AdRule(.durationHeuristic)
     /// Decided in an earlier poll (live), kept so the segment's URI never changes.

@@ -45,6 +45,53 @@ import Testing
         if !after.dateRanges.isEmpty { #expect(after.segments.first?.programDateTime != nil) }
     }
 
+    /// Recall (ad segments removed of all true ad segments) and precision (true ads of all segments removed) over
+    /// every fixture, decoys included, counted from what VOD cleaning keeps against each fixture's `#EXPECT-ADS`;
+    /// also the share of content kept. All three must be 1.00.
+    @Test func recallAndPrecisionOverEveryFixture() throws {
+        var truePositives = 0
+        var falsePositives = 0
+        var falseNegatives = 0
+        var contentKept = 0
+        let url = "https://origin.example.com/live/index.m3u8"
+        for name in Fixtures.names {
+            let playlist = try Fixtures.playlist(name)
+            let expected = Array(try #require(Fixtures.expectation(playlist, "ADS")))
+            let segments = playlist.media(url: url).segments
+            let result = AdFilter().cleanVOD(playlist, url: url)
+            // A VOD that is all ads is left as it was (with a warning), so its segments count as not removed.
+            // The cleaned segments are renumbered: match them to the input's in order, by URI and byte range.
+            let output = result.playlist.media(url: url).segments
+            var next = 0
+            #expect(expected.count == segments.count, "\(name)")
+            for (segment, truth) in zip(segments, expected) {
+                var removed = true
+                if next < output.count, output[next].uri == segment.uri, output[next].byteRange == segment.byteRange {
+                    removed = false
+                    next += 1
+                }
+                switch (truth == "a", removed) {
+                case (true, true): truePositives += 1
+                case (true, false): falseNegatives += 1
+                case (false, true): falsePositives += 1
+                case (false, false): contentKept += 1
+                }
+            }
+            #expect(next == output.count, "\(name): every output segment is an input segment, in order")
+        }
+        let recall = Double(truePositives) / Double(max(1, truePositives + falseNegatives))
+        let precision = Double(truePositives) / Double(max(1, truePositives + falsePositives))
+        let keptShare = Double(contentKept) / Double(max(1, contentKept + falsePositives))
+        print(
+            "ad filter over \(Fixtures.names.count) fixtures: \(truePositives + falseNegatives) ad segments, "
+                + "\(contentKept + falsePositives) content segments; recall \(recall), precision \(precision), "
+                + "content kept \(keptShare)")
+        #expect(truePositives > 0)
+        #expect(recall == 1)
+        #expect(precision == 1)
+        #expect(keptShare == 1)
+    }
+
     @Test func hostPatternsMatchLabelsAndComponentsNotSubstrings() throws {
         let ads = try #require(AdHostPattern("ads."))
         #expect(ads.matches(host: "ads.example.com", path: "/x.ts"))

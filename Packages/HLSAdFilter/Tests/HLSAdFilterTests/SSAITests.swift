@@ -128,4 +128,36 @@ import Testing
         #expect(result.decisions.allSatisfy { !$0.isAd }, "\(result.decisions.filter(\.isAd).map(\.reason))")
         #expect(result.playlist.media(url: url).segments.count == 100)
     }
+
+    /// A DAI-style pod on the stitcher's own host (relative pod paths): each decision names the pod's path and the
+    /// content's; the same path change without discontinuities, or longer than any pod, stays content.
+    @Test func podPathsOnTheContentHost() throws {
+        let url = "https://dai.example.com/linear/hls/event/E41/master/v3/index.m3u8"
+        var text = "#EXTM3U\n#EXT-X-TARGETDURATION:6\n"
+        for n in 0..<3 { text += "#EXTINF:6,\nseg_\(n).ts\n" }
+        text += "#EXT-X-DISCONTINUITY\n"
+        for n in 0..<2 { text += "#EXTINF:6,\n../../../../../pods/7/ad/a0/\(n).ts\n" }
+        text += "#EXT-X-DISCONTINUITY\n"
+        for n in 3..<6 { text += "#EXTINF:6,\nseg_\(n).ts\n" }
+        let decisions = AdFilter().explain(try Playlist(text + "#EXT-X-ENDLIST\n"), url: url)
+        #expect(pattern(decisions) == "cccaaccc")
+        for d in decisions where d.isAd {
+            #expect(d.rule == .pathChange)
+            #expect(
+                d.reason == "between discontinuities and served from dai.example.com/linear/pods/7/ad/a0/ on the "
+                    + "content's host, not the content's path dai.example.com/linear/hls/event/E41/master/v3/")
+        }
+        // No discontinuities: a path change alone is content.
+        let plain = text.split(separator: "\n").filter { $0 != "#EXT-X-DISCONTINUITY" }.joined(separator: "\n") + "\n"
+        #expect(pattern(AdFilter().explain(try Playlist(plain + "#EXT-X-ENDLIST\n"), url: url)) == "cccccccc")
+        // Longer than any pod (over 300 s): content.
+        var long = "#EXTM3U\n#EXT-X-TARGETDURATION:6\n"
+        for n in 0..<60 { long += "#EXTINF:6,\nseg_\(n).ts\n" }
+        long += "#EXT-X-DISCONTINUITY\n"
+        for n in 0..<51 { long += "#EXTINF:6,\nother/\(n).ts\n" }
+        long += "#EXT-X-DISCONTINUITY\n"
+        for n in 60..<120 { long += "#EXTINF:6,\nseg_\(n).ts\n" }
+        let longDecisions = AdFilter().explain(try Playlist(long + "#EXT-X-ENDLIST\n"), url: url)
+        #expect(longDecisions.allSatisfy { !$0.isAd })
+    }
 }

@@ -291,6 +291,16 @@ extension Playlist {
                     }
                     continue
                 }
+                if known == .byteRange || known == .programDateTime {
+                    // One per segment in byte-range and dated playlists: read in place, not through a copy of the tag.
+                    if !started { start() }
+                    if known == .byteRange {
+                        byteRangeSpec = lines.withUnsafeBufferPointer { PlaylistLine.byteRange(in: $0, at: index) }
+                    } else {
+                        ownDate = lines.withUnsafeBufferPointer { PlaylistLine.dateTime(in: $0, at: index) }
+                    }
+                    continue
+                }
                 guard case .tag(let t) = lines[index].content else { continue }
                 if !started { start() }
                 switch known {

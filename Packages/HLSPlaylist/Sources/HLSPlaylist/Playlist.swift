@@ -74,6 +74,15 @@ public struct PlaylistLine: Sendable, Hashable {
         storedIsURI = false
     }
 
+    /// A parsed EXT-X-BYTERANGE line (built in place, so the tag is not copied).
+    init(bytes: ArraySlice<UInt8>, ending: LineEnding, byteRange: ByteRangeSpec) {
+        self.bytes = bytes
+        self.ending = ending
+        self.content = .tag(Tag(.byteRange, .byteRange(byteRange)))
+        storedKnownTag = .byteRange
+        storedIsURI = false
+    }
+
     /// A tag line, rendered canonically.
     public init(tag: Tag, ending: LineEnding = .lf) {
         self.init(bytes: ArraySlice(tag.rendered.utf8), ending: ending, tag: tag, known: tag.known)
@@ -110,6 +119,17 @@ public struct PlaylistLine: Sendable, Hashable {
     static func extinf(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> (Double?, String) {
         if case .tag(let t) = lines[index].content, case .extinf(let e) = t.value { return (e.duration, e.title) }
         return (nil, "")
+    }
+    /// The value of the EXT-X-BYTERANGE line at `index` (nil for other lines and unreadable values), read in place.
+    static func byteRange(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> ByteRangeSpec? {
+        if case .tag(let t) = lines[index].content, case .byteRange(let b) = t.value { return b }
+        return nil
+    }
+    /// The date of the EXT-X-PROGRAM-DATE-TIME line at `index` (nil for other lines and unreadable values), read
+    /// in place.
+    static func dateTime(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> DateTime? {
+        if case .tag(let t) = lines[index].content, case .dateTime(let d) = t.value { return d }
+        return nil
     }
     /// The attribute list of an attribute-list tag line (nil for other lines), read without copying the tag.
     var attributeListValue: AttributeList? {
@@ -345,8 +365,9 @@ public struct PlaylistParser: Sendable {
                 if highBits & 0x80 != 0, !isWellFormedUTF8(slice) {
                     try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
                 }
-                if lineNumber > 1, contentEnd - lineStart >= 8,
+                if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
                     let line = state.extinfLine(buffer, lineStart, contentEnd, slice, ending, lineNumber)
+                        ?? state.segmentTagLine(buffer, lineStart, contentEnd, slice, ending)
                 {
                     lines.append(line)
                 } else {
@@ -478,6 +499,64 @@ struct ParseState {
             duration: duration, durationText: String(decoding: durationBytes, as: UTF8.self), title: title,
             hasComma: hasComma)
         return PlaylistLine(bytes: slice, ending: ending, extinf: value)
+    }
+
+    /// `#EXT-X-BYTERANGE:<n>[@<o>]` and `#EXT-X-PROGRAM-DATE-TIME:<date>`, one per segment in byte-range and
+    /// dated playlists, read straight from the buffer like ``extinfLine``. Nil when the line is neither, its value
+    /// is not well formed or ends in whitespace (the general path then reads and reports it), or it would need a
+    /// diagnostic.
+    mutating func segmentTagLine(
+        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ slice: ArraySlice<UInt8>,
+        _ ending: LineEnding
+    ) -> PlaylistLine? {
+        // "#EXT-X-B" and "#EXT-X-P" as little-endian words.
+        guard let base = buffer.baseAddress, start >= 0, end <= buffer.count, end - start >= 17,
+            !ASCII.isWhitespace(base[end - 1])
+        else { return nil }
+        let raw = UnsafeRawPointer(base + start)
+        let head = raw.loadUnaligned(as: UInt64.self)
+        if sawMultivariant && !reportedMixed { return nil }
+        if head == 0x422D_582D_5458_4523 {
+            // "YTERANGE" then ":".
+            guard raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == 0x4547_4E41_5245_5459,
+                base[start + 16] == asciiColon
+            else { return nil }
+            // <length>[@<offset>], each 1 to 20 digits without overflow (as Numbers.decimalInteger reads them).
+            var i = start + 17
+            func number() -> UInt64? {
+                var value: UInt64 = 0
+                let first = i
+                while i < end, base[i] &- 0x30 < 10 {
+                    let (m, o1) = value.multipliedReportingOverflow(by: 10)
+                    let (s, o2) = m.addingReportingOverflow(UInt64(base[i] &- 0x30))
+                    if o1 || o2 { return nil }
+                    value = s
+                    i &+= 1
+                }
+                return i > first && i - first <= 20 ? value : nil
+            }
+            guard let length = number() else { return nil }
+            var offset: UInt64?
+            if i < end, base[i] == 0x40 {
+                i &+= 1
+                guard let o = number() else { return nil }
+                offset = o
+            }
+            guard i == end else { return nil }
+            sawMedia = true
+            return PlaylistLine(bytes: slice, ending: ending, byteRange: ByteRangeSpec(length: length, offset: offset))
+        }
+        if head == 0x502D_582D_5458_4523, end - start >= 25 {
+            // "ROGRAM-D", "ATE-TIME" then ":".
+            guard raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == 0x442D_4D41_5247_4F52,
+                raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == 0x454D_4954_2D45_5441,
+                base[start + 24] == asciiColon, let date = DateTime(bytes: slice[(start + 25)...])
+            else { return nil }
+            sawMedia = true
+            return PlaylistLine(
+                bytes: slice, ending: ending, tag: Tag(.programDateTime, .dateTime(date)), known: .programDateTime)
+        }
+        return nil
     }
 
     @inline(__always)
@@ -612,8 +691,8 @@ struct ParseState {
                 .invalidValue, line: lineNumber, column: column, "EXT-X-BYTERANGE value is not <n>[@<o>]")
             return .text(text(value))
         case .dateTime:
+            if let d = DateTime(bytes: value) { return .dateTime(d) }
             let t = text(value)
-            if let d = DateTime(t) { return .dateTime(d) }
             try report(.invalidValue, line: lineNumber, column: column, "\"\(t)\" is not an ISO 8601 date-time")
             return .text(t)
         case .attributeList:

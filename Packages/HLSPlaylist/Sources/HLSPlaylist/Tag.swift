@@ -32,6 +32,20 @@ public struct ByteRangeSpec: Sendable, Hashable, CustomStringConvertible {
     }
     public var description: String { offset.map { "\(length)@\($0)" } ?? "\(length)" }
 
+    /// A tag's value, read in place.
+    static func parse(_ bytes: ArraySlice<UInt8>) -> ByteRangeSpec? {
+        bytes.withUnsafeBufferPointer { b in
+            var at = 0
+            while at < b.count, b[at] != 0x40 { at &+= 1 }
+            guard let length = Numbers.decimalInteger(UnsafeBufferPointer(rebasing: b[..<at])) else { return nil }
+            if at == b.count { return ByteRangeSpec(length: length) }
+            guard let offset = Numbers.decimalInteger(UnsafeBufferPointer(rebasing: b[(at &+ 1)...])) else {
+                return nil
+            }
+            return ByteRangeSpec(length: length, offset: offset)
+        }
+    }
+
     static func parse<C: BidirectionalCollection<UInt8>>(_ bytes: C) -> ByteRangeSpec? {
         if let at = bytes.firstIndex(of: 0x40) {
             guard let l = Numbers.decimalInteger(bytes[..<at]),
@@ -45,24 +59,62 @@ public struct ByteRangeSpec: Sendable, Hashable, CustomStringConvertible {
 
 /// An ISO 8601 date and time as used by EXT-X-PROGRAM-DATE-TIME and EXT-X-DATERANGE.
 public struct DateTime: Sendable, Hashable, CustomStringConvertible {
-    /// The text as written.
-    public var text: String
+    /// The text as written (or as rendered, for a date made from seconds).
+    public var text: String {
+        get {
+            switch written {
+            case .text(let t): return t
+            case .bytes(let b): return String(decoding: b, as: UTF8.self)
+            case .rendered(let seconds): return DateTime.format(seconds)
+            }
+        }
+        set { written = .text(newValue) }
+    }
     /// Seconds since 1970-01-01T00:00:00Z.
     public var secondsSince1970: Double
 
+    /// Where ``text`` comes from: parsed dates keep a view into the playlist's bytes and dates made from seconds
+    /// are rendered when read, so that a playlist with a date on every segment makes no string per date.
+    private enum Written: Sendable {
+        case text(String)
+        case bytes(ArraySlice<UInt8>)
+        case rendered(Double)
+    }
+    private var written: Written
+
     public init?(_ text: String) {
-        guard let s = DateTime.parse(Array(text.utf8)) else { return nil }
-        self.text = text
+        var t = text
+        guard let s = t.withUTF8({ DateTime.parse($0) }) else { return nil }
+        self.written = .text(text)
+        self.secondsSince1970 = s
+    }
+    /// A date parsed from bytes, keeping a view into them as its text.
+    init?(bytes: ArraySlice<UInt8>) {
+        guard let s = bytes.withUnsafeBufferPointer({ DateTime.parse($0) }) else { return nil }
+        self.written = .bytes(bytes)
         self.secondsSince1970 = s
     }
     /// A date rendered as `YYYY-MM-DDThh:mm:ss.sssZ`.
     public init(secondsSince1970: Double) {
         self.secondsSince1970 = secondsSince1970
-        self.text = DateTime.format(secondsSince1970)
+        self.written = .rendered(secondsSince1970)
     }
     public var description: String { text }
 
-    private static func digits(_ b: [UInt8], _ from: Int, _ count: Int) -> Int? {
+    public static func == (a: DateTime, b: DateTime) -> Bool {
+        guard a.secondsSince1970 == b.secondsSince1970 else { return false }
+        switch (a.written, b.written) {
+        case (.bytes(let x), .bytes(let y)): return x.elementsEqual(y)
+        case (.rendered(let x), .rendered(let y)) where x == y: return true
+        default: return a.text == b.text
+        }
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(text)
+        hasher.combine(secondsSince1970)
+    }
+
+    private static func digits(_ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ count: Int) -> Int? {
         guard from >= 0, from + count <= b.count else { return nil }
         var v = 0
         for i in from..<(from + count) {
@@ -95,7 +147,7 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
         return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 
-    static func parse(_ b: [UInt8]) -> Double? {
+    static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Double? {
         guard let y = digits(b, 0, 4), b.count > 10, b[4] == 0x2D, let mo = digits(b, 5, 2), b[7] == 0x2D,
             let d = digits(b, 8, 2), b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20,
             let h = digits(b, 11, 2), b.count > 13, b[13] == 0x3A, let mi = digits(b, 14, 2)

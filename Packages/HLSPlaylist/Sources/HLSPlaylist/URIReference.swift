@@ -368,27 +368,37 @@ struct URIScan {
 }
 
 /// A URI line's reference as written and its resolved form. When resolution is only the base directory followed
-/// by the reference (the common case) or the reference itself, the resolved text is built on first read, so
-/// resolving a playlist creates no string per URI.
+/// by the reference (the common case), the reference itself, or a resolved directory followed by the reference's
+/// last segment and query (dot segments), the resolved text is built on first read, so resolving a playlist
+/// creates no string per URI.
 struct LazyURI: Sendable, Hashable {
     /// The reference as written (trimmed): a view into the playlist's bytes.
     private(set) var raw: ArraySlice<UInt8>
-    /// The resolved URI (`isPrefix` false), or the text that goes before ``raw`` to make it (`isPrefix` true).
+    /// The resolved URI (`isPrefix` false), or the text that goes before the rest of ``raw`` to make it
+    /// (`isPrefix` true).
     private var text: String
     private var isPrefix: Bool
+    /// With `isPrefix`: how many leading bytes of ``raw`` the prefix stands for (0, or a dot-segment directory's
+    /// length).
+    private var replaced: UInt32
 
     /// A resolved URI computed eagerly.
     init(raw: ArraySlice<UInt8>, resolved: String) {
         self.raw = raw
         self.text = resolved
         self.isPrefix = false
+        self.replaced = 0
     }
-    /// A resolved URI that is `prefix` followed by `raw`.
-    init(raw: ArraySlice<UInt8>, prefix: String) {
+    /// A resolved URI that is `prefix` followed by `raw` without its first `replacing` bytes.
+    init(raw: ArraySlice<UInt8>, prefix: String, replacing: Int = 0) {
         self.raw = raw
         self.text = prefix
         self.isPrefix = true
+        self.replaced = UInt32(truncatingIfNeeded: replacing)
     }
+
+    /// The part of ``raw`` that follows the prefix.
+    private var rest: ArraySlice<UInt8> { raw[(raw.startIndex &+ Int(replaced))...] }
 
     var rawText: String {
         get { String(decoding: raw, as: UTF8.self) }
@@ -401,10 +411,10 @@ struct LazyURI: Sendable, Hashable {
     var resolved: String {
         get {
             guard isPrefix else { return text }
-            if text.isEmpty { return String(decoding: raw, as: UTF8.self) }
+            if text.isEmpty { return String(decoding: rest, as: UTF8.self) }
             var prefix = text
             return prefix.withUTF8 { p in
-                raw.withUnsafeBufferPointer { r in
+                rest.withUnsafeBufferPointer { r in
                     String(unsafeUninitializedCapacity: p.count + r.count) { out in
                         var k = 0
                         for b in p {
@@ -423,17 +433,20 @@ struct LazyURI: Sendable, Hashable {
         set {
             text = newValue
             isPrefix = false
+            replaced = 0
         }
     }
 
     /// Whether both resolve to the same URI (cheap when both are the same prefix before a reference).
     func resolvesLike(_ other: LazyURI) -> Bool {
-        if isPrefix && other.isPrefix && text == other.text { return raw.elementsEqual(other.raw) }
+        if isPrefix && other.isPrefix && text == other.text { return rest.elementsEqual(other.rest) }
         return resolved == other.resolved
     }
 
     static func == (a: LazyURI, b: LazyURI) -> Bool {
-        if a.isPrefix == b.isPrefix && a.text == b.text { return a.raw.elementsEqual(b.raw) }
+        if a.isPrefix == b.isPrefix && a.replaced == b.replaced && a.text == b.text {
+            return a.raw.elementsEqual(b.raw)
+        }
         return a.raw.elementsEqual(b.raw) && a.resolved == b.resolved
     }
 
@@ -469,28 +482,32 @@ extension URIResolver {
         if !scan.hasBrace {
             if !hasBase || scan.shape == .absoluteWithoutDots { return LazyURI(raw: raw, prefix: "") }
             if scan.shape == .simpleRelative, hasDirectoryPrefix { return LazyURI(raw: raw, prefix: prefixText) }
-            if let resolved = resolveByDirectory(raw, memo: &memo) { return LazyURI(raw: raw, resolved: resolved) }
+            if let replaced = resolveByDirectory(raw, memo: &memo), replaced <= Int(UInt32.max) {
+                return LazyURI(raw: raw, prefix: memo.resolved, replacing: replaced)
+            }
         }
         return lazySlow(raw, scan: scan, substitute: substitute)
     }
 
-    /// A reference `D` + `f` whose directory part `D` ends with `/` and whose last segment `f` is not empty, not
-    /// `.` or `..`, and holds no `/`, `?` or `#` (nor does `D` hold `?` or `#`) resolves to the resolution of `D`
-    /// followed by `f` (RFC 3986 5.2: merging and removing dot segments treat `f` as a plain last segment). Nil
-    /// when the reference is not of that shape.
-    func resolveByDirectory(_ raw: ArraySlice<UInt8>, memo: inout DirectoryMemo) -> String? {
-        guard let slash = raw.lastIndex(of: 0x2F), slash < raw.endIndex - 1 else { return nil }
-        let file = raw[(slash + 1)...]
-        if file.contains(where: { $0 == 0x3F || $0 == asciiHash }) { return nil }
+    /// A reference `D` + `f` + `t` whose directory part `D` ends with `/` and holds no `?` or `#`, whose last
+    /// segment `f` is not empty, not `.` or `..` and holds no `/`, `?` or `#`, and whose tail `t` is empty or
+    /// starts with `?` or `#` (a query, a fragment) resolves to the resolution of `D` followed by `f` + `t`
+    /// (RFC 3986 5.2: merging and removing dot segments treat `f` as a plain last segment; the query and fragment
+    /// are the reference's own). Returns the length of `D` with its resolution left in `memo`; nil when the
+    /// reference is not of that shape.
+    func resolveByDirectory(_ raw: ArraySlice<UInt8>, memo: inout DirectoryMemo) -> Int? {
+        let pathEnd = raw.firstIndex(where: { $0 == 0x3F || $0 == asciiHash }) ?? raw.endIndex
+        let path = raw[..<pathEnd]
+        guard let slash = path.lastIndex(of: 0x2F), slash < pathEnd - 1 else { return nil }
+        let file = raw[(slash + 1)..<pathEnd]
         if file.elementsEqual([0x2E]) || file.elementsEqual([0x2E, 0x2E]) { return nil }
         let directory = raw[...slash]
         if !(memo.valid && memo.directory.elementsEqual(directory)) {
-            if directory.contains(where: { $0 == 0x3F || $0 == asciiHash }) { return nil }
             let resolved = resolve(String(decoding: directory, as: UTF8.self))
             guard resolved.utf8.last == 0x2F else { return nil }
             memo = DirectoryMemo(directory: directory, resolved: resolved, valid: true)
         }
-        return memo.resolved + String(decoding: file, as: UTF8.self)
+        return slash + 1 - raw.startIndex
     }
 
     @inline(never)

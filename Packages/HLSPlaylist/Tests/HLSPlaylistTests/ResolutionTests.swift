@@ -103,6 +103,88 @@ import Testing
         #expect(try Playlist(text).media().segments.map(\.uri) == ["seg1.ts", "seg2.ts"])
     }
 
+    /// Dot-segment references with queries resolve lazily (a resolved directory before the reference's last
+    /// segment and query) and keep value semantics; implicit byte-range offsets follow the resolved URI; dates
+    /// parsed in place or derived equal the same dates made from text.
+    @Test func lazyDotSegmentURIsAndDatesKeepValueSemantics() throws {
+        let text =
+            "#EXTM3U\n#EXT-X-VERSION:4\n#EXT-X-TARGETDURATION:6\n#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00.000Z\n"
+            + "#EXTINF:6,\n#EXT-X-BYTERANGE:100@0\n../media/a.ts?t=1\n#EXTINF:6,\n#EXT-X-BYTERANGE:50\n"
+            + "../x/../media/a.ts?t=1\n#EXTINF:6,\n#EXT-X-BYTERANGE:70\n../media/a.ts?t=2\n#EXT-X-ENDLIST\n"
+        let url = "https://cdn.example/live/v1/index.m3u8"
+        let a = try Playlist(text).media(url: url)
+        let b = try Playlist(bytes: Array(text.utf8)).media(url: url)
+        #expect(a == b)
+        #expect(a.segments.map(\.hashValue) == b.segments.map(\.hashValue))
+        #expect(
+            a.segments.map(\.uri) == [
+                "https://cdn.example/live/media/a.ts?t=1", "https://cdn.example/live/media/a.ts?t=1",
+                "https://cdn.example/live/media/a.ts?t=2",
+            ])
+        // The second segment's range continues the first (same resolved URI); the third's URI differs.
+        #expect(a.segments.map { $0.byteRange?.offset } == [0, 100, 0])
+        var s = a.segments[0]
+        s.rawURI = "other.ts"
+        #expect(s.uri == "https://cdn.example/live/media/a.ts?t=1")
+        #expect(s != a.segments[0])
+        var t = a.segments[1]
+        t.uri = "https://cdn.example/live/media/a.ts?t=1"
+        #expect(t == a.segments[1])
+        #expect(t.hashValue == a.segments[1].hashValue)
+        // Dates: the parsed one keeps its text; derived ones are rendered; both equal dates made from text.
+        #expect(
+            a.segments.map { $0.programDateTime?.text } == [
+                "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:06.000Z", "2026-01-01T00:00:12.000Z",
+            ])
+        for segment in a.segments {
+            let date = try #require(segment.programDateTime)
+            let again = try #require(DateTime(date.text))
+            #expect(date == again)
+            #expect(date.hashValue == again.hashValue)
+        }
+        var d = try #require(a.segments[1].programDateTime)
+        d.secondsSince1970 += 1
+        #expect(d.text == "2026-01-01T00:00:06.000Z")
+        d.text = "2026-01-01T00:00:07.000Z"
+        #expect(d == DateTime("2026-01-01T00:00:07.000Z"))
+        #expect(DateTime(secondsSince1970: 0) != DateTime("1970-01-01T00:00:00Z"))
+        #expect(DateTime(secondsSince1970: 0) == DateTime("1970-01-01T00:00:00.000Z"))
+    }
+
+    /// EXT-X-BYTERANGE and EXT-X-PROGRAM-DATE-TIME lines, read straight from the buffer when well formed, give
+    /// the same values and diagnostics as the general tag path (which reads the malformed and space-padded ones).
+    @Test func segmentTagFastPathMatchesTheGeneralPath() throws {
+        let lines = [
+            "#EXT-X-BYTERANGE:100@5", "#EXT-X-BYTERANGE:100@5 ", "#EXT-X-BYTERANGE:7", "#EXT-X-BYTERANGE:x",
+            "#EXT-X-BYTERANGE:1@", "#EXT-X-BYTERANGE:@1", "#EXT-X-BYTERANGE:", "#EXT-X-BYTERANGE",
+            "#EXT-X-BYTERANGE:99999999999999999999999", "#EXT-X-BYTERANGES:1", "#EXT-X-BYTERANGE:1@2\r",
+            "#EXT-X-BYTERANGE:18446744073709551615@18446744073709551616", "#EXT-X-BYTERANGE:1@2@3",
+            "#EXT-X-BYTERANGE:1x", "#EXT-X-BYTERANGE:00000000000000000000001", "#EXT-X-BYTERANGE:18446744073709551615",
+            "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00.000Z", "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00.000Z\t",
+            "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T01:00:00+01:00", "#EXT-X-PROGRAM-DATE-TIME:2026-13-01T00:00:00Z",
+            "#EXT-X-PROGRAM-DATE-TIME:", "#EXT-X-PROGRAM-DATE-TIMEX:2026-01-01T00:00:00Z",
+            "#EXT-X-PROGRAM-DATE-TIME: 2026-01-01T00:00:00Z",
+        ]
+        for line in lines {
+            // Line 2 takes the fast path when it applies; line 1 always takes the general path (and is reported
+            // as a missing header, the one diagnostic more).
+            let p = try Playlist("#EXTM3U\n\(line)\n")
+            let general = try Playlist("\(line)\n")
+            #expect(p.lines[1] == general.lines[0], "\(line)")
+            #expect(p.lines[1].tag?.dateTime?.text == general.lines[0].tag?.dateTime?.text, "\(line)")
+            #expect(p.write() == Array("#EXTM3U\n\(line)\n".utf8))
+            #expect(
+                p.diagnostics.map(\.error.code)
+                    == general.diagnostics.map(\.error.code).filter { $0 != .missingHeader },
+                "\(line)")
+        }
+        let p = try Playlist("#EXTM3U\n" + lines.joined(separator: "\n") + "\n")
+        #expect(p.lines[1].tag?.byteRange == ByteRangeSpec(length: 100, offset: 5))
+        #expect(p.lines[3].tag?.byteRange == ByteRangeSpec(length: 7))
+        #expect(p.lines[17].tag?.dateTime?.secondsSince1970 == 1_767_225_600)
+        #expect(p.lines[19].tag?.dateTime?.secondsSince1970 == 1_767_225_600)
+    }
+
     @Test func variablesImportQueryParamAndValue() throws {
         let parent = try Playlist(bytes: try Fixtures.bytes("valid/multivariant-define.m3u8"))
         let mv = parent.multivariant(url: "https://origin.example/master.m3u8")
@@ -168,6 +250,8 @@ import Testing
         ]
         let files = [
             "seg_00001.ts", "x", "..", ".", "a%20b.ts", "s p.ts", "", "q?x=1/../y", "f#frag", ".hidden", "..x",
+            "seg.ts?token=9f86&expires=1", "f?q#frag", "f#a/../b", "?q", ".?q", "..?q", "..#f", "x?/./",
+            "f?", "f#",
         ]
         var references: [String] = []
         for d in directories {
