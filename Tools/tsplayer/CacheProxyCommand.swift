@@ -56,6 +56,7 @@ enum CacheProxyCommand {
         if let size = parsed.checked(command, "--max-size", parseSize) { options.maxCacheBytes = size }
         if let port = parsed.port(command) { options.server.port = port }
         options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
+        options.fetch.onRetry = ErrorText.showRetry
 
         let proxy: CachingMediaProxy
         let local: String

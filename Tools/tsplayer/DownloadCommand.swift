@@ -21,7 +21,12 @@ enum DownloadCommand {
             "                  [--user-agent <ua>] [--concurrency <n>] [--stall-timeout <s>] [--skip-missing]",
             "                  [--max-duration <s>] [--max-bytes <n>] [--json]",
         ],
-        arguments: [Argument("<url>", help: "The multivariant or media playlist (http or https).")],
+        arguments: [
+            Argument(
+                "<url>",
+                help: "The multivariant or media playlist (http or https); a Kodi suffix "
+                    + "'|User-Agent=..&Referer=..' gives headers for every request.")
+        ],
         options: [
             .value("-o", "--output", value: "dir", help: "The store folder (default: ./downloads)."),
             .value("--id", value: "id", help: "The task id (default: derived from the URL and the selection)."),
@@ -60,7 +65,8 @@ enum DownloadCommand {
     @Sendable static func run(_ arguments: [String]) async -> Int32 {
         let parsed = command.parseOrExit(arguments)
         guard parsed.positionals.count <= 1 else { command.usageError("too many arguments") }
-        let url = parsed.httpURL(command)
+        // Kodi's `url|User-Agent=..&Referer=..` suffix: those headers go on every request (-H and --user-agent win).
+        let (url, urlHeaders) = parsed.httpURLWithHeaders(command)
         var options = DownloadOptions()
         if let text = parsed.value("--variant") {
             guard let policy = VariantPolicy(argument: text) else {
@@ -80,10 +86,16 @@ enum DownloadCommand {
             }
             options.subtitles = policy
         }
-        for (name, value) in parsed.headers(command) {
+        let given = parsed.headers(command)
+        for (name, value) in urlHeaders where name.lowercased() != "user-agent" {
+            guard !given.contains(where: { $0.name.lowercased() == name.lowercased() }) else { continue }
             options.headers.append(HTTPHeaders.Field(name: name, value: value))
         }
-        options.userAgent = parsed.value("--user-agent")
+        for (name, value) in given {
+            options.headers.append(HTTPHeaders.Field(name: name, value: value))
+        }
+        options.userAgent =
+            parsed.value("--user-agent") ?? urlHeaders.first { $0.name.lowercased() == "user-agent" }?.value
         options.skipMissingSegments = parsed.flag("--skip-missing")
         if let seconds = parsed.number(command, "--max-duration") {
             guard seconds > 0 else {
@@ -107,6 +119,7 @@ enum DownloadCommand {
             configuration.stallTimeout = seconds
         }
         configuration.eventInterval = 0.2
+        configuration.onRetry = ErrorText.showRetry
         let store = parsed.value("--output") ?? defaultStore
         let manager: DownloadManager
         let info: DownloadTaskInfo
