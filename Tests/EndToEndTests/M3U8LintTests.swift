@@ -457,7 +457,14 @@ enum PlaylistFixtures {
         #expect(origin.paths.withLock { $0 }.count == 3)
         let always = try ScriptedOrigin { _ in Self.response("503 Service Unavailable") }
         let (failed, _) = try #require(try lint([always.url("/x.m3u8")]))
-        #expect(failed.err == "Error: \(always.url("/x.m3u8")): 503 Service Unavailable\n")
+        // Each retry is shown on stderr as it happens, then the last answer.
+        let lines = failed.err.split(separator: "\n")
+        #expect(lines.count == 3, "\(failed.err)")
+        #expect(
+            lines.dropLast().allSatisfy {
+                $0.hasPrefix("retrying in ") && $0.hasSuffix(": 503 Service Unavailable (\(always.url("/x.m3u8")))")
+            })
+        #expect(lines.last == "Error: \(always.url("/x.m3u8")): 503 Service Unavailable")
         #expect(always.paths.withLock { $0 }.count == 3)
         // A Retry-After longer than the deadline left is not waited for: the answer is reported at once.
         let later = try ScriptedOrigin { _ in Self.response("429 Too Many Requests", extra: "Retry-After: 3600\r\n") }
