@@ -121,7 +121,7 @@ func fuzzOne(_ raw: UnsafeRawBufferPointer) {
         if consumed <= 0 || consumed > input.count { fail("head consumed \(consumed) of \(input.count)") }
         bodyStart = consumed
         _ = try? head.bodyFraming(requestMethod: .get)
-        _ = try? head.bodyFraming()
+        _ = try? head.bodyFraming(requestMethod: .head)
         _ = head.keepAlive
     }
 
