@@ -1,6 +1,7 @@
 // End-to-end tests of m3u8lint: the built binary's output and exit codes pinned exactly, JSON outputs checked
 // against the fixtures, http(s) input served by a real HTTP server, and a differential test against Python's
 // m3u8 package on the fixtures where both should agree.
+// Long file: the m3u8lint suites (fixtures, http fetches, the python m3u8 comparison) and the scripted origin they share.
 import FileRange
 import Foundation
 import Testing
