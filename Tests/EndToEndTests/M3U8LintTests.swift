@@ -529,7 +529,7 @@ enum PlaylistFixtures {
     }
 
     /// A server that accepts the connection and never answers: the fetch gives up when --timeout has passed, and
-    /// by default after 10 s.
+    /// by default after 8 s (the toolkit's first-fetch deadline).
     @Test func silentServerFailsWithinTheTimeout() throws {
         let origin = try ScriptedOrigin { _ in nil }
         let url = origin.url("/silent.m3u8")
@@ -538,8 +538,8 @@ enum PlaylistFixtures {
         #expect(result.err == "Error: \(url): no complete answer within 1 s (--timeout)\n")
         #expect(seconds >= 1 && seconds < 2, "took \(seconds) s")
         let (byDefault, defaultSeconds) = try #require(try lint([url]))
-        #expect(byDefault.err == "Error: \(url): no complete answer within 10 s (--timeout)\n")
-        #expect(defaultSeconds >= 10 && defaultSeconds < 11, "took \(defaultSeconds) s")
+        #expect(byDefault.err == "Error: \(url): no complete answer within 8 s (--timeout)\n")
+        #expect(defaultSeconds >= 8 && defaultSeconds < 9, "took \(defaultSeconds) s")
         let (bad, _) = try #require(try lint(["--timeout", "0", url]))
         #expect(bad.status == 64)
         #expect(bad.err.hasPrefix("Error: '--timeout' needs a number of seconds above 0, not '0'\n"))

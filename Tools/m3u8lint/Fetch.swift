@@ -11,8 +11,9 @@ enum Fetch {
     static let maxRedirects = 5
     /// Tries of one URL: the first and at most two retries, all within the one deadline.
     static let maxAttempts = 3
-    /// The default deadline for a whole fetch, in seconds (`--timeout`).
-    static let defaultTimeout = 10.0
+    /// The default deadline for a whole fetch, in seconds (`--timeout`): the toolkit's first-playlist-fetch deadline,
+    /// the one `tsplayer download` and the proxies use (8 s).
+    static let defaultTimeout = HTTPClientConfiguration().firstFetchTimeout
 
     /// Fetches `url` whole: at most `maxBytes` of body, redirects followed, everything within `timeout` seconds.
     /// Returns the body and the URL after redirects. Every error names the URL, and an HTTP failure its status

@@ -119,7 +119,9 @@ enum DownloadCommand {
             configuration.stallTimeout = seconds
         }
         configuration.eventInterval = 0.2
-        configuration.onRetry = ErrorText.showRetry
+        // Retries print through the progress line, so a retry never breaks the bar on a terminal.
+        let reporter = ProgressReporter(json: parsed.flag("--json"))
+        configuration.onRetry = { reporter.message(ErrorText.retry($0)) }
         let store = parsed.value("--output") ?? defaultStore
         let manager: DownloadManager
         let info: DownloadTaskInfo
@@ -136,7 +138,7 @@ enum DownloadCommand {
             Output.error(ErrorText.describe(error))
             return ErrorText.exitCode(error)
         }
-        let status = await follow(manager, id: info.id, json: parsed.flag("--json"))
+        let status = await follow(manager, id: info.id, reporter: reporter)
         // A URL that is not a playlist at all leaves no task behind.
         if isNew, status != ExitCode.success, let final = await manager.task(info.id),
             final.error?.code == .invalidPlaylist,
@@ -148,13 +150,13 @@ enum DownloadCommand {
     }
 
     /// Shows the task's progress until it settles; Ctrl-C pauses it. Returns the exit status.
-    static func follow(_ manager: DownloadManager, id: String, json: Bool) async -> Int32 {
+    static func follow(_ manager: DownloadManager, id: String, reporter: ProgressReporter) async -> Int32 {
+        let json = reporter.json
         let interrupted = InterruptFlag()
         Signals.onInterrupt {
             interrupted.set()
             Task { try? await manager.pause(id) }
         }
-        let reporter = ProgressReporter(json: json)
         let events = Task {
             for await event in manager.events where event.id == id {
                 reporter.show(event)
@@ -189,7 +191,7 @@ enum DownloadCommand {
 
 /// Progress output: a bar on a terminal, plain lines otherwise, JSON lines with --json.
 final class ProgressReporter: Sendable {
-    private let json: Bool
+    let json: Bool
     private let line = LockedValue(ProgressLine(fd: 2, plainInterval: 1))
 
     init(json: Bool) {
@@ -212,6 +214,12 @@ final class ProgressReporter: Sendable {
                 line.update(Self.summary(info))
             }
         }
+    }
+
+    /// A line of its own on stderr (a retry): above the bar on a terminal; with --json, stdout keeps only JSON.
+    func message(_ text: String) {
+        if json { return Output.log(text) }
+        line.withLock { $0.message(text) }
     }
 
     func finish(_ info: DownloadTaskInfo) {
