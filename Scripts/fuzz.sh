@@ -61,6 +61,14 @@ case $name in
         printf '%s' '{"version":1,"nextOrder":2,"tasks":[{"id":"a","url":"http://h/i.m3u8","folder":"a","state":"paused","order":1}]}' \
             >"$corpus/seed-tasks.json" ;;
     RangeHeaderFuzzer) printf '\x10\x00bytes=0-99,200-,-5' >"$corpus/seed-range" ;;
+    HTTPResponseFuzzer)
+        printf '\x12\x34HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n5;x=1\r\nhello\r\n0\r\nT: v\r\n\r\n' \
+            >"$corpus/seed-chunked"
+        printf '\x00\x07HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nabc' >"$corpus/seed-length" ;;
+    DownloadPlannerFuzzer)
+        seed Packages/HLSPlaylist/Tests/HLSPlaylistTests/Fixtures/*/*.m3u8*
+        printf '#EXTM3U\n#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="a",NAME="en",URI="a/en.m3u8"\n#EXT-X-STREAM-INF:BANDWIDTH=1,AUDIO="a"\nv/index.m3u8\n\0#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-KEY:METHOD=AES-128,URI="k.key"\n#EXT-X-MAP:URI="init.mp4",BYTERANGE="100@0"\n#EXT-X-BYTERANGE:500@100\n#EXTINF:4,\nseg.m4s\n#EXTINF:4,\n../s2.ts\n#EXT-X-ENDLIST\n' \
+            >"$corpus/seed-multivariant" ;;
 esac
 echo "fuzz: running $name for $seconds s (corpus $corpus, crashers $crashers)" >&2
 dictionary=()

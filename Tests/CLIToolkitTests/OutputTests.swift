@@ -64,6 +64,18 @@ import Testing
 }
 
 @Suite struct ProgressLineTests {
+    @Test func aMessageDoesNotBreakTheTerminalLine() {
+        var line = ProgressLine(fd: 2, plainInterval: 1, terminal: true)
+        #expect(line.renderMessage("retrying") == "retrying\n")  // nothing drawn yet: nothing to erase
+        _ = line.render("[##--] 50%", now: 0)
+        #expect(line.renderMessage("retrying in 2 s (1/8): reset") == "\r\u{1B}[Kretrying in 2 s (1/8): reset\n")
+        #expect(line.renderFinish(nil) == nil)  // the message left no progress text on the line
+        #expect(line.render("[###-] 75%", now: 1) == "\r[###-] 75%\u{1B}[K")
+        var plain = ProgressLine(fd: 2, plainInterval: 1, terminal: false)
+        _ = plain.render("50%", now: 0)
+        #expect(plain.renderMessage("retrying") == "retrying\n")
+    }
+
     @Test func aTerminalGetsOneLineRewrittenInPlace() {
         var line = ProgressLine(fd: 2, plainInterval: 1, terminal: true)
         #expect(line.render("10%", now: 0) == "\r10%\u{1B}[K")

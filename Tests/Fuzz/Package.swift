@@ -20,6 +20,8 @@ let fuzzers: [(name: String, dependencies: [String], dictionaries: [String])] = 
     ("TaskStoreFuzzer", ["HLSDownload", "FileRange"], []),
     ("FuzzBoxReader", ["FragmentedMP4"], []),
     ("FuzzTSBridge", ["FragmentedMP4", "MPEGTS"], []),
+    ("HTTPResponseFuzzer", ["HTTPWire"], []),
+    ("DownloadPlannerFuzzer", ["HLSDownload"], []),
 ]
 
 let swiftSettings: [SwiftSetting] = [

@@ -4,6 +4,7 @@
 Serves the files under --root (GET with Range and If-Range on an ETag) and, at seeded random per request, answers
 500, resets the connection mid-body, truncates the body, announces a Content-Length larger than the body, trickles
 the body at 1 byte/s (a stall), or corrupts one TS sync byte. Paths given with --not-found always answer 404.
+A request without every --require-header NAME=VALUE answers 403.
 Playlists (.m3u8) are served without faults unless --fault-playlists is given.
 
 Prints "PORT <n>" on stdout once listening, and one line per request on --log:
@@ -34,6 +35,8 @@ def main():
     parser.add_argument("--fault-playlists", action="store_true")
     parser.add_argument("--stall-seconds", type=float, default=30)
     parser.add_argument("--log")
+    parser.add_argument("--require-header", action="append", default=[],
+                        help="NAME=VALUE every request must carry; others answer 403 (logged as fault 'noheader')")
     args = parser.parse_args()
     faults = [f for f in args.faults.split(",") if f]
     counts = {}
@@ -53,6 +56,10 @@ def main():
 
         def do_GET(self):
             path = urllib.parse.unquote(urllib.parse.urlparse(self.path).path)
+            for required in args.require_header:
+                name, _, value = required.partition("=")
+                if self.headers.get(name) != value:
+                    return self.simple(path, 403, "noheader")
             full = os.path.realpath(os.path.join(args.root, path.lstrip("/")))
             if not full.startswith(os.path.realpath(args.root) + os.sep) or not os.path.isfile(full):
                 return self.simple(path, 404, "none")

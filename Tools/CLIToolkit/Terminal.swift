@@ -59,6 +59,16 @@ package struct ProgressLine: Sendable {
         return text.map { $0 + "\n" }
     }
 
+    /// The text that puts `message` on a line of its own (a retry, a warning): on a terminal the progress line is
+    /// erased first, and the next update draws it again below the message.
+    package mutating func renderMessage(_ message: String) -> String {
+        defer { drawn = false }
+        return (terminal && drawn ? "\r\u{1B}[K" : "") + message + "\n"
+    }
+
+    /// Writes `message` as a line of its own without breaking the progress line.
+    package mutating func message(_ message: String) { Output.write(renderMessage(message), to: fd) }
+
     /// Shows `text` as the current progress.
     package mutating func update(_ text: String) {
         if let out = render(text, now: MonotonicClock.seconds()) { Output.write(out, to: fd) }

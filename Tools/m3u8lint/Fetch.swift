@@ -1,6 +1,7 @@
 // Fetching http(s) inputs through the toolkit's one client (HTTPClient: sockets for http://, URLSession for
 // https://). Redirects are bounded, one deadline covers the whole fetch, and only answers that may pass on a second
 // try are retried, with the client's retry policy.
+import CLIToolkit
 import Dispatch
 import FileRange
 import HTTPClient
@@ -10,8 +11,9 @@ enum Fetch {
     static let maxRedirects = 5
     /// Tries of one URL: the first and at most two retries, all within the one deadline.
     static let maxAttempts = 3
-    /// The default deadline for a whole fetch, in seconds (`--timeout`).
-    static let defaultTimeout = 10.0
+    /// The default deadline for a whole fetch, in seconds (`--timeout`): the toolkit's first-playlist-fetch deadline,
+    /// the one `tsplayer download` and the proxies use (8 s).
+    static let defaultTimeout = HTTPClientConfiguration().firstFetchTimeout
 
     /// Fetches `url` whole: at most `maxBytes` of body, redirects followed, everything within `timeout` seconds.
     /// Returns the body and the URL after redirects. Every error names the URL, and an HTTP failure its status
@@ -34,7 +36,8 @@ enum Fetch {
             do {
                 result = .success(
                     try await client.get(
-                        url, headers: ["User-Agent": userAgent], maxBytes: maxBytes, timeout: timeout))
+                        url, headers: ["User-Agent": userAgent], maxBytes: maxBytes, timeout: timeout,
+                        onRetry: { Output.log(retryLine($0)) }))
             } catch {
                 result = .failure(error)
             }
@@ -59,6 +62,14 @@ enum Fetch {
     }
 
     static let userAgent = "m3u8lint"
+
+    /// A retry about to happen, shown on stderr as it happens: `retrying in 2 s (3/3): 503 Service Unavailable (URL)`.
+    static func retryLine(_ event: RetryEvent) -> String {
+        let delay =
+            event.delay >= 10 || event.delay == event.delay.rounded()
+            ? seconds(event.delay.rounded()) : "\(Double(Int(event.delay * 10)) / 10) s"
+        return "retrying in \(delay) (\(event.attempt)/\(event.of)): \(event.reasonText) (\(event.url))"
+    }
 
     private static func message(_ error: HTTPClientError, maxBytes: Int, timeout: Double) -> String {
         switch error.code {

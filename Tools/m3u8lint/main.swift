@@ -28,7 +28,7 @@ let command = Command(
         .flag("--format", help: "Print the playlist in canonical form."),
         .value(
             "--timeout", value: "seconds",
-            help: "The longest an http(s) fetch may take, redirects and retries included (default: 10).",
+            help: "The longest an http(s) fetch may take, redirects and retries included (default: 8).",
             expects: "seconds as a number", example: "10"),
         .value(
             "--benchmark", value: "n",

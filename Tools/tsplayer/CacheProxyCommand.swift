@@ -63,6 +63,7 @@ enum CacheProxyCommand {
             options.server.cors = CORSOptions(allowedOrigin: origin)
         }
         options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
+        options.fetch.onRetry = ErrorText.showRetry
 
         let proxy: CachingMediaProxy
         let local: String

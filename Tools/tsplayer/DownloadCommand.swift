@@ -21,7 +21,12 @@ enum DownloadCommand {
             "                  [--user-agent <ua>] [--concurrency <n>] [--stall-timeout <s>] [--skip-missing]",
             "                  [--max-duration <s>] [--max-bytes <n>] [--json]",
         ],
-        arguments: [Argument("<url>", help: "The multivariant or media playlist (http or https).")],
+        arguments: [
+            Argument(
+                "<url>",
+                help: "The multivariant or media playlist (http or https); a Kodi suffix "
+                    + "'|User-Agent=..&Referer=..' gives headers for every request.")
+        ],
         options: [
             .value("-o", "--output", value: "dir", help: "The store folder (default: ./downloads)."),
             .value("--id", value: "id", help: "The task id (default: derived from the URL and the selection)."),
@@ -60,7 +65,8 @@ enum DownloadCommand {
     @Sendable static func run(_ arguments: [String]) async -> Int32 {
         let parsed = command.parseOrExit(arguments)
         guard parsed.positionals.count <= 1 else { command.usageError("too many arguments") }
-        let url = parsed.httpURL(command)
+        // Kodi's `url|User-Agent=..&Referer=..` suffix: those headers go on every request (-H and --user-agent win).
+        let (url, urlHeaders) = parsed.httpURLWithHeaders(command)
         var options = DownloadOptions()
         if let text = parsed.value("--variant") {
             guard let policy = VariantPolicy(argument: text) else {
@@ -80,10 +86,16 @@ enum DownloadCommand {
             }
             options.subtitles = policy
         }
-        for (name, value) in parsed.headers(command) {
+        let given = parsed.headers(command)
+        for (name, value) in urlHeaders where name.lowercased() != "user-agent" {
+            guard !given.contains(where: { $0.name.lowercased() == name.lowercased() }) else { continue }
             options.headers.append(HTTPHeaders.Field(name: name, value: value))
         }
-        options.userAgent = parsed.value("--user-agent")
+        for (name, value) in given {
+            options.headers.append(HTTPHeaders.Field(name: name, value: value))
+        }
+        options.userAgent =
+            parsed.value("--user-agent") ?? urlHeaders.first { $0.name.lowercased() == "user-agent" }?.value
         options.skipMissingSegments = parsed.flag("--skip-missing")
         if let seconds = parsed.number(command, "--max-duration") {
             guard seconds > 0 else {
@@ -107,6 +119,9 @@ enum DownloadCommand {
             configuration.stallTimeout = seconds
         }
         configuration.eventInterval = 0.2
+        // Retries print through the progress line, so a retry never breaks the bar on a terminal.
+        let reporter = ProgressReporter(json: parsed.flag("--json"))
+        configuration.onRetry = { reporter.message(ErrorText.retry($0)) }
         let store = parsed.value("--output") ?? defaultStore
         let manager: DownloadManager
         let info: DownloadTaskInfo
@@ -123,7 +138,7 @@ enum DownloadCommand {
             Output.error(ErrorText.describe(error))
             return ErrorText.exitCode(error)
         }
-        let status = await follow(manager, id: info.id, json: parsed.flag("--json"))
+        let status = await follow(manager, id: info.id, reporter: reporter)
         // A URL that is not a playlist at all leaves no task behind.
         if isNew, status != ExitCode.success, let final = await manager.task(info.id),
             final.error?.code == .invalidPlaylist,
@@ -135,13 +150,13 @@ enum DownloadCommand {
     }
 
     /// Shows the task's progress until it settles; Ctrl-C pauses it. Returns the exit status.
-    static func follow(_ manager: DownloadManager, id: String, json: Bool) async -> Int32 {
+    static func follow(_ manager: DownloadManager, id: String, reporter: ProgressReporter) async -> Int32 {
+        let json = reporter.json
         let interrupted = InterruptFlag()
         Signals.onInterrupt {
             interrupted.set()
             Task { try? await manager.pause(id) }
         }
-        let reporter = ProgressReporter(json: json)
         let events = Task {
             for await event in manager.events where event.id == id {
                 reporter.show(event)
@@ -176,7 +191,7 @@ enum DownloadCommand {
 
 /// Progress output: a bar on a terminal, plain lines otherwise, JSON lines with --json.
 final class ProgressReporter: Sendable {
-    private let json: Bool
+    let json: Bool
     private let line = LockedValue(ProgressLine(fd: 2, plainInterval: 1))
 
     init(json: Bool) {
@@ -199,6 +214,12 @@ final class ProgressReporter: Sendable {
                 line.update(Self.summary(info))
             }
         }
+    }
+
+    /// A line of its own on stderr (a retry): above the bar on a terminal; with --json, stdout keeps only JSON.
+    func message(_ text: String) {
+        if json { return Output.log(text) }
+        line.withLock { $0.message(text) }
     }
 
     func finish(_ info: DownloadTaskInfo) {

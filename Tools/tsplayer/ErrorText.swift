@@ -4,6 +4,7 @@ import CLIToolkit
 import FileRange
 import Foundation
 import HLSDownload
+import HTTPClient
 import LoopbackHTTP
 import TSPlayerKit
 
@@ -18,6 +19,23 @@ enum ErrorText {
         default: "\(error)"
         }
     }
+
+    /// A retry about to happen, one line for stderr: `retrying in 2 s (3/8): connection reset (URL)`.
+    static func retry(_ event: RetryEvent) -> String {
+        let reason =
+            switch event.reason {
+            case let error as DownloadError: error.message
+            case let error as ProxyError: error.detail
+            default: event.reasonText
+            }
+        let delay =
+            event.delay >= 10 || event.delay == event.delay.rounded()
+            ? "\(Int(event.delay.rounded())) s" : String(format: "%.1f s", event.delay)
+        return "retrying in \(delay) (\(event.attempt)/\(event.of)): \(reason) (\(event.url))"
+    }
+
+    /// Shows each retry on stderr as it happens.
+    static let showRetry: @Sendable (RetryEvent) -> Void = { Output.log(retry($0)) }
 
     /// The exit status for an error: 2 when the input cannot be read (a missing file, not a playlist or not
     /// MPEG-TS, a network or HTTP failure), 1 for other failures.

@@ -17,7 +17,12 @@ enum ProxyCommand {
             "tsplayer proxy <url> [-H <header>]... [--user-agent <ua>] [--referer <url>] [--mode <mode>] "
                 + "[--port <port>] [--cors <origin>] [--explain]"
         ],
-        arguments: [Argument("<url>", help: "The stream's multivariant or media playlist (http or https).")],
+        arguments: [
+            Argument(
+                "<url>",
+                help: "The stream's multivariant or media playlist (http or https); a Kodi suffix "
+                    + "'|User-Agent=..&Referer=..' gives headers for every request.")
+        ],
         options: [
             .value(
                 "-H", "--header", value: "header",
@@ -45,10 +50,16 @@ enum ProxyCommand {
 
     @Sendable static func run(_ arguments: [String]) async -> Int32 {
         let parsed = command.parseOrExit(arguments)
-        let url = parsed.httpURL(command)
+        let (url, urlHeaders) = parsed.httpURLWithHeaders(command)
         var options = AdStrippingProxy.Options()
+        // Kodi's `url|User-Agent=..&Referer=..` headers go on every upstream request; -H, --user-agent and
+        // --referer win over them.
+        options.fetch.headers += urlHeaders.filter { $0.name.lowercased() != "user-agent" }
         options.fetch.headers += parsed.headers(command)
-        options.fetch.userAgent = parsed.value("--user-agent") ?? "tsplayer/\(Toolkit.version)"
+        options.fetch.userAgent =
+            parsed.value("--user-agent") ?? urlHeaders.first { $0.name.lowercased() == "user-agent" }?.value
+            ?? "tsplayer/\(Toolkit.version)"
+        options.fetch.onRetry = ErrorText.showRetry
         if let referer = parsed.value("--referer") { options.fetch.headers.append((name: "Referer", value: referer)) }
         if let mode = parsed.value("--mode") {
             guard let m = AdStrippingProxy.SegmentMode(rawValue: mode) else {

@@ -2,6 +2,7 @@
 // Each subcommand lives in its own file, declares its command line there, and registers itself in `subcommands`.
 import CLIToolkit
 import Foundation
+import HLSPlaylist
 
 /// A subcommand of tsplayer: its declared command line and what runs it.
 struct Subcommand: Sendable {
@@ -85,6 +86,24 @@ extension ParsedArguments {
             command.usageError("<url> must be an absolute http or https URL")
         }
         return url
+    }
+
+    /// The one `<url>` argument with Kodi's header suffix allowed (`http://h/x.m3u8|User-Agent=Foo&Referer=...`,
+    /// percent-encoded values): the URL before the `|`, an absolute http(s) URL, and the headers after it.
+    func httpURLWithHeaders(_ command: Command) -> (url: String, headers: [(name: String, value: String)]) {
+        guard positionals.count == 1, let argument = positionals.first, argument.contains("|") else {
+            return (httpURL(command), [])
+        }
+        // Read as the URL line of a one-channel IPTV list: the list reader splits the suffix as players do.
+        let list = try? IPTVPlaylist("#EXTM3U\n#EXTINF:-1,channel\n" + argument + "\n")
+        guard let channel = list?.channels.first, !channel.url.contains("|") else {
+            command.usageError("the headers after '|' in <url> are not 'Name=value&Name=value'")
+        }
+        let scheme = channel.url.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() }
+        guard scheme == "http" || scheme == "https", URL(string: channel.url)?.host != nil else {
+            command.usageError("<url> must be an absolute http or https URL")
+        }
+        return (channel.url, channel.requestHeaders)
     }
 
     /// A value converted by `transform`, or the usage error that names the option's expected form.

@@ -57,9 +57,13 @@ enum TasksCommand {
             command.usageError("'\(action)' takes \(expected) argument\(expected == 1 ? "" : "s")")
         }
         let port = parsed.port(command)
+        let reporter = ProgressReporter(json: json)
         let manager: DownloadManager
         do {
-            manager = try DownloadManager(storeRoot: parsed.value("--store") ?? DownloadCommand.defaultStore)
+            var configuration = DownloadManagerConfiguration()
+            configuration.onRetry = { reporter.message(ErrorText.retry($0)) }
+            manager = try DownloadManager(
+                storeRoot: parsed.value("--store") ?? DownloadCommand.defaultStore, configuration: configuration)
         } catch {
             Output.error(ErrorText.describe(error))
             return ErrorText.exitCode(error)
@@ -82,7 +86,7 @@ enum TasksCommand {
                 try report(await manager.task(operands[0]), json: json)
             case "resume":
                 try await manager.resume(operands[0])
-                return await DownloadCommand.follow(manager, id: operands[0], json: json)
+                return await DownloadCommand.follow(manager, id: operands[0], reporter: reporter)
             case "play":
                 guard await manager.playlistPath(forTask: operands[0]) != nil else {
                     Output.error(

@@ -790,7 +790,7 @@ public actor DownloadManager {
 
     /// Fetches the playlists of a task and chooses its variant and renditions.
     static func prepare(_ record: TaskRecord, fetcher: Fetcher) async throws -> Sources {
-        let top = try await fetcher.fetchPlaylist(record.url)
+        let top = try await fetcher.fetchFirstPlaylist(record.url)
         let topSource = SourcePlaylist(url: record.url, text: top, folder: "")
         let playlist = try Planner.parse(topSource)
         guard playlist.kind == .multivariant else {

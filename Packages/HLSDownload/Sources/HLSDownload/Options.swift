@@ -121,6 +121,9 @@ public struct DownloadManagerConfiguration: Sendable {
     public var onRetry: (@Sendable (RetryEvent) -> Void)?
     /// A transfer that receives nothing for this many seconds is abandoned and retried.
     public var stallTimeout: Double = 20
+    /// Seconds a task's first playlist fetch may take in all, retries included, so that a dead or silent origin is
+    /// reported quickly (the HTTP client's first-fetch deadline).
+    public var firstFetchTimeout: Double = 8
     /// A transfer slower than this many bytes/s over a whole stall timeout is abandoned and retried.
     public var stallMinimumRate: Double = 1024
     /// Redirects followed per request.

@@ -403,3 +403,43 @@ enum Planner {
         return Playlist(lines: lines).write()
     }
 }
+
+/// The planner as a fuzzer reaches it (Tests/Fuzz/Sources/DownloadPlannerFuzzer), not public API: prepares and plans
+/// a task as ``DownloadManager`` does, with `top` as the playlist fetched from `url` and `media` as the answer for
+/// every other playlist it names. Returns each job's and each written playlist's path (relative to the task
+/// folder), or the typed error.
+@_spi(Fuzzing) public enum PlannerProbe {
+    public static func plan(top: String, media: String, url: String, options: DownloadOptions = DownloadOptions())
+        throws(DownloadError) -> (jobPaths: [String], playlistPaths: [String])
+    {
+        let topSource = SourcePlaylist(url: url, text: top, folder: "")
+        let playlist = try Planner.parse(topSource)
+        let sources: Sources
+        if playlist.kind == .multivariant {
+            let info = playlist.multivariant(url: url)
+            guard let index = Selection.variantIndex(info.variants, policy: options.variant) else {
+                throw DownloadError(.noVariant, "no variant matches '\(options.variant)'", url: url)
+            }
+            let variant = info.variants[index]
+            var list = [SourcePlaylist(url: variant.uri, text: media, folder: "")]
+            var lines: [Int] = []
+            let chosen =
+                Selection.renditionIndices(
+                    info.renditions, type: "AUDIO", groupID: variant.audio, policy: options.audio)
+                + Selection.renditionIndices(
+                    info.renditions, type: "SUBTITLES", groupID: variant.subtitles, policy: options.subtitles)
+            for (n, r) in chosen.enumerated() {
+                let rendition = info.renditions[r]
+                guard let uri = rendition.uri else { continue }
+                list.append(SourcePlaylist(url: uri, text: media, folder: rendition.type.lowercased() + String(n)))
+                lines.append(rendition.lineIndex)
+            }
+            sources = Sources(
+                multivariant: topSource, variantLine: variant.lineIndex, media: list, renditionLines: lines)
+        } else {
+            sources = Sources(multivariant: nil, variantLine: nil, media: [topSource], renditionLines: [])
+        }
+        let plan = try Planner.plan(sources)
+        return (plan.jobs.map(\.path) + plan.assemblies.map(\.path), plan.playlists.map(\.path))
+    }
+}

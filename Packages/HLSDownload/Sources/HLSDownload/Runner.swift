@@ -48,6 +48,7 @@ struct Fetcher: Sendable {
     var maxPlaylistBytes: Int
     var stallTimeout: Double
     var stallMinimumRate: Double
+    var firstFetchTimeout: Double
 
     init(
         options: DownloadOptions, configuration: DownloadManagerConfiguration, transport: any HTTPTransport,
@@ -60,6 +61,7 @@ struct Fetcher: Sendable {
         self.maxPlaylistBytes = configuration.maxPlaylistBytes
         self.stallTimeout = configuration.stallTimeout
         self.stallMinimumRate = configuration.stallMinimumRate
+        self.firstFetchTimeout = configuration.firstFetchTimeout
         var headers = options.headers.filter { $0.name.lowercased() != "user-agent" }
         if let agent = options.userAgent ?? options.headers.last(where: { $0.name.lowercased() == "user-agent" })?.value
         {
@@ -121,6 +123,26 @@ struct Fetcher: Sendable {
             }
         } catch let error as HTTPClientError {
             throw DownloadError(.transport, error.message, url: error.url.isEmpty ? url : error.url)
+        }
+    }
+
+    /// ``fetchPlaylist(_:)`` bounded by ``DownloadManagerConfiguration/firstFetchTimeout`` of real time in all,
+    /// retries included: a task's first request, which must fail quickly when the origin is dead or silent.
+    func fetchFirstPlaylist(_ url: String) async throws -> String {
+        let seconds = max(0.01, firstFetchTimeout)
+        let fetcher = self
+        return try await withThrowingTaskGroup(of: String?.self) { group in
+            group.addTask { try await fetcher.fetchPlaylist(url) }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(Int64(min(seconds, 86_400) * 1000)))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let text = first else {
+                let shown = seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+                throw DownloadError(.transport, "no complete answer within \(shown)", url: url)
+            }
+            return text
         }
     }
 

@@ -170,9 +170,13 @@ public final class HTTPClient: HTTPTransport {
         return pool.idleCount(target.key)
     }
 
+    /// The fields that carry credentials, sent only to the origin of the URL they were given with.
+    static let credentialFields = ["Authorization", "Proxy-Authorization", "Cookie"]
+
     /// The one redirect loop: runs `exchange` on each plain-http URL, or `secure` on https (and everything with an
     /// upstream proxy), following redirects (when ``HTTPClientConfiguration/followsRedirects``) up to
-    /// ``HTTPClientConfiguration/maxRedirects``, to http(s) targets only.
+    /// ``HTTPClientConfiguration/maxRedirects``, to http(s) targets only; a redirect to another origin drops
+    /// ``credentialFields``.
     private func followingRedirects<Response>(
         _ request: HTTPClientRequest,
         secure: (HTTPClientRequest) async throws -> (Response, status: Int, location: String?),
@@ -205,6 +209,12 @@ public final class HTTPClient: HTTPTransport {
                 guard scheme == "http" || scheme == "https" else {
                     throw HTTPClientError(
                         .tooManyRedirects, "a redirect to \(next), which is not an http(s) URL", url: request.url)
+                }
+                // Credentials go to the origin they were given for only: a redirect to another scheme, host or
+                // port drops them (the caller's other fields, User-Agent and Referer included, travel on).
+                let nextTarget = try Target(next)
+                if nextTarget.secure != target.secure || nextTarget.key != target.key {
+                    for name in Self.credentialFields { forwarded.headers.remove(name: name) }
                 }
                 forwarded.url = next
                 if status == 303 { forwarded.method = .get }

@@ -218,6 +218,44 @@ struct ClientBehaviourTests {
         #expect(origin.paths.withLock { $0 }.count == 2 + 6)
     }
 
+    /// A redirect to the same origin keeps every field the caller gave; one to another origin (here another port)
+    /// keeps User-Agent and Referer but drops Authorization, Proxy-Authorization and Cookie.
+    @Test func credentialsStayWithTheirOrigin() async throws {
+        let other = try RawOrigin { _ in .bytes(Self.response("ok"), close: false) }
+        let otherURL = other.url("/elsewhere")
+        let origin = try RawOrigin { path in
+            switch path {
+            case "/start":
+                .bytes(Self.response("", status: "302 Found", extra: "Location: /same\r\n"), close: false)
+            case "/same":
+                .bytes(
+                    Self.response("", status: "307 Temporary Redirect", extra: "Location: \(otherURL)\r\n"),
+                    close: false)
+            default: .bytes(Self.response("", status: "404 Not Found"), close: false)
+            }
+        }
+        let headers: HTTPHeaders = [
+            "User-Agent": "Tester/1", "Referer": "http://r.example/", "Authorization": "Bearer secret",
+            "Proxy-Authorization": "Basic c2VjcmV0", "Cookie": "session=secret",
+        ]
+        let answer = try await Self.quickClient().fetch(
+            HTTPClientRequest(url: origin.url("/start"), headers: headers), maxBytes: 10)
+        #expect(answer.status == 200)
+        let sameOrigin = origin.heads.withLock { $0 }
+        #expect(sameOrigin.count == 2)
+        for head in sameOrigin {
+            for field in ["Authorization: Bearer secret", "Cookie: session=secret", "User-Agent: Tester/1"] {
+                #expect(head.contains(field), "\(head)")
+            }
+        }
+        let moved = try #require(other.heads.withLock { $0 }.first)
+        #expect(moved.contains("User-Agent: Tester/1"))
+        #expect(moved.contains("Referer: http://r.example/"))
+        #expect(!moved.contains("secret"), "\(moved)")
+        #expect(!moved.lowercased().contains("authorization"))
+        #expect(!moved.lowercased().contains("cookie"))
+    }
+
     @Test func referenceResolution() {
         let base = "http://a/b/c/d;p?q"
         let cases: [(String, String)] = [

@@ -102,6 +102,9 @@ public final class AdStrippingProxy: Sendable {
     let rewriter: PlaylistRewriter
     let slates: any ProxySlateSource
     private let mode: LockedValue<SegmentMode>
+    /// Whether the upstream playlist was fetched once: until then its fetch is bounded by
+    /// ``RemoteFetchOptions/firstFetchTimeout`` in all.
+    let firstFetched = LockedValue(false)
     /// The proxy's source on ``server`` while it is started.
     private let mounted = LockedValue<DeferredSource?>(nil)
 

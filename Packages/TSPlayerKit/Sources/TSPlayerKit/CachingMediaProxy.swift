@@ -328,7 +328,10 @@ public final class CachingMediaProxy: Sendable {
             if let status = error.status, (400..<500).contains(status) {
                 return .error(HTTPStatus(code: status))
             }
-            return .error(error.code == .timedOut ? HTTPStatus(code: 504) : .badGateway)
+            // The reason in the body, as the ad-stripping proxy gives it (`504 Gateway Timeout: upstream ...`).
+            let status = error.code == .timedOut ? HTTPStatus(code: 504) : .badGateway
+            return .text(
+                "\(status.code) \(status.reasonPhrase): upstream \(error.code): \(error.detail)\n", status: status)
         }
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: info.contentType)

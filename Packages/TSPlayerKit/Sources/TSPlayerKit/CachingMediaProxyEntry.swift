@@ -140,9 +140,12 @@ final class CachedMediaEntry: Sendable {
         hint: UInt64, headers: [(name: String, value: String)]
     ) async throws(ProxyError) -> CachedContentInfo {
         let startFailures = failures
-        // Past every attempt the fetcher makes (each bounded by its timeout), give up.
+        // Past every attempt the fetcher makes (each bounded by its timeout), give up; the first fetch of a resource
+        // (nothing known of it yet) has the shorter first-fetch deadline, so a dead or silent origin is told quickly.
         let options = fetcher.options
-        let deadline = ContinuousClock.now + .seconds(options.timeout * Double(options.retries + 1) + 5)
+        let first = info == nil
+        let limit = first ? max(0.01, options.firstFetchTimeout) : options.timeout * Double(options.retries + 1) + 5
+        let deadline = ContinuousClock.now + .seconds(limit)
         while true {
             let seen = generation
             if let info { return info }
@@ -160,10 +163,12 @@ final class CachedMediaEntry: Sendable {
             if let probing {
                 startFetch(id: probing, start: hint, end: hint &+ window, sequential: false, headers: headers)
             }
-            if ContinuousClock.now > deadline {
-                throw ProxyError(.timedOut, url: url, detail: "no content information from the origin")
+            let now = ContinuousClock.now
+            if now >= deadline {
+                let within = first ? " within \(RemotePlaylistFetcher.seconds(limit))" : ""
+                throw ProxyError(.timedOut, url: url, detail: "no content information from the origin\(within)")
             }
-            await wait(since: seen)
+            await wait(since: seen, timeout: min(.seconds(2), deadline - now))
         }
     }
 

@@ -38,7 +38,7 @@ extension AdStrippingProxy {
     /// else, and a poll that needs the async path (https, a redirect, a retry), runs ``respond(to:)`` in a task.
     func answer(_ request: HTTPRequest, _ responder: HTTPResponder) {
         guard let route = ProxyRoute(request.wildcardSegments).flatMap(playlistTarget),
-            fetcher.fetchesBlocking(route.url)
+            fetcher.fetchesBlocking(route.url), route.id != nil || firstFetched.withLock({ $0 })
         else {
             Task { responder.respond(await self.respond(to: request)) }
             return
@@ -88,7 +88,11 @@ extension AdStrippingProxy {
 
     private func playlist(id: String?, url: String) async -> HTTPResponse {
         do {
-            let (bytes, finalURL) = try await fetcher.fetchPlaylistBytes(url)
+            // The stream's first fetch has its own, shorter deadline, retries included.
+            let first = id == nil && !firstFetched.withLock { $0 }
+            let (bytes, finalURL) =
+                first ? try await fetcher.fetchFirstPlaylistBytes(url) : try await fetcher.fetchPlaylistBytes(url)
+            if first { firstFetched.withLock { $0 = true } }
             return Self.playlistResponse(try served(bytes: bytes, finalURL: finalURL, id: id, url: url))
         } catch {
             return failure(error)

@@ -1,7 +1,7 @@
 import FileRange
 import Foundation
 public import HLSPlaylist
-import HTTPClient
+public import HTTPClient
 import LoopbackHTTP
 
 #if canImport(FoundationNetworking)
@@ -103,6 +103,13 @@ public struct RemoteFetchOptions: Sendable {
     public var allowPrivateUpstreams: Bool = false
     /// An HTTP proxy for upstream requests (`host:port`).
     public var upstreamProxy: String?
+    /// Told about each retry of an upstream request before its delay (`retrying in 2 s (3/8): connection reset`),
+    /// for a caller that shows retries as they happen; every request the proxies make reports here.
+    public var onRetry: (@Sendable (RetryEvent) -> Void)?
+    /// Seconds the first fetch of a stream may take in all, retries included (the ad-stripping proxy's first
+    /// multivariant playlist, the caching proxy's first content information), so that a dead or silent upstream is
+    /// reported quickly; later fetches have ``timeout`` per attempt.
+    public var firstFetchTimeout: Double = 8
 
     public init() {}
 }
@@ -167,6 +174,42 @@ public final class RemotePlaylistFetcher: Sendable {
         let (head, bytes) = try await fetchSmall(url, maxBytes: options.maxPlaylistBytes)
         try RemotePlaylistFetcher.checkPlaylist(bytes, url: url, contentType: head.header("Content-Type"))
         return (bytes, head.finalURL)
+    }
+
+    /// ``fetchPlaylistBytes(_:)`` bounded by ``RemoteFetchOptions/firstFetchTimeout`` in all, retries included: the
+    /// first fetch of a stream, which must fail quickly when the upstream is dead or silent.
+    public func fetchFirstPlaylistBytes(_ url: String) async throws(ProxyError) -> (bytes: [UInt8], url: String) {
+        try await withinFirstFetchTimeout(url) { () async throws(ProxyError) in try await self.fetchPlaylistBytes(url) }
+    }
+
+    /// Runs `work`, failing with ``ProxyError/Code/timedOut`` when it has not finished within
+    /// ``RemoteFetchOptions/firstFetchTimeout`` (the work is cancelled then, which closes its connection).
+    func withinFirstFetchTimeout<Value: Sendable>(
+        _ url: String, _ work: @escaping @Sendable () async throws(ProxyError) -> Value
+    ) async throws(ProxyError) -> Value {
+        let seconds = max(0.01, options.firstFetchTimeout)
+        do {
+            return try await withThrowingTaskGroup(of: Value?.self) { group in
+                group.addTask { try await work() }
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(Int64(min(seconds, 86_400) * 1000)))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw ProxyError(
+                        .timedOut, url: url, detail: "no complete answer within \(Self.seconds(seconds))")
+                }
+                return value
+            }
+        } catch {
+            throw Self.map(error, url: url)
+        }
+    }
+
+    /// `8 s`, `0.5 s`.
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() && value < 1e9 ? "\(Int(value)) s" : "\(value) s"
     }
 
     /// ``fetchPlaylistBytes(_:)`` in one blocking call on the calling thread, which must be one that may block (a
@@ -315,7 +358,7 @@ public final class RemotePlaylistFetcher: Sendable {
         _ url: String, _ attempt: () async throws(ProxyError) -> RetryPolicy.Step<Value>
     ) async throws(ProxyError) -> Value {
         do {
-            return try await client.configuration.retry.run(url: url) { try await attempt() }
+            return try await client.configuration.retry.run(url: url, onRetry: options.onRetry) { try await attempt() }
         } catch {
             throw Self.map(error, url: url)
         }

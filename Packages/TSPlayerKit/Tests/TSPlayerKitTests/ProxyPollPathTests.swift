@@ -48,9 +48,12 @@ import Testing
 
     @Test func aFailureWorthRetryingIsRetriedByTheAsyncPath() async throws {
         let origin = try await ProxyTestOrigin()
-        origin.set("/live.m3u8", "busy", contentType: "text/plain", status: 503)
+        origin.set("/live.m3u8", ProxyTests.liveWindow(first: 0, ads: []))
         let proxy = makeProxy(origin, path: "/live.m3u8", retries: 3)
         let url = try await proxy.start()
+        // The stream's first fetch takes the async path (it has the first-fetch deadline); later polls go blocking.
+        #expect(try await ProxyTestClient.get(url).status == 200)
+        origin.set("/live.m3u8", "busy", contentType: "text/plain", status: 503)
         Task {
             try await Task.sleep(for: .milliseconds(30))
             origin.set("/live.m3u8", ProxyTests.liveWindow(first: 0, ads: []))
@@ -58,8 +61,8 @@ import Testing
         let reply = try await ProxyTestClient.get(url)
         #expect(reply.status == 200)
         #expect(Self.uris(reply.text).count == 5)
-        // The blocking attempt and at least one retry after the origin recovered.
-        #expect(origin.log.withLock { $0 }.filter { $0 == "/live.m3u8" }.count >= 2)
+        // The first fetch, the blocking attempt and at least one retry after the origin recovered.
+        #expect(origin.log.withLock { $0 }.filter { $0 == "/live.m3u8" }.count >= 3)
         await proxy.stop()
         await origin.stop()
     }
