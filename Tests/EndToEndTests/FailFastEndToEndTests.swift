@@ -158,6 +158,8 @@ import Testing
         #expect(answer.out.hasSuffix("\n502"), "\(answer.out)")
         #expect(answer.out.contains("ECONNREFUSED") || answer.out.contains("refused"), "\(answer.out)")
         #expect(seconds < 1, "took \(seconds) s")
+        // A refusal is final: neither the start-up check nor the request retried it.
+        #expect(!proxy.stderr.contains("retrying"), "\(proxy.stderr)")
     }
 
     /// A busy upstream (503 twice, then the playlist): the proxy shows its retry on stderr and answers 200.

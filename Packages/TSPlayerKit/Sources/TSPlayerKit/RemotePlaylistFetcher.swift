@@ -62,6 +62,9 @@ public struct ProxyError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The HTTP status, for ``Code/httpStatus``.
     public var status: Int?
     public var detail: String
+    /// The client's verdict on the failure underneath (a refusal, an unknown host or a TLS failure is not worth a
+    /// retry, though its code here is ``Code/connectionFailed``); nil when the error did not come from the client.
+    var clientSaysTransient: Bool?
 
     public init(_ code: Code, url: String, status: Int? = nil, detail: String) {
         self.code = code
@@ -72,8 +75,10 @@ public struct ProxyError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(code): \(detail) (\(url))" }
 
-    /// Whether trying again may help (timeouts, lost connections, 5xx, 429).
+    /// Whether trying again may help (timeouts, lost connections, 5xx, 429); never a refused connection, an
+    /// unknown host or a TLS failure.
     public var isTransient: Bool {
+        if let clientSaysTransient { return clientSaysTransient }
         switch code {
         case .timedOut, .connectionFailed: return true
         case .httpStatus: return status.map { $0 >= 500 || $0 == 429 || $0 == 408 } ?? false
@@ -189,28 +194,14 @@ public final class RemotePlaylistFetcher: Sendable {
     ) async throws(ProxyError) -> Value {
         let seconds = max(0.01, options.firstFetchTimeout)
         do {
-            return try await withThrowingTaskGroup(of: Value?.self) { group in
-                group.addTask { try await work() }
-                group.addTask {
-                    try await Task.sleep(for: .milliseconds(Int64(min(seconds, 86_400) * 1000)))
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    throw ProxyError(
-                        .timedOut, url: url, detail: "no complete answer within \(Self.seconds(seconds))")
-                }
-                return value
-            }
+            return try await HTTPClient.within(seconds: seconds, url: url) { try await work() }
         } catch {
             throw Self.map(error, url: url)
         }
     }
 
-    /// `8 s`, `0.5 s`.
-    static func seconds(_ value: Double) -> String {
-        value == value.rounded() && value < 1e9 ? "\(Int(value)) s" : "\(value) s"
-    }
+    /// `8 s`, `0.5 s`: as the client words its deadlines.
+    static func seconds(_ value: Double) -> String { RetryEvent.seconds(value) }
 
     /// ``fetchPlaylistBytes(_:)`` in one blocking call on the calling thread, which must be one that may block (a
     /// dispatch queue's, never Swift's cooperative pool). Nil when the async path is needed: the URL is not plain
@@ -393,7 +384,10 @@ public final class RemotePlaylistFetcher: Sendable {
             case .httpStatus: .httpStatus
             default: .connectionFailed
             }
-        return ProxyError(code, url: error.url.isEmpty ? url : error.url, status: error.status, detail: error.message)
+        var mapped = ProxyError(
+            code, url: error.url.isEmpty ? url : error.url, status: error.status, detail: error.message)
+        mapped.clientSaysTransient = error.isTransient
+        return mapped
     }
 }
 /// A streamed upstream response: its head and its body chunks.
