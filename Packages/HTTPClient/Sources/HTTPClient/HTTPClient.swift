@@ -109,8 +109,12 @@ public final class HTTPClient: HTTPTransport {
         }
     }
 
-    /// Runs `work`, failing with ``HTTPClientError/Code/timedOut`` when it has not finished within `seconds`.
-    static func within<T: Sendable>(seconds: Double, url: String, _ work: @escaping @Sendable () async throws -> T)
+    /// Runs `work`, failing with ``HTTPClientError/Code/timedOut`` ("no complete answer within 8 s") when it has
+    /// not finished within `seconds`; the work is cancelled then. The toolkit's one deadline race: the client's
+    /// first-fetch deadline and the proxies' use it.
+    public static func within<T: Sendable>(
+        seconds: Double, url: String, _ work: @escaping @Sendable () async throws -> T
+    )
         async throws -> T
     {
         try await withThrowingTaskGroup(of: T?.self) { group in

@@ -102,8 +102,8 @@ public struct RetryEvent: Sendable, CustomStringConvertible {
         "retrying in \(RetryEvent.seconds(delay)) (\(attempt)/\(of)): \(reasonText)"
     }
 
-    /// `2 s`, `0.5 s`.
-    static func seconds(_ value: Double) -> String {
+    /// `2 s`, `0.5 s`: how the toolkit words a delay or a deadline.
+    public static func seconds(_ value: Double) -> String {
         if value >= 10 || value == value.rounded() { return "\(Int(value.rounded())) s" }
         return "\(Double(Int(value * 10)) / 10) s"
     }

@@ -6,18 +6,6 @@ import FuzzSupport
 // no empty step), one file per job.
 @_spi(Fuzzing) import HLSDownload
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-func fail(_ message: String) -> Never {
-    let line = Array((message + "\n").utf8)
-    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-    abort()
-}
-
 func checkInside(_ path: String, _ what: String) {
     if path.isEmpty || path.hasPrefix("/") { fail("\(what) path '\(path)' is not relative") }
     for step in path.split(separator: "/", omittingEmptySubsequences: false) {

@@ -54,3 +54,10 @@ public func runFuzzer(_ body: @escaping (UnsafeRawBufferPointer) -> Void) -> Nev
         exit(0)
     #endif
 }
+
+/// Reports a broken property on stderr and aborts, which libFuzzer records as a crash (and a replay as a failure).
+public func fail(_ message: String) -> Never {
+    let line = Array((message + "\n").utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    abort()
+}

@@ -12,17 +12,6 @@ import FileRange
 import FuzzSupport
 import LoopbackHTTP
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-func fail(_ message: String) -> Never {
-    print("HTTPRequestFuzzer: \(message)")
-    abort()
-}
-
 func checkRange(_ value: String, seed: Int) {
     guard let request = RangeRequest.parse(value) else { return }
     for length in [UInt64(0), 1, 100, UInt64(seed), 1 << 40] {

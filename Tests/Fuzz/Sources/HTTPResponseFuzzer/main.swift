@@ -10,18 +10,6 @@
 import FuzzSupport
 import HTTPWire
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-func fail(_ message: String) -> Never {
-    let line = Array((message + "\n").utf8)
-    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-    abort()
-}
-
 /// Chunk lengths from a seed: 1...64 bytes each, sometimes a whole 0...4096 run.
 struct Splits {
     var state: UInt32

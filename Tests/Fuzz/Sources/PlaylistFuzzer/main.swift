@@ -6,18 +6,6 @@
 import FuzzSupport
 import HLSPlaylist
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-func fail(_ message: String) -> Never {
-    let line = Array((message + "\n").utf8)
-    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-    abort()
-}
-
 func fuzzOne(_ raw: UnsafeRawBufferPointer) {
     let bytes = [UInt8](raw)
     var limits = PlaylistLimits()

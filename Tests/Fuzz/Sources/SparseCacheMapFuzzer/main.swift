@@ -5,18 +5,6 @@
 import FileRange
 import FuzzSupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-func fail(_ message: String) -> Never {
-    let line = Array((message + "\n").utf8)
-    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-    abort()
-}
-
 let folder: String = {
     var template = Array("/tmp/sparse-map-fuzz-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else { fail("mkdtemp failed") }
