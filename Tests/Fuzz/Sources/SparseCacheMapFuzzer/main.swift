@@ -5,6 +5,12 @@
 import FileRange
 import FuzzSupport
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 let folder: String = {
     var template = Array("/tmp/sparse-map-fuzz-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else { fail("mkdtemp failed") }

@@ -5,6 +5,12 @@ import FileRange
 import FuzzSupport
 import HLSDownload
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 let root: String = {
     var template = Array("/tmp/task-store-fuzz-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else { fail("mkdtemp failed") }
