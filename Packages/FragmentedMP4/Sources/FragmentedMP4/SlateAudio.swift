@@ -207,57 +207,10 @@ extension FragmentedSlateTemplate {
         audio: AudioTrack, firstDecodeTime: UInt64, frames: Int, sequence: UInt32
     ) -> [UInt8] {
         guard frames > 0, let silent = silentFrames[audio.channels] else { return [] }
-        func body(_ build: (inout BoxWriter) -> Void) -> [UInt8] {
-            var w = BoxWriter()
-            build(&w)
-            return w.bytes
-        }
-        func moof(dataOffset: UInt32) -> Box {
-            let mfhd = Box(
-                type: .mfhd,
-                content: .data(
-                    body {
-                        $0.append(UInt32(0))
-                        $0.append(sequence)
-                    }))
-            let tfhd = Box(
-                type: .tfhd,
-                content: .data(
-                    body {
-                        $0.append(UInt32(0x02_0000))
-                        $0.append(audio.id)
-                    }))
-            let tfdt = Box(
-                type: .tfdt,
-                content: .data(
-                    body {
-                        $0.append(UInt32(0x0100_0000))
-                        $0.append(firstDecodeTime)
-                    }))
-            let trun = Box(
-                type: .trun,
-                content: .data(
-                    body { w in
-                        w.append(UInt32(0x0301))
-                        w.append(UInt32(frames))
-                        w.append(dataOffset)
-                        for _ in 0..<frames {
-                            w.append(UInt32(1024))
-                            w.append(UInt32(silent.count))
-                        }
-                    }))
-            return Box(
-                type: .moof,
-                content: .children([mfhd, Box(type: .traf, content: .children([tfhd, tfdt, trun]))]))
-        }
-        var probe = BoxWriter()
-        probe.write(moof(dataOffset: 0))
-        var writer = BoxWriter()
-        writer.write(moof(dataOffset: UInt32(probe.count + 8)))
-        var samples: [UInt8] = []
-        samples.reserveCapacity(frames * silent.count)
-        for _ in 0..<frames { samples += silent }
-        writer.write(Box(type: .mdat, content: .data(samples)))
-        return writer.bytes
+        // The package's own media segment writer (no styp: the slate's video fragment carries it).
+        let samples = [Sample](repeating: Sample(data: silent, duration: 1024), count: frames)
+        let fragment = TrackFragment(trackID: audio.id, baseMediaDecodeTime: firstDecodeTime, samples: samples)
+        // Serialising fails only past 4 GiB of samples; a slate's silence is a few kilobytes.
+        return (try? MediaSegment(sequenceNumber: sequence, tracks: [fragment]).serialized()) ?? []
     }
 }

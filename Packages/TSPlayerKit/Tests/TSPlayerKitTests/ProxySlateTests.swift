@@ -5,10 +5,8 @@ import Testing
 @testable import TSPlayerKit
 
 @Suite struct ProxySlateTests {
-    /// A synthetic anchor segment: PAT, PMT (H.264 on 0x100 carrying the PCR, ADTS AAC on 0x101), 50 pictures at
-    /// 25 fps from PTS 900000 (the first an IDR), and stereo 48 kHz ADTS audio.
-    static func anchor() -> [UInt8] {
-        var p = Packetizer(continuityCounters: [0x100: 5, 0x101: 9])
+    /// The anchors' program: PAT, PMT (H.264 on 0x100 carrying the PCR, ADTS AAC on 0x101).
+    static func programTables(_ p: inout Packetizer) -> [UInt8] {
         let pat = ProgramAssociationTable(transportStreamID: 1, programs: [.init(programNumber: 1, pmtPID: 0x1000)])
         let pmt = ProgramMapTable(
             programNumber: 1, pcrPID: 0x100,
@@ -16,11 +14,20 @@ import Testing
                 ElementaryStream(streamType: .h264, pid: 0x100),
                 ElementaryStream(streamType: StreamType(rawValue: 0x0F), pid: 0x101),
             ])
-        var out = p.packets(section: pat.sectionBytes, pid: 0) + p.packets(section: pmt.sectionBytes, pid: 0x1000)
-        let idr: [UInt8] =
-            [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x67, 0x42, 0, 0, 0, 1, 0x65] + [UInt8](repeating: 0xAB, count: 500)
-        let p1: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x41] + [UInt8](repeating: 0xCD, count: 200)
-        let adts: [UInt8] = [0xFF, 0xF1, 0x4C, 0x80, 0x02, 0x1F, 0xFC] + [UInt8](repeating: 0, count: 9)
+        return p.packets(section: pat.sectionBytes, pid: 0) + p.packets(section: pmt.sectionBytes, pid: 0x1000)
+    }
+    /// An IDR picture (with an SPS start), a P picture, and one stereo 48 kHz ADTS frame.
+    static let idr: [UInt8] =
+        [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x67, 0x42, 0, 0, 0, 1, 0x65] + [UInt8](repeating: 0xAB, count: 500)
+    static let p1: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x41] + [UInt8](repeating: 0xCD, count: 200)
+    static let adts: [UInt8] = [0xFF, 0xF1, 0x4C, 0x80, 0x02, 0x1F, 0xFC] + [UInt8](repeating: 0, count: 9)
+
+    /// A synthetic anchor segment: PAT, PMT (H.264 on 0x100 carrying the PCR, ADTS AAC on 0x101), 50 pictures at
+    /// 25 fps from PTS 900000 (the first an IDR), and stereo 48 kHz ADTS audio.
+    static func anchor() -> [UInt8] {
+        var p = Packetizer(continuityCounters: [0x100: 5, 0x101: 9])
+        var out = programTables(&p)
+        let (idr, p1, adts) = (Self.idr, Self.p1, Self.adts)
         for f in 0..<50 {
             let pts = Timestamp(wrapping: UInt64(900_000 + f * 3600))
             out += p.packets(
@@ -82,18 +89,8 @@ import Testing
     /// (1024 samples at 48 kHz, 1920 ticks), five to a PES packet, from `audioStart`.
     static func denseAnchor(audioFrames: Int, audioStart: Int) -> [UInt8] {
         var p = Packetizer(continuityCounters: [:])
-        let pat = ProgramAssociationTable(transportStreamID: 1, programs: [.init(programNumber: 1, pmtPID: 0x1000)])
-        let pmt = ProgramMapTable(
-            programNumber: 1, pcrPID: 0x100,
-            streams: [
-                ElementaryStream(streamType: .h264, pid: 0x100),
-                ElementaryStream(streamType: StreamType(rawValue: 0x0F), pid: 0x101),
-            ])
-        var out = p.packets(section: pat.sectionBytes, pid: 0) + p.packets(section: pmt.sectionBytes, pid: 0x1000)
-        let idr: [UInt8] =
-            [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x67, 0x42, 0, 0, 0, 1, 0x65] + [UInt8](repeating: 0xAB, count: 500)
-        let p1: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x41] + [UInt8](repeating: 0xCD, count: 200)
-        let adts: [UInt8] = [0xFF, 0xF1, 0x4C, 0x80, 0x02, 0x1F, 0xFC] + [UInt8](repeating: 0, count: 9)
+        var out = programTables(&p)
+        let (idr, p1, adts) = (Self.idr, Self.p1, Self.adts)
         var audio = 0
         for f in 0..<50 {
             let pts = 900_000 + f * 3600
