@@ -19,15 +19,20 @@ enum DownloadCommand {
         synopsis: [
             "tsplayer download <url> [-o <dir>] [--id <id>] [--variant <policy>] [--audio <policy>] [-H <header>] ...",
             "                  [--user-agent <ua>] [--concurrency <n>] [--stall-timeout <s>] [--skip-missing]",
-            "                  [--max-duration <s>] [--max-bytes <n>] [--json]",
+            "                  [--max-duration <s>] [--max-bytes <n>] [--json] [--channel <channel>]",
         ],
         arguments: [
             Argument(
                 "<url>",
                 help: "The multivariant or media playlist (http or https); a Kodi suffix "
-                    + "'|User-Agent=..&Referer=..' gives headers for every request.")
+                    + "'|User-Agent=..&Referer=..' gives headers for every request. With --channel: an IPTV "
+                    + "channel list (a file or an http(s) URL).")
         ],
         options: [
+            .value(
+                "--channel", value: "channel",
+                help: "Download this channel of the list <url>: a title, tvg-name or tvg-id, a tvg-chno, or a "
+                    + "position from 1; the headers the list gives it go on every request."),
             .value("-o", "--output", value: "dir", help: "The store folder (default: ./downloads)."),
             .value("--id", value: "id", help: "The task id (default: derived from the URL and the selection)."),
             .value(
@@ -65,8 +70,11 @@ enum DownloadCommand {
     @Sendable static func run(_ arguments: [String]) async -> Int32 {
         let parsed = command.parseOrExit(arguments)
         guard parsed.positionals.count <= 1 else { command.usageError("too many arguments") }
-        // Kodi's `url|User-Agent=..&Referer=..` suffix: those headers go on every request (-H and --user-agent win).
-        let (url, urlHeaders) = parsed.httpURLWithHeaders(command)
+        // Kodi's `url|User-Agent=..&Referer=..` suffix, or the headers a channel list gives the --channel: those
+        // headers go on every request (-H and --user-agent win). The list itself is read with -H and --user-agent.
+        var listHeaders = HTTPHeaders(parsed.headers(command).map { ($0.name, $0.value) })
+        if let agent = parsed.value("--user-agent") { listHeaders.replaceOrAdd(name: "User-Agent", value: agent) }
+        let (url, urlHeaders) = await parsed.streamInput(command, listHeaders: listHeaders, allowPrivate: true)
         var options = DownloadOptions()
         if let text = parsed.value("--variant") {
             guard let policy = VariantPolicy(argument: text) else {

@@ -2,6 +2,7 @@ import CLIToolkit
 import Foundation
 import HLSAdFilter
 import HLSPlaylist
+import HTTPClient
 import LoopbackHTTP
 import TSPlayerKit
 
@@ -15,15 +16,20 @@ enum ProxyCommand {
             """,
         synopsis: [
             "tsplayer proxy <url> [-H <header>]... [--user-agent <ua>] [--referer <url>] [--mode <mode>] "
-                + "[--port <port>] [--cors <origin>] [--explain]"
+                + "[--port <port>] [--cors <origin>] [--explain] [--channel <channel>]"
         ],
         arguments: [
             Argument(
                 "<url>",
                 help: "The stream's multivariant or media playlist (http or https); a Kodi suffix "
-                    + "'|User-Agent=..&Referer=..' gives headers for every request.")
+                    + "'|User-Agent=..&Referer=..' gives headers for every request. With --channel: an IPTV "
+                    + "channel list (a file or an http(s) URL).")
         ],
         options: [
+            .value(
+                "--channel", value: "channel",
+                help: "Proxy this channel of the list <url>: a title, tvg-name or tvg-id, a tvg-chno, or a "
+                    + "position from 1; the headers the list gives it go on every upstream request."),
             .value(
                 "-H", "--header", value: "header",
                 help: "An extra request header, 'Name: value' (repeatable); sent with every request."),
@@ -50,10 +56,14 @@ enum ProxyCommand {
 
     @Sendable static func run(_ arguments: [String]) async -> Int32 {
         let parsed = command.parseOrExit(arguments)
-        let (url, urlHeaders) = parsed.httpURLWithHeaders(command)
+        // Kodi's `url|User-Agent=..&Referer=..` headers, or those a channel list gives the --channel, go on every
+        // upstream request; -H, --user-agent and --referer win over them. The list itself is read with those three.
+        var listHeaders = HTTPHeaders(parsed.headers(command).map { ($0.name, $0.value) })
+        if let agent = parsed.value("--user-agent") { listHeaders.replaceOrAdd(name: "User-Agent", value: agent) }
+        if let referer = parsed.value("--referer") { listHeaders.add(name: "Referer", value: referer) }
+        let (url, urlHeaders) = await parsed.streamInput(
+            command, listHeaders: listHeaders, allowPrivate: parsed.flag("--allow-private"))
         var options = AdStrippingProxy.Options()
-        // Kodi's `url|User-Agent=..&Referer=..` headers go on every upstream request; -H, --user-agent and
-        // --referer win over them.
         options.fetch.headers += urlHeaders.filter { $0.name.lowercased() != "user-agent" }
         options.fetch.headers += parsed.headers(command)
         options.fetch.userAgent =
