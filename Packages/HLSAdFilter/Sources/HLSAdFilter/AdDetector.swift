@@ -532,7 +532,11 @@ public struct AdDetector: Sendable {
                 mark(&detection, i, media.segments[i], rule: rule, reason: reason, id: id)
             }
         }
-        if let majority { pathChange(media, runs: runs, host: majority, known: known, into: &detection) }
+        if let majority {
+            pathChange(
+                media, runs: runs, host: majority, live: live, known: known, remembered: remembered, slated: slated,
+                into: &detection)
+        }
     }
 
     /// The host (lowercased) and the path through its last `/` of a resolved URI: where a segment comes from.
@@ -549,8 +553,17 @@ public struct AdDetector: Sendable {
     /// content's directory comes right before and right after it (never at an edge of the playlist, so a path
     /// that changes for good, such as a new dated directory, stays content), it shares no directory with them,
     /// and it is no longer than the longest pod.
+    ///
+    /// Live, a pod is decided before content comes back: at the live edge, a pod that follows content from the
+    /// content's directory is an ad pod provisionally (re-decided every poll until its end is in the window, so
+    /// it keeps its slates while it lasts and turns out content if it outlasts the longest pod), unless its
+    /// directory is the next of the content's series (a sibling whose name differs only in digits:
+    /// `/live/20261202/` after `/live/20261201/`, `/live3/` after `/live2/`: content moving on, not a pod). A pod that reaches back to the window's start continues one an earlier poll
+    /// published as slates. The content's directory is the one earlier polls decided content came from (a
+    /// window deep in a pod may hold more pod time than content), else the one with the most time in the window.
     func pathChange(
-        _ media: MediaPlaylist, runs: [Run], host: String, known: [Bool], into detection: inout Detection
+        _ media: MediaPlaylist, runs: [Run], host: String, live: Bool, known: [Bool],
+        remembered: [UInt64: RememberedDecision], slated: Set<UInt64>, into detection: inout Detection
     ) {
         var runDirectories: [Set<String>] = []
         var durations: [String: Double] = [:]
@@ -563,9 +576,15 @@ public struct AdDetector: Sendable {
             }
             runDirectories.append(set)
         }
-        guard durations.count > 1,
-            let main = durations.max(by: { $0.value < $1.value || $0.value == $1.value && $0.key > $1.key })?.key
-        else { return }
+        var contentDurations: [String: Double] = [:]
+        for memory in remembered.values where !memory.decision.isAd {
+            let uri = memory.decision.uri
+            guard hostName(AdDetector.authorityAndPath(uri).0).lowercased() == host else { continue }
+            contentDurations[AdDetector.directory(uri), default: 0] += memory.decision.duration
+        }
+        if contentDurations.isEmpty { contentDurations = durations }
+        let main = contentDurations.max { $0.value < $1.value || $0.value == $1.value && $0.key > $1.key }?.key
+        guard let main, durations.keys.contains(where: { $0 != main }) else { return }
         let maximumPod = min(options.maximumBreakDuration, 300)
         var r = 0
         while r < runs.count {
@@ -577,19 +596,26 @@ public struct AdDetector: Sendable {
             while end < runs.count, runs[end].hosts == [host], !runDirectories[end].contains(main) { end += 1 }
             defer { r = end }
             let pod = r..<end
-            guard r > 0, end < runs.count, runDirectories[r - 1].contains(main), runDirectories[end].contains(main)
+            let first = media.segments[runs[r].range.lowerBound].mediaSequence
+            let continuing = live && r == 0 && (slated.contains(first) || first > 0 && slated.contains(first - 1))
+            let atEdge = live && end == runs.count
+            guard r > 0 ? runDirectories[r - 1].contains(main) : continuing,
+                end < runs.count ? runDirectories[end].contains(main) : atEdge
             else { continue }
             let directories = pod.reduce(into: Set<String>()) { $0.formUnion(runDirectories[$1]) }
             let duration = pod.reduce(0.0) { $0 + runs[$1].duration }
+            let neighbours = (r > 0 ? [r - 1] : []) + (end < runs.count ? [end] : [])
             guard duration <= maximumPod, pod.allSatisfy({ runDirectories[$0].count == 1 }),
-                directories.isDisjoint(with: runDirectories[r - 1]), directories.isDisjoint(with: runDirectories[end])
+                neighbours.allSatisfy({ directories.isDisjoint(with: runDirectories[$0]) })
             else { continue }
             // Content on both sides must still be content (not decided an ad by another rule).
-            let before = runs[r - 1].range
-            let after = runs[end].range
-            guard !before.contains(where: { detection.decisions[$0].isAd }),
-                !after.contains(where: { detection.decisions[$0].isAd })
+            guard !neighbours.contains(where: { n in runs[n].range.contains { detection.decisions[$0].isAd } })
             else { continue }
+            if atEdge {
+                // Still open at the live edge: the next directory of the content's series is content moving on.
+                guard continuing || !directories.contains(where: { AdDetector.sameSeries($0, main) }) else { continue }
+                for p in pod { for i in runs[p].range { detection.provisional[i] = true } }
+            }
             let id = "ssai-\(media.segments[runs[r].range.lowerBound].mediaSequence)"
             for p in pod {
                 let reason =
@@ -600,6 +626,18 @@ public struct AdDetector: Sendable {
                 }
             }
         }
+    }
+
+    /// Whether two directories (`host/a/b/`) are one series: in the same directory, their names the same but for
+    /// digits (`live/20261201/` and `live/20261202/`, `live2/` and `live3/`).
+    static func sameSeries(_ a: String, _ b: String) -> Bool {
+        func split(_ directory: String) -> (parent: Substring, name: [Character]) {
+            let trimmed = directory.hasSuffix("/") ? directory.dropLast() : Substring(directory)
+            guard let slash = trimmed.lastIndex(of: "/") else { return (trimmed, []) }
+            return (trimmed[...slash], trimmed[trimmed.index(after: slash)...].filter { !("0"..."9").contains($0) })
+        }
+        let (x, y) = (split(a), split(b))
+        return x.parent == y.parent && x.name == y.name
     }
 
     // MARK: Duration heuristic

@@ -14,6 +14,12 @@ struct LiveOrigin {
         case originChange
         /// No markers: a pod of two-segment ads, each from its own creative host and between discontinuities.
         case pods
+        /// No markers: a DAI-style pod of two-segment ads from the content's own host under another path
+        /// (`../pod/<break>/ad/<n>/seg<m>.ts`, relative to the playlist), each ad between discontinuities.
+        case daiPod
+        /// No ads: the content's path changes with a discontinuity to the next dated directory at 10
+        /// (`live/20261201/` to `live/20261202/`), then without one to a mirror path at 12.
+        case pathDecoys
     }
 
     var ads: Set<UInt64>
@@ -44,8 +50,9 @@ struct LiveOrigin {
 
     /// Whether an EXT-X-DISCONTINUITY precedes segment `m` (origin-change streams only).
     func discontinuity(_ m: UInt64) -> Bool {
-        guard marker == .originChange || marker == .pods, m > 0 else { return false }
-        if marker == .pods, ads.contains(m), ads.contains(m - 1), let run = run(of: m) {
+        if marker == .pathDecoys { return m == 10 }
+        guard marker == .originChange || marker == .pods || marker == .daiPod, m > 0 else { return false }
+        if marker == .pods || marker == .daiPod, ads.contains(m), ads.contains(m - 1), let run = run(of: m) {
             return (m - run.lowerBound) % 2 == 0
         }
         return ads.contains(m) != ads.contains(m - 1)
@@ -59,7 +66,23 @@ struct LiveOrigin {
         if marker == .pods, ads.contains(m), let run = run(of: m) {
             return "https://creative\((m - run.lowerBound) / 2).example-ads.net/spot/\(m).ts"
         }
+        if marker == .daiPod, ads.contains(m), let run = run(of: m) {
+            return "https://cdn.example.com/pod/\(run.lowerBound)/ad/\((m - run.lowerBound) / 2)/seg\(m).ts"
+        }
+        if marker == .pathDecoys {
+            return m >= 12
+                ? "https://cdn.example.com/mirror/live/seg\(m).ts"
+                : "https://cdn.example.com/live/2026120\(m >= 10 ? 2 : 1)/seg\(m).ts"
+        }
         return "https://cdn.example.com/live/seg\(m).\(fragmented ? "m4s" : "ts")"
+    }
+
+    /// The URI line of segment `m`: DAI pods relative to the playlist, as stitchers write them.
+    func uriLine(_ m: UInt64) -> String {
+        if marker == .daiPod, ads.contains(m), let run = run(of: m) {
+            return "../pod/\(run.lowerBound)/ad/\((m - run.lowerBound) / 2)/seg\(m).ts"
+        }
+        return uri(m)
     }
 
     /// The playlist when the window starts at `first`.
@@ -96,7 +119,7 @@ struct LiveOrigin {
                             "#EXT-X-DATERANGE:ID=\"break-\(m)\",START-DATE=\"\(date(m))\",DURATION=\(Int(total)),"
                             + "SCTE35-OUT=0xFC301B00000000000000FFF00A05000000027FDF000100000000AEB783E6\n"
                     }
-                case .originChange, .pods:
+                case .originChange, .pods, .daiPod, .pathDecoys:
                     break
                 }
             } else if marker == .cueOutContIn, m > 0, ads.contains(m - 1) {
@@ -107,7 +130,7 @@ struct LiveOrigin {
                     t += "#EXT-X-PART:DURATION=1.0,URI=\"part\(m).\(p).ts\"\(p == 0 ? ",INDEPENDENT=YES" : "")\n"
                 }
             }
-            t += "#EXTINF:\(duration),\n\(uri(m))\n"
+            t += "#EXTINF:\(duration),\n\(uriLine(m))\n"
         }
         if lowLatency {
             t += "#EXT-X-PART:DURATION=1.0,URI=\"part\(last + 1).0.ts\",INDEPENDENT=YES\n"

@@ -144,6 +144,41 @@ import Testing
         #expect(results.flatMap(\.decisions).filter(\.isAd).allSatisfy { $0.rule == .originChange })
     }
 
+    /// A DAI-style pod on the content's own host under another path (`../pod/8/ad/<n>/`, three two-segment ads
+    /// between discontinuities), with the window sliding across it one segment per poll (and two): slates from the
+    /// poll where the pod's first segment reaches the live edge, through the polls whose window is all pod, to the
+    /// polls after content came back; never a content segment slated. Each poll's decisions are asserted by
+    /// `check` against the origin's ads.
+    @Test(arguments: [UInt64(1), 2]) func daiPodOnTheContentsHostAtTheLiveEdge(step: UInt64) throws {
+        let origin = LiveOrigin(ads: Set(8...13), marker: .daiPod)
+        let polls = Array(stride(from: UInt64(2), through: 18, by: Int(step)))
+        let results = try check(origin, polls: polls)
+        #expect(results.flatMap(\.decisions).filter(\.isAd).allSatisfy { $0.rule == .pathChange })
+        // The first poll that shows the pod's first segment (at the live edge) already slates it.
+        let edge = try #require(results.firstIndex { $0.decisions.contains(where: \.isAd) })
+        let last = polls[edge] + origin.windowSize - 1
+        #expect(edge == polls.firstIndex { $0 + origin.windowSize - 1 >= 8 })
+        #expect(results[edge].slates.map(\.mediaSequence) == Array(8...last))
+        // Every ad sequence number got its slate, once, on the same anchor: the last content segment, 7.
+        var filter = LiveAdFilter()
+        var slots: [UInt64: SlateSlot] = [:]
+        for first in polls {
+            for slot in filter.filter(try Playlist(origin.poll(first)), url: Self.url).slates {
+                if let earlier = slots[slot.mediaSequence] { #expect(earlier == slot) }
+                slots[slot.mediaSequence] = slot
+            }
+        }
+        #expect(Set(slots.keys) == Set(8...13))
+        #expect(slots.values.allSatisfy { $0.anchorMediaSequence == 7 })
+    }
+
+    /// Path changes that are not pods stay content in every poll: a new dated directory after a discontinuity
+    /// (the content's series moving on, first seen at the live edge) and a mirror path without a discontinuity.
+    @Test func contentPathChangesAtTheLiveEdgeStayContent() throws {
+        let results = try check(LiveOrigin(ads: [], marker: .pathDecoys), polls: Array(2...16))
+        #expect(results.allSatisfy { $0.decisions.allSatisfy { !$0.isAd } && $0.slates.isEmpty })
+    }
+
     @Test func aWindowOfOnlyAdsIsStillAValidAdvancingPlaylist() throws {
         let results = try check(LiveOrigin(ads: Set(4...30)), polls: [2, 6, 8, 10, 12])
         for r in results.dropFirst() {
