@@ -44,6 +44,12 @@ let command = Command(
         .value(
             "--start-pts", value: "ticks", help: "The slate's first PTS in 90 kHz ticks (default 126000).",
             expects: "a PTS in 90 kHz ticks", example: "126000"),
+        .value(
+            "--audio-origin", value: "ticks",
+            help: "For a chain of slates: the first slate's --start-pts. The silent audio stays on one frame grid "
+                + "from there, so consecutive slates join with no audio gap (a slate's last frame may end up to a "
+                + "frame after it).",
+            expects: "a PTS in 90 kHz ticks", example: "126000"),
     ])
 
 enum Mode {
@@ -61,6 +67,7 @@ struct Options {
     var mode = Mode.summary
     var slateSeconds: Double?
     var startPTS: UInt64 = 126_000
+    var audioOrigin: UInt64?
     var timing = false
     var frames = false
 }
@@ -99,6 +106,15 @@ func readOptions(_ parsed: ParsedArguments) throws(UsageError) -> Options {
         }
         options.startPTS = ticks
     }
+    if let ticks = try parsed.integer("--audio-origin", as: UInt64.self) {
+        guard ticks < 1 << 33 else {
+            throw UsageError("invalid PTS '\(ticks)' for '--audio-origin' (0 ... 2^33-1)")
+        }
+        guard options.mode == .makeSlate else {
+            throw UsageError("'--audio-origin' needs '--make-slate'")
+        }
+        options.audioOrigin = ticks
+    }
     if parsed.positionals.count > 1 {
         throw UsageError("unexpected argument '\(parsed.positionals[1])' after '\(parsed.positionals[0])'")
     }
@@ -125,9 +141,16 @@ if options.mode == .makeSlate, let seconds = options.slateSeconds {
     do {
         let builder = try SlateBuilder()
         var counters: [UInt16: UInt8] = [:]
-        let slate = builder.make(
-            durationTicks: Int64((seconds * 90_000).rounded()), startPTS: Timestamp(wrapping: options.startPTS),
-            continuityCounters: &counters)
+        let duration = Int64((seconds * 90_000).rounded())
+        let start = Timestamp(wrapping: options.startPTS)
+        let slate =
+            if let origin = options.audioOrigin {
+                builder.make(
+                    durationTicks: duration, startPTS: start, audioOrigin: Timestamp(wrapping: origin),
+                    continuityCounters: &counters)
+            } else {
+                builder.make(durationTicks: duration, startPTS: start, continuityCounters: &counters)
+            }
         var out = OutputBuffer(fd: 1)
         out.bytes = slate
         out.flush()

@@ -5,7 +5,9 @@
 /// Its pictures and sound come from one of two places:
 /// - the built-in 0.32 s template (``init()``: 8 frames of black 320x240 H.264 at 25 fps, an IDR and P frames; 15
 ///   frames of silent AAC at 48 kHz, which last exactly as long), looped and cut at frame boundaries, on a ``Layout``
-///   of the caller's choice (``make(durationTicks:startPTS:layout:continuityCounters:)``);
+///   of the caller's choice (``make(durationTicks:startPTS:layout:continuityCounters:)``; for a chain of slates,
+///   ``make(durationTicks:startPTS:audioOrigin:layout:continuityCounters:)`` keeps the audio on one frame grid
+///   across the slots, so they join with no audio hole);
 /// - an anchor segment, the last content segment before an ad break (``init(continuing:)``): its first keyframe
 ///   repeated at the content's frame interval (every picture an independent IDR, DTS = PTS), silent AAC frames on its
 ///   ADTS audio stream (mono or stereo AAC-LC; other audio is left out), on its own program (PAT, PMT, PIDs, stream
@@ -17,8 +19,8 @@
 ///   the frame that starts less than a frame before it, so it starts where the anchor's audio ended.
 ///
 /// Time stamps are computed from frame indices, so they are continuous across loops and wrap correctly past 2^33.
-/// A template slate's audio never outlasts its video; a continuation's last frame may end up to a frame after the
-/// slot, where the next slot's audio begins.
+/// A lone template slate's audio never outlasts its video; in a chain (an audio origin given) and in a continuation,
+/// a slot's last frame may end up to a frame after the slot, where the next slot's audio begins.
 public struct SlateBuilder: Sendable {
     /// Where the slate's program goes.
     public struct Layout: Hashable, Sendable {
@@ -143,6 +145,36 @@ public struct SlateBuilder: Sendable {
         durationTicks: Int64, startPTS: Timestamp, layout: Layout = Layout(),
         continuityCounters: inout [UInt16: UInt8]
     ) -> [UInt8] {
+        let audioCount = audioFrames.isEmpty ? 0 : audioFrameCount(in: Int64(videoCount(durationTicks)) * frameTicks)
+        return make(
+            durationTicks: durationTicks, startPTS: startPTS, audio: (startPTS, 0, audioCount), layout: layout,
+            continuityCounters: &continuityCounters)
+    }
+
+    /// A slate of a chain whose silent audio runs on one frame grid from `audioOrigin` (the first slate's
+    /// `startPTS`), as ``make(durationTicks:startPTS:layout:continuityCounters:)`` otherwise: the slot
+    /// `startPTS ..< startPTS + durationTicks` gets the grid's frames that start within it, as segmenters cut
+    /// content audio. Consecutive slots (each starting where the one before ended) then tile the grid: no audio hole
+    /// at a join and no drift over a long chain; a slot's last frame may end up to a frame after the slot, where
+    /// the next slot's audio begins. A slot that starts before `audioOrigin` has its audio from there.
+    public func make(
+        durationTicks: Int64, startPTS: Timestamp, audioOrigin: Timestamp, layout: Layout = Layout(),
+        continuityCounters: inout [UInt16: UInt8]
+    ) -> [UInt8] {
+        let fromOrigin = audioOrigin.distance(to: startPTS)
+        let first = audioFramesStarting(before: fromOrigin)
+        let last = max(first, audioFramesStarting(before: fromOrigin + max(0, durationTicks)))
+        return make(
+            durationTicks: durationTicks, startPTS: startPTS,
+            audio: (audioOrigin, first, audioFrames.isEmpty ? 0 : last - first), layout: layout,
+            continuityCounters: &continuityCounters)
+    }
+
+    /// A template slate with the audio grid's origin, the first frame's index on it and the frame count given.
+    private func make(
+        durationTicks: Int64, startPTS: Timestamp, audio: (origin: Timestamp, first: Int, count: Int),
+        layout: Layout, continuityCounters: inout [UInt16: UInt8]
+    ) -> [UInt8] {
         let pat = ProgramAssociationTable(
             transportStreamID: layout.transportStreamID,
             programs: [.init(programNumber: layout.programNumber, pmtPID: layout.pmtPID)])
@@ -155,8 +187,7 @@ public struct SlateBuilder: Sendable {
         let placement = Placement(
             tables: [(pat.sectionBytes, 0), (pmt.sectionBytes, layout.pmtPID)], tablesEveryLoop: true,
             videoPID: layout.videoPID, audioPID: layout.audioPID, pcrPID: layout.videoPID, pcrLead: 9000,
-            videoStart: startPTS, audioStart: startPTS, audioFirst: 0,
-            audioCount: audioFrames.isEmpty ? 0 : audioFrameCount(in: Int64(videoCount(durationTicks)) * frameTicks),
+            videoStart: startPTS, audioStart: audio.origin, audioFirst: audio.first, audioCount: audio.count,
             videoCount: videoCount(durationTicks))
         return write(placement, continuityCounters: &continuityCounters)
     }
