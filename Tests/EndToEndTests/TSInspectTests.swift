@@ -320,6 +320,53 @@ private let wrapModulus: Int64 = 1 << 33
     }
 }
 
+/// Template slates chained with `--audio-origin` (tsinspect --make-slate, SlateBuilder's template path): ffprobe
+/// reads each slate's audio packets; every join between consecutive slates is 0 ticks (0.00 ms), each slot holds
+/// its duration of audio within one AAC frame, and 30 slots do not drift. Slots of 2 s and of 2.5 s (not whole
+/// AAC frames), the chain crossing the 33-bit wrap.
+@Suite struct ChainedTemplateSlates {
+    @Test(arguments: [2.0, 2.5]) func joinsHaveNoAudioGap(seconds: Double) throws {
+        guard let tool = EndToEnd.product("tsinspect"), let ffprobe = EndToEnd.tool("ffprobe") else { return }
+        let origin = (Int64(1) << 33) - 20 * 90_000
+        let slot = Int64((seconds * 90_000).rounded())
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("chain-\(UUID().uuidString).ts")
+        defer { try? FileManager.default.removeItem(at: file) }
+        var previousEnd: Int64?
+        var gaps: [Int64] = []
+        var holes: [Int64] = []
+        var total: Int64 = 0
+        for n in 0..<30 {
+            let start = (origin + Int64(n) * slot) % wrapModulus
+            let made = try EndToEnd.run(
+                tool, ["--make-slate", "\(seconds)", "--start-pts", "\(start)", "--audio-origin", "\(origin)"])
+            #expect(made.status == 0, "\(made.err)")
+            try made.stdout.write(to: file)
+            let probe = try EndToEnd.run(
+                ffprobe,
+                [
+                    "-v", "error", "-select_streams", "a", "-show_entries", "packet=pts,duration", "-of", "csv=p=0",
+                    file.path,
+                ])
+            let packets: [(pts: Int64, duration: Int64)] = probe.out.split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: ",")
+                guard fields.count == 2, let pts = Int64(fields[0]), let duration = Int64(fields[1]) else { return nil }
+                return ((pts % wrapModulus + wrapModulus) % wrapModulus, duration)
+            }
+            let first = try #require(packets.first, "slate \(n) has no audio")
+            let sum = packets.reduce(Int64(0)) { $0 + $1.duration }
+            // Unwrapped onto the chain's timeline (which crosses 2^33).
+            let begin = (first.pts - origin + wrapModulus) % wrapModulus
+            if let previousEnd { gaps.append(begin - previousEnd) }
+            holes.append(slot - sum)
+            total += sum
+            previousEnd = begin + sum
+        }
+        #expect(gaps.count == 29 && gaps.allSatisfy { $0 == 0 }, "audio gaps (ticks) at the joins: \(gaps)")
+        #expect(holes.allSatisfy { abs($0) < 1920 }, "per-slot audio shortfall (ticks): \(holes)")
+        #expect(abs(total - 30 * slot) < 1920, "30 slots hold \(total) ticks of audio for \(30 * slot)")
+    }
+}
+
 /// `--pts --frames`: one line per audio frame, with the PTS and size ffprobe gives each audio packet.
 @Suite(.serialized) struct TSInspectAudioFrames {
     struct Frame: Equatable, CustomStringConvertible {
