@@ -121,6 +121,60 @@ import Testing
         }
     }
 
+    /// `tsplayer proxy LIST --all-channels`: the local list names every channel as the source does (title, tvg-id,
+    /// group, the header's guide URL), leaves out a channel without an http(s) URL (with a warning), and each
+    /// channel, one per header source, plays through the proxy with its own headers: ffmpeg reads each, and every
+    /// upstream request carried both headers. A left-out channel's route is 404.
+    @Test func proxyServesAWholeList() throws {
+        guard let tsplayer = EndToEnd.product("tsplayer"), let ffmpeg = EndToEnd.tool("ffmpeg"),
+            let curl = EndToEnd.tool("curl"), let fixtures = DownloadFixtures.get(),
+            let origin = try Self.origin(fixtures)
+        else { return }
+        defer { origin.stop() }
+        let url = origin.url("aes/index.m3u8")
+        let file = try Self.write(
+            "#EXTM3U x-tvg-url=\"http://guide.example/epg.xml\"\n"
+                + "#EXTINF:-1 tvg-id=\"vlc\" group-title=\"Tests\",VLC Channel\n"
+                + "#EXTVLCOPT:http-user-agent=\(Self.agent)\n#EXTVLCOPT:http-referrer=\(Self.referer)\n\(url)\n"
+                + "#EXTINF:-1 tvg-id=\"http\",HTTP Channel\n#EXTGRP:Grouped\n"
+                + "#EXTHTTP:{\"User-Agent\":\"\(Self.agent)\",\"Referer\":\"\(Self.referer)\"}\n\(url)\n"
+                + "#EXTINF:-1,Relative\nrelative.m3u8\n"
+                + "#EXTINF:-1 tvg-id=\"pipe\",Pipe Channel\n"
+                + "\(url)|User-Agent=KodiTest%2F1.0&Referer=http%3A%2F%2Freferrer.example%2Fpage\n",
+            in: DownloadTool.temporaryStore())
+        let proxy = try ProxyTestProcess(tsplayer, ["proxy", file, "--all-channels", "--allow-private"])
+        defer { proxy.stop() }
+        #expect(proxy.firstLine.hasSuffix("/channels.m3u"), "\(proxy.stderr)")
+        let base = String(proxy.firstLine.dropLast("channels.m3u".count))
+        let local = try EndToEnd.run(curl, ["-s", "-f", proxy.firstLine])
+        #expect(
+            local.out
+                == "#EXTM3U x-tvg-url=\"http://guide.example/epg.xml\"\n"
+                + "#EXTINF:-1 tvg-id=\"vlc\" group-title=\"Tests\",VLC Channel\n\(base)1/index.m3u8\n"
+                + "#EXTINF:-1 tvg-id=\"http\" group-title=\"Grouped\",HTTP Channel\n\(base)2/index.m3u8\n"
+                + "#EXTINF:-1 tvg-id=\"pipe\",Pipe Channel\n\(base)4/index.m3u8\n", "\(local.out)")
+        let playlist = fixtures.www.appendingPathComponent("aes/index.m3u8")
+        let expected = Set(["/aes/index.m3u8"] + DownloadFixtures.references(playlist).map { "/aes/" + $0 })
+        for n in [1, 2, 4] {
+            let before = FailFastEndToEndTests.requests(origin).count
+            let read = try EndToEnd.run(
+                ffmpeg,
+                ["-nostdin", "-loglevel", "error", "-i", base + "\(n)/index.m3u8", "-c", "copy", "-f", "null", "-"])
+            #expect(read.status == 0, "channel \(n): \(read.err)")
+            let requests = FailFastEndToEndTests.requests(origin).dropFirst(before)
+            #expect(
+                requests.allSatisfy { ["200", "206"].contains($0.status) && $0.fault == "none" },
+                "channel \(n): \(requests)")
+            #expect(Set(requests.map(\.path)) == expected, "channel \(n)")
+        }
+        let leftOut = try EndToEnd.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", base + "3/index.m3u8"])
+        #expect(leftOut.out == "404")
+        #expect(
+            proxy.stderr.contains("warning: channel 'Relative' (line 10) has no absolute http or https URL; left out"),
+            "\(proxy.stderr)")
+        #expect(!proxy.stderr.contains("upstream error"), "\(proxy.stderr)")
+    }
+
     /// A list served over http is read with the caller's -H headers, and the channel's own headers go on the
     /// stream's requests.
     @Test func aListServedOverHTTPIsReadWithTheCallersHeaders() throws {

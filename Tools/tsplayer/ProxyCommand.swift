@@ -16,7 +16,8 @@ enum ProxyCommand {
             """,
         synopsis: [
             "tsplayer proxy <url> [-H <header>]... [--user-agent <ua>] [--referer <url>] [--mode <mode>] "
-                + "[--port <port>] [--cors <origin>] [--explain] [--channel <channel>]"
+                + "[--port <port>] [--cors <origin>] [--explain] [--channel <channel>]",
+            "tsplayer proxy <list> --all-channels [options]",
         ],
         arguments: [
             Argument(
@@ -30,6 +31,10 @@ enum ProxyCommand {
                 "--channel", value: "channel",
                 help: "Proxy this channel of the list <url>: a title, tvg-name or tvg-id, a tvg-chno, or a "
                     + "position from 1; the headers the list gives it go on every upstream request."),
+            .flag(
+                "--all-channels",
+                help: "Serve every channel of the list <url>: prints the URL of a local M3U list whose channels play "
+                    + "through the proxy, each with the headers the list gives it."),
             .value(
                 "-H", "--header", value: "header",
                 help: "An extra request header, 'Name: value' (repeatable); sent with every request."),
@@ -61,28 +66,16 @@ enum ProxyCommand {
         var listHeaders = HTTPHeaders(parsed.headers(command).map { ($0.name, $0.value) })
         if let agent = parsed.value("--user-agent") { listHeaders.replaceOrAdd(name: "User-Agent", value: agent) }
         if let referer = parsed.value("--referer") { listHeaders.add(name: "Referer", value: referer) }
+        let explain = parsed.flag("--explain")
+        if parsed.flag("--all-channels") {
+            if parsed.value("--channel") != nil {
+                command.usageError("--all-channels cannot be combined with --channel")
+            }
+            return await ChannelListProxy.run(parsed, command, listHeaders: listHeaders, explain: explain)
+        }
         let (url, urlHeaders) = await parsed.streamInput(
             command, listHeaders: listHeaders, allowPrivate: parsed.flag("--allow-private"))
-        var options = AdStrippingProxy.Options()
-        options.fetch.headers += urlHeaders.filter { $0.name.lowercased() != "user-agent" }
-        options.fetch.headers += parsed.headers(command)
-        options.fetch.userAgent =
-            parsed.value("--user-agent") ?? urlHeaders.first { $0.name.lowercased() == "user-agent" }?.value
-            ?? "tsplayer/\(Toolkit.version)"
-        options.fetch.onRetry = ErrorText.showRetry
-        if let referer = parsed.value("--referer") { options.fetch.headers.append((name: "Referer", value: referer)) }
-        if let mode = parsed.value("--mode") {
-            guard let m = AdStrippingProxy.SegmentMode(rawValue: mode) else {
-                command.usageError("--mode must be 'stream' or 'redirect', not '\(mode)'")
-            }
-            options.segmentMode = m
-        }
-        if let port = parsed.port(command) { options.server.port = port }
-        if let origin = parsed.checked(command, "--cors", corsOrigin) {
-            options.server.cors = CORSOptions(allowedOrigin: origin)
-        }
-        options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
-        let explain = parsed.flag("--explain")
+        let options = proxyOptions(parsed, headers: urlHeaders)
 
         // The first fetch checks the door: a URL that answers with something other than a playlist stops here,
         // with one error. Other failures are the player's to see (the proxy answers 502 and says why), so the
@@ -111,28 +104,60 @@ enum ProxyCommand {
             return ErrorText.exitCode(error)
         }
         Output.line(local)
-        let events = Task {
-            for await event in proxy.events {
-                switch event {
-                case .poll(let playlist, let decisions, let warnings):
-                    for warning in warnings { Output.log("warning: \(warning)") }
-                    if explain {
-                        Output.log("poll \(playlist)")
-                        for line in AdFilterCommand.explanation(decisions) { Output.log("  " + line) }
-                    }
-                case .stalled(let playlist, let seconds):
-                    Output.log("stalled: \(playlist) has not changed for \(Int(seconds)) s")
-                case .resumed(let playlist):
-                    Output.log("resumed: \(playlist)")
-                case .upstreamError(let error):
-                    Output.log("upstream error: " + ErrorText.describe(error))
-                }
-            }
-        }
+        let events = report(proxy, explain: explain)
         await Signals.waitForInterrupt()
         await proxy.stop()
         events.cancel()
         return ExitCode.success
+    }
+
+    /// The proxy's options from the command line, with `headers` (a URL suffix's or a channel's) on every upstream
+    /// request; -H, --user-agent and --referer win over them.
+    static func proxyOptions(_ parsed: ParsedArguments, headers: [(name: String, value: String)])
+        -> AdStrippingProxy.Options
+    {
+        var options = AdStrippingProxy.Options()
+        options.fetch.headers += headers.filter { $0.name.lowercased() != "user-agent" }
+        options.fetch.headers += parsed.headers(command)
+        options.fetch.userAgent =
+            parsed.value("--user-agent") ?? headers.first { $0.name.lowercased() == "user-agent" }?.value
+            ?? "tsplayer/\(Toolkit.version)"
+        options.fetch.onRetry = ErrorText.showRetry
+        if let referer = parsed.value("--referer") { options.fetch.headers.append((name: "Referer", value: referer)) }
+        if let mode = parsed.value("--mode") {
+            guard let m = AdStrippingProxy.SegmentMode(rawValue: mode) else {
+                command.usageError("--mode must be 'stream' or 'redirect', not '\(mode)'")
+            }
+            options.segmentMode = m
+        }
+        if let port = parsed.port(command) { options.server.port = port }
+        if let origin = parsed.checked(command, "--cors", corsOrigin) {
+            options.server.cors = CORSOptions(allowedOrigin: origin)
+        }
+        options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
+        return options
+    }
+
+    /// Prints `proxy`'s events on stderr (each poll's decisions too with `explain`) until it stops.
+    static func report(_ proxy: AdStrippingProxy, explain: Bool, label: String = "") -> Task<Void, Never> {
+        Task {
+            for await event in proxy.events {
+                switch event {
+                case .poll(let playlist, let decisions, let warnings):
+                    for warning in warnings { Output.log("warning: \(label)\(warning)") }
+                    if explain {
+                        Output.log("poll \(label)\(playlist)")
+                        for line in AdFilterCommand.explanation(decisions) { Output.log("  " + line) }
+                    }
+                case .stalled(let playlist, let seconds):
+                    Output.log("stalled: \(label)\(playlist) has not changed for \(Int(seconds)) s")
+                case .resumed(let playlist):
+                    Output.log("resumed: \(label)\(playlist)")
+                case .upstreamError(let error):
+                    Output.log("upstream error: \(label)" + ErrorText.describe(error))
+                }
+            }
+        }
     }
 
     /// A `--cors` value: `*`, or an origin (`scheme://host[:port]`, nothing after it) that can go into a header as is.
