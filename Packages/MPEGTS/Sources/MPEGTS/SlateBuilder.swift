@@ -10,7 +10,7 @@
 ///   across the slots, so they join with no audio hole);
 /// - an anchor segment, the last content segment before an ad break (``init(continuing:)``): its first keyframe
 ///   repeated at the content's frame interval (every picture an independent IDR, DTS = PTS), silent AAC frames on its
-///   ADTS audio stream (mono or stereo AAC-LC; other audio is left out), on its own program (PAT, PMT, PIDs, stream
+///   ADTS audio stream (AAC-LC in channel configurations 1 to 7, mono to 7.1; other audio is left out), on its own program (PAT, PMT, PIDs, stream
 ///   types) with its PCR PID, continuity counters continuing its own, from its first PTS plus an offset
 ///   (``continuation(durationTicks:offsetTicks:)``), so a player sees one timeline across content, slates and
 ///   content again. The silent audio continues the anchor's audio frame grid from where the anchor's audio ended:
@@ -281,16 +281,35 @@ public struct SlateBuilder: Sendable {
 // MARK: Slates that continue an anchor segment
 
 extension SlateBuilder {
-    /// Silent AAC-LC raw data blocks (one 1024-sample frame), by channel count.
+    /// Silent AAC-LC raw data blocks (one 1024-sample frame), by MPEG-4 channel configuration (ISO/IEC 14496-3
+    /// 1.6.3.5): 1 mono, 2 stereo, 3 to 7 the 3.0, 4.0, 5.0, 5.1 and 7.1 layouts. Each is that configuration's
+    /// elements in order (SCE for a single channel, CPE for a pair, LFE), every one with one scale factor band of
+    /// the zero codebook (no spectral data, so silence), their instance tags counted per element type, then END.
     static let silentAAC: [Int: [UInt8]] = [
         1: [0x00, 0xC8, 0x00, 0x80, 0x23, 0x80],
         2: [0x21, 0x00, 0x49, 0x90, 0x02, 0x19, 0x00, 0x23, 0x80],
+        3: [0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x8E],
+        4: [
+            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x80, 0x2C, 0x80, 0x08, 0x02, 0x38,
+        ],
+        5: [
+            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x82, 0x30, 0x04, 0x99, 0x00, 0x21,
+            0x90, 0x02, 0x38,
+        ],
+        6: [
+            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x82, 0x30, 0x04, 0x99, 0x00, 0x21,
+            0x90, 0x02, 0x18, 0x32, 0x00, 0x20, 0x08, 0xE0,
+        ],
+        7: [
+            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x82, 0x30, 0x04, 0x99, 0x00, 0x21,
+            0x90, 0x02, 0x09, 0x40, 0x12, 0x64, 0x00, 0x86, 0x40, 0x08, 0x60, 0xC8, 0x00, 0x80, 0x23, 0x80,
+        ],
     ]
     static let sampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
 
     /// A builder of slates that continue `anchor`, the last content segment before an ad break: its first keyframe
     /// at its frame interval (the most common PTS step between its pictures in display order; 3003 ticks when it has
-    /// one picture), silent audio on its ADTS AAC stream when that is mono or stereo AAC-LC, its program and PIDs.
+    /// one picture), silent audio on its ADTS AAC stream when that is AAC-LC in a channel configuration from 1 (mono) to 7 (7.1), its program and PIDs.
     /// Throws when the segment has no PAT, no PMT, no H.264 or HEVC stream or no keyframe on it.
     public init(continuing anchor: [UInt8]) throws(MPEGTSError) {
         var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: true, reassemblePES: true))
@@ -336,7 +355,7 @@ extension SlateBuilder {
         for (a, b) in zip(times, times.dropFirst()) where b > a && b - a < 9000 { steps[b - a, default: 0] += 1 }
         frameTicks = steps.max { $0.value < $1.value || $0.value == $1.value && $0.key > $1.key }?.key ?? 3003
 
-        // Audio: silent ADTS frames on the first AAC stream when its layout is mono or stereo AAC-LC.
+        // Audio: silent ADTS frames on the first AAC stream when it is AAC-LC in a channel configuration with a silent frame (1 to 7).
         var audioPID: UInt16?
         var audioStart = firstPTS
         var audioEnd = firstPTS
