@@ -1,23 +1,45 @@
-/// Silent audio for fMP4 slates: the content's AAC-LC track (its `trak` and `trex` copied into the slates' init
+/// Silent audio for fMP4 slates: the content's AAC-LC track (channel configurations 1 to 7, mono to 7.1) (its `trak` and `trex` copied into the slates' init
 /// section, so the sample entry is the content's own) and fragments of silent 1024-sample frames on it, placed on the
 /// content's audio frame grid from where the anchor segment's audio ended. Without it an fMP4 slate is a whole slot
 /// without sound.
 extension FragmentedSlateTemplate {
-    /// The content's audio track that slates can carry silence on: AAC-LC, mono or stereo, whose timescale is its
-    /// sample rate (one frame is 1024 ticks).
+    /// The content's audio track that slates can carry silence on: AAC-LC in a channel configuration from 1 (mono)
+    /// to 7 (7.1), whose timescale is its sample rate (one frame is 1024 ticks).
     public struct AudioTrack: Sendable, Hashable {
         public var id: UInt32
         public var timescale: UInt64
+        /// The sample entry's channel count.
         public var channels: Int
+        /// The AudioSpecificConfig's channel configuration (ISO/IEC 14496-3 1.6.3.5): 1 mono, 2 stereo, 6 5.1, 7
+        /// 7.1; the silent frames are made for it.
+        public var channelConfiguration: Int
         /// The content's `trak` and its `trex`, copied into the slates' init section.
         let trak: Box
         let trex: Box
     }
 
-    /// Silent AAC-LC raw data blocks (one 1024-sample frame), by channel count.
+    /// Silent AAC-LC raw data blocks (one 1024-sample frame), by channel configuration (1 to 7: mono, stereo,
+    /// 3.0, 4.0, 5.0, 5.1, 7.1): the configuration's elements (SCE, CPE, LFE) each with one band of the zero
+    /// codebook, then END. The same frames as MPEGTS's TS slates (a test keeps the two equal).
     static let silentFrames: [Int: [UInt8]] = [
         1: [0x00, 0xC8, 0x00, 0x80, 0x23, 0x80],
         2: [0x21, 0x00, 0x49, 0x90, 0x02, 0x19, 0x00, 0x23, 0x80],
+        3: [0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x8E],
+        4: [
+            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x80, 0x2C, 0x80, 0x08, 0x02, 0x38,
+        ],
+        5: [
+            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x82, 0x30, 0x04, 0x99, 0x00, 0x21,
+            0x90, 0x02, 0x38,
+        ],
+        6: [
+            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x82, 0x30, 0x04, 0x99, 0x00, 0x21,
+            0x90, 0x02, 0x18, 0x32, 0x00, 0x20, 0x08, 0xE0,
+        ],
+        7: [
+            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x82, 0x30, 0x04, 0x99, 0x00, 0x21,
+            0x90, 0x02, 0x09, 0x40, 0x12, 0x64, 0x00, 0x86, 0x40, 0x08, 0x60, 0xC8, 0x00, 0x80, 0x23, 0x80,
+        ],
     ]
 
     /// The first `soun` track of an init section that slates can carry silence on, or nil.
@@ -41,9 +63,73 @@ extension FragmentedSlateTemplate {
                     $0.type == .trex && $0.data.count >= 8 && uint32($0.data, 4) == id
                 })
             else { continue }
-            return AudioTrack(id: id, timescale: scale, channels: entry.channels, trak: trak, trex: trex)
+            return AudioTrack(
+                id: id, timescale: scale, channels: entry.channels, channelConfiguration: entry.configuration,
+                trak: trak, trex: trex)
         }
         return nil
+    }
+
+    /// Why slates cannot carry silence on the content's audio, for a diagnostic: nil when they can
+    /// (``audioTrack(initSection:)``) or when the init section has no sound track. Silence is made without an
+    /// encoder only for AAC-LC in channel configurations 1 to 7; HE-AAC (its SBR data), AC-3, E-AC-3, Opus, a
+    /// layout given by a program config element and the rest would need one, so their slates are left silent-less
+    /// (no audio fragment) rather than given wrong audio.
+    public static func silentAudioUnavailable(initSection: [UInt8]) -> String? {
+        guard audioTrack(initSection: initSection) == nil,
+            let moov = (try? BoxReader.parsePrefix(initSection))?.boxes.first(where: { $0.type == .moov })
+        else { return nil }
+        for trak in moov.children where trak.type == .trak {
+            guard let hdlr = trak.descendant([.mdia, .hdlr])?.data, hdlr.count >= 12,
+                hdlr[8..<12].elementsEqual("soun".utf8)
+            else { continue }
+            guard let stsd = trak.descendant([.mdia, .minf, .stbl, .stsd])?.data, stsd.count >= 16 else {
+                return "the content's audio track has no sample description: slates carry no audio"
+            }
+            let format = String(decoding: stsd[12..<16].map { (0x20...0x7E).contains($0) ? $0 : 0x3F }, as: UTF8.self)
+            var codec = "'\(format)'"
+            if format == "mp4a", let asc = mp4aConfig(stsd) {
+                switch asc.objectType {
+                case 5: codec = "HE-AAC (mp4a.40.5)"
+                case 29: codec = "HE-AAC v2 (mp4a.40.29)"
+                case 2 where asc.configuration == 0: codec = "AAC-LC with a program config element layout"
+                case 2: codec = "AAC-LC whose sample rate is not its timescale"
+                default: codec = "AAC object type \(asc.objectType) (mp4a.40.\(asc.objectType))"
+                }
+            } else if format == "ac-3" {
+                codec = "AC-3"
+            } else if format == "ec-3" {
+                codec = "E-AC-3"
+            } else if format == "Opus" {
+                codec = "Opus"
+            }
+            return "the content's audio is \(codec): slates carry no audio (silence for it needs an encoder)"
+        }
+        return nil
+    }
+
+    /// The audio object type and channel configuration of an AudioSpecificConfig (ISO/IEC 14496-3 1.6.2.1), or nil
+    /// when it is too short.
+    static func audioSpecificConfig(_ config: [UInt8]) -> (objectType: Int, configuration: Int)? {
+        var position = 0
+        func read(_ count: Int) -> Int? {
+            var value = 0
+            for _ in 0..<count {
+                guard position / 8 < config.count else { return nil }
+                value = value << 1 | Int(config[position / 8] >> (7 - UInt8(position % 8)) & 1)
+                position += 1
+            }
+            return value
+        }
+        guard var objectType = read(5) else { return nil }
+        if objectType == 31 {
+            guard let extended = read(6) else { return nil }
+            objectType = 32 + extended
+        }
+        guard let frequencyIndex = read(4) else { return nil }
+        if frequencyIndex == 15 { guard read(24) != nil else { return nil } }
+        guard let configuration = read(4) else { return nil }
+        return (objectType, configuration)
     }
 
     /// How far a track's presentation runs after its decode times, in seconds, from its edit list: the empty
@@ -81,21 +167,29 @@ extension FragmentedSlateTemplate {
         return 0
     }
 
-    /// The channel count and sample rate of an `stsd` body's first entry when it is `mp4a` with an AAC-LC
-    /// AudioSpecificConfig of one or two channels.
-    static func aacEntry(_ stsd: [UInt8]) -> (channels: Int, sampleRate: Int)? {
+    /// The channel count, channel configuration and sample rate of an `stsd` body's first entry when it is `mp4a`
+    /// with an AAC-LC AudioSpecificConfig in a channel configuration that has a silent frame (1 to 7).
+    static func aacEntry(_ stsd: [UInt8]) -> (channels: Int, configuration: Int, sampleRate: Int)? {
         // version/flags, entry_count, then the entry: size, 'mp4a', 28 bytes of AudioSampleEntry fields, boxes.
         guard stsd.count >= 8 + 36, stsd[12..<16].elementsEqual("mp4a".utf8) else { return nil }
         let size = Int(uint32(stsd, 8))
         guard size >= 36, 8 + size <= stsd.count else { return nil }
         let channels = Int(stsd[8 + 24]) << 8 | Int(stsd[8 + 25])
         let rate = Int(uint32(stsd, 8 + 32) >> 16)
-        guard silentFrames[channels] != nil, rate > 0,
-            let boxes = try? BoxReader.parse(Array(stsd[(8 + 36)..<(8 + size)])),
-            let esds = boxes.first(where: { $0.type == "esds" })?.data,
-            let config = decoderSpecificInfo(esds), let first = config.first, first >> 3 == 2
+        guard rate > 0, let asc = mp4aConfig(stsd), asc.objectType == 2, silentFrames[asc.configuration] != nil
         else { return nil }
-        return (channels, rate)
+        return (channels, asc.configuration, rate)
+    }
+
+    /// The AudioSpecificConfig fields of an `stsd` body's first entry when it is `mp4a` with an `esds`.
+    static func mp4aConfig(_ stsd: [UInt8]) -> (objectType: Int, configuration: Int)? {
+        guard stsd.count >= 8 + 36, stsd[12..<16].elementsEqual("mp4a".utf8) else { return nil }
+        let size = Int(uint32(stsd, 8))
+        guard size >= 36, 8 + size <= stsd.count,
+            let boxes = try? BoxReader.parse(Array(stsd[(8 + 36)..<(8 + size)])),
+            let esds = boxes.first(where: { $0.type == "esds" })?.data, let config = decoderSpecificInfo(esds)
+        else { return nil }
+        return audioSpecificConfig(config)
     }
 
     /// The DecoderSpecificInfo bytes of an `esds` body (after its version and flags), or nil.
@@ -206,7 +300,7 @@ extension FragmentedSlateTemplate {
     public static func silentAudioFragment(
         audio: AudioTrack, firstDecodeTime: UInt64, frames: Int, sequence: UInt32
     ) -> [UInt8] {
-        guard frames > 0, let silent = silentFrames[audio.channels] else { return [] }
+        guard frames > 0, let silent = silentFrames[audio.channelConfiguration] else { return [] }
         // The package's own media segment writer (no styp: the slate's video fragment carries it).
         let samples = [Sample](repeating: Sample(data: silent, duration: 1024), count: frames)
         let fragment = TrackFragment(trackID: audio.id, baseMediaDecodeTime: firstDecodeTime, samples: samples)

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import FragmentedMP4
+@testable import MPEGTS
 
 /// The silent audio of fMP4 slates: which content track carries it, the fragments, and where a segment's audio ends.
 @Suite struct SlateAudioTests {
@@ -17,6 +18,56 @@ import Testing
         #expect(FragmentedSlateTemplate.audioTrack(initSection: ac3Only) == nil)
         #expect(FragmentedSlateTemplate.audioTrack(initSection: [0, 0, 0, 8]) == nil)
         #expect(FragmentedSlateTemplate.presentationShift(initSection: try Fixtures.initSegment(), trackID: 2) == 0)
+    }
+
+    /// AAC-LC in every channel configuration with a silent frame (1 to 7: mono to 7.1) is carried, its frames
+    /// chosen by the AudioSpecificConfig's configuration, not the sample entry's channel count (2 for 5.1 in some
+    /// muxers); the frames are MPEGTS's TS slate frames. HE-AAC, a PCE layout, AC-3, E-AC-3 are not carried, and
+    /// the diagnostic names the codec.
+    @Test func multichannelAACIsCarriedAndWhatCannotBeSaysWhy() throws {
+        #expect(FragmentedSlateTemplate.silentFrames == SlateBuilder.silentAAC)
+        func initSection(_ objectType: UInt8, _ configuration: UInt8) throws -> [UInt8] {
+            try InitSegment(tracks: [
+                Track(
+                    trackID: 3, timescale: 48000,
+                    codec: .aac(
+                        AudioSpecificConfig(
+                            objectType: objectType, samplingFrequencyIndex: 3, channelConfiguration: configuration)))
+            ]).serialized()
+        }
+        for configuration in UInt8(1)...7 {
+            let audio = try #require(FragmentedSlateTemplate.audioTrack(initSection: try initSection(2, configuration)))
+            #expect(audio.channelConfiguration == Int(configuration) && audio.id == 3)
+            let fragment = FragmentedSlateTemplate.silentAudioFragment(
+                audio: audio, firstDecodeTime: 0, frames: 3, sequence: 1)
+            let mdat = try #require(try BoxReader.parse(fragment).first { $0.type == .mdat })
+            let frame = try #require(SlateBuilder.silentAAC[Int(configuration)])
+            #expect(mdat.data == frame + frame + frame, "configuration \(configuration)")
+            #expect(
+                FragmentedSlateTemplate.silentAudioUnavailable(initSection: try initSection(2, configuration)) == nil)
+        }
+        let cases: [([UInt8], String)] = [
+            (try initSection(5, 2), "HE-AAC (mp4a.40.5)"),
+            (try initSection(29, 2), "HE-AAC v2 (mp4a.40.29)"),
+            (try initSection(2, 0), "AAC-LC with a program config element layout"),
+            (
+                try InitSegment(tracks: [
+                    Track(
+                        trackID: 4, timescale: 48000,
+                        codec: .ac3(
+                            AC3SpecificBox(fscod: 0, acmod: 7, lfeon: true, bitRateCode: 15), channelCount: 6,
+                            sampleRate: 48000))
+                ]).serialized(), "AC-3"
+            ),
+        ]
+        for (section, codec) in cases {
+            #expect(FragmentedSlateTemplate.audioTrack(initSection: section) == nil, "\(codec)")
+            #expect(
+                FragmentedSlateTemplate.silentAudioUnavailable(initSection: section)
+                    == "the content's audio is \(codec): slates carry no audio (silence for it needs an encoder)")
+        }
+        // No sound track at all: nothing to say.
+        #expect(FragmentedSlateTemplate.silentAudioUnavailable(initSection: [0, 0, 0, 8]) == nil)
     }
 
     @Test func aSilentFragmentHoldsItsFramesFromItsDecodeTime() throws {
