@@ -62,6 +62,10 @@ public struct SlateBuilder: Sendable {
     let audioStreamID: UInt8
     /// The anchor's program, when the builder continues one.
     let anchor: Anchor?
+    /// Why the slates carry no audio though the anchor has an audio stream (its codec cannot be given silence
+    /// without an encoder: AC-3, E-AC-3, MPEG audio, LATM, HE-AAC, AAC in a layout given by a program config
+    /// element); nil when they carry the anchor's audio or it has none. For a diagnostic.
+    public let audioOmitted: String?
 
     /// What a slate continuing an anchor segment is placed on.
     struct Anchor: Sendable {
@@ -133,6 +137,7 @@ public struct SlateBuilder: Sendable {
         videoStreamID = 0xE0
         audioStreamID = 0xC0
         anchor = nil
+        audioOmitted = nil
     }
 
     /// Frames in one loop of the pictures (video frames until the next IDR would be needed).
@@ -305,6 +310,8 @@ extension SlateBuilder {
             0x90, 0x02, 0x09, 0x40, 0x12, 0x64, 0x00, 0x86, 0x40, 0x08, 0x60, 0xC8, 0x00, 0x80, 0x23, 0x80,
         ],
     ]
+    /// Names of audio codecs for diagnostics, by ``Codec/name``.
+    static let audioNames = ["ac3": "AC-3", "eac3": "E-AC-3", "mp2": "MPEG audio", "aac_latm": "AAC in LATM"]
     static let sampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
 
     /// A builder of slates that continue `anchor`, the last content segment before an ad break: its first keyframe
@@ -383,6 +390,23 @@ extension SlateBuilder {
                 ]
                 frames = [adts + silent]
             }
+        }
+        if audioPID == nil, let other = pmt.table.streams.first(where: { $0.codec.kind == .audio }) {
+            var codec = Self.audioNames[other.codec.name] ?? other.codec.name
+            if other.codec == .aac, let first = packets[other.pid]?.first, first.payload.count >= 4 {
+                let header = first.payload
+                let profile = header[2] >> 6
+                let configuration = (header[2] & 0x01) << 2 | header[3] >> 6
+                codec =
+                    profile != 1
+                    ? "AAC of ADTS profile \(profile) (not LC)"
+                    : configuration == 0 ? "AAC-LC with a program config element layout" : "AAC"
+            }
+            audioOmitted =
+                "the anchor's audio (PID \(other.pid)) is \(codec): slates carry no audio (silence for it needs an "
+                + "encoder)"
+        } else {
+            audioOmitted = nil
         }
         videoFrames = [key.payload]
         audioFrames = frames

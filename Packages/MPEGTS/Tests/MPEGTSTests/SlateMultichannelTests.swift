@@ -107,6 +107,7 @@ import Testing
         try #require(made.status == 0, "ffmpeg: \(made.err)")
         let anchor = [UInt8](try Data(contentsOf: URL(fileURLWithPath: anchorFile)))
         let builder = try SlateBuilder(continuing: anchor)
+        #expect(builder.audioOmitted == nil)
         #expect(
             builder.audioFrames.first.map { Array($0.dropFirst(7)) } == SlateBuilder.silentAAC[channels == 8 ? 7 : 6])
         var slates: [UInt8] = []
@@ -132,5 +133,39 @@ import Testing
         let volume = try Self.run(ffmpeg, ["-i", slatesFile, "-map", "0:a", "-af", "volumedetect", "-f", "null", "-"])
         let maximum = volume.err.split(separator: "\n").first { $0.contains("max_volume:") }
         #expect(maximum?.hasSuffix("max_volume: -91.0 dB") == true, "\(maximum ?? "")")
+    }
+
+    /// An anchor whose audio cannot be given silence without an encoder (AC-3, E-AC-3, MPEG audio from ffmpeg):
+    /// the slates say so (``SlateBuilder/audioOmitted`` names the codec and PID) and carry video only, which ffmpeg
+    /// decodes without an error after the anchor. A mono/stereo AAC anchor has nothing to report.
+    @Test(arguments: [("ac3", "AC-3"), ("eac3", "E-AC-3"), ("mp2", "MPEG audio")])
+    func audioThatCannotBeSilencedIsReported(encoder: String, name: String) throws {
+        #expect(try SlateBuilder(continuing: StreamBuilder.typical()).audioOmitted == nil)
+        guard let ffmpeg = Self.tool("ffmpeg") else { return }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("slate-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let anchorFile = folder.appendingPathComponent("anchor.ts").path
+        let made = try Self.run(
+            ffmpeg,
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i",
+                "sine=frequency=440:sample_rate=48000", "-t", "2", "-c:v", "libx264", "-g", "50", "-c:a", encoder,
+                "-f", "mpegts", anchorFile,
+            ])
+        try #require(made.status == 0, "ffmpeg: \(made.err)")
+        let anchor = [UInt8](try Data(contentsOf: URL(fileURLWithPath: anchorFile)))
+        let builder = try SlateBuilder(continuing: anchor)
+        #expect(
+            builder.audioOmitted
+                == "the anchor's audio (PID 257) is \(name): slates carry no audio (silence for it needs an encoder)")
+        let slate = try #require(builder.continuation(durationTicks: 2 * 90_000, offsetTicks: 2 * 90_000))
+        var demuxer = Demuxer()
+        let events = demuxer.feed(slate) + demuxer.finish()
+        #expect(events.pes.allSatisfy { $0.pid == 0x100 } && !events.pes.isEmpty)
+        let joinedFile = folder.appendingPathComponent("joined.ts").path
+        try Data(anchor + slate).write(to: URL(fileURLWithPath: joinedFile))
+        let decode = try Self.run(ffmpeg, ["-v", "error", "-i", joinedFile, "-f", "null", "-"])
+        #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
     }
 }
