@@ -155,6 +155,8 @@ enum ProxyCommand {
                     Output.log("resumed: \(label)\(playlist)")
                 case .upstreamError(let error):
                     Output.log("upstream error: \(label)" + ErrorText.describe(error))
+                case .slatesWithoutAudio(let playlist, let reason):
+                    Output.log("warning: \(label)\(playlist): \(reason)")
                 }
             }
         }

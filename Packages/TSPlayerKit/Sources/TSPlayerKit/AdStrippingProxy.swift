@@ -74,6 +74,9 @@ public final class AdStrippingProxy: Sendable {
         case resumed(playlist: String)
         /// An upstream request failed (the player got 502 or 504).
         case upstreamError(ProxyError)
+        /// The slates of `playlist` carry no audio: the content's audio cannot be given silence without an encoder
+        /// (`reason` names the codec: AC-3, E-AC-3, HE-AAC...). Reported once per playlist, with its first slate.
+        case slatesWithoutAudio(playlist: String, reason: String)
     }
 
     /// How the media playlist polls so far were answered.

@@ -1,7 +1,9 @@
 import FileRange
 import Foundation
+import FragmentedMP4
 import HLSAdFilter
 public import LoopbackHTTP
+import MPEGTS
 
 /// The ad-stripping proxy's routes, under its token: `master.m3u8` (the upstream URL), `p/<id>.m3u8` (playlists),
 /// `s/<id>.<ext>` (segments and maps), `k/<id>.key` (keys), `r/<id>` (session data, steering),
@@ -197,8 +199,29 @@ extension AdStrippingProxy {
         guard let bytes else {
             return .text("503 Service Unavailable: no slate could be made for \(msn)\n", status: .serviceUnavailable)
         }
+        // Once per playlist, with its first slate: say so when the slates cannot carry the content's audio.
+        let check = stream.state.withLock { state in
+            defer { state.slateAudioChecked = true }
+            return !state.slateAudioChecked ? state.lastPoll?.url ?? playlist : nil
+        }
+        if let url = check, let reason = await slateAudioOmission(slot, anchor: anchor) {
+            eventSink.yield(.slatesWithoutAudio(playlist: url, reason: reason))
+        }
         stream.state.withLock { $0.keep(slate: bytes, sequence: sequence) }
         return .bytes(bytes, contentType: type)
+    }
+}
+
+extension AdStrippingProxy {
+    /// Why the default slates for `slot` carry no audio though its content has some (the codec named), or nil.
+    func slateAudioOmission(_ slot: SlateSlot, anchor: [UInt8]?) async -> String? {
+        guard slates is ProxySlateMaker else { return nil }
+        if slot.isFragmentedMP4 {
+            guard let mapURI = slot.anchorMapURI, let contentInit = try? await contentInit(mapURI) else { return nil }
+            return FragmentedSlateTemplate.silentAudioUnavailable(initSection: contentInit)
+        }
+        guard let anchor else { return nil }
+        return (try? SlateBuilder(continuing: anchor))?.audioOmitted
     }
 }
 

@@ -18,6 +18,8 @@ final class ProxyStream: Sendable {
         /// Slates by media sequence number (the 32 most recent).
         var slates: [UInt64: [UInt8]] = [:]
         var counts = AdStrippingProxy.PollCounts()
+        /// Whether a slate's audio was checked for the diagnostic ``AdStrippingProxy/Event/slatesWithoutAudio(playlist:reason:)``.
+        var slateAudioChecked = false
 
         /// Notes a live poll: a stall when its bytes have not changed for `stallAfter` seconds, a resume when they
         /// change again (by byte comparison with the previous poll).

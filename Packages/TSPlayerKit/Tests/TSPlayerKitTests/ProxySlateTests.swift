@@ -174,4 +174,39 @@ import Testing
         #expect(ProxySlateMaker.make(duration: 2, offset: 0, anchor: [0x47, 1, 2]) == nil)
         #expect(ProxySlateMaker.make(duration: -1, offset: 0, anchor: Self.anchor()) == nil)
     }
+
+    /// The proxy says when its slates cannot carry the content's audio: an AC-3 anchor (PMT stream type 0x81, A/52
+    /// sync frames) is named with its PID; an AAC anchor has nothing to report, and neither has a slot without an
+    /// anchor.
+    @Test func slatesThatCannotCarryTheContentsAudioSaySo() async throws {
+        var p = Packetizer(continuityCounters: [:])
+        let pat = ProgramAssociationTable(transportStreamID: 1, programs: [.init(programNumber: 1, pmtPID: 0x1000)])
+        let pmt = ProgramMapTable(
+            programNumber: 1, pcrPID: 0x100,
+            streams: [
+                ElementaryStream(streamType: .h264, pid: 0x100),
+                ElementaryStream(streamType: StreamType(rawValue: 0x81), pid: 0x101),
+            ])
+        var ac3 = p.packets(section: pat.sectionBytes, pid: 0) + p.packets(section: pmt.sectionBytes, pid: 0x1000)
+        for f in 0..<4 {
+            let pts = UInt64(900_000 + f * 3600)
+            ac3 += p.packets(
+                pes: PESHeader(streamID: 0xE0, pts: Timestamp(wrapping: pts)), payload: f == 0 ? Self.idr : Self.p1,
+                pid: 0x100, pcr: PCR(base: pts - 63_000, extension: 0), randomAccess: f == 0)
+            ac3 += p.packets(
+                pes: PESHeader(streamID: 0xBD, pts: Timestamp(wrapping: pts)),
+                payload: [0x0B, 0x77, 0, 0, 0x04, 0x40] + [UInt8](repeating: 0, count: 90), pid: 0x101)
+        }
+        let proxy = AdStrippingProxy(url: "http://127.0.0.1:1/live.m3u8")
+        let slot = SlateSlot(
+            mediaSequence: 5, duration: 2, anchorURI: "http://127.0.0.1:1/4.ts", anchorMediaSequence: 4,
+            offsetFromAnchor: 0.16, isFragmentedMP4: false)
+        #expect(
+            await proxy.slateAudioOmission(slot, anchor: ac3)
+                == "the anchor's audio (PID 257) is AC-3: slates carry no audio (silence for it needs an encoder)")
+        // The slate itself is still made, video only.
+        #expect(ProxySlateMaker.make(duration: 2, offset: 0.16, anchor: ac3) != nil)
+        #expect(await proxy.slateAudioOmission(slot, anchor: Self.anchor()) == nil)
+        #expect(await proxy.slateAudioOmission(slot, anchor: nil) == nil)
+    }
 }
