@@ -1,7 +1,11 @@
-/// Silent audio for fMP4 slates: the content's AAC-LC track (channel configurations 1 to 7, mono to 7.1) (its `trak` and `trex` copied into the slates' init
-/// section, so the sample entry is the content's own) and fragments of silent 1024-sample frames on it, placed on the
-/// content's audio frame grid from where the anchor segment's audio ended. Without it an fMP4 slate is a whole slot
-/// without sound.
+// Silent audio for fMP4 slates. Like the `TS*.swift` bridge files it imports MPEGTS: the silent AAC frames are
+// MPEGTS's own, the one table for both containers' slates.
+import MPEGTS
+
+/// Silent audio for fMP4 slates: the content's AAC-LC track (channel configurations 1 to 7, mono to 7.1; its `trak`
+/// and `trex` copied into the slates' init section, so the sample entry is the content's own) and fragments of
+/// silent 1024-sample frames on it, placed on the content's audio frame grid from where the anchor segment's audio
+/// ended. Without it an fMP4 slate is a whole slot without sound.
 extension FragmentedSlateTemplate {
     /// The content's audio track that slates can carry silence on: AAC-LC in a channel configuration from 1 (mono)
     /// to 7 (7.1), whose timescale is its sample rate (one frame is 1024 ticks).
@@ -17,30 +21,6 @@ extension FragmentedSlateTemplate {
         let trak: Box
         let trex: Box
     }
-
-    /// Silent AAC-LC raw data blocks (one 1024-sample frame), by channel configuration (1 to 7: mono, stereo,
-    /// 3.0, 4.0, 5.0, 5.1, 7.1): the configuration's elements (SCE, CPE, LFE) each with one band of the zero
-    /// codebook, then END. The same frames as MPEGTS's TS slates (a test keeps the two equal).
-    static let silentFrames: [Int: [UInt8]] = [
-        1: [0x00, 0xC8, 0x00, 0x80, 0x23, 0x80],
-        2: [0x21, 0x00, 0x49, 0x90, 0x02, 0x19, 0x00, 0x23, 0x80],
-        3: [0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x8E],
-        4: [
-            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x80, 0x2C, 0x80, 0x08, 0x02, 0x38,
-        ],
-        5: [
-            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x82, 0x30, 0x04, 0x99, 0x00, 0x21,
-            0x90, 0x02, 0x38,
-        ],
-        6: [
-            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x82, 0x30, 0x04, 0x99, 0x00, 0x21,
-            0x90, 0x02, 0x18, 0x32, 0x00, 0x20, 0x08, 0xE0,
-        ],
-        7: [
-            0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x82, 0x30, 0x04, 0x99, 0x00, 0x21,
-            0x90, 0x02, 0x09, 0x40, 0x12, 0x64, 0x00, 0x86, 0x40, 0x08, 0x60, 0xC8, 0x00, 0x80, 0x23, 0x80,
-        ],
-    ]
 
     /// The first `soun` track of an init section that slates can carry silence on, or nil.
     public static func audioTrack(initSection: [UInt8]) -> AudioTrack? {
@@ -176,7 +156,8 @@ extension FragmentedSlateTemplate {
         guard size >= 36, 8 + size <= stsd.count else { return nil }
         let channels = Int(stsd[8 + 24]) << 8 | Int(stsd[8 + 25])
         let rate = Int(uint32(stsd, 8 + 32) >> 16)
-        guard rate > 0, let asc = mp4aConfig(stsd), asc.objectType == 2, silentFrames[asc.configuration] != nil
+        guard rate > 0, let asc = mp4aConfig(stsd), asc.objectType == 2,
+            SlateBuilder.silentAAC[asc.configuration] != nil
         else { return nil }
         return (channels, asc.configuration, rate)
     }
@@ -300,7 +281,7 @@ extension FragmentedSlateTemplate {
     public static func silentAudioFragment(
         audio: AudioTrack, firstDecodeTime: UInt64, frames: Int, sequence: UInt32
     ) -> [UInt8] {
-        guard frames > 0, let silent = silentFrames[audio.channelConfiguration] else { return [] }
+        guard frames > 0, let silent = SlateBuilder.silentAAC[audio.channelConfiguration] else { return [] }
         // The package's own media segment writer (no styp: the slate's video fragment carries it).
         let samples = [Sample](repeating: Sample(data: silent, duration: 1024), count: frames)
         let fragment = TrackFragment(trackID: audio.id, baseMediaDecodeTime: firstDecodeTime, samples: samples)

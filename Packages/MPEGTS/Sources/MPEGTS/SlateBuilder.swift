@@ -290,7 +290,8 @@ extension SlateBuilder {
     /// 1.6.3.5): 1 mono, 2 stereo, 3 to 7 the 3.0, 4.0, 5.0, 5.1 and 7.1 layouts. Each is that configuration's
     /// elements in order (SCE for a single channel, CPE for a pair, LFE), every one with one scale factor band of
     /// the zero codebook (no spectral data, so silence), their instance tags counted per element type, then END.
-    static let silentAAC: [Int: [UInt8]] = [
+    /// The one table of silent frames: FragmentedMP4's slates put the same raw blocks in their `mdat`.
+    public static let silentAAC: [Int: [UInt8]] = [
         1: [0x00, 0xC8, 0x00, 0x80, 0x23, 0x80],
         2: [0x21, 0x00, 0x49, 0x90, 0x02, 0x19, 0x00, 0x23, 0x80],
         3: [0x00, 0xC8, 0x00, 0x80, 0x20, 0x84, 0x01, 0x26, 0x40, 0x08, 0x64, 0x00, 0x8E],
