@@ -11,8 +11,8 @@ import Testing
     import Darwin
 #endif
 
-/// A source that answers every path with its own name and the path.
-private final class EchoSource: PlaybackSource {
+/// A source that answers every path with its own name and the path (PlaybackServerTests and OneServerTests).
+final class EchoSource: PlaybackSource {
     let token = SessionToken.random()
     let name: String
     init(_ name: String) { self.name = name }
