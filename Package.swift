@@ -167,7 +167,7 @@ targets.append(
     targets.append(
         .testTarget(
             name: "AppleGlueTests",
-            dependencies: ["TSPlayerKitAppleGlue", "TSPlayerKit", "LoopbackHTTP", "FileRange"]
+            dependencies: ["TSPlayerKitAppleGlue", "TSPlayerKit", "LoopbackHTTP", "FileRange", "TestSupport"]
                 + standIns.map { .target(name: $0) },
             path: "Tests/AppleGlue/Tests",
             swiftSettings: swiftSettings
