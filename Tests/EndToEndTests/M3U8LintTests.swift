@@ -561,14 +561,7 @@ final class ScriptedOrigin: Sendable {
         try #require(fd >= 0)
         port = LoopbackTCP.localPort(fd)
         listener = fd
-        Thread.detachNewThread { [self] in
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 { return }
-                Platform.noSigPipe(client)
-                Thread.detachNewThread { self.serve(client, reply) }
-            }
-        }
+        LoopbackTCP.serveConnections(on: fd) { [self] client in serve(client, reply) }
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }

@@ -36,14 +36,9 @@ final class RawOrigin: Sendable {
         try #require(fd >= 0)
         port = LoopbackTCP.localPort(fd)
         listener = fd
-        Thread.detachNewThread { [self] in
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 { return }
-                LoopbackTCP.noSigPipe(client)
-                connections.withLock { $0 += 1 }
-                Thread.detachNewThread { self.serve(client, reply: reply) }
-            }
+        LoopbackTCP.serveConnections(on: fd) { [self] client in
+            connections.withLock { $0 += 1 }
+            serve(client, reply: reply)
         }
     }
 

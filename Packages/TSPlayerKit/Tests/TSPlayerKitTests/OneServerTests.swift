@@ -140,13 +140,7 @@ struct OneServerTests {
         let proxies = try await Proxies(server: server)
         let port = try #require(server.boundPort)
         let http = try #require(server.httpServer)
-        // What iOS does to a suspended app's listening socket, as far as Linux can show it.
-        for fd in http.listenerDescriptors { _ = shutdown(fd, Int32(SHUT_RDWR)) }
-        var waited = 0
-        while !server.needsRevival, waited < 100 {
-            try await Task.sleep(for: .milliseconds(20))
-            waited += 1
-        }
+        try await loseListeners(of: server)
         #expect(server.needsRevival, "the dead listener was never noticed")
         #expect(try await server.revive() == port)
         #expect(!server.needsRevival)

@@ -22,6 +22,18 @@ final class EchoSource: PlaybackSource {
     func prepare() {}
 }
 
+/// Shuts down `server`'s listening sockets (what iOS does to a suspended app's, as far as Linux can show it) and
+/// waits up to 2 s for the server to notice (PlaybackServerTests and OneServerTests).
+func loseListeners(of server: PlaybackServer) async throws {
+    let http = try #require(server.httpServer)
+    for fd in http.listenerDescriptors { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+    var waited = 0
+    while !server.needsRevival, waited < 100 {
+        try await Task.sleep(for: .milliseconds(20))
+        waited += 1
+    }
+}
+
 @Suite("PlaybackServer")
 struct PlaybackServerTests {
     @Test("sessions are reached only under their own live token, and no token reaches the access log")
@@ -64,13 +76,7 @@ struct PlaybackServerTests {
         let firstBase = try server.register(first)
         let port = try #require(server.boundPort)
         let http = try #require(server.httpServer)
-        // What iOS does to a suspended app's listening socket, as far as Linux can show it.
-        for fd in http.listenerDescriptors { _ = shutdown(fd, Int32(SHUT_RDWR)) }
-        var waited = 0
-        while !server.needsRevival, waited < 100 {
-            try await Task.sleep(for: .milliseconds(20))
-            waited += 1
-        }
+        try await loseListeners(of: server)
         #expect(server.needsRevival, "the dead listener was never noticed")
 
         // Registering another session replaces the failed server on the same port, synchronously.

@@ -2,6 +2,8 @@
 // listens: the one place the tests build a loopback address. Linux and Darwin differ in how the socket type constant
 // is imported, in SIGPIPE (MSG_NOSIGNAL per send on Linux; SO_NOSIGPIPE on the socket on Darwin, whose send(2) has no
 // such flag) and in sockaddr_in's length field (Darwin only).
+import Foundation
+
 #if canImport(Glibc)
     public import Glibc
 #elseif canImport(Darwin)
@@ -99,6 +101,20 @@ public enum LoopbackTCP {
         let fd = listener(listening: false)
         defer { if fd >= 0 { close(fd) } }
         return localPort(fd)
+    }
+
+    /// Accepts connections on the listening socket `fd` on a thread of its own until accepting fails (the socket
+    /// was shut down or closed), and hands each one, with SIGPIPE off, to `serve` on a new thread: the loop of the
+    /// tests' raw origins.
+    public static func serveConnections(on fd: Int32, _ serve: @escaping @Sendable (Int32) -> Void) {
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                noSigPipe(client)
+                Thread.detachNewThread { serve(client) }
+            }
+        }
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.
