@@ -38,15 +38,16 @@ let modules: [Module] = [
     ),
     // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
     Module(
-        name: "HLSPlaylist", dependencies: [], testExclude: ["Fixtures"],
+        name: "HLSPlaylist", dependencies: [], testDependencies: ["TestSupport"], testExclude: ["Fixtures"],
         linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
     ),
-    Module(name: "MPEGTS", dependencies: ["FileRange"]),
-    Module(name: "FragmentedMP4", dependencies: ["MPEGTS"], testDependencies: ["MPEGTS"]),
-    Module(name: "HTTPWire", dependencies: []),
+    Module(name: "MPEGTS", dependencies: ["FileRange"], testDependencies: ["TestSupport"]),
+    Module(name: "FragmentedMP4", dependencies: ["MPEGTS"], testDependencies: ["MPEGTS", "TestSupport"]),
+    Module(name: "HTTPWire", dependencies: [], testDependencies: ["TestSupport"]),
     Module(
         name: "LoopbackHTTP",
         dependencies: ["HTTPWire", "FileRange"],
+        testDependencies: ["TestSupport"],
         extraTargets: [
             .executableTarget(
                 name: "loopback-http-testserver",
@@ -56,8 +57,10 @@ let modules: [Module] = [
             )
         ]
     ),
-    Module(name: "HTTPClient", dependencies: ["HTTPWire", "FileRange"]),
-    Module(name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testExclude: ["Fixtures"]),
+    Module(name: "HTTPClient", dependencies: ["HTTPWire", "FileRange"], testDependencies: ["TestSupport"]),
+    Module(
+        name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testDependencies: ["TestSupport"],
+        testExclude: ["Fixtures"]),
     Module(
         name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"],
         testDependencies: ["HTTPClient", "TestSupport"]),
@@ -164,7 +167,7 @@ targets.append(
     targets.append(
         .testTarget(
             name: "AppleGlueTests",
-            dependencies: ["TSPlayerKitAppleGlue", "TSPlayerKit", "LoopbackHTTP", "FileRange"]
+            dependencies: ["TSPlayerKitAppleGlue", "TSPlayerKit", "LoopbackHTTP", "FileRange", "TestSupport"]
                 + standIns.map { .target(name: $0) },
             path: "Tests/AppleGlue/Tests",
             swiftSettings: swiftSettings

@@ -15,7 +15,8 @@ let package = Package(
         .library(name: "FragmentedMP4", targets: ["FragmentedMP4"])
     ],
     dependencies: [
-        .package(path: "../MPEGTS")
+        .package(path: "../MPEGTS"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
@@ -30,6 +31,7 @@ let package = Package(
             dependencies: [
                 "FragmentedMP4",
                 .product(name: "MPEGTS", package: "MPEGTS"),
+                .product(name: "TestSupport", package: "TestSupport"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -17,6 +17,7 @@ let package = Package(
     dependencies: [
         .package(path: "../HLSPlaylist"),
         .package(path: "../MPEGTS"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
@@ -29,7 +30,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HLSAdFilterTests",
-            dependencies: ["HLSAdFilter"],
+            dependencies: ["HLSAdFilter", .product(name: "TestSupport", package: "TestSupport")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

@@ -14,7 +14,9 @@ let package = Package(
     products: [
         .library(name: "HLSPlaylist", targets: ["HLSPlaylist"])
     ],
-    dependencies: [],
+    dependencies: [
+        .package(path: "../TestSupport")
+    ],
     targets: [
         .target(
             name: "HLSPlaylist",
@@ -25,7 +27,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HLSPlaylistTests",
-            dependencies: ["HLSPlaylist"],
+            dependencies: ["HLSPlaylist", .product(name: "TestSupport", package: "TestSupport")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

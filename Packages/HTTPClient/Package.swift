@@ -17,6 +17,7 @@ let package = Package(
     dependencies: [
         .package(path: "../HTTPWire"),
         .package(path: "../FileRange"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
@@ -29,7 +30,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPClientTests",
-            dependencies: ["HTTPClient"],
+            dependencies: ["HTTPClient", .product(name: "TestSupport", package: "TestSupport")],
             swiftSettings: swiftSettings
         ),
     ]

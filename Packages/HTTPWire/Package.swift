@@ -14,7 +14,9 @@ let package = Package(
     products: [
         .library(name: "HTTPWire", targets: ["HTTPWire"])
     ],
-    dependencies: [],
+    dependencies: [
+        .package(path: "../TestSupport")
+    ],
     targets: [
         .target(
             name: "HTTPWire",
@@ -23,7 +25,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPWireTests",
-            dependencies: ["HTTPWire"],
+            dependencies: ["HTTPWire", .product(name: "TestSupport", package: "TestSupport")],
             swiftSettings: swiftSettings
         ),
     ]

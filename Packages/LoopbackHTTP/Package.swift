@@ -17,6 +17,7 @@ let package = Package(
     dependencies: [
         .package(path: "../HTTPWire"),
         .package(path: "../FileRange"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
@@ -34,7 +35,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LoopbackHTTPTests",
-            dependencies: ["LoopbackHTTP"],
+            dependencies: ["LoopbackHTTP", .product(name: "TestSupport", package: "TestSupport")],
             swiftSettings: swiftSettings
         ),
     ]

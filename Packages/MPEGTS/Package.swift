@@ -15,7 +15,8 @@ let package = Package(
         .library(name: "MPEGTS", targets: ["MPEGTS"])
     ],
     dependencies: [
-        .package(path: "../FileRange")
+        .package(path: "../FileRange"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
@@ -27,7 +28,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MPEGTSTests",
-            dependencies: ["MPEGTS"],
+            dependencies: ["MPEGTS", .product(name: "TestSupport", package: "TestSupport")],
             swiftSettings: swiftSettings
         ),
     ]

@@ -7,7 +7,7 @@
 # Usage: Scripts/bench/download.sh [--seconds N]   (default 120 s of 1280x720 at 10 fps in 0.2 s segments: 600
 #        segments; BENCH_CRF sets the x264 quality, lower is bigger; the default makes about 400 MB; BENCH_RUNS
 #        (default 3) runs of each tool on the unthrottled origin, the fastest counts, so a busy machine's noise
-#        weighs less; the throttled case runs once)
+#        weighs less; the throttled case runs once; TSPLAYER=PATH times that binary instead of building one)
 # Needs: swift, ffmpeg, nginx, python3 (yt-dlp is installed with pip when missing).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,9 +35,13 @@ if ! python3 -m yt_dlp --version >/dev/null 2>&1; then
     python3 -m pip install -q yt-dlp >&2
 fi
 
-echo "building tsplayer (release)..." >&2
-swift build -c release --scratch-path /tmp/build-bench-download --product tsplayer >&2
-ours=/tmp/build-bench-download/release/tsplayer
+# TSPLAYER names a tsplayer to time instead of building this tree's (e.g. a build of an older commit, to compare).
+ours="${TSPLAYER:-}"
+if [[ -z "$ours" ]]; then
+    echo "building tsplayer (release)..." >&2
+    swift build -c release --scratch-path /tmp/build-bench-download --product tsplayer >&2
+    ours=/tmp/build-bench-download/release/tsplayer
+fi
 
 echo "making the stream (${seconds} s)..." >&2
 mkdir -p "$work/www/vod" "$work/tmp"

@@ -8,12 +8,10 @@ import Testing
 
     /// A live window of six 4 s segments from `first`, where 8...10 are an ad break marked by a bare CUE-OUT.
     static func poll(_ first: Int) -> String {
-        var t = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-        for m in first..<(first + 6) {
-            if m == 8 { t += "#EXT-X-CUE-OUT:12\n" }
-            t += "#EXTINF:4.000,\nseg\(m).ts\n"
-        }
-        return t
+        MediaPlaylistText.window(
+            first: first, count: 6, targetDuration: 4, duration: "4.000", uri: { "seg\($0).ts" },
+            tags: { $0 == 8 ? "#EXT-X-CUE-OUT:12\n" : "" }
+        ).text
     }
 
     func adfilter(_ arguments: [String], input: String? = nil) throws -> ProcessResult {

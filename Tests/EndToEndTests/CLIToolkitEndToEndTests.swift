@@ -8,10 +8,9 @@ import Testing
     static let playlist = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.000,\nseg1.ts\n#EXTINF:4.000,\nseg2.ts\n"
 
     /// A fresh folder holding `-dash.m3u8` (a playlist whose name starts with a dash), `plain.m3u8` (the same),
-    /// `binary.ts` (the built-in sample) and `cut.ts`; removed by the caller.
+    /// `binary.ts` (the built-in sample) and `cut.ts`; removed when the test ends.
     func folder() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cli-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = TemporaryFolders.make(prefix: "cli-e2e-")
         try Data(Self.playlist.utf8).write(to: folder.appendingPathComponent("-dash.m3u8"))
         try Data(Self.playlist.utf8).write(to: folder.appendingPathComponent("plain.m3u8"))
         let sample = EndToEnd.repositoryRoot.appendingPathComponent("Tools/tsplayer/Resources/sample.ts")

@@ -11,9 +11,7 @@ enum CacheProxyFixtures {
 
     private static func make() -> URL? {
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return nil }
-        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("cacheproxy-\(UUID())")
-        TemporaryFolders.removeAtExit(folder)
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = TemporaryFolders.makeShared(prefix: "cacheproxy-")
         let jobs: [[String]] = [
             ["-f", "lavfi", "-i", "sine=frequency=440:duration=6", "-c:a", "libmp3lame", "-b:a", "128k", "tone.mp3"],
             [

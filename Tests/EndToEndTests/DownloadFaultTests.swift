@@ -19,7 +19,8 @@ final class FaultOrigin {
 
     init?(root: URL, arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let python = EndToEnd.tool("python3", sourceLocation: sourceLocation) else { return nil }
-        log = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("origin-\(UUID().uuidString).log")
+        log = TemporaryFolders.make(prefix: "origin-", sourceLocation: sourceLocation).appendingPathComponent(
+            "origin.log")
         let output = Pipe()
         process.executableURL = python
         process.arguments =
@@ -58,11 +59,9 @@ final class FaultOrigin {
         }
     }
 
-    /// The origin is stopped before its log is removed.
-    deinit {
-        stop()
-        try? FileManager.default.removeItem(at: log)
-    }
+    /// The origin stops with the test; its log goes with the test's temporary folders (the suite using it must be
+    /// marked `.temporaryFolders`).
+    deinit { stop() }
 }
 
 @Suite(.temporaryFolders) struct DownloadFaultTests {

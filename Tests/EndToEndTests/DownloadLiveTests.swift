@@ -38,11 +38,13 @@ import Testing
 
         func write(through last: Int, window: Int, ended: Bool) {
             let first = max(0, last - window + 1)
-            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-            for n in first...last {
-                text += "#EXTINF:\(segments[n].duration),\n../www/small/\(segments[n].name)\n"
-            }
-            if ended { text += "#EXT-X-ENDLIST\n" }
+            let text = MediaPlaylistText(
+                targetDuration: 1, mediaSequence: first,
+                segments: (first...last).map {
+                    .init(duration: segments[$0].duration, uri: "../www/small/\(segments[$0].name)")
+                },
+                ended: ended
+            ).text
             let path = folder.appendingPathComponent("live.m3u8")
             try? Data(text.utf8).write(to: folder.appendingPathComponent("live.tmp"))
             _ = rename(folder.appendingPathComponent("live.tmp").path, path.path)

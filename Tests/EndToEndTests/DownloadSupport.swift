@@ -36,8 +36,7 @@ struct DownloadFixtures: Sendable {
             let ffmpeg = path.split(separator: ":").map({ URL(fileURLWithPath: String($0) + "/ffmpeg") })
                 .first(where: { FileManager.default.isExecutableFile(atPath: $0.path) })
         else { return .failure(FixtureError(description: "ffmpeg is not installed; run Scripts/deps.sh")) }
-        let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("dl-e2e-\(UUID().uuidString)")
-        TemporaryFolders.removeAtExit(root)
+        let root = TemporaryFolders.makeShared(prefix: "dl-e2e-")
         let www = root.appendingPathComponent("www")
         for folder in ["ts", "fmp4", "br", "mv", "aes", "small"] {
             try? FileManager.default.createDirectory(

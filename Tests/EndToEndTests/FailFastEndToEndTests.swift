@@ -38,9 +38,8 @@ import Testing
     }
 
     static func store() -> String {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("failfast-\(UUID().uuidString)")
-        TemporaryFolders.removeAtExit(url)
-        return url.path
+        // The store's root does not exist yet (tsplayer makes it), inside a folder the running test removes.
+        TemporaryFolders.make(prefix: "failfast-").appendingPathComponent("store").path
     }
 
     // MARK: tsplayer download

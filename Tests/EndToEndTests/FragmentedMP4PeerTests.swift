@@ -4,16 +4,9 @@ import Testing
 
 /// Proof against a real peer: ffmpeg makes the elementary streams, this package muxes them, ffprobe and ffmpeg read
 /// the result. A missing ffmpeg or ffprobe fails the test (Scripts/deps.sh installs them).
-@Suite("FragmentedMP4 against ffprobe and ffmpeg")
+@Suite("FragmentedMP4 against ffprobe and ffmpeg", .temporaryFolders)
 final class FragmentedMP4PeerTests {
-    let folder: URL
-
-    init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("FragmentedMP4-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: folder) }
+    let folder = TemporaryFolders.make(prefix: "FragmentedMP4-")
 
     /// Runs a tool; returns its stdout and stderr, and records an issue when it exits with a failure.
     @discardableResult

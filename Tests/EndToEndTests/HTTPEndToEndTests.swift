@@ -85,7 +85,7 @@ final class HTTPFixtureTree {
     let content: [UInt8] = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
 
     init() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("lh-e2e-\(UUID().uuidString)")
+        root = TemporaryFolders.make(prefix: "lh-e2e-")
         www = root.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
         try Data(content).write(to: www.appendingPathComponent("file.ts"))
@@ -96,7 +96,6 @@ final class HTTPFixtureTree {
             atPath: www.appendingPathComponent("link.txt").path, withDestinationPath: "../secret.txt")
     }
 
-    deinit { try? FileManager.default.removeItem(at: root) }
 }
 
 /// One curl exchange: status, header fields of the last response, body.
@@ -109,9 +108,7 @@ private struct CurlResult {
 
 private func curl(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> CurlResult? {
     guard let curl = EndToEnd.tool("curl", sourceLocation: sourceLocation) else { return nil }
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("curl-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
+    let directory = TemporaryFolders.make(prefix: "curl-", sourceLocation: sourceLocation)
     let headerFile = directory.appendingPathComponent("h").path
     let bodyFile = directory.appendingPathComponent("b").path
     let result = try EndToEnd.run(curl, ["-s", "-D", headerFile, "-o", bodyFile] + arguments)
@@ -133,16 +130,10 @@ private func curl(_ arguments: [String], sourceLocation: SourceLocation = #_sour
 
 /// Connects a blocking TCP socket to 127.0.0.1:port.
 private func connectSocket(_ port: UInt16) -> Int32 {
-    let fd = Platform.tcpSocket()
-    var address = Platform.loopback(port: port)
+    let fd = LoopbackTCP.socket()
     var timeout = timeval(tv_sec: 10, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    let result = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    if result != 0 {
+    if !LoopbackTCP.connect(fd, port: port) {
         close(fd)
         return -1
     }
@@ -182,7 +173,7 @@ private func readAll(_ fd: Int32) -> [UInt8] {
     }
 }
 
-@Suite("LoopbackHTTP end to end", .serialized)
+@Suite("LoopbackHTTP end to end", .serialized, .temporaryFolders)
 struct HTTPEndToEndTests {
     @Test func curlRangeCases() throws {
         let tree = try HTTPFixtureTree()

@@ -23,7 +23,7 @@ enum PlaylistFixtures {
     }
 }
 
-@Suite struct M3U8LintTests {
+@Suite(.temporaryFolders) struct M3U8LintTests {
     func lint(_ arguments: [String], input: Data? = nil) throws -> ProcessResult? {
         guard let tool = EndToEnd.product("m3u8lint") else { return nil }
         return try EndToEnd.run(tool, arguments, input: input, currentDirectory: PlaylistFixtures.directory)
@@ -269,11 +269,9 @@ enum PlaylistFixtures {
     /// redirect moves the base URL that URIs resolve against.
     @Test func httpInput() throws {
         guard let python = EndToEnd.tool("python3"), let tool = EndToEnd.product("m3u8lint") else { return }
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("m3u8lint-http-\(getpid())")
-        try? FileManager.default.removeItem(at: root)
+        let root = TemporaryFolders.make(prefix: "m3u8lint-http-")
         try FileManager.default.createDirectory(
             at: root.appendingPathComponent("valid/moved"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: root) }
         let vod = try Data(contentsOf: URL(fileURLWithPath: PlaylistFixtures.path("valid/byterange-vod.m3u8")))
         try vod.write(to: root.appendingPathComponent("valid/byterange-vod.m3u8"))
         // http.server answers /valid/moved with a redirect to /valid/moved/ and serves index.html there.
@@ -559,26 +557,11 @@ final class ScriptedOrigin: Sendable {
     private let held = LockedValue<[Int32]>([])
 
     init(_ reply: @escaping @Sendable (String) -> [UInt8]?) throws {
-        let fd = Platform.tcpSocket()
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = Platform.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(bound == 0 && listen(fd, 16) == 0)
-        port = Self.localPort(fd)
+        let fd = LoopbackTCP.listener()
+        try #require(fd >= 0)
+        port = LoopbackTCP.localPort(fd)
         listener = fd
-        Thread.detachNewThread { [self] in
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 { return }
-                Platform.noSigPipe(client)
-                Thread.detachNewThread { self.serve(client, reply) }
-            }
-        }
+        LoopbackTCP.serveConnections(on: fd) { [self] client in serve(client, reply) }
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
@@ -604,28 +587,8 @@ final class ScriptedOrigin: Sendable {
         close(client)
     }
 
-    /// The port a listening socket was given.
-    static func localPort(_ fd: Int32) -> UInt16 {
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return UInt16(bigEndian: address.sin_port)
-    }
-
     /// A loopback port nothing listens on: one the system just handed out and this process let go.
-    static func unusedPort() -> UInt16 {
-        let fd = Platform.tcpSocket()
-        defer { close(fd) }
-        var address = Platform.loopback(port: 0)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        return localPort(fd)
-    }
+    static func unusedPort() -> UInt16 { LoopbackTCP.unusedPort() }
 
     deinit {
         _ = shutdown(listener, Int32(SHUT_RDWR))

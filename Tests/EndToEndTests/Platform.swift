@@ -17,19 +17,12 @@ enum Platform {
         static let isDarwin = false
     #endif
 
-    /// A new IPv4 TCP socket (-1 on failure) that never raises SIGPIPE when written to after the peer left, as
-    /// long as writes use ``sendFlags`` (TestSupport's ``LoopbackTCP``).
-    static func tcpSocket() -> Int32 { LoopbackTCP.socket() }
-
-    /// Turns SIGPIPE off for a socket this process did not make with ``tcpSocket()`` (an accepted one) on
-    /// Darwin; nothing to do on Linux, where ``sendFlags`` does it per call.
+    /// Turns SIGPIPE off for a socket this process did not make with TestSupport's ``LoopbackTCP`` (an accepted one)
+    /// on Darwin; nothing to do on Linux, where ``sendFlags`` does it per call.
     static func noSigPipe(_ fd: Int32) { LoopbackTCP.noSigPipe(fd) }
 
-    /// The send(2) flags that go with ``tcpSocket()``.
+    /// The send(2) flags that go with ``LoopbackTCP``'s sockets.
     static var sendFlags: Int32 { LoopbackTCP.sendFlags }
-
-    /// 127.0.0.1:`port` (0 for an ephemeral port when binding).
-    static func loopback(port: UInt16) -> sockaddr_in { LoopbackTCP.address(port: port) }
 
     /// Another process's open descriptors as `N -> what`: `socket:...` for a socket, the path for a file or
     /// device, something else for a pipe, an event queue and the like.

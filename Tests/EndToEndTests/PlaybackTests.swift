@@ -22,27 +22,30 @@ final class ServerProcess: Sendable {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        let logBox = LogBox()
-        let outBox = LogBox()
+        let logBox = Locked("")
+        let outBox = Locked("")
         err.fileHandleForReading.readabilityHandler = { handle in
-            logBox.append(String(decoding: handle.availableData, as: UTF8.self))
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            logBox.withLock { $0 += text }
         }
         out.fileHandleForReading.readabilityHandler = { handle in
-            outBox.append(String(decoding: handle.availableData, as: UTF8.self))
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            outBox.withLock { $0 += text }
         }
         try process.run()
         let deadline = Date().addingTimeInterval(20)
-        while outBox.text.filter({ $0 == "\n" }).count < expectedLines, Date() < deadline, process.isRunning {
+        func lineCount() -> Int { outBox.withLock { text in text.filter { $0 == "\n" }.count } }
+        while lineCount() < expectedLines, Date() < deadline, process.isRunning {
             usleep(10_000)
         }
-        lines = outBox.text.split(separator: "\n").map(String.init)
+        lines = outBox.withLock { $0 }.split(separator: "\n").map(String.init)
         self.logBox = logBox
     }
 
-    private let logBox: LogBox
+    private let logBox: Locked<String>
 
     /// Everything logged on stderr so far.
-    var logText: String { logBox.text }
+    var logText: String { logBox.withLock { $0 } }
 
     /// Interrupts the server (as Ctrl-C does) and waits for it to exit.
     func stop() {
@@ -51,20 +54,9 @@ final class ServerProcess: Sendable {
     }
 }
 
-private final class LogBox: Sendable {
-    private let value = LockedValue("")
-    func append(_ text: String) { value.withLock { $0 += text } }
-    var text: String { value.withLock { $0 } }
-}
-
 /// Media fixtures made once per test process with ffmpeg.
 enum PlaybackFixtures {
-    static let folder: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("playback-fixtures-\(getpid())")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        TemporaryFolders.removeAtExit(url)
-        return url
-    }()
+    static let folder = TemporaryFolders.makeShared(prefix: "playback-fixtures-")
 
     /// 8 s of H.264 + AAC, a keyframe every second.
     static let movie: URL? = make("movie.ts") { path in

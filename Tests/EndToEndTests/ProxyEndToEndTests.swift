@@ -61,10 +61,7 @@ enum ProxyMedia {
     static let fragmented: Result<URL, any Error> = Result { try make(fragmented: true) }
 
     static func make(fragmented: Bool) throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "proxy-e2e-\(fragmented ? "fmp4-" : "")\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        TemporaryFolders.removeAtExit(dir)
+        let dir = TemporaryFolders.makeShared(prefix: "proxy-e2e-\(fragmented ? "fmp4-" : "")")
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { throw CocoaError(.fileNoSuchFile) }
         let result = try EndToEnd.run(
             ffmpeg,

@@ -5,7 +5,7 @@
 import Foundation
 import Testing
 
-@Suite(.serialized) struct SlateAudioEndToEndTests {
+@Suite(.serialized, .temporaryFolders) struct SlateAudioEndToEndTests {
     /// ffprobe's audio packets of `input` (a URL or a file): PTS and duration, in the stream's time base.
     func audioPackets(_ input: String) throws -> [(pts: Int64, duration: Int64)] {
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
@@ -77,9 +77,7 @@ import Testing
         for msn in 4...33 { #expect(uris[msn].contains("/slate/"), "segment \(msn): \(uris[msn])") }
         #expect(!uris[3].contains("/slate/") && !uris[34].contains("/slate/"))
 
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "slate-audio-\(UUID().uuidString).mp4")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = TemporaryFolders.make(prefix: "slate-audio-").appendingPathComponent("segment.mp4")
         let absolute = { (uri: String) in uri.hasPrefix("http") ? uri : base + uri }
         var previousEnd: Int64?
         var gaps: [(msn: Int, ticks: Int64)] = []

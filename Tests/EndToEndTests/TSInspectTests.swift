@@ -117,7 +117,7 @@ struct InspectReport {
 
 private let wrapModulus: Int64 = 1 << 33
 
-@Suite(.serialized) struct TSInspectAgreesWithFFProbe {
+@Suite(.serialized, .temporaryFolders) struct TSInspectAgreesWithFFProbe {
     /// PIDs, codecs, programs, every PES PTS/DTS and the duration agree with ffprobe.
     @Test(arguments: ["h264_aac.ts", "hevc_ac3.ts", "programs.ts", "m2ts.m2ts", "wrap.ts", "cut.ts"])
     func agrees(name: String) throws {
@@ -209,9 +209,8 @@ private let wrapModulus: Int64 = 1 << 33
                     "  garbage at offset 56400: 1000 bytes skipped", "  garbage at offset 113988: 77 bytes skipped",
                 ])
             // Garbage before the first packet is a region at offset 0.
-            let leading = FileManager.default.temporaryDirectory.appendingPathComponent("lead-\(getpid()).ts")
+            let leading = TemporaryFolders.make(prefix: "lead-").appendingPathComponent("lead.ts")
             try (Data(repeating: 0x55, count: 333) + Data(contentsOf: clean)).write(to: leading)
-            defer { try? FileManager.default.removeItem(at: leading) }
             let json = try EndToEnd.run(tool, ["--json", leading.path])
             let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
             #expect(object?["garbage"] as? [[String: Int]] == [["offset": 0, "length": 333]])
@@ -288,7 +287,7 @@ private let wrapModulus: Int64 = 1 << 33
     }
 }
 
-@Suite struct SlatesReadCleanly {
+@Suite(.temporaryFolders) struct SlatesReadCleanly {
     /// Slates made by SlateBuilder (through tsinspect --make-slate) decode with no errors in ffmpeg and have
     /// continuous time stamps in ffprobe, also across the 33-bit wrap.
     @Test(arguments: [(2.5, UInt64(126_000)), (4.0, (UInt64(1) << 33) - 2 * 90_000)])
@@ -298,9 +297,8 @@ private let wrapModulus: Int64 = 1 << 33
         else { return }
         let made = try EndToEnd.run(tool, ["--make-slate", "\(seconds)", "--start-pts", "\(start)"])
         #expect(made.status == 0, "\(made.err)")
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("slate-\(getpid())-\(start).ts")
+        let file = TemporaryFolders.make(prefix: "slate-").appendingPathComponent("slate-\(start).ts")
         try made.stdout.write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
         let decode = try EndToEnd.run(ffmpeg, ["-v", "error", "-i", file.path, "-f", "null", "-"])
         #expect(decode.status == 0)
         #expect(decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
@@ -368,7 +366,7 @@ private let wrapModulus: Int64 = 1 << 33
 }
 
 /// `--pts --frames`: one line per audio frame, with the PTS and size ffprobe gives each audio packet.
-@Suite(.serialized) struct TSInspectAudioFrames {
+@Suite(.serialized, .temporaryFolders) struct TSInspectAudioFrames {
     struct Frame: Equatable, CustomStringConvertible {
         var pts: Int64
         var size: Int
@@ -471,8 +469,7 @@ private let wrapModulus: Int64 = 1 << 33
         throws
     {
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return }
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("frames-\(getpid())-\(name).ts")
-        defer { try? FileManager.default.removeItem(at: file) }
+        let file = TemporaryFolders.make(prefix: "frames-").appendingPathComponent("\(name).ts")
         var arguments = [
             "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi", "-i",
             "testsrc2=size=160x120:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=\(rate)", "-t",
@@ -506,7 +503,7 @@ private let wrapModulus: Int64 = 1 << 33
     }
 }
 
-@Suite struct TSInspectCommandLine {
+@Suite(.temporaryFolders) struct TSInspectCommandLine {
     @Test func helpAndVersion() throws {
         guard let tool = EndToEnd.product("tsinspect") else { return }
         let help = try EndToEnd.run(tool, ["--help"])
@@ -551,9 +548,8 @@ private let wrapModulus: Int64 = 1 << 33
         let missing = try EndToEnd.run(tool, ["/nonexistent/file.ts"])
         #expect(missing.status == 2)
         #expect(missing.err == "Error: cannot read /nonexistent/file.ts: ENOENT (No such file or directory)\n")
-        let text = FileManager.default.temporaryDirectory.appendingPathComponent("tsinspect-not-ts-\(getpid()).txt")
+        let text = TemporaryFolders.make(prefix: "tsinspect-not-ts-").appendingPathComponent("not-ts.txt")
         try Data(repeating: 0x41, count: 5000).write(to: text)
-        defer { try? FileManager.default.removeItem(at: text) }
         let notTS = try EndToEnd.run(tool, [text.path])
         #expect(notTS.status == 2)
         #expect(
@@ -593,7 +589,7 @@ private let wrapModulus: Int64 = 1 << 33
 }
 
 /// SCTE-35 cues carried in a TS PID: tsinspect --scte35 --json against threefive reading the same file.
-@Suite struct SCTE35AgreesWithThreefive {
+@Suite(.temporaryFolders) struct SCTE35AgreesWithThreefive {
     /// The examples of SCTE 35 section 14 (splice_insert with an avail descriptor; time_signal with one and with
     /// two segmentation descriptors), plus a splice_null and the splice_insert again with a pts_adjustment.
     static let examples = [
@@ -681,7 +677,7 @@ private let wrapModulus: Int64 = 1 << 33
             }
         }
         #expect(pending.isEmpty, "the fixture is long enough for every section")
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("scte35-\(getpid()).ts")
+        let file = TemporaryFolders.make(prefix: "scte35-").appendingPathComponent("scte35.ts")
         try Data(output).write(to: file)
         return file
     }
@@ -698,7 +694,6 @@ private let wrapModulus: Int64 = 1 << 33
         guard let tool = EndToEnd.product("tsinspect"), let python = EndToEnd.tool("python3") else { return }
         let sections = try Self.sections()
         let file = try Self.makeFile(from: fixture, sections: sections)
-        defer { try? FileManager.default.removeItem(at: file) }
 
         let ours = try EndToEnd.run(tool, ["--scte35", "--json", file.path])
         #expect(ours.status == 0, "\(ours.err)")

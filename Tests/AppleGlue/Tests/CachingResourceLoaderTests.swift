@@ -10,7 +10,7 @@ import UniformTypeIdentifiers
     import FoundationNetworking
 #endif
 
-@Suite("CachingResourceLoader (Apple glue, against the AVFoundation stand-in)")
+@Suite("CachingResourceLoader (Apple glue, against the AVFoundation stand-in)", .temporaryFolders)
 struct CachingResourceLoaderTests {
     /// A caching proxy over a loopback origin (private upstreams allowed: the origin is on this machine).
     private static func proxy(_ folder: GlueFolder) throws -> CachingMediaProxy {

@@ -13,29 +13,17 @@ let sampleTS: URL = {
     let shipped = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Tools/tsplayer/Resources/sample.ts")
-    let folder = sampleFolder()
-    try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    let copy = folder.appendingPathComponent("sample.ts")
+    let copy = TemporaryFolders.makeShared(prefix: "apple-glue-sample-").appendingPathComponent("sample.ts")
     try? FileManager.default.copyItem(at: shipped, to: copy)
-    atexit { try? FileManager.default.removeItem(at: sampleFolder()) }
     return copy
 }()
 
-private func sampleFolder() -> URL {
-    FileManager.default.temporaryDirectory.appendingPathComponent(
-        "apple-glue-sample-\(ProcessInfo.processInfo.processIdentifier)")
-}
-
-/// A folder of the test's own, removed when the value is released.
+/// A folder of the test's own, removed when the test ends (TestSupport's temporary folders: its suite must be marked
+/// `.temporaryFolders`).
 final class GlueFolder {
     let url: URL
 
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("apple-glue-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
+    init() throws { url = TemporaryFolders.make(prefix: "apple-glue-") }
 
     func write(_ bytes: [UInt8], to name: String) throws -> URL {
         let file = url.appendingPathComponent(name)

@@ -7,7 +7,7 @@ import Testing
 
 // The seed library's README snippets, compiled against the toolkit and run wherever they do not need a real
 // AVPlayer (the stand-in player records `play()` and plays nothing). Documentation/Migration.md lists them.
-@Suite("The seed library's README snippets")
+@Suite("The seed library's README snippets", .temporaryFolders)
 struct SeedReadmeTests {
     @MainActor
     @Test("basic playback: TSPlayerItem(tsFileURL:) into an AVPlayer")

@@ -4,7 +4,7 @@ import TSPlayerKit
 import TSPlayerKitAppleGlue
 import Testing
 
-@Suite("TSPlayerItem (Apple glue, against the AVFoundation stand-in)")
+@Suite("TSPlayerItem (Apple glue, against the AVFoundation stand-in)", .temporaryFolders)
 struct TSPlayerItemTests {
     @Test("an item serves its file as HLS at its URL, and its routes go when it is released")
     func servesAndReleases() async throws {

@@ -2,16 +2,9 @@ import FileRange
 import Foundation
 import Testing
 
-@Suite final class FileStreamerTests {
-    let folder: URL
-
-    init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("FileStreamerTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    }
-
-    /// Each test's folder goes with it (a test run used to leave one behind in the temporary directory per test).
-    deinit { try? FileManager.default.removeItem(at: folder) }
+/// Each test's folder goes with it (TestSupport's temporary folders; a test run used to leave one behind per test).
+@Suite(.temporaryFolders) final class FileStreamerTests {
+    let folder = URL(fileURLWithPath: TemporaryFolders.make(prefix: "FileStreamerTests-"))
 
     func makeFile(_ bytes: [UInt8], name: String = "file.bin") throws -> String {
         let path = folder.appendingPathComponent(name).path

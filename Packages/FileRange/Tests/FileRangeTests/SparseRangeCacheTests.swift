@@ -2,16 +2,10 @@ import FileRange
 import Foundation
 import Testing
 
-@Suite final class SparseRangeCacheTests {
-    let folder: URL
-
-    init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("SparseCache-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    }
-
-    /// Each test's folder goes with it, also when the test fails or throws (Swift Testing makes one instance per test).
-    deinit { try? FileManager.default.removeItem(at: folder) }
+/// Each test's folder goes with it, also when the test fails or throws (TestSupport's temporary folders; Swift Testing
+/// makes one instance per test).
+@Suite(.temporaryFolders) final class SparseRangeCacheTests {
+    let folder = URL(fileURLWithPath: TemporaryFolders.make(prefix: "SparseCache-"))
 
     var dataPath: String { folder.appendingPathComponent("entry.data").path }
 

@@ -243,7 +243,7 @@ func adtsFrame(_ body: [UInt8]) -> [UInt8] {
             ts.pes(pid: 0x101, streamID: 0xC0, pts: UInt64(number) * 1920, payload: adtsFrame([UInt8(number)]))
         }
         let layout = try TSProgramLayout(head: ts.bytes)
-        var generator = SeededGenerator(seed: 15)
+        var generator = SplitMix64(seed: 15)
         var inputs: [[UInt8]] = stride(from: 0, to: ts.bytes.count, by: 97).map { Array(ts.bytes.prefix($0)) }
         for _ in 0..<40 {
             var damaged = ts.bytes

@@ -32,43 +32,13 @@ final class RawOrigin: Sendable {
     let heads = LockedValue<[String]>([])
 
     init(reply: @escaping @Sendable (String) -> Reply) throws {
-        #if canImport(Darwin)
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #else
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #endif
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        #if canImport(Darwin)
-            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
-        #endif
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(bound == 0 && listen(fd, 16) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        port = UInt16(bigEndian: address.sin_port)
+        let fd = LoopbackTCP.listener()
+        try #require(fd >= 0)
+        port = LoopbackTCP.localPort(fd)
         listener = fd
-        Thread.detachNewThread { [self] in
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 { return }
-                #if canImport(Darwin)
-                    var one: Int32 = 1
-                    setsockopt(client, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-                #endif
-                connections.withLock { $0 += 1 }
-                Thread.detachNewThread { self.serve(client, reply: reply) }
-            }
+        LoopbackTCP.serveConnections(on: fd) { [self] client in
+            connections.withLock { $0 += 1 }
+            serve(client, reply: reply)
         }
     }
 

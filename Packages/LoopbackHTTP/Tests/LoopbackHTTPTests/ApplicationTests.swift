@@ -7,12 +7,12 @@ import Testing
 /// 100 bytes: "0123456789" ten times.
 let hundredBytes: [UInt8] = (0..<100).map { UInt8(ascii: "0") + UInt8($0 % 10) }
 
-/// A temporary directory with a few files, removed at deinit.
+/// A temporary directory with a few files, removed when the test that made it ends (its suite must be marked
+/// `.temporaryFolders`).
 final class TempTree {
     let root: URL
     init() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("lh-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        root = TemporaryFolders.make(prefix: "lh-")
         let inside = root.appendingPathComponent("www")
         try FileManager.default.createDirectory(
             at: inside.appendingPathComponent("sub"), withIntermediateDirectories: true)
@@ -27,7 +27,6 @@ final class TempTree {
             atPath: inside.appendingPathComponent("alias.ts").path, withDestinationPath: "media.ts")
     }
     var www: String { root.appendingPathComponent("www").path }
-    deinit { try? FileManager.default.removeItem(at: root) }
 }
 
 /// The application used by the in-process and socket tests.
@@ -102,7 +101,7 @@ func multipartBody(boundary: String, contentType: String, ranges: [(Int, Int)], 
     return body
 }
 
-@Suite("In-process handling")
+@Suite("In-process handling", .temporaryFolders)
 struct ApplicationTests {
     let tree: TempTree
     let token = SessionToken.random()

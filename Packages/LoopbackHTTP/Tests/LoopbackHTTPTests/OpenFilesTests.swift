@@ -6,7 +6,7 @@ import Testing
 
 /// The static-file handler reuses an opened file for a short time; these prove a reused descriptor never serves
 /// what the path no longer names, and that descriptors are closed when they expire.
-@Suite("Reused open files")
+@Suite("Reused open files", .temporaryFolders)
 struct OpenFilesTests {
     let tree: TempTree
     let app: HTTPApplication

@@ -29,7 +29,7 @@ func request(_ target: String, _ extra: String = "", method: String = "GET") -> 
     "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)\r\n"
 }
 
-@Suite("Over a real socket", .serialized)
+@Suite("Over a real socket", .serialized, .temporaryFolders)
 struct SocketTests {
     let tree: TempTree
     let token = SessionToken.random()

@@ -116,7 +116,7 @@ import Testing
         let bytes = StreamBuilder.typical()
         let oneShot = demux(bytes)
         #expect(demux(bytes, chunkSizes: [1]) == oneShot, "one byte at a time")
-        var generator = SplitMix64(state: 42)
+        var generator = SplitMix64(seed: 42)
         for round in 0..<20 {
             let sizes = (0..<50).map { _ in Int.random(in: 1...700, using: &generator) }
             #expect(demux(bytes, chunkSizes: sizes) == oneShot, "round \(round) sizes \(sizes.prefix(5))")
@@ -131,7 +131,7 @@ import Testing
         #expect(events.errors.isEmpty)
         #expect(events.pes.map(\.pts) == demux(plain).pes.map(\.pts))
         #expect(events.pes.first.map { $0.offset % Int64(size.length) } == 0)
-        var generator = SplitMix64(state: UInt64(size.length))
+        var generator = SplitMix64(seed: UInt64(size.length))
         let sizes = (0..<40).map { _ in Int.random(in: 1...300, using: &generator) }
         #expect(demux(bytes, chunkSizes: sizes) == events)
         #expect(demux(bytes, chunkSizes: [1]) == events)
@@ -171,7 +171,7 @@ import Testing
         let lostAt: [Int64?] = events.errors.filter { $0.code == .syncLost }.map { $0.offset }
         let expectedLost: [Int64?] = [1880, 4093]
         #expect(lostAt == expectedLost)
-        var generator = SplitMix64(state: 7)
+        var generator = SplitMix64(seed: 7)
         let sizes = (0..<40).map { _ in Int.random(in: 1...400, using: &generator) }
         #expect(demux(dirty, chunkSizes: sizes) == events)
     }

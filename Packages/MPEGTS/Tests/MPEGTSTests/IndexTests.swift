@@ -4,10 +4,11 @@ import Testing
 
 @testable import MPEGTS
 
-@Suite struct IndexTests {
-    /// A temporary file holding `bytes`, removed by the caller.
+@Suite(.temporaryFolders) struct IndexTests {
+    /// A temporary file holding `bytes`, in a folder of its own that goes (with any sidecar beside the file) when the
+    /// test ends.
     func temporaryFile(_ bytes: [UInt8], name: String = #function) throws -> String {
-        let path = NSTemporaryDirectory() + "mpegts-\(getpid())-\(name.filter(\.isLetter)).ts"
+        let path = TemporaryFolders.make(prefix: "mpegts-") + "/\(name.filter(\.isLetter)).ts"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         return path
     }
@@ -15,7 +16,6 @@ import Testing
     @Test func indexOfSyntheticFile() throws {
         let bytes = StreamBuilder.typical(frames: 12)
         let path = try temporaryFile(bytes)
-        defer { try? FileManager.default.removeItem(atPath: path) }
         var progressCalls = 0
         let index = try TSIndex.build(path: path, bufferSize: 4096) { progress in
             progressCalls += 1
@@ -50,7 +50,6 @@ import Testing
     @Test func timestampResetIsClosedUp() throws {
         let part = StreamBuilder.typical(frames: 12)
         let path = try temporaryFile(part + part)
-        defer { try? FileManager.default.removeItem(atPath: path) }
         let index = try TSIndex.build(path: path, bufferSize: 4096) { _ in true }
         #expect(index.keyframes.map(\.pts.value) == [97_200, 111_600, 126_000, 97_200, 111_600, 126_000])
         // 12 frames of 3600 ticks after the first copy's keyframes.
@@ -65,10 +64,6 @@ import Testing
     @Test func sidecarRoundTripKeyedBySizeAndTime() throws {
         let bytes = StreamBuilder.typical(frames: 8)
         let path = try temporaryFile(bytes)
-        defer {
-            try? FileManager.default.removeItem(atPath: path)
-            try? FileManager.default.removeItem(atPath: TSIndex.sidecarPath(for: path))
-        }
         let index = try TSIndex.build(path: path)
         #expect(try TSIndex(serialized: index.serialized()) == index)
         #expect(TSIndex.loadSidecar(for: path) == nil)
@@ -122,7 +117,6 @@ import Testing
         let bytes = builder.bytes
         let expected: Int64 = 7 * 5760 + 1920
         let path = try temporaryFile(bytes)
-        defer { try? FileManager.default.removeItem(atPath: path) }
         let index = try TSIndex.build(path: path)
         #expect(index.durationTicks == expected)
         #expect(index.streams.first { $0.pid == 0x101 }?.durationTicks == expected)
@@ -155,7 +149,6 @@ import Testing
             builder.audio(pts: 900_000 + UInt64(frame) * 3600)
         }
         let path = try temporaryFile(builder.bytes)
-        defer { try? FileManager.default.removeItem(atPath: path) }
         let index = try TSIndex.build(path: path)
         let probe = try TSProbe.probe(path: path, headBytes: 16 << 10, tailBytes: 16 << 10)
         #expect(probe.bytesRead == 32 << 10)
@@ -167,7 +160,6 @@ import Testing
 
     @Test func notTransportStreamFile() throws {
         let path = try temporaryFile(Array(repeating: 0x20, count: 4000))
-        defer { try? FileManager.default.removeItem(atPath: path) }
         #expect { _ = try TSIndex.build(path: path) } throws: { ($0 as? TSFileError)?.code == .notTransportStream }
         #expect { _ = try TSIndex.build(path: path + ".missing") } throws: { ($0 as? TSFileError)?.code == .io }
     }

@@ -105,18 +105,6 @@ func repacketize(_ bytes: [UInt8], size: PacketSize) -> [UInt8] {
     return output
 }
 
-/// A deterministic pseudo-random generator for chunk sizes.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Demuxes `bytes` in chunks of the given sizes (cycled) and returns every event.
 func demux(_ bytes: [UInt8], chunkSizes: [Int]? = nil, options: DemuxOptions = DemuxOptions()) -> [DemuxEvent] {
     var demuxer = Demuxer(options: options)

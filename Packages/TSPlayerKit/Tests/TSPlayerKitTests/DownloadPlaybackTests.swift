@@ -23,7 +23,7 @@ private final class TableOrigin: HTTPTransport {
     }
 }
 
-@Suite struct DownloadPlaybackTests {
+@Suite(.temporaryFolders) struct DownloadPlaybackTests {
     static let base = "http://origin.test/vod/"
 
     /// `packets` TS packets filled with `seed`.
@@ -38,15 +38,14 @@ private final class TableOrigin: HTTPTransport {
 
     @Test func playURLServesTheDownloadedTaskAndReusesItsSession() async throws {
         var files: [String: [UInt8]] = [:]
-        var playlist = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+        var playlist = MediaPlaylistText(targetDuration: 4, header: "#EXT-X-PLAYLIST-TYPE:VOD\n", ended: true)
         for n in 0..<3 {
             files[Self.base + "s\(n).ts"] = Self.ts(packets: 30 + n, seed: UInt8(n))
-            playlist += "#EXTINF:4.0,\ns\(n).ts\n"
+            playlist.segments.append(.init(duration: "4.0", uri: "s\(n).ts"))
         }
-        playlist += "#EXT-X-ENDLIST\n"
-        files[Self.base + "index.m3u8"] = Array(playlist.utf8)
-        let root = NSTemporaryDirectory() + "download-playback-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        files[Self.base + "index.m3u8"] = playlist.bytes
+        // The store's root does not exist yet; the manager makes it inside the test's own folder.
+        let root = TemporaryFolders.make(prefix: "download-playback-") + "/store"
         let manager = try DownloadManager(storeRoot: root, transport: TableOrigin(files: files))
         let server = PlaybackServer()
 

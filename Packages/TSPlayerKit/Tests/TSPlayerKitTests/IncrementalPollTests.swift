@@ -75,15 +75,15 @@ import Testing
     /// A plain window of `count` segments from `first`, with a break (`CUE-OUT:<2 x length>`, CUE-IN after it) at
     /// each of `breaks` (media sequence number, length).
     static func plainWindow(first: Int, count: Int, breaks: [(Int, Int)]) -> [UInt8] {
-        var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-        for m in first..<(first + count) {
-            for (start, length) in breaks {
-                if m == start { text += "#EXT-X-CUE-OUT:\(2 * length).000\n" }
-                if m == start + length { text += "#EXT-X-CUE-IN\n" }
+        MediaPlaylistText.window(
+            first: first, count: count, targetDuration: 2, duration: "2.000", uri: { "seg_\($0).ts" },
+            tags: { m in
+                breaks.map { start, length in
+                    (m == start ? "#EXT-X-CUE-OUT:\(2 * length).000\n" : "")
+                        + (m == start + length ? "#EXT-X-CUE-IN\n" : "")
+                }.joined()
             }
-            text += "#EXTINF:2.000,\nseg_\(m).ts\n"
-        }
-        return Array(text.utf8)
+        ).bytes
     }
 
     /// After polls the fast path answered, the window jumps back to start inside a break whose CUE-OUT is no longer
@@ -171,9 +171,10 @@ import Testing
         for first in 45...80 { polls.append(Self.plainWindow(first: first, count: 10, breaks: [(50, 4)])) }
         // The origin renumbers from 60: the same URIs under numbers 20 lower.
         for first in 61...66 {
-            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first - 20)\n"
-            for m in first..<(first + 10) { text += "#EXTINF:2.000,\nseg_\(m).ts\n" }
-            polls.append(Array(text.utf8))
+            var window = MediaPlaylistText.window(
+                first: first, count: 10, targetDuration: 2, duration: "2.000", uri: { "seg_\($0).ts" })
+            window.mediaSequence = first - 20
+            polls.append(window.bytes)
         }
         let outcome = try await Self.compare(polls: polls, label: "restart")
         #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
@@ -236,20 +237,12 @@ import Testing
     /// The shape of Scripts/bench/proxy.sh's moving window: 1,000 segments, a 30 s CUE-OUT every 400, CUE-IN 15
     /// later, three CDN hosts; 60 polls moving by one.
     @Test func benchShapedMovingWindow() async throws {
-        var entries: [String] = []
-        for m in 50000..<(50000 + 1100) {
-            var e = ""
-            if m % 400 == 0 { e += "#EXT-X-CUE-OUT:30.000\n" }
-            if m % 400 == 15 { e += "#EXT-X-CUE-IN\n" }
-            e += "#EXTINF:2.000,\nhttps://cdn\(m % 3).example.com/live/1080p/segment_\(m).ts?session=abcdef0123456789\n"
-            entries.append(e)
-        }
-        var polls: [[UInt8]] = []
-        for n in 0..<60 {
-            let body =
-                "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(50000 + n)\n"
-                + entries[n..<(n + 1000)].joined()
-            polls.append(Array(body.utf8))
+        let polls = (0..<60).map { n in
+            MediaPlaylistText.window(
+                first: 50000 + n, count: 1000, targetDuration: 2, duration: "2.000",
+                uri: { "https://cdn\($0 % 3).example.com/live/1080p/segment_\($0).ts?session=abcdef0123456789" },
+                tags: { $0 % 400 == 0 ? "#EXT-X-CUE-OUT:30.000\n" : $0 % 400 == 15 ? "#EXT-X-CUE-IN\n" : "" }
+            ).bytes
         }
         let outcome = try await Self.compare(polls: polls, label: "bench window")
         #expect(outcome.mismatches.isEmpty, "\(outcome.mismatches.joined(separator: "\n"))")
@@ -472,20 +465,8 @@ import Testing
 
 // MARK: The generator
 
-/// SplitMix64: a small deterministic PRNG (no Foundation randomness), so a failing seed replays exactly.
-struct SplitMix64 {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// The draws these tests make from TestSupport's seeded generator.
+extension SplitMix64 {
     mutating func int(_ range: ClosedRange<Int>) -> Int {
         range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
     }

@@ -11,17 +11,6 @@ import Testing
     import Darwin
 #endif
 
-/// A playback source that answers every path with its own name and the path.
-private final class NamedSource: PlaybackSource {
-    let token = SessionToken.random()
-    let name: String
-    init(_ name: String) { self.name = name }
-    func respond(to request: HTTPRequest) -> HTTPResponse {
-        .text(name + ":" + request.wildcardSegments.joined(separator: "/"))
-    }
-    func prepare() {}
-}
-
 /// One server for everything: a playback session, an ad-stripping proxy and a caching proxy in one process share one
 /// port and one lifecycle.
 @Suite("One server", .temporaryFolders)
@@ -79,7 +68,7 @@ struct OneServerTests {
     @Test("a session, an ad-stripping proxy and a caching proxy share one port; each token reaches only its routes")
     func onePortIsolatedTokens() async throws {
         let server = PlaybackServer()
-        let session = NamedSource("session")
+        let session = EchoSource("session")
         let sessionBase = try server.register(session)
         let proxies = try await Proxies(server: server)
         let port = try #require(server.boundPort)
@@ -146,18 +135,12 @@ struct OneServerTests {
     @Test("revive after the system took the listener brings every proxy back on the same port")
     func reviveCoversTheProxies() async throws {
         let server = PlaybackServer()
-        let session = NamedSource("session")
+        let session = EchoSource("session")
         let sessionBase = try server.register(session)
         let proxies = try await Proxies(server: server)
         let port = try #require(server.boundPort)
         let http = try #require(server.httpServer)
-        // What iOS does to a suspended app's listening socket, as far as Linux can show it.
-        for fd in http.listenerDescriptors { _ = shutdown(fd, Int32(SHUT_RDWR)) }
-        var waited = 0
-        while !server.needsRevival, waited < 100 {
-            try await Task.sleep(for: .milliseconds(20))
-            waited += 1
-        }
+        try await loseListeners(of: server)
         #expect(server.needsRevival, "the dead listener was never noticed")
         #expect(try await server.revive() == port)
         #expect(!server.needsRevival)

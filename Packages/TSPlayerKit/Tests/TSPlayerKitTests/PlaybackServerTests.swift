@@ -11,8 +11,8 @@ import Testing
     import Darwin
 #endif
 
-/// A source that answers every path with its own name and the path.
-private final class EchoSource: PlaybackSource {
+/// A source that answers every path with its own name and the path (PlaybackServerTests and OneServerTests).
+final class EchoSource: PlaybackSource {
     let token = SessionToken.random()
     let name: String
     init(_ name: String) { self.name = name }
@@ -20,6 +20,18 @@ private final class EchoSource: PlaybackSource {
         .text(name + ":" + request.wildcardSegments.joined(separator: "/"))
     }
     func prepare() {}
+}
+
+/// Shuts down `server`'s listening sockets (what iOS does to a suspended app's, as far as Linux can show it) and
+/// waits up to 2 s for the server to notice (PlaybackServerTests and OneServerTests).
+func loseListeners(of server: PlaybackServer) async throws {
+    let http = try #require(server.httpServer)
+    for fd in http.listenerDescriptors { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+    var waited = 0
+    while !server.needsRevival, waited < 100 {
+        try await Task.sleep(for: .milliseconds(20))
+        waited += 1
+    }
 }
 
 @Suite("PlaybackServer")
@@ -64,13 +76,7 @@ struct PlaybackServerTests {
         let firstBase = try server.register(first)
         let port = try #require(server.boundPort)
         let http = try #require(server.httpServer)
-        // What iOS does to a suspended app's listening socket, as far as Linux can show it.
-        for fd in http.listenerDescriptors { _ = shutdown(fd, Int32(SHUT_RDWR)) }
-        var waited = 0
-        while !server.needsRevival, waited < 100 {
-            try await Task.sleep(for: .milliseconds(20))
-            waited += 1
-        }
+        try await loseListeners(of: server)
         #expect(server.needsRevival, "the dead listener was never noticed")
 
         // Registering another session replaces the failed server on the same port, synchronously.

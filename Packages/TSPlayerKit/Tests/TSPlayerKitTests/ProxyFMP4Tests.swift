@@ -123,14 +123,16 @@ import Testing
     // MARK: Through the proxy
 
     static func fragmentedWindow(first: Int, ads: Set<Int>, count: Int = 5) -> String {
-        var t = "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-        t += "#EXT-X-MAP:URI=\"init.mp4\"\n"
-        for m in first..<(first + count) {
-            if ads.contains(m), !ads.contains(m - 1) { t += "#EXT-X-CUE-OUT:\(4 * ads.filter { $0 >= m }.count)\n" }
-            if !ads.contains(m), ads.contains(m - 1) { t += "#EXT-X-CUE-IN\n" }
-            t += "#EXTINF:4.000,\nseg\(m).m4s\n"
-        }
-        return t
+        var window = MediaPlaylistText.window(
+            first: first, count: count, version: 7, targetDuration: 4, duration: "4.000", uri: { "seg\($0).m4s" },
+            tags: { m in
+                if ads.contains(m), !ads.contains(m - 1) {
+                    return "#EXT-X-CUE-OUT:\(4 * ads.filter { $0 >= m }.count)\n"
+                }
+                return !ads.contains(m) && ads.contains(m - 1) ? "#EXT-X-CUE-IN\n" : ""
+            })
+        window.header = "#EXT-X-MAP:URI=\"init.mp4\"\n"
+        return window.text
     }
 
     @Test func fragmentedLiveSlatesThroughTheProxy() async throws {
@@ -244,8 +246,10 @@ import Testing
         let proxy = AdStrippingProxy(url: "https://cdn.example.com/live.m3u8")
         var routes: [String: String] = [:]
         for first in 0..<20 {
-            var t = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-            for m in first..<(first + 10) { t += "#EXTINF:2,\nseg\(m).ts?q=\(m % 3)\n" }
+            let t = MediaPlaylistText.window(
+                first: first, count: 10, version: nil, targetDuration: 2, duration: "2",
+                uri: { "seg\($0).ts?q=\($0 % 3)" }
+            ).text
             let playlist = try Playlist(t)
             let fetched = FetchedPlaylist(
                 bytes: Array(t.utf8), playlist: playlist, url: "https://cdn.example.com/live.m3u8")

@@ -126,17 +126,18 @@ import Testing
     /// up); both give the bytes of a proxy without incremental polls.
     @Test func datedWindowsAreIncrementalOnlyWhenEverySegmentHasItsDate() throws {
         func window(first: Int, datedEvery step: Int) -> [UInt8] {
-            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-            for m in first..<(first + 6) {
-                if m % step == 0 {
-                    let second = 2 * m % 60
-                    let time = "10:\(10 + 2 * m / 60):\(second < 10 ? "0" : "")\(second)"
-                    text += "#EXT-X-PROGRAM-DATE-TIME:2026-11-29T\(time).000Z\n"
+            MediaPlaylistText.window(
+                first: first, count: 6, targetDuration: 2, duration: "2.000", uri: { "seg\($0).ts" },
+                tags: { m in
+                    var tags = ""
+                    if m % step == 0 {
+                        let second = 2 * m % 60
+                        let time = "10:\(10 + 2 * m / 60):\(second < 10 ? "0" : "")\(second)"
+                        tags += "#EXT-X-PROGRAM-DATE-TIME:2026-11-29T\(time).000Z\n"
+                    }
+                    return m == 20 ? tags + "#EXT-X-CUE-OUT:4\n" : tags
                 }
-                if m == 20 { text += "#EXT-X-CUE-OUT:4\n" }
-                text += "#EXTINF:2.000,\nseg\(m).ts\n"
-            }
-            return Array(text.utf8)
+            ).bytes
         }
         for step in [1, 3] {
             let url = "http://origin.example/live.m3u8"

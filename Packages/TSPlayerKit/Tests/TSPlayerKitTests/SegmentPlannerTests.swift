@@ -87,7 +87,7 @@ import Testing
     }
 }
 
-@Suite struct PlaybackHelpersTests {
+@Suite(.temporaryFolders) struct PlaybackHelpersTests {
     @Test func givenSegmentsAreValidated() throws {
         let planned = try SegmentInfo.validated(
             [SegmentInfo(offset: 100, duration: 2, length: 50), SegmentInfo(offset: 0, duration: 4, length: 100)],
@@ -114,9 +114,7 @@ import Testing
     }
 
     @Test func emptyAndFilelessSegmentsAreTypedErrors() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ts-folder-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = URL(fileURLWithPath: TemporaryFolders.make(prefix: "ts-folder-"))
         #expect(throws: PlaybackError.self) { try TSFolderSession(folder: folder.path, segments: []) }
         let missing = #expect(throws: PlaybackError.self) {
             try TSFolderSession(folder: folder.path, segments: [SegmentInfo(duration: 2)])

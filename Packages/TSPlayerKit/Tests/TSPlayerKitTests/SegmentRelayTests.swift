@@ -29,10 +29,10 @@ import Testing
 
         init(segments: [[UInt8]]) async throws {
             self.segments = segments
-            var playlist = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n"
-            for index in segments.indices { playlist += "#EXTINF:4.000,\nseg\(index).ts\n" }
-            playlist += "#EXT-X-ENDLIST\n"
-            let playlistBytes = Array(playlist.utf8)
+            let playlistBytes = MediaPlaylistText(
+                targetDuration: 4, header: "#EXT-X-PLAYLIST-TYPE:VOD\n",
+                segments: segments.indices.map { .init(duration: "4.000", uri: "seg\($0).ts") }, ended: true
+            ).bytes
             var router = Router()
             router.getImmediate("/vod.m3u8") { _ in
                 .bytes(playlistBytes, contentType: "application/vnd.apple.mpegurl")

@@ -2,6 +2,8 @@
 // listens: the one place the tests build a loopback address. Linux and Darwin differ in how the socket type constant
 // is imported, in SIGPIPE (MSG_NOSIGNAL per send on Linux; SO_NOSIGPIPE on the socket on Darwin, whose send(2) has no
 // such flag) and in sockaddr_in's length field (Darwin only).
+import Foundation
+
 #if canImport(Glibc)
     public import Glibc
 #elseif canImport(Darwin)
@@ -62,6 +64,57 @@ public enum LoopbackTCP {
             }
         }
         return result == 0
+    }
+
+    /// A socket bound to 127.0.0.1 on a port the system chooses (``localPort(_:)`` reads it) and listening with
+    /// `backlog`; -1 on failure. With `listening` false, bound only: the port is taken until the socket closes.
+    public static func listener(backlog: Int32 = 16, listening: Bool = true) -> Int32 {
+        let fd = socket()
+        guard fd >= 0 else { return -1 }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = address(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, !listening || listen(fd, backlog) == 0 else {
+            close(fd)
+            return -1
+        }
+        return fd
+    }
+
+    /// The local port of a bound socket (0 when it has none).
+    public static func localPort(_ fd: Int32) -> UInt16 {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return named == 0 ? UInt16(bigEndian: address.sin_port) : 0
+    }
+
+    /// A loopback port nothing listens on: one the system just handed out and this process let go.
+    public static func unusedPort() -> UInt16 {
+        let fd = listener(listening: false)
+        defer { if fd >= 0 { close(fd) } }
+        return localPort(fd)
+    }
+
+    /// Accepts connections on the listening socket `fd` on a thread of its own until accepting fails (the socket
+    /// was shut down or closed), and hands each one, with SIGPIPE off, to `serve` on a new thread: the loop of the
+    /// tests' raw origins.
+    public static func serveConnections(on fd: Int32, _ serve: @escaping @Sendable (Int32) -> Void) {
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                noSigPipe(client)
+                Thread.detachNewThread { serve(client) }
+            }
+        }
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.

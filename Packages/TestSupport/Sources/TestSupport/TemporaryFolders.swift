@@ -30,6 +30,15 @@ public final class TemporaryFolderRegistry: Sendable {
         return url
     }
 
+    /// A new, empty folder `<temporary directory>/<prefix><UUID>` for fixtures this process makes once and shares
+    /// between its tests, removed when the process exits.
+    public static func makeShared(prefix: String) -> URL {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(prefix + UUID().uuidString)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        removeAtExit(url)
+        return url
+    }
+
     fileprivate func removeAll() {
         for url in urls.withLock({ $0 }) { try? FileManager.default.removeItem(at: url) }
     }
@@ -59,6 +68,9 @@ public enum TemporaryFolderPaths {
         TemporaryFolderRegistry.make(prefix: prefix, sourceLocation: sourceLocation).path
     }
 
+    /// A new, empty folder for fixtures shared by this process's tests, removed when the process exits, as a path.
+    public static func makeShared(prefix: String) -> String { TemporaryFolderRegistry.makeShared(prefix: prefix).path }
+
     /// Removes `path` when the process exits.
     public static func removeAtExit(_ path: String) {
         TemporaryFolderRegistry.removeAtExit(URL(fileURLWithPath: path))
@@ -71,6 +83,9 @@ public enum TemporaryFolderURLs {
     public static func make(prefix: String, sourceLocation: SourceLocation = #_sourceLocation) -> URL {
         TemporaryFolderRegistry.make(prefix: prefix, sourceLocation: sourceLocation)
     }
+
+    /// A new, empty folder for fixtures shared by this process's tests, removed when the process exits.
+    public static func makeShared(prefix: String) -> URL { TemporaryFolderRegistry.makeShared(prefix: prefix) }
 
     /// Removes `url` (a fixture folder this process made and shares between its tests) when the process exits.
     public static func removeAtExit(_ url: URL) { TemporaryFolderRegistry.removeAtExit(url) }

@@ -10,17 +10,17 @@ import Testing
     @Test("a folder made in a test exists, empty, in the temporary directory, and goes when the test ends")
     func removedAtTheEnd() async throws {
         let test = try #require(Test.current)
-        let made = Guard<URL?>(nil)
+        let made = Locked<URL?>(nil)
         try await TemporaryFoldersTrait().provideScope(for: test, testCase: nil) {
             let url = TemporaryFolderURLs.make(prefix: "support-self-")
-            made.set(url)
+            made.withLock { $0 = url }
             var isFolder: ObjCBool = false
             #expect(FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder) && isFolder.boolValue)
             #expect(try FileManager.default.contentsOfDirectory(atPath: url.path).isEmpty)
             #expect(url.lastPathComponent.hasPrefix("support-self-"))
             try Data("x".utf8).write(to: url.appendingPathComponent("file"))
         }
-        let url = try #require(made.get())
+        let url = try #require(made.withLock { $0 })
         #expect(!FileManager.default.fileExists(atPath: url.path), "\(url.path) is still there")
     }
 
@@ -65,15 +65,6 @@ import Testing
     }
 }
 
-/// A value set inside a `@Sendable` closure and read after it.
-private final class Guard<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func set(_ new: Value) { lock.withLock { value = new } }
-    func get() -> Value { lock.withLock { value } }
-}
-
 @Suite struct MediaPlaylistTextTests {
     @Test("a live window is written line by line, tags before their segment")
     func window() {
@@ -96,5 +87,51 @@ private final class Guard<Value: Sendable>: @unchecked Sendable {
             playlist.text
                 == "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4.0,\na.ts\n#EXT-X-ENDLIST\n")
         #expect(playlist.bytes == Array(playlist.text.utf8))
+    }
+}
+
+@Suite(.serialized) struct SharedFoldersTests {
+    @Test("a shared folder exists, empty, outside any test's registry, and is listed for removal at exit")
+    func sharedFolder() throws {
+        let url = TemporaryFolderURLs.makeShared(prefix: "support-shared-")
+        let path = TemporaryFolderPaths.makeShared(prefix: "support-shared-")
+        var isFolder: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder) && isFolder.boolValue)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: path).isEmpty)
+        #expect(url.lastPathComponent.hasPrefix("support-shared-") && url.path != path)
+    }
+}
+
+@Suite struct SplitMix64Tests {
+    @Test("SplitMix64 gives the reference sequence for seed 0 and replays any seed exactly")
+    func referenceAndReplay() {
+        var zero = SplitMix64(seed: 0)
+        #expect(
+            [zero.next(), zero.next(), zero.next()] == [
+                0xE220_A839_7B1D_CDAF, 0x6E78_9E6A_A1B9_65F4, 0x06C4_5D18_8009_454F,
+            ])
+        var a = SplitMix64(seed: 0x5EED)
+        var b = SplitMix64(seed: 0x5EED)
+        var c = SplitMix64(seed: 0x5EEE)
+        let first = (0..<100).map { _ in a.next() }
+        #expect(first == (0..<100).map { _ in b.next() })
+        #expect(first != (0..<100).map { _ in c.next() })
+        #expect(Set(first).count == 100)
+    }
+}
+
+@Suite struct LoopbackTCPTests {
+    @Test("a listener takes a port that accepts connections until it closes; an unused port accepts none")
+    func listenerAndUnusedPort() throws {
+        let fd = LoopbackTCP.listener()
+        try #require(fd >= 0)
+        let port = LoopbackTCP.localPort(fd)
+        #expect(port != 0)
+        #expect(LoopbackTCP.accepts(port))
+        close(fd)
+        #expect(!LoopbackTCP.accepts(port))
+        let unused = LoopbackTCP.unusedPort()
+        #expect(unused != 0)
+        #expect(!LoopbackTCP.accepts(unused))
     }
 }

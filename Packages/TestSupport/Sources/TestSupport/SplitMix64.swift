@@ -1,0 +1,18 @@
+// The seeded generator of the tests' random cases (chunk sizes, byte ranges, playlist shapes): one SplitMix64 for
+// every test target instead of a copy in each.
+
+/// SplitMix64: a small deterministic generator (no system randomness), so a random test fails the same way on every
+/// run and a failing seed replays exactly.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
