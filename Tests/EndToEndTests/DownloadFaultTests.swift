@@ -10,60 +10,6 @@ import Testing
     import Darwin
 #endif
 
-/// The fault origin, stopped by closing its stdin.
-final class FaultOrigin {
-    let process = Process()
-    let input = Pipe()
-    let port: Int
-    let log: URL
-
-    init?(root: URL, arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
-        guard let python = EndToEnd.tool("python3", sourceLocation: sourceLocation) else { return nil }
-        log = TemporaryFolders.make(prefix: "origin-", sourceLocation: sourceLocation).appendingPathComponent(
-            "origin.log")
-        let output = Pipe()
-        process.executableURL = python
-        process.arguments =
-            [
-                EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/download_origin.py").path, "--root",
-                root.path, "--log", log.path,
-            ] + arguments
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let text = EndToEnd.firstLine(of: output)
-        guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
-            Issue.record("the fault origin did not start: \(text)", sourceLocation: sourceLocation)
-            return nil
-        }
-        self.port = port
-    }
-
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
-
-    /// The fault of each request (third column of the log).
-    var faults: [String] {
-        ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
-            $0.split(separator: " ").dropFirst(2).first.map(String.init)
-        }
-    }
-
-    func stop() {
-        // Closing stdin stops it; SIGKILL if not (a child of a test thread may have SIGTERM blocked).
-        try? input.fileHandleForWriting.close()
-        for _ in 0..<100 where process.isRunning { usleep(20_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
-    /// The origin stops with the test; its log goes with the test's temporary folders (the suite using it must be
-    /// marked `.temporaryFolders`).
-    deinit { stop() }
-}
-
 @Suite(.temporaryFolders) struct DownloadFaultTests {
     @Test(arguments: [1, 2, 3])
     func seededFaultsEndCompletedOrStoppedWithTheRightError(seed: Int) throws {

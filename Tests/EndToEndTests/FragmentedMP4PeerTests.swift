@@ -11,28 +11,10 @@ final class FragmentedMP4PeerTests {
     /// Runs a tool; returns its stdout and stderr, and records an issue when it exits with a failure.
     @discardableResult
     func run(_ name: String, _ arguments: [String]) throws -> (out: Data, err: String) {
-        let process = Process()
         guard let tool = EndToEnd.tool(name) else { throw CocoaError(.fileNoSuchFile) }
-        process.executableURL = tool
-        process.arguments = arguments
-        // Output to files, read after the exit: no pipe can fill up and block the tool.
-        let outURL = folder.appendingPathComponent("stdout-\(UUID().uuidString)")
-        let errURL = folder.appendingPathComponent("stderr-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        let outData = try Data(contentsOf: outURL)
-        let errData = try Data(contentsOf: errURL)
-        let errText = String(decoding: errData, as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(name) \(arguments.joined(separator: " ")): \(errText)")
-        return (outData, errText)
+        let result = try ExternalProgram.run(tool, arguments)
+        #expect(result.status == 0, "\(name) \(arguments.joined(separator: " ")): \(result.err)")
+        return (result.stdout, result.err)
     }
 
     func probe(_ path: String) throws -> (streams: [[String: Any]], packets: [[String: Any]]) {

@@ -8,42 +8,14 @@ import Testing
 /// then 94 silent frames continuing it on its own track (as a slate after that content): ffmpeg decodes the whole
 /// without an error, ffprobe sees the content's channel count, and the first silent packet starts where the
 /// content's audio ended (a 0-tick join) with every packet one 1024-sample frame after the one before.
-@Suite struct SlateAudioFFmpegTests {
-    static func tool(_ name: String) -> String? {
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
-            let path = "\(directory)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
-
-    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outData, as: UTF8.self),
-            String(decoding: errData, as: UTF8.self)
-        )
-    }
-
+@Suite(.temporaryFolders) struct SlateAudioFFmpegTests {
     @Test(arguments: [("5.1", 6), ("7.1", 8)]) func silenceAfterMultichannelContentDecodesAndJoins(
         layout: String, channels: Int
     ) throws {
-        guard let ffmpeg = Self.tool("ffmpeg"), let ffprobe = Self.tool("ffprobe") else { return }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fmp4-slate-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        guard let ffmpeg = ExternalProgram.find("ffmpeg"), let ffprobe = ExternalProgram.find("ffprobe") else { return }
+        let folder = TemporaryFolderURLs.make(prefix: "fmp4-slate-")
         let content = folder.appendingPathComponent("content.mp4").path
-        let made = try Self.run(
+        let made = try ExternalProgram.run(
             ffmpeg,
             [
                 "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-af",
@@ -70,9 +42,9 @@ import Testing
             audio: audio, firstDecodeTime: end, frames: 94, sequence: 10_000)
         let joined = folder.appendingPathComponent("joined.mp4").path
         try Data(initSection + fragments + silence).write(to: URL(fileURLWithPath: joined))
-        let decode = try Self.run(ffmpeg, ["-v", "error", "-i", joined, "-f", "null", "-"])
+        let decode = try ExternalProgram.run(ffmpeg, ["-v", "error", "-i", joined, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
-        let probe = try Self.run(
+        let probe = try ExternalProgram.run(
             ffprobe,
             [
                 "-v", "error", "-select_streams", "a", "-show_entries", "stream=channels:packet=pts,duration", "-of",

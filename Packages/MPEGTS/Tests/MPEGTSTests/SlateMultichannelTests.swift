@@ -6,7 +6,7 @@ import Testing
 /// Silent AAC frames for every channel configuration a slate can continue (1 to 7: mono to 7.1): the table against a
 /// naive model built element by element from the bit syntax (ISO/IEC 14496-3 4.4.2.1), and slates continuing
 /// ffmpeg-made 5.1 and 7.1 anchors decoded by ffmpeg itself: no errors, the anchor's channel layout, silence.
-@Suite struct SlateMultichannelTests {
+@Suite(.temporaryFolders) struct SlateMultichannelTests {
     /// One configuration's raw data block, built bit by bit: per element its id (SCE 0, CPE 1, LFE 3), its instance
     /// tag, then a silent channel stream (global gain 100; long window, one band of the zero codebook; no pulse,
     /// TNS or gain control), a CPE with a common window (its one band not M/S coded); END (7) and zero padding.
@@ -61,43 +61,15 @@ import Testing
         }
     }
 
-    static func tool(_ name: String) -> String? {
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
-            let path = "\(directory)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
-
-    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outData, as: UTF8.self),
-            String(decoding: errData, as: UTF8.self)
-        )
-    }
-
     /// An ffmpeg-made 2 s anchor (H.264 and AAC-LC in `layout`), then three 2 s slates continuing it: ffmpeg decodes
     /// the whole without an error, ffprobe sees the anchor's channel count on the slates alone, and they are silent.
     @Test(arguments: [("5.1", 6), ("7.1", 8)]) func multichannelAnchorsGetSilentSlatesFFmpegDecodes(
         layout: String, channels: Int
     ) throws {
-        guard let ffmpeg = Self.tool("ffmpeg"), let ffprobe = Self.tool("ffprobe") else { return }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("slate-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        guard let ffmpeg = ExternalProgram.find("ffmpeg"), let ffprobe = ExternalProgram.find("ffprobe") else { return }
+        let folder = TemporaryFolderURLs.make(prefix: "slate-")
         let anchorFile = folder.appendingPathComponent("anchor.ts").path
-        let made = try Self.run(
+        let made = try ExternalProgram.run(
             ffmpeg,
             [
                 "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i",
@@ -119,9 +91,9 @@ import Testing
         let joinedFile = folder.appendingPathComponent("joined.ts").path
         try Data(slates).write(to: URL(fileURLWithPath: slatesFile))
         try Data(anchor + slates).write(to: URL(fileURLWithPath: joinedFile))
-        let decode = try Self.run(ffmpeg, ["-v", "error", "-i", joinedFile, "-f", "null", "-"])
+        let decode = try ExternalProgram.run(ffmpeg, ["-v", "error", "-i", joinedFile, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
-        let probe = try Self.run(
+        let probe = try ExternalProgram.run(
             ffprobe,
             [
                 "-v", "error", "-select_streams", "a", "-show_entries", "stream=codec_name,channels", "-of",
@@ -130,7 +102,8 @@ import Testing
         // (ffprobe lists the stream under its program too.)
         let streams = Set(probe.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
         #expect(streams == ["aac,\(channels)"], "\(probe.out) \(probe.err)")
-        let volume = try Self.run(ffmpeg, ["-i", slatesFile, "-map", "0:a", "-af", "volumedetect", "-f", "null", "-"])
+        let volume = try ExternalProgram.run(
+            ffmpeg, ["-i", slatesFile, "-map", "0:a", "-af", "volumedetect", "-f", "null", "-"])
         let maximum = volume.err.split(separator: "\n").first { $0.contains("max_volume:") }
         #expect(maximum?.hasSuffix("max_volume: -91.0 dB") == true, "\(maximum ?? "")")
     }
@@ -141,12 +114,10 @@ import Testing
     @Test(arguments: [("ac3", "AC-3"), ("eac3", "E-AC-3"), ("mp2", "MPEG audio")])
     func audioThatCannotBeSilencedIsReported(encoder: String, name: String) throws {
         #expect(try SlateBuilder(continuing: StreamBuilder.typical()).audioOmitted == nil)
-        guard let ffmpeg = Self.tool("ffmpeg") else { return }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("slate-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        guard let ffmpeg = ExternalProgram.find("ffmpeg") else { return }
+        let folder = TemporaryFolderURLs.make(prefix: "slate-")
         let anchorFile = folder.appendingPathComponent("anchor.ts").path
-        let made = try Self.run(
+        let made = try ExternalProgram.run(
             ffmpeg,
             [
                 "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i",
@@ -165,7 +136,7 @@ import Testing
         #expect(events.pes.allSatisfy { $0.pid == 0x100 } && !events.pes.isEmpty)
         let joinedFile = folder.appendingPathComponent("joined.ts").path
         try Data(anchor + slate).write(to: URL(fileURLWithPath: joinedFile))
-        let decode = try Self.run(ffmpeg, ["-v", "error", "-i", joinedFile, "-f", "null", "-"])
+        let decode = try ExternalProgram.run(ffmpeg, ["-v", "error", "-i", joinedFile, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
     }
 }

@@ -1,5 +1,6 @@
 // The outside programs the tests use as real peers (nginx, ffmpeg, curl, ...): found on PATH or in the sbin
-// folders; a missing one is a failure, never a skip, since Scripts/deps.sh installs every one of them.
+// folders; a missing one is a failure, never a skip, since Scripts/deps.sh installs every one of them. Run to
+// completion with both outputs collected.
 public import Foundation
 public import Testing
 
@@ -14,4 +15,68 @@ public enum ExternalProgram {
         Issue.record("\(name) is not installed; run Scripts/deps.sh", sourceLocation: sourceLocation)
         return nil
     }
+
+    /// Runs a program to completion, feeding `input` on stdin; stdout and stderr are collected (both read at once,
+    /// so a chatty child never blocks on a full pipe).
+    public static func run(
+        _ executable: URL, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+        currentDirectory: URL? = nil
+    ) throws -> ProcessResult {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        let outPipe = Pipe()
+        let errPipe = Pipe()
+        let inPipe = Pipe()
+        process.standardOutput = outPipe
+        process.standardError = errPipe
+        process.standardInput = inPipe
+        try process.run()
+        let errBox = Locked(Data())
+        let errDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let data = errPipe.fileHandleForReading.readDataToEndOfFile()
+            errBox.withLock { $0 = data }
+            errDone.signal()
+        }
+        if let input { inPipe.fileHandleForWriting.write(input) }
+        try? inPipe.fileHandleForWriting.close()
+        let out = outPipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        errDone.wait()
+        return ProcessResult(status: process.terminationStatus, stdout: out, stderr: errBox.withLock { $0 })
+    }
+
+    /// The first line a started process writes to `pipe`, without its line ending (or all it wrote, when it closed
+    /// the pipe before a line ending). Blocks until then.
+    public static func firstLine(of pipe: Pipe) -> String {
+        var buffer = Data()
+        while !buffer.contains(UInt8(ascii: "\n")) {
+            let more = pipe.fileHandleForReading.availableData
+            if more.isEmpty { break }
+            buffer.append(more)
+        }
+        let text = String(decoding: buffer, as: UTF8.self)
+        return String(text.prefix { $0 != "\n" && $0 != "\r\n" }).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+/// A finished child process.
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var stdout: Data
+    public var stderr: Data
+
+    public init(status: Int32, stdout: Data, stderr: Data) {
+        self.status = status
+        self.stdout = stdout
+        self.stderr = stderr
+    }
+
+    public var out: String { String(decoding: stdout, as: UTF8.self) }
+    public var err: String { String(decoding: stderr, as: UTF8.self) }
 }
