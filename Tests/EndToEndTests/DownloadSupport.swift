@@ -31,11 +31,9 @@ struct DownloadFixtures: Sendable {
     }
 
     private static func make() -> Result<DownloadFixtures, FixtureError> {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        guard
-            let ffmpeg = path.split(separator: ":").map({ URL(fileURLWithPath: String($0) + "/ffmpeg") })
-                .first(where: { FileManager.default.isExecutableFile(atPath: $0.path) })
-        else { return .failure(FixtureError(description: "ffmpeg is not installed; run Scripts/deps.sh")) }
+        guard let ffmpeg = ExternalProgram.find("ffmpeg") else {
+            return .failure(FixtureError(description: "ffmpeg is not installed; run Scripts/deps.sh"))
+        }
         let root = TemporaryFolders.makeShared(prefix: "dl-e2e-")
         let www = root.appendingPathComponent("www")
         for folder in ["ts", "fmp4", "br", "mv", "aes", "small"] {
