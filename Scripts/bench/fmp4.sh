@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The TS-to-fMP4 bridge beside its peers, in one run. The default file is ~120 MB (2 min of 720p H.264 at 8 Mbit/s
-# and two AAC tracks); `hevc` makes 720p HEVC with two AC-3 tracks instead, and a size in MiB loops a 20 s seed of
-# that shape (`ffmpeg -stream_loop -c copy`) up to about that size (the issue's 1 GiB HEVC file: `hevc 1024`).
+# and two AAC tracks); `hevc` makes 720p HEVC with two AC-3 tracks instead. With a size in MiB, an H.264 file loops a
+# 20 s seed (`ffmpeg -stream_loop -c copy`) to about that size, and an HEVC one is encoded to it (see below; the
+# issue's 1 GiB HEVC file: `hevc 1024`).
 #  - `tsplayer remux IN OUT.mp4` against `ffmpeg -map 0 -c copy OUT.mp4`
 #  - every fMP4 segment of `tsplayer serve --container fmp4` fetched over HTTP (video and both audio renditions, in
 #    player order, after indexing) against Shaka Packager remuxing the same file to fMP4 HLS files
@@ -29,7 +30,14 @@ if [[ -z "$size_mib" ]]; then
     [[ -f "$input" ]] || make_ts 120 "$input"
 else
     input="$work/fmp4-bench-$codec-${size_mib}m.ts"
-    if [[ ! -f "$input" ]]; then
+    if [[ ! -f "$input" && $codec == hevc ]]; then
+        # Shaka Packager cannot parse HEVC TS that ffmpeg re-muxed with -c copy (PARSER_FAILURE on the video PID),
+        # so no seed is looped: the file is encoded in one go, at a fixed low QP (~18 Mbit/s, 4-5 min for 1 GiB on
+        # two cores) and cut at the size (-fs).
+        encode=(-c:v libx265 -preset ultrafast -x265-params keyint=50:min-keyint=50:qp=2:log-level=error -c:a ac3
+            -b:a 192k -fs "$(( size_mib * 1048576 ))")
+        make_ts 100000 "$input"
+    elif [[ ! -f "$input" ]]; then
         seed="$work/fmp4-seed-$codec.ts"
         make_ts 20 "$seed"
         loops=$(( size_mib * 1048576 / $(stat -c %s "$seed") ))
