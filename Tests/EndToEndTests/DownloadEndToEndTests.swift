@@ -221,6 +221,19 @@ import Testing
         let list = try DownloadTool.run(["tasks", "--store", store.url.path, "--json"])
         let tasks = (try? JSONSerialization.jsonObject(with: list?.stdout ?? Data())) as? [[String: Any]]
         #expect(tasks?.first?["state"] as? String == "paused")
+        // A task that has not finished is not exported, as MP4 or as TS: the error names the task, nothing is
+        // written.
+        for name in ["int.mp4", "int.ts"] {
+            let destination = store.url.appendingPathComponent(name).path
+            let export = try DownloadTool.run(["tasks", "export", "int", destination, "--store", store.url.path])
+            #expect(export?.status == 1, "\(name): \(export?.status ?? -1) \(export?.err ?? "")")
+            #expect(
+                export?.err.contains("task 'int'") == true
+                    && export?.err.contains("only completed tasks can be exported; this one is paused") == true,
+                "\(name): \(export?.err ?? "")")
+            #expect(!FileManager.default.fileExists(atPath: destination), "\(name)")
+            #expect(!FileManager.default.fileExists(atPath: destination + ".ts.partial"), "\(name)")
+        }
         let resumed = try DownloadTool.run(arguments)
         #expect(resumed?.status == 0)
         DownloadFixtures.expectIdentical(

@@ -289,6 +289,36 @@ func expectContinuous(_ times: [(dts: Int, duration: Int)], _ what: String) {
             try bytes.write(to: joined)
             expectContinuous(try packetTimes(joined.path, stream), "served \(name)")
         }
+        // The I-frame playlist follows on exactly after the reset: its discontinuity falls at the video playlist's
+        // time, and each I-frame's decode time is the one the same frame has in the served video.
+        func startOfDiscontinuity(_ text: String) -> Double? {
+            var time = 0.0
+            for line in text.split(separator: "\n") {
+                if line == "#EXT-X-DISCONTINUITY" { return time }
+                if line.hasPrefix("#EXTINF:") {
+                    time += Double(line.dropFirst("#EXTINF:".count).prefix { $0 != "," }) ?? .nan
+                }
+            }
+            return nil
+        }
+        let iFrames = try waitForEndList(base + "iframes.m3u8")
+        let video = try fetch(base + "video.m3u8")
+        let iFrameReset = try #require(startOfDiscontinuity(iFrames), "\(iFrames)")
+        let videoReset = try #require(startOfDiscontinuity(video), "\(video)")
+        #expect(abs(iFrameReset - videoReset) < 0.001, "I-frames reset at \(iFrameReset) s, video at \(videoReset) s")
+        let iFrameCount = iFrames.components(separatedBy: "#EXTINF:").count - 1
+        var iFrameBytes = try fetchBytes(base + "video-init.mp4")
+        for number in 0..<iFrameCount { iFrameBytes += try fetchBytes(base + "iframe/\(number).m4s") }
+        let iFrameFile = PlaybackFixtures.folder.appendingPathComponent("concatenation-iframes.mp4")
+        try iFrameBytes.write(to: iFrameFile)
+        let iFrameTimes = try packetTimes(iFrameFile.path, "v:0").map(\.dts)
+        let videoTimes = Set(
+            try packetTimes(PlaybackFixtures.folder.appendingPathComponent("concatenation-video.mp4").path, "v:0")
+                .map(\.dts))
+        #expect(iFrameTimes.count == iFrameCount, "\(iFrameTimes.count) I-frames decoded, \(iFrameCount) listed")
+        #expect(
+            iFrameTimes.allSatisfy(videoTimes.contains),
+            "I-frame decode times not in the video: \(iFrameTimes.filter { !videoTimes.contains($0) })")
         // The remux output: the same frames, one continuous timeline.
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = PlaybackFixtures.folder.appendingPathComponent("concatenation.mp4").path

@@ -101,7 +101,12 @@ enum TasksCommand {
                 if operands[1].lowercased().hasSuffix(".mp4") {
                     return await exportMP4(manager, id: operands[0], to: operands[1], json: json)
                 }
-                try await manager.export(operands[0], to: operands[1])
+                do {
+                    try await manager.export(operands[0], to: operands[1])
+                } catch {
+                    Output.error("task '\(operands[0])': \(ErrorText.describe(error))")
+                    return ErrorText.exitCode(error)
+                }
                 if json { Output.line(JSON.object([("exported", .string(operands[0]))]).render(pretty: false)) }
             }
         } catch {

@@ -568,7 +568,8 @@ public actor DownloadManager {
     public func export(_ id: String, to destination: String) throws(DownloadError) {
         guard let record = records[id] else { throw Self.noSuchTask(id) }
         guard record.state == .completed, let sources = record.sources, let variant = sources.media.first else {
-            throw DownloadError(.unsupported, "only completed tasks can be exported")
+            throw DownloadError(
+                .unsupported, "only completed tasks can be exported; this one is \(record.state.rawValue)")
         }
         let playlist = try Planner.parse(
             SourcePlaylist(

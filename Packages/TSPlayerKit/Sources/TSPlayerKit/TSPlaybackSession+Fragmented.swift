@@ -184,6 +184,24 @@ extension TSPlaybackSession {
         return shifts
     }
 
+    /// The video's shift for an I-frame: that of the media segment that holds it, so that after a time stamp reset
+    /// the I-frame's decode time is the one the same frame has in the video playlist.
+    func iFrameShifts(
+        _ frame: PlannedSegment, pid: UInt16, _ presentation: FragmentedPresentation, fileSize: UInt64
+    ) throws -> [UInt16: Int64] {
+        guard !discontinuities.isEmpty else { return [:] }
+        let media = segments
+        var low = 0
+        var high = media.count
+        while low < high {
+            let middle = (low + high) / 2
+            if media[middle].offset <= frame.offset { low = middle + 1 } else { high = middle }
+        }
+        guard low > 0 else { return [:] }
+        let shifts = try trackShifts(number: low - 1, segments: media, presentation, fileSize: fileSize)
+        return shifts[pid].map { [pid: $0] } ?? [:]
+    }
+
     /// Answers the fragmented MP4 routes; nil for any other route.
     func respondFragmented(_ route: [String], _ presentation: FragmentedPresentation) -> HTTPResponse? {
         let complete = isIndexed || givenSegments != nil
@@ -232,7 +250,9 @@ extension TSPlaybackSession {
         }
         do {
             let shifts =
-                iFrame ? [:] : try trackShifts(number: number, segments: list, presentation, fileSize: size)
+                iFrame
+                ? try iFrameShifts(planned, pid: track.pid, presentation, fileSize: size)
+                : try trackShifts(number: number, segments: list, presentation, fileSize: size)
             guard
                 let bytes = try presentation.segment(
                     number: number, pid: track.pid, planned: planned, timeline: timeline, fileSize: size,

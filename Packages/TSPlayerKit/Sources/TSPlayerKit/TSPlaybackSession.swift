@@ -235,7 +235,8 @@ public final class TSPlaybackSession: PlaybackSource {
     }
 
     /// Measures each keyframe's I-frame: from the packet that starts its PES to the next PES start on the same PID
-    /// (capped at 8 MiB), reading only those bytes. Its duration runs to the next keyframe.
+    /// (capped at 8 MiB), reading only those bytes. Its duration runs to the next keyframe; the first one's from the
+    /// presentation's start.
     private func measureIFrames(_ index: TSIndex) {
         guard let pid = index.keyframePID, !index.keyframes.isEmpty else { return }
         let packetSize = index.packetSize
@@ -247,7 +248,9 @@ public final class TSPlaybackSession: PlaybackSource {
         for (number, keyframe) in index.keyframes.enumerated() {
             guard !Task.isCancelled, let start = UInt64(exactly: keyframe.offset) else { return }
             let nextTicks = number + 1 < index.keyframes.count ? index.keyframes[number + 1].ticks : end
-            let duration = Double(nextTicks - keyframe.ticks) / 90_000
+            // The first runs from the presentation's start, as the first media segment does, so that the two
+            // playlists' times agree (at a reset, too).
+            let duration = Double(nextTicks - (result.isEmpty ? 0 : keyframe.ticks)) / 90_000
             guard duration > 0,
                 let length = Self.pesLength(file, from: start, pid: pid, packetSize: packetSize, buffer: buffer)
             else { continue }
