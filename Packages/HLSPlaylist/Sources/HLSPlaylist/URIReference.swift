@@ -496,13 +496,27 @@ extension URIResolver {
     /// are the reference's own). Returns the length of `D` with its resolution left in `memo`; nil when the
     /// reference is not of that shape.
     func resolveByDirectory(_ raw: ArraySlice<UInt8>, memo: inout DirectoryMemo) -> Int? {
-        let pathEnd = raw.firstIndex(where: { $0 == 0x3F || $0 == asciiHash }) ?? raw.endIndex
-        let path = raw[..<pathEnd]
-        guard let slash = path.lastIndex(of: 0x2F), slash < pathEnd - 1 else { return nil }
-        let file = raw[(slash + 1)..<pathEnd]
-        if file.elementsEqual([0x2E]) || file.elementsEqual([0x2E, 0x2E]) { return nil }
+        // Offsets from the slice's start, found on its buffer (no generic slice scans per segment).
+        let found = raw.withUnsafeBufferPointer { u -> (slash: Int, same: Bool)? in
+            var pathEnd = 0
+            while pathEnd < u.count, u[pathEnd] != 0x3F, u[pathEnd] != asciiHash { pathEnd &+= 1 }
+            var slash = pathEnd &- 1
+            while slash >= 0, u[slash] != 0x2F { slash &-= 1 }
+            guard slash >= 0, slash < pathEnd &- 1 else { return nil }
+            let fileCount = pathEnd &- slash &- 1
+            if u[slash &+ 1] == 0x2E, fileCount == 1 || (fileCount == 2 && u[slash &+ 2] == 0x2E) { return nil }
+            guard memo.valid, memo.directory.count == slash &+ 1 else { return (slash, false) }
+            let same = memo.directory.withUnsafeBufferPointer { d in
+                var k = 0
+                while k <= slash, d[k] == u[k] { k &+= 1 }
+                return k > slash
+            }
+            return (slash, same)
+        }
+        guard let found else { return nil }
+        let slash = raw.startIndex + found.slash
         let directory = raw[...slash]
-        if !(memo.valid && memo.directory.elementsEqual(directory)) {
+        if !found.same {
             let resolved = resolve(String(decoding: directory, as: UTF8.self))
             guard resolved.utf8.last == 0x2F else { return nil }
             memo = DirectoryMemo(directory: directory, resolved: resolved, valid: true)

@@ -3,6 +3,21 @@ import HLSPlaylist
 import Testing
 
 @Suite struct ParserTests {
+    /// EXT-X-BYTERANGE numbers at the digit-count boundaries of the line fast path: 19 and 20 digits read, the
+    /// largest UInt64 read, one past it and 21 digits left as text with a diagnostic.
+    @Test func byteRangeDigitBoundaries() throws {
+        func range(_ value: String) throws -> (ByteRangeSpec?, Int) {
+            let p = try Playlist("#EXTM3U\n#EXTINF:1,\n#EXT-X-BYTERANGE:\(value)\nmedia.ts\n")
+            return (p.firstTag(.byteRange)?.byteRange, p.diagnostics.count)
+        }
+        #expect(try range("9999999999999999999@1") == (ByteRangeSpec(length: 9_999_999_999_999_999_999, offset: 1), 0))
+        #expect(try range("18446744073709551615") == (ByteRangeSpec(length: UInt64.max, offset: nil), 0))
+        #expect(try range("1@00000000000000000012") == (ByteRangeSpec(length: 1, offset: 12), 0))
+        #expect(try range("18446744073709551616").0 == nil)
+        #expect(try range("18446744073709551616").1 == 1)
+        #expect(try range("100000000000000000000").0 == nil)
+    }
+
     /// `name` with one byte changed at the start, in the middle and at the end.
     static func oneByteVariants(of name: String) -> [String] {
         Set([0, name.utf8.count / 2, name.utf8.count - 1]).map { position in
