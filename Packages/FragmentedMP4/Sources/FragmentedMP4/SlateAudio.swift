@@ -91,24 +91,15 @@ extension FragmentedSlateTemplate {
     /// The audio object type and channel configuration of an AudioSpecificConfig (ISO/IEC 14496-3 1.6.2.1), or nil
     /// when it is too short.
     static func audioSpecificConfig(_ config: [UInt8]) -> (objectType: Int, configuration: Int)? {
-        var position = 0
-        func read(_ count: Int) -> Int? {
-            var value = 0
-            for _ in 0..<count {
-                guard position / 8 < config.count else { return nil }
-                value = value << 1 | Int(config[position / 8] >> (7 - UInt8(position % 8)) & 1)
-                position += 1
-            }
-            return value
-        }
-        guard var objectType = read(5) else { return nil }
+        var reader = BitReader(bytes: config, what: "AudioSpecificConfig")
+        guard var objectType = try? Int(reader.bits(5)) else { return nil }
         if objectType == 31 {
-            guard let extended = read(6) else { return nil }
+            guard let extended = try? Int(reader.bits(6)) else { return nil }
             objectType = 32 + extended
         }
-        guard let frequencyIndex = read(4) else { return nil }
-        if frequencyIndex == 15 { guard read(24) != nil else { return nil } }
-        guard let configuration = read(4) else { return nil }
+        guard let frequencyIndex = try? reader.bits(4), frequencyIndex != 15 || (try? reader.skip(24)) != nil,
+            let configuration = try? Int(reader.bits(4))
+        else { return nil }
         return (objectType, configuration)
     }
 
