@@ -135,6 +135,15 @@ enum ChannelList {
 }
 
 extension ParsedArguments {
+    /// The headers the user gave (`-H`, `--user-agent` and, where the command has it, `--referer`): those a channel
+    /// list is read with, and those that win over the list's own.
+    func userHeaders(_ command: Command) -> HTTPHeaders {
+        var headers = HTTPHeaders(self.headers(command).map { ($0.name, $0.value) })
+        if let agent = value("--user-agent") { headers.replaceOrAdd(name: "User-Agent", value: agent) }
+        if let referer = value("--referer") { headers.add(name: "Referer", value: referer) }
+        return headers
+    }
+
     /// The stream of `download` and `proxy`: with `--channel`, the chosen channel of the list that `<url>` names
     /// (a file or an http(s) URL, read with `listHeaders`) and its headers; otherwise the `<url>` argument with
     /// its Kodi suffix headers. A channel that cannot be chosen is a usage error; a list that cannot be read

@@ -72,8 +72,7 @@ enum DownloadCommand {
         guard parsed.positionals.count <= 1 else { command.usageError("too many arguments") }
         // Kodi's `url|User-Agent=..&Referer=..` suffix, or the headers a channel list gives the --channel: those
         // headers go on every request (-H and --user-agent win). The list itself is read with -H and --user-agent.
-        var listHeaders = HTTPHeaders(parsed.headers(command).map { ($0.name, $0.value) })
-        if let agent = parsed.value("--user-agent") { listHeaders.replaceOrAdd(name: "User-Agent", value: agent) }
+        let listHeaders = parsed.userHeaders(command)
         let (url, urlHeaders) = await parsed.streamInput(command, listHeaders: listHeaders, allowPrivate: true)
         var options = DownloadOptions()
         if let text = parsed.value("--variant") {

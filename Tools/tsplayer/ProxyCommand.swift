@@ -63,9 +63,7 @@ enum ProxyCommand {
         let parsed = command.parseOrExit(arguments)
         // Kodi's `url|User-Agent=..&Referer=..` headers, or those a channel list gives the --channel, go on every
         // upstream request; -H, --user-agent and --referer win over them. The list itself is read with those three.
-        var listHeaders = HTTPHeaders(parsed.headers(command).map { ($0.name, $0.value) })
-        if let agent = parsed.value("--user-agent") { listHeaders.replaceOrAdd(name: "User-Agent", value: agent) }
-        if let referer = parsed.value("--referer") { listHeaders.add(name: "Referer", value: referer) }
+        let listHeaders = parsed.userHeaders(command)
         let explain = parsed.flag("--explain")
         if parsed.flag("--all-channels") {
             if parsed.value("--channel") != nil {

@@ -326,13 +326,14 @@ final class EventLoopRunner {
                     continue
                 }
             }
-            let count = shared.connectionCount.withLock { count in
+            // A connection over the cap is never counted, so `openConnections` does not see it while it is refused.
+            let admitted = shared.connectionCount.withLock { count in
+                guard count < configuration.maxConnections else { return false }
                 count += 1
-                return count
+                return true
             }
-            if count > configuration.maxConnections {
+            guard admitted else {
                 refuseBusy(fd)
-                shared.connectionCount.withLock { $0 -= 1 }
                 continue
             }
             register(fd: fd, peer: peer, localHost: localHost)
