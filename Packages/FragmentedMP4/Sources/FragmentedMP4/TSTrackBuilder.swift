@@ -75,10 +75,18 @@ public struct TSTrackBuilder: Sendable {
     public let kind: Kind
     /// The track's sample entry values, once the stream showed them (parameter sets, or a first frame header).
     public internal(set) var codec: TrackCodec?
+    /// For video: the caption services (CEA-608, CEA-708) its SEI carried.
+    public private(set) var captions: CaptionServices = []
     /// For video: whether an SEI carried CEA-608/708 captions.
-    public private(set) var hasCaptions = false
+    public var hasCaptions: Bool { !captions.isEmpty }
     /// Frames, or pictures, dropped because they could not be read.
     public private(set) var droppedBytes = 0
+    /// Whether keyframes' parameter sets and audio frame headers are compared with the sample entry (for one file,
+    /// whose one entry per track must hold for every sample); off by default.
+    public var detectsConfigurationChanges = false
+    /// With ``detectsConfigurationChanges``: the offset (as the demuxer counts it) of the first PES whose parameter
+    /// sets or audio configuration differ from the sample entry's.
+    public private(set) var configurationChange: Int64?
 
     var units: [AccessUnit] = []
     var frames: [AudioFrame] = []
@@ -130,13 +138,7 @@ public struct TSTrackBuilder: Sendable {
     }
 
     /// The media timescale: 90 kHz for video, the sample rate for audio (48 kHz until a frame was seen).
-    public var timescale: UInt32 {
-        switch codec {
-        case .aac(let config): return config.sampleRate ?? 48000
-        case .ac3(_, _, let rate), .eac3(_, _, let rate), .mp3(_, let rate): return rate
-        default: return isVideo ? 90_000 : 48_000
-        }
-    }
+    public var timescale: UInt32 { codec?.timescale ?? (isVideo ? 90_000 : 48_000) }
 
     /// Adds one PES packet's payload.
     public mutating func append(_ packet: PESPacket) {
@@ -161,9 +163,31 @@ public struct TSTrackBuilder: Sendable {
         // Parameter sets until the sample entry is known; captions are looked for in the first pictures only (each
         // look is a second pass over the picture).
         inspected += 1
-        if codec == nil || (searchesCaptions && !hasCaptions && inspected <= Self.captionSearchPictures) {
+        if detectsConfigurationChanges, configurationChange == nil, packet.info.isKeyframe, let codec,
+            carriesOtherParameterSets(packet.payload, than: codec, syntax: syntax)
+        {
+            configurationChange = packet.info.offset
+        }
+        if codec == nil
+            || (searchesCaptions && captions != [.cea608, .cea708] && inspected <= Self.captionSearchPictures)
+        {
             inspect(packet.payload, syntax: syntax)
         }
+    }
+
+    /// Whether `payload` holds a parameter set that `codec`'s sample entry does not.
+    func carriesOtherParameterSets(_ payload: [UInt8], than codec: TrackCodec, syntax: NALSyntax) -> Bool {
+        let known: [[UInt8]]
+        switch codec {
+        case .avc(let sps, let pps, _, _): known = sps + pps
+        case .hevc(let vps, let sps, let pps, _, _): known = vps + sps + pps
+        default: return false
+        }
+        for unit in AnnexB.units(payload) {
+            guard let type = syntax.type(of: unit), syntax.isParameterSet(type) else { continue }
+            if !known.contains(where: { $0.elementsEqual(unit) }) { return true }
+        }
+        return false
     }
 
     /// Collects parameter sets until the sample entry can be built; looks for captions.
@@ -179,8 +203,8 @@ public struct TSTrackBuilder: Sendable {
                 default: break
                 }
             }
-            if !hasCaptions, syntax.isSEI(type), AnnexB.carriesCaptions(sei: unit, syntax: syntax) {
-                hasCaptions = true
+            if captions != [.cea608, .cea708], syntax.isSEI(type) {
+                captions.formUnion(AnnexB.captionServices(sei: unit, syntax: syntax))
             }
         }
         guard codec == nil, !sps.isEmpty, !pps.isEmpty, syntax == .h264 || !vps.isEmpty else { return }
@@ -215,7 +239,13 @@ public struct TSTrackBuilder: Sendable {
             let pts = fromCarry ? carryPTS : packet.info.pts
             let before = fromCarry ? carrySamplesBefore : samplesBefore
             let data = Array(bytes[position + header.strippedLength..<position + header.length])
-            if codec == nil { codec = header.codec }
+            if codec == nil {
+                codec = header.codec
+            } else if detectsConfigurationChanges, configurationChange == nil, !header.isDependent, let codec,
+                !header.codec.hasSameConfiguration(as: codec)
+            {
+                configurationChange = packet.info.offset
+            }
             if header.isDependent, !frames.isEmpty {
                 frames[frames.count - 1].data += data
             } else {
