@@ -148,6 +148,8 @@ enum ConfigurationFixtures {
         // The audio (the same AAC on both sides) decodes through the served HLS to the source's frames, and every
         // playlist lints clean.
         let (master, _, _) = try playback.checkServed(movie, streams: ["a:0"])
+        // The first session wrote the index's sidecar: this one opens from it, with the same init segments.
+        #expect(FileManager.default.fileExists(atPath: movie.path + ".tsindex"))
         let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)

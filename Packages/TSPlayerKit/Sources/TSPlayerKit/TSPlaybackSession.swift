@@ -14,8 +14,9 @@ public import MPEGTS
 ///
 /// In fragmented MP4 mode (``container``; chosen by ``Options/container``) `master.m3u8` lists `video.m3u8`, one
 /// `audio-<PID>.m3u8` rendition per audio track and `iframes.m3u8`; their segments (`video/<n>.m4s`,
-/// `audio-<PID>/<n>.m4s`, `iframe/<n>.m4s`, with `video-init.mp4` and `audio-<PID>-init.mp4`) are made on request
-/// from the same byte ranges as the TS playlist's. `index.m3u8` and `media.ts` stay for players that read TS.
+/// `audio-<PID>/<n>.m4s`, `iframe/<n>.m4s`, with `video-init.mp4` and `audio-<PID>-init.mp4`, and
+/// `video-init-<n>.mp4` ... for a later range whose parameter sets or audio configuration differ) are made on
+/// request from the same byte ranges as the TS playlist's. `index.m3u8` and `media.ts` stay for players that read TS.
 public final class TSPlaybackSession: PlaybackSource {
     /// Settings of a session.
     public struct Options: Sendable, Hashable {
