@@ -63,6 +63,14 @@ enum ConfigurationFixtures {
         second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550)
             + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac", "-ac", "2"])
 
+    /// H.264 + AAC, 48 kHz for 3 s then 44.1 kHz for 4 s.
+    static let aacRate = joined(
+        "config-aac-rate",
+        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + FragmentedFixtures.x264
+            + ["-c:a", "aac"],
+        second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550, rate: 44100)
+            + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac"])
+
     /// H.264 + AAC (no B-frames, a keyframe every 25 pictures) whose second part starts 40 packets into its first
     /// GOP: the reset falls between two keyframes, and the second part's first pictures have no keyframe to
     /// start from.
@@ -251,6 +259,53 @@ enum ConfigurationFixtures {
         let first = try Data(contentsOf: PlaybackFixtures.folder.appendingPathComponent("config-aac-channels-a.ts"))
         try expectRemuxRefused(
             movie, pid: audioPID, offset: first.count + audioStart, what: "the audio configuration changes")
+    }
+
+    /// An AAC sample rate change: the later range's init segment has the new rate as its timescale, its frames
+    /// decode to the source's, and its first decode time (in seconds) is where the range before ended.
+    @Test func aacWithAnotherSampleRateAfterTheResetChangesTimescale() throws {
+        let (movie, _) = try #require(ConfigurationFixtures.aacRate)
+        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let base = String(url.dropLast("master.m3u8".count))
+        let master = try fetch(url)
+        let name = try audioPlaylist(master)
+        let audio = try waitForEndList(base + name)
+        #expect(maps(audio).count == 2 && maps(audio).last?.afterDiscontinuity == true, "\(audio)")
+        try playback.lint(base + name)
+        let parts = try filesByInitSegment(base, name, label: "config-aac-rate")
+        try #require(parts.count == 2)
+        let sources = ["config-aac-rate-a.ts", "config-aac-rate-b.ts"].map {
+            PlaybackFixtures.folder.appendingPathComponent($0).path
+        }
+        let ffprobe = try #require(EndToEnd.tool("ffprobe"))
+        var ends: [Double] = []
+        var starts: [Double] = []
+        for (part, (source, rate)) in zip(parts, zip(sources, [48000, 44100])) {
+            let probed = try EndToEnd.run(
+                ffprobe, ["-v", "error", "-show_entries", "stream=sample_rate,time_base", "-of", "csv=p=0", part.path])
+            #expect(
+                probed.out.trimmingCharacters(in: .whitespacesAndNewlines) == "\(rate),1/\(rate)",
+                "\(part.lastPathComponent): \(probed.out)")
+            let served = try playback.frameHashes(part.path, "a:0")
+            let expected = try playback.frameHashes(source, "a:0")
+            #expect(
+                !served.isEmpty && served == expected, "\(part.lastPathComponent): \(served.count), \(expected.count)")
+            let times = try packetTimes(part.path, "a:0")
+            expectContinuous(times, part.lastPathComponent)
+            // The first packet's own line (ffprobe gives it no duration, so `packetTimes` leaves it out).
+            let first = try EndToEnd.run(
+                ffprobe,
+                ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=dts", "-of", "csv=p=0", part.path])
+            let firstDTS = try #require(first.out.split(separator: "\n").first.flatMap { Int($0) })
+            starts.append(Double(firstDTS) / Double(rate))
+            ends.append(Double((times.last?.dts ?? 0) + (times.last?.duration ?? 0)) / Double(rate))
+        }
+        // Within one sample: the end is rescaled from 48 kHz ticks to 44.1 kHz ones.
+        #expect(
+            abs(starts[1] - ends[0]) <= 1 / 44100.0,
+            "the second range starts at \(starts[1]) s, the first ends at \(ends[0]) s")
     }
 
     /// A reset inside a GOP: the second part lost its first keyframe (and the pictures cut with it), so its first
