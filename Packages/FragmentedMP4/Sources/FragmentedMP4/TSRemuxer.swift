@@ -58,16 +58,25 @@ public struct TSProgramLayout: Sendable {
         self.codecs = codecs
     }
 
-    /// The sample entry values each track shows in `bytes`, the first bytes of a later part of the file (from a
-    /// packet boundary, such as the keyframe after a time stamp reset), read with this layout's tables; a track that
-    /// shows none there is left out.
-    public func codecs(in bytes: [UInt8]) -> [UInt16: TrackCodec] {
+    /// The sample entry values each track shows in a later part of a file (from a packet boundary, such as the
+    /// keyframe after a time stamp reset), read with this layout's tables: `read(offset, length)` gives the bytes
+    /// at `offset` from that part's start (empty at the end), asked for in 256 KiB steps until every track showed
+    /// its values or `limit` bytes were read. A track that shows none is left out.
+    public func codecs(
+        limit: Int, read: (_ offset: Int, _ length: Int) throws -> [UInt8]
+    ) rethrows -> [UInt16: TrackCodec] {
         guard
             var fragmenter = try? TSFragmenter(
                 programAssociation: programAssociation, programMap: programMap, pids: Set(tracks.map(\.pid)))
         else { return [:] }
         fragmenter.beginRange(start: 0, end: .max)
-        fragmenter.feed(bytes)
+        var offset = 0
+        while offset < limit, !fragmenter.isConfigured {
+            let bytes = try read(offset, min(256 << 10, limit - offset))
+            guard !bytes.isEmpty else { break }
+            fragmenter.feed(bytes)
+            offset += bytes.count
+        }
         fragmenter.finish()
         var found: [UInt16: TrackCodec] = [:]
         for (track, codec) in zip(fragmenter.tracks, fragmenter.codecs) { found[track.pid] = codec }

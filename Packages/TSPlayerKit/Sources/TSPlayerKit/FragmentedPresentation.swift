@@ -33,7 +33,7 @@ final class FragmentedPresentation: Sendable {
     private let rangeCodecs = LockedValue<[UInt64: [UInt16: TrackCodec]]>([:])
     /// The last ``configurations(resets:)`` answer, by the resets it was made for.
     private let lastConfigurations = LockedValue<(resets: [UInt64], value: Configurations)?>(nil)
-    /// How many bytes of a range's start are read for its parameter sets and audio configuration.
+    /// How many bytes of a range's start are read at most for its parameter sets and audio configuration.
     static let rangeHeadBytes = 4 << 20
 
     /// How far past a range's end bytes are read to complete the PES packets that start inside it.
@@ -122,10 +122,12 @@ final class FragmentedPresentation: Sendable {
     /// The sample entry values the tracks show in the first bytes of the range that starts at `offset`.
     func codecs(atReset offset: UInt64) -> [UInt16: TrackCodec] {
         if let known = rangeCodecs.withLock({ $0[offset] }) { return known }
-        guard let size = try? file.size(), offset < size,
-            let bytes = try? file.read(at: offset, length: Int(min(UInt64(Self.rangeHeadBytes), size - offset)))
+        guard let size = try? file.size(), offset < size else { return [:] }
+        let limit = Int(min(UInt64(Self.rangeHeadBytes), size - offset))
+        guard
+            let found = try? layout.codecs(
+                limit: limit, read: { start, length in try file.read(at: offset + UInt64(start), length: length) })
         else { return [:] }
-        let found = layout.codecs(in: bytes)
         rangeCodecs.withLock { $0[offset] = found }
         return found
     }
