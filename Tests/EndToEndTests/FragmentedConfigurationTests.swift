@@ -55,6 +55,14 @@ enum ConfigurationFixtures {
         second: ["-f", "lavfi", "-i", "smptebars=size=480x270:rate=25"] + FragmentedFixtures.tone(550)
             + ["-t", "4"] + x265 + ["-c:a", "aac"])
 
+    /// H.264 + AAC, 320x180 for 3 s then 480x270 for 4 s.
+    static let h264Resolution = joined(
+        "config-h264-resolution",
+        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + FragmentedFixtures.x264
+            + ["-c:a", "aac"],
+        second: ["-f", "lavfi", "-i", "smptebars=size=480x270:rate=25"] + FragmentedFixtures.tone(550)
+            + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac"])
+
     /// H.264 + AAC, mono AAC for 3 s then stereo for 4 s (the same picture size and encoder settings).
     static let aacChannels = joined(
         "config-aac-channels",
@@ -205,6 +213,31 @@ enum ConfigurationFixtures {
             #expect(!sizes.isEmpty && Set(sizes) == [size], "\(part.lastPathComponent): \(sizes)")
         }
         try expectRemuxRefused(movie, pid: 256, offset: videoStart, what: "the parameter sets change")
+    }
+
+    /// H.264 keeps its SPS and PPS in the samples: the served HLS decodes through the reset even in ffmpeg (which
+    /// keeps the first init segment), and `remux` is not refused: its output decodes to the source's frames, each
+    /// at its own size.
+    @Test func h264WithAnotherPictureSizeAfterTheReset() throws {
+        let (movie, _) = try #require(ConfigurationFixtures.h264Resolution)
+        try playback.checkServed(movie, streams: ["v:0", "a:0"])
+        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let base = String(url.dropLast("master.m3u8".count))
+        let video = try waitForEndList(base + "video.m3u8")
+        #expect(maps(video).map(\.uri) == ["video-init.mp4", "video-init-1.mp4"], "\(video)")
+        let master = try fetch(url)
+        #expect(master.contains("RESOLUTION=480x270"), "\(master)")
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let output = PlaybackFixtures.folder.appendingPathComponent("config-h264-resolution.mp4").path
+        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+        #expect(result.status == 0, "\(result.err)")
+        for stream in ["v:0", "a:0"] {
+            #expect(try playback.frameHashes(output, stream) == playback.frameHashes(movie.path, stream), "\(stream)")
+        }
+        let sizes = try frameEntries(output, "v:0", "width,height")
+        #expect(sizes == (try frameEntries(movie.path, "v:0", "width,height")) && Set(sizes) == ["320,180", "480,270"])
     }
 
     @Test func aacWithAnotherChannelCountAfterTheResetGetsItsOwnAudioInit() throws {

@@ -81,8 +81,9 @@ public struct TSTrackBuilder: Sendable {
     public var hasCaptions: Bool { !captions.isEmpty }
     /// Frames, or pictures, dropped because they could not be read.
     public private(set) var droppedBytes = 0
-    /// Whether keyframes' parameter sets and audio frame headers are compared with the sample entry (for one file,
-    /// whose one entry per track must hold for every sample); off by default.
+    /// Whether keyframes' parameter sets (HEVC) and audio frame headers are compared with the sample entry (for one
+    /// file, whose one entry per track must hold for every sample); off by default. H.264 is not compared: its
+    /// samples keep their parameter sets in band (`avc1`), so a decoder meets new ones where they change.
     public var detectsConfigurationChanges = false
     /// With ``detectsConfigurationChanges``: the offset (as the demuxer counts it) of the first PES whose parameter
     /// sets or audio configuration differ from the sample entry's.
@@ -163,8 +164,8 @@ public struct TSTrackBuilder: Sendable {
         // Parameter sets until the sample entry is known; captions are looked for in the first pictures only (each
         // look is a second pass over the picture).
         inspected += 1
-        if detectsConfigurationChanges, configurationChange == nil, packet.info.isKeyframe, let codec,
-            carriesOtherParameterSets(packet.payload, than: codec, syntax: syntax)
+        if detectsConfigurationChanges, syntax == .hevc, configurationChange == nil, packet.info.isKeyframe,
+            let codec, carriesOtherParameterSets(packet.payload, than: codec, syntax: syntax)
         {
             configurationChange = packet.info.offset
         }
@@ -175,7 +176,8 @@ public struct TSTrackBuilder: Sendable {
         }
     }
 
-    /// Whether `payload` holds a parameter set that `codec`'s sample entry does not.
+    /// Whether `payload` holds a parameter set that `codec`'s sample entry does not: for `hvc1`, whose samples
+    /// carry none, the output could not decode it.
     func carriesOtherParameterSets(_ payload: [UInt8], than codec: TrackCodec, syntax: NALSyntax) -> Bool {
         let known: [[UInt8]]
         switch codec {
