@@ -172,7 +172,7 @@ public struct TSFragmenter: Sendable {
     /// The caption services (CEA-608, CEA-708) video SEI carried.
     public var captions: CaptionServices { builders.reduce([]) { $0.union($1.captions) } }
 
-    /// Whether HEVC keyframes' parameter sets and audio frame headers are compared with the tracks' sample entries
+    /// Whether HEVC parameter sets and audio frame headers are compared with the tracks' sample entries
     /// (``configurationChange``); off by default.
     public var detectsConfigurationChanges: Bool {
         get { builders.contains(where: \.detectsConfigurationChanges) }

@@ -143,6 +143,10 @@ public struct TSRemuxer: Sendable {
                 progress(fragmenter.position)
             }
             if fragmenter.position >= fileSize { fragmenter.finish() }
+            offset = end
+            if timeline == nil, let first = fragmenter.firstTimestamp { timeline = TSTimeline(firstTimestamp: first) }
+            guard let timeline else { continue }
+            let fragments = fragmenter.takeFragments(timeline: timeline, pids: pids)
             if let change = fragmenter.configurationChange {
                 throw FragmentedMP4Error(
                     .configurationChange, offset: Int(change.offset),
@@ -153,10 +157,6 @@ public struct TSRemuxer: Sendable {
                         + "entry per track here, so it cannot hold both: serve the file as HLS (an init segment per "
                         + "part) or cut it at that offset")
             }
-            offset = end
-            if timeline == nil, let first = fragmenter.firstTimestamp { timeline = TSTimeline(firstTimestamp: first) }
-            guard let timeline else { continue }
-            let fragments = fragmenter.takeFragments(timeline: timeline, pids: pids)
             let ordered = fragmenter.tracks.compactMap { fragments[$0.pid] }
             guard !ordered.isEmpty else { continue }
             try write(try MediaSegment(sequenceNumber: sequence, tracks: ordered).serialized())

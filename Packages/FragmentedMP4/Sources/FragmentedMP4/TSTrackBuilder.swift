@@ -61,6 +61,8 @@ public struct TSTrackBuilder: Sendable {
         var dts: Timestamp
         var bytes: [UInt8]
         var keyframe: Bool
+        /// The PES's offset, as the demuxer counts it.
+        var offset: Int64
     }
 
     struct AudioFrame: Sendable {
@@ -81,12 +83,12 @@ public struct TSTrackBuilder: Sendable {
     public var hasCaptions: Bool { !captions.isEmpty }
     /// Frames, or pictures, dropped because they could not be read.
     public private(set) var droppedBytes = 0
-    /// Whether keyframes' parameter sets (HEVC) and audio frame headers are compared with the sample entry (for one
+    /// Whether HEVC parameter sets and audio frame headers are compared with the sample entry (for one
     /// file, whose one entry per track must hold for every sample); off by default. H.264 is not compared: its
     /// samples keep their parameter sets in band (`avc1`), so a decoder meets new ones where they change.
     public var detectsConfigurationChanges = false
     /// With ``detectsConfigurationChanges``: the offset (as the demuxer counts it) of the first PES whose parameter
-    /// sets or audio configuration differ from the sample entry's.
+    /// sets or audio configuration differ from the sample entry's (for video, known once its fragment is taken).
     public private(set) var configurationChange: Int64?
 
     var units: [AccessUnit] = []
@@ -160,36 +162,16 @@ public struct TSTrackBuilder: Sendable {
         }
         units.append(
             AccessUnit(
-                pts: pts, dts: packet.info.dts ?? pts, bytes: packet.payload, keyframe: packet.info.isKeyframe))
+                pts: pts, dts: packet.info.dts ?? pts, bytes: packet.payload, keyframe: packet.info.isKeyframe,
+                offset: packet.info.offset))
         // Parameter sets until the sample entry is known; captions are looked for in the first pictures only (each
         // look is a second pass over the picture).
         inspected += 1
-        if detectsConfigurationChanges, syntax == .hevc, configurationChange == nil, packet.info.isKeyframe,
-            let codec, carriesOtherParameterSets(packet.payload, than: codec, syntax: syntax)
-        {
-            configurationChange = packet.info.offset
-        }
         if codec == nil
             || (searchesCaptions && captions != [.cea608, .cea708] && inspected <= Self.captionSearchPictures)
         {
             inspect(packet.payload, syntax: syntax)
         }
-    }
-
-    /// Whether `payload` holds a parameter set that `codec`'s sample entry does not: for `hvc1`, whose samples
-    /// carry none, the output could not decode it.
-    func carriesOtherParameterSets(_ payload: [UInt8], than codec: TrackCodec, syntax: NALSyntax) -> Bool {
-        let known: [[UInt8]]
-        switch codec {
-        case .avc(let sps, let pps, _, _): known = sps + pps
-        case .hevc(let vps, let sps, let pps, _, _): known = vps + sps + pps
-        default: return false
-        }
-        for unit in AnnexB.units(payload) {
-            guard let type = syntax.type(of: unit), syntax.isParameterSet(type) else { continue }
-            if !known.contains(where: { $0.elementsEqual(unit) }) { return true }
-        }
-        return false
     }
 
     /// Collects parameter sets until the sample entry can be built; looks for captions.
@@ -293,12 +275,25 @@ public struct TSTrackBuilder: Sendable {
     {
         var samples: [Sample] = []
         var decodeTimes: [Int64] = []
+        // With detectsConfigurationChanges: the HEVC parameter sets of the sample entry, which `hvc1` samples
+        // cannot add to (they are dropped from the samples below).
+        var entrySets: [[UInt8]]?
+        if detectsConfigurationChanges, configurationChange == nil, case .hevc(let vps, let sps, let pps, _, _) = codec
+        {
+            entrySets = vps + sps + pps
+        }
         for unit in units {
             var kept: [ArraySlice<UInt8>] = []
             var randomAccess = false
             for nal in AnnexB.units(unit.bytes) {
                 guard let type = syntax.type(of: nal), !syntax.isDelimiter(type) else { continue }
-                if syntax == .hevc, syntax.isParameterSet(type) { continue }
+                if syntax == .hevc, syntax.isParameterSet(type) {
+                    if let sets = entrySets, !sets.contains(where: { $0.elementsEqual(nal) }) {
+                        configurationChange = unit.offset
+                        entrySets = nil
+                    }
+                    continue
+                }
                 if syntax.isRandomAccess(type) { randomAccess = true }
                 kept.append(nal)
             }
