@@ -298,6 +298,9 @@ enum ConfigurationFixtures {
     /// decode to the source's, and its first decode time (in seconds) is where the range before ended.
     @Test func aacWithAnotherSampleRateAfterTheResetChangesTimescale() throws {
         let (movie, _) = try #require(ConfigurationFixtures.aacRate)
+        // The video decodes through the served HLS, and every playlist lints clean. (The audio is compared range by
+        // range below: ffmpeg's HLS reader would keep the first range's 48 kHz entry.)
+        try playback.checkServed(movie, streams: ["v:0"])
         let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
@@ -306,7 +309,6 @@ enum ConfigurationFixtures {
         let name = try audioPlaylist(master)
         let audio = try waitForEndList(base + name)
         #expect(maps(audio).count == 2 && maps(audio).last?.afterDiscontinuity == true, "\(audio)")
-        try playback.lint(base + name)
         let parts = try filesByInitSegment(base, name, label: "config-aac-rate")
         try #require(parts.count == 2)
         let sources = ["config-aac-rate-a.ts", "config-aac-rate-b.ts"].map {
