@@ -128,10 +128,10 @@ public enum AnnexB {
                 let p = rbsp[position..<position + payloadSize]
                 let s = p.startIndex
                 if p[s] == 0xB5, p[s + 1] == 0x00, p[s + 2] == 0x31, p[s + 3] == 0x47, p[s + 4] == 0x41,
-                    p[s + 5] == 0x39, p[s + 6] == 0x34, p[s + 7] == 0x03
+                    p[s + 5] == 0x39, p[s + 6] == 0x34, p[s + 7] == 0x03, p[s + 8] & 0x40 != 0
                 {
-                    // cc_data(): process_cc_data_flag and cc_count, em_data, then cc_count (marker, cc_valid,
-                    // cc_type, cc_data_1, cc_data_2) triplets.
+                    // cc_data(): process_cc_data_flag (set: the entries are to be read) and cc_count, em_data,
+                    // then cc_count (marker, cc_valid, cc_type, cc_data_1, cc_data_2) triplets.
                     let count = Int(p[s + 8] & 0x1F)
                     var entry = s + 10
                     for _ in 0..<count where entry + 3 <= p.endIndex {

@@ -149,7 +149,7 @@ public struct TSRemuxer: Sendable {
             let fragments = fragmenter.takeFragments(timeline: timeline, pids: pids)
             if let change = fragmenter.configurationChange {
                 throw FragmentedMP4Error(
-                    .configurationChange, offset: Int(change.offset),
+                    .configurationChange, offset: Int(exactly: change.offset),
                     "PID \(change.pid) (\(change.codec.name)): "
                         + (change.codec.kind == .video
                             ? "the parameter sets change" : "the audio configuration changes")

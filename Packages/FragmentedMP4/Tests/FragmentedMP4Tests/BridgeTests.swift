@@ -104,6 +104,10 @@ func adtsFrame(_ body: [UInt8]) -> [UInt8] {
         var short = t35(dtvccStart)
         short[8] = 0x40 | 5
         #expect(AnnexB.captionServices(sei: h264SEI(short)[...], syntax: .h264) == .cea708)
+        // Without process_cc_data_flag the entries are not to be read.
+        var unflagged = t35(field1 + dtvccStart)
+        unflagged[8] &= ~0x40
+        #expect(AnnexB.captionServices(sei: h264SEI(unflagged)[...], syntax: .h264).isEmpty)
     }
 
     @Test func audioFrameHeaders() throws {
