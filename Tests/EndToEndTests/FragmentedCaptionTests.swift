@@ -1,7 +1,8 @@
 // Captions end to end: an H.264 + AAC fixture whose pictures carry CEA-608 captions in SEI (ATSC A/53
 // user_data_registered_itu_t_t35, written here into an ffmpeg-made elementary stream), served as fragmented MP4:
 // the multivariant declares CLOSED-CAPTIONS with INSTREAM-ID="CC1", and the caption text ffmpeg's CEA-608 decoder
-// reads from the served segments is the text it reads from the source.
+// reads from the served segments is the text it reads from the source. Fixtures whose cc_data carries CEA-708
+// (DTVCC) packets, alone or beside CEA-608, declare INSTREAM-ID="SERVICE1" (and "CC1").
 import Foundation
 import Testing
 
@@ -34,14 +35,23 @@ enum CaptionFixture {
         return pairs.map { (parity($0.0), parity($0.1)) }
     }
 
+    /// A cc_data triplet of a CEA-608 pair for field 1 (cc_valid, cc_type 0).
+    static func field1(_ pair: (UInt8, UInt8)) -> [UInt8] { [0xFC, pair.0, pair.1] }
+
+    /// A cc_data triplet that starts a CEA-708 DTVCC packet (cc_valid, cc_type 3): sequence 0, two bytes long,
+    /// holding one null service block header.
+    static let dtvccStart: [UInt8] = [0xFF, 0x01, 0x00]
+
     /// An SEI NAL unit (without start code) carrying one cc_data pair for field 1.
-    static func sei(_ pair: (UInt8, UInt8)) -> [UInt8] {
-        let payload: [UInt8] = [
-            0xB5, 0x00, 0x31, 0x47, 0x41, 0x39, 0x34, 0x03,  // T.35 USA, ATSC, 'GA94', cc_data
-            0x40 | 1, 0xFF,  // process_cc_data_flag, cc_count 1; em_data
-            0xFC, pair.0, pair.1,  // cc_valid, field 1
-            0xFF,  // marker bits
-        ]
+    static func sei(_ pair: (UInt8, UInt8)) -> [UInt8] { sei(triplets: field1(pair)) }
+
+    /// An SEI NAL unit (without start code) carrying the cc_data `triplets` (3 bytes each).
+    static func sei(triplets: [UInt8]) -> [UInt8] {
+        let payload: [UInt8] =
+            [
+                0xB5, 0x00, 0x31, 0x47, 0x41, 0x39, 0x34, 0x03,  // T.35 USA, ATSC, 'GA94', cc_data
+                0x40 | UInt8(triplets.count / 3), 0xFF,  // process_cc_data_flag, cc_count; em_data
+            ] + triplets + [0xFF]  // marker bits
         var rbsp: [UInt8] = [0x04, UInt8(payload.count)] + payload + [0x80]
         // Emulation prevention: no 00 00 0x (x <= 3) inside the NAL unit.
         var escaped: [UInt8] = []
@@ -60,13 +70,20 @@ enum CaptionFixture {
 
     static let captions = ["HELLO WORLD", "CAPTIONS IN SEI", "THIRD LINE 3"]
 
-    /// 6 s of H.264 (no B-frames) with the captions + AAC, as MPEG-TS.
-    static let movie: URL? = {
+    /// 6 s of H.264 (no B-frames) with the CEA-608 captions + AAC, as MPEG-TS.
+    static let movie = make("fmp4-captions") { sei($0) }
+    /// The same pictures with a CEA-708 packet start in each picture's cc_data and no CEA-608.
+    static let cea708 = make("fmp4-captions-708") { _ in sei(triplets: dtvccStart) }
+    /// The CEA-608 captions and a CEA-708 packet start in each picture's cc_data.
+    static let both = make("fmp4-captions-608-708") { sei(triplets: field1($0) + dtvccStart) }
+
+    /// 6 s of H.264 (no B-frames) + AAC as MPEG-TS, each picture with the SEI `sei` makes of its CEA-608 pair.
+    static func make(_ name: String, sei: ((UInt8, UInt8)) -> [UInt8]) -> URL? {
         let folder = PlaybackFixtures.folder
-        let url = folder.appendingPathComponent("fmp4-captions.ts")
+        let url = folder.appendingPathComponent(name + ".ts")
         if FileManager.default.fileExists(atPath: url.path) { return url }
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return nil }
-        let raw = folder.appendingPathComponent("captions-raw.h264")
+        let raw = folder.appendingPathComponent(name + "-raw.h264")
         let made = try? EndToEnd.run(
             ffmpeg,
             [
@@ -95,7 +112,7 @@ enum CaptionFixture {
             output.append(stream[index])
             index += 1
         }
-        let captioned = folder.appendingPathComponent("captions.h264")
+        let captioned = folder.appendingPathComponent(name + ".h264")
         guard (try? Data(output).write(to: captioned)) != nil else { return nil }
         let muxed = try? EndToEnd.run(
             ffmpeg,
@@ -105,7 +122,7 @@ enum CaptionFixture {
                 "-c:a", "aac", "-f", "mpegts", url.path,
             ])
         return muxed?.status == 0 ? url : nil
-    }()
+    }
 
     /// The caption lines ffmpeg's CEA-608 decoder reads from the video of `path` (a local file), in order.
     static func text(_ path: String) throws -> [String] {
@@ -169,5 +186,30 @@ enum CaptionFixture {
         let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
         #expect(result.status == 0, "\(result.err)")
         #expect(try CaptionFixture.text(output) == source)
+    }
+
+    /// CEA-708 is declared as SERVICE1, beside CC1 when CEA-608 is there too; m3u8lint finds nothing.
+    @Test func cea708IsDeclaredAsService1() throws {
+        for (fixture, expected) in [
+            (CaptionFixture.cea708, ["SERVICE1"]), (CaptionFixture.both, ["CC1", "SERVICE1"]),
+            (CaptionFixture.movie, ["CC1"]),
+        ] {
+            let movie = try #require(fixture)
+            let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+            defer { server.stop() }
+            let url = try #require(server.lines.first)
+            _ = try waitForEndList(String(url.dropLast("master.m3u8".count)) + "video.m3u8")
+            let master = try fetch(url)
+            let renditions = master.split(separator: "\n").filter { $0.contains("TYPE=CLOSED-CAPTIONS") }.map(
+                String.init)
+            let expectedLines = expected.enumerated().map { number, id in
+                "#EXT-X-MEDIA:TYPE=CLOSED-CAPTIONS,GROUP-ID=\"cc\",NAME=\"\(id)\",DEFAULT=\(number == 0 ? "YES" : "NO"),"
+                    + "AUTOSELECT=YES,INSTREAM-ID=\"\(id)\""
+            }
+            #expect(renditions == expectedLines, "\(movie.lastPathComponent): \(master)")
+            #expect(master.contains("CLOSED-CAPTIONS=\"cc\""), "\(master)")
+            let lint = try EndToEnd.run(try #require(EndToEnd.product("m3u8lint")), [url])
+            #expect(lint.status == 0, "m3u8lint \(url): \(lint.out) \(lint.err)")
+        }
     }
 }

@@ -77,25 +77,37 @@ enum RemuxCommand {
         }
         var progressLine = ProgressLine(fd: 2, plainInterval: nil)
         var lastShown = -1
+        do {
+            try remux(layout: layout, pids: pids, file: file, size: size, to: handle) { position in
+                let percent = Int(Double(position) * 100 / Double(max(1, size)))
+                if percent != lastShown {
+                    lastShown = percent
+                    progressLine.update("remux \(min(100, percent))%")
+                }
+            }
+        } catch let error as FragmentedMP4Error where error.code == .configurationChange {
+            progressLine.finish(nil)
+            throw RemuxError(error.detail)
+        }
+        progressLine.finish(nil)
+        try handle.close()
+        if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
+        try FileManager.default.moveItem(atPath: temporary, toPath: output)
+        succeeded = true
+    }
+
+    /// Writes the remux of `file` to `handle`.
+    static func remux(
+        layout: TSProgramLayout, pids: Set<UInt16>?, file: FileStreamer, size: Int64, to handle: FileHandle,
+        progress: (Int64) -> Void
+    ) throws {
         try TSRemuxer(layout: layout, pids: pids).remux(
             fileSize: size,
             read: { offset, length in
                 guard offset < size else { return [] }
                 return try file.read(at: UInt64(offset), length: Int(min(Int64(length), size - offset)))
             },
-            write: { bytes in try handle.write(contentsOf: bytes) },
-            progress: { position in
-                let percent = Int(Double(position) * 100 / Double(max(1, size)))
-                if percent != lastShown {
-                    lastShown = percent
-                    progressLine.update("remux \(min(100, percent))%")
-                }
-            })
-        progressLine.finish(nil)
-        try handle.close()
-        if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
-        try FileManager.default.moveItem(atPath: temporary, toPath: output)
-        succeeded = true
+            write: { bytes in try handle.write(contentsOf: bytes) }, progress: progress)
     }
 }
 

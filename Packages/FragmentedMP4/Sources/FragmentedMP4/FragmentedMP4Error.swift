@@ -14,6 +14,7 @@ public struct FragmentedMP4Error: Error, Hashable, Sendable, CustomStringConvert
             case invalidValue
             case unsupportedCodec
             case missingConfiguration
+            case configurationChange
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
@@ -33,6 +34,9 @@ public struct FragmentedMP4Error: Error, Hashable, Sendable, CustomStringConvert
         public static let unsupportedCodec = Code(.unsupportedCodec)
         /// A stream showed no parameter sets or frame header to build its sample entry from.
         public static let missingConfiguration = Code(.missingConfiguration)
+        /// A stream's parameter sets or audio configuration change part way, where the output can hold only one
+        /// (the detail names its PID and the byte offset).
+        public static let configurationChange = Code(.configurationChange)
 
         public var description: String {
             switch kind {
@@ -43,6 +47,7 @@ public struct FragmentedMP4Error: Error, Hashable, Sendable, CustomStringConvert
             case .invalidValue: "invalidValue"
             case .unsupportedCodec: "unsupportedCodec"
             case .missingConfiguration: "missingConfiguration"
+            case .configurationChange: "configurationChange"
             }
         }
     }

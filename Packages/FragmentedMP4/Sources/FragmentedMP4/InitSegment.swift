@@ -21,6 +21,23 @@ public enum TrackCodec: Sendable {
         }
     }
 
+    /// The media timescale a track of this codec takes: 90 kHz for video, the sample rate for audio.
+    public var timescale: UInt32 {
+        switch self {
+        case .avc, .hevc: return 90_000
+        case .aac(let config): return config.sampleRate ?? 48000
+        case .ac3(_, _, let rate), .eac3(_, _, let rate), .mp3(_, let rate): return rate
+        }
+    }
+
+    /// Whether `other` gives the same sample entry, byte for byte (the same parameter sets, or the same decoder
+    /// configuration); false when either cannot make one.
+    public func hasSameConfiguration(as other: TrackCodec) -> Bool {
+        if case .aac(let mine) = self, case .aac(let theirs) = other { return mine == theirs }
+        guard let mine = try? sampleEntry(), let theirs = try? other.sampleEntry() else { return false }
+        return mine.serialized() == theirs.serialized()
+    }
+
     /// The sample entry for `stsd`.
     public func sampleEntry() throws(FragmentedMP4Error) -> any MP4Box {
         switch self {

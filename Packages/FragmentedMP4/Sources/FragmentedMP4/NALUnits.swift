@@ -95,13 +95,14 @@ public enum AnnexB {
         return sample
     }
 
-    /// Whether an SEI NAL unit carries CEA-608/708 captions: a user_data_registered_itu_t_t35 message (payload
-    /// type 4) with country code 0xB5, provider 0x0031, user identifier `GA94` and user_data_type_code 3
-    /// (ATSC A/72, SCTE 128).
-    public static func carriesCaptions(sei unit: ArraySlice<UInt8>, syntax: NALSyntax) -> Bool {
+    /// The caption services an SEI NAL unit carries: from each user_data_registered_itu_t_t35 message (payload
+    /// type 4) with country code 0xB5, provider 0x0031, user identifier `GA94` and user_data_type_code 3 (ATSC
+    /// A/53 part 4, SCTE 128), the valid entries of its cc_data: cc_type 0 or 1 is CEA-608, 2 or 3 CEA-708 (DTVCC).
+    public static func captionServices(sei unit: ArraySlice<UInt8>, syntax: NALSyntax) -> CaptionServices {
         let headerLength = syntax == .h264 ? 1 : 2
-        guard unit.count > headerLength else { return false }
+        guard unit.count > headerLength else { return [] }
         let rbsp = BitReader(rbspOf: Array(unit.dropFirst(headerLength)), what: "SEI").bytes
+        var services: CaptionServices = []
         var position = 0
         var messages = 0
         while position < rbsp.count, rbsp[position] != 0x80, messages < 64 {
@@ -111,7 +112,7 @@ public enum AnnexB {
                 payloadType += 255
                 position += 1
             }
-            guard position < rbsp.count else { return false }
+            guard position < rbsp.count else { return services }
             payloadType += Int(rbsp[position])
             position += 1
             var payloadSize = 0
@@ -119,20 +120,38 @@ public enum AnnexB {
                 payloadSize += 255
                 position += 1
             }
-            guard position < rbsp.count else { return false }
+            guard position < rbsp.count else { return services }
             payloadSize += Int(rbsp[position])
             position += 1
-            guard payloadSize <= rbsp.count - position else { return false }
-            if payloadType == 4, payloadSize >= 8 {
-                let p = Array(rbsp[position..<position + payloadSize])
-                if p[0] == 0xB5, p[1] == 0x00, p[2] == 0x31, p[3] == 0x47, p[4] == 0x41, p[5] == 0x39, p[6] == 0x34,
-                    p[7] == 0x03
+            guard payloadSize <= rbsp.count - position else { return services }
+            if payloadType == 4, payloadSize >= 10 {
+                let p = rbsp[position..<position + payloadSize]
+                let s = p.startIndex
+                if p[s] == 0xB5, p[s + 1] == 0x00, p[s + 2] == 0x31, p[s + 3] == 0x47, p[s + 4] == 0x41,
+                    p[s + 5] == 0x39, p[s + 6] == 0x34, p[s + 7] == 0x03, p[s + 8] & 0x40 != 0
                 {
-                    return true
+                    // cc_data(): process_cc_data_flag (set: the entries are to be read) and cc_count, em_data,
+                    // then cc_count (marker, cc_valid, cc_type, cc_data_1, cc_data_2) triplets.
+                    let count = Int(p[s + 8] & 0x1F)
+                    var entry = s + 10
+                    for _ in 0..<count where entry + 3 <= p.endIndex {
+                        if p[entry] & 0x04 != 0 { services.insert(p[entry] & 0x02 == 0 ? .cea608 : .cea708) }
+                        entry += 3
+                    }
                 }
             }
             position += payloadSize
         }
-        return false
+        return services
     }
+}
+
+/// The caption services a video's SEI carries (ATSC A/53 cc_data).
+public struct CaptionServices: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// CEA-608 byte pairs (cc_type 0 and 1, line 21 fields 1 and 2): HLS `INSTREAM-ID="CC1"` and on.
+    public static let cea608 = CaptionServices(rawValue: 1)
+    /// CEA-708 DTVCC packets (cc_type 2 and 3): HLS `INSTREAM-ID="SERVICE1"` and on.
+    public static let cea708 = CaptionServices(rawValue: 2)
 }

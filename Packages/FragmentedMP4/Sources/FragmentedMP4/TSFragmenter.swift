@@ -95,7 +95,7 @@ public struct TSFragmenter: Sendable {
 
     /// Sets the sample entry values of the track on `pid` (known from an earlier pass), so that the timescale is
     /// right even when the range starts with a frame that cannot be read; the pictures are then not searched for
-    /// captions again (``hasCaptions`` stays what this fragmenter saw itself).
+    /// captions again (``captions`` stays what this fragmenter saw itself).
     public mutating func configure(pid: UInt16, codec: TrackCodec) {
         guard let index = tracks.firstIndex(where: { $0.pid == pid }) else { return }
         builders[index].codec = codec
@@ -169,8 +169,25 @@ public struct TSFragmenter: Sendable {
     /// The stream's own sample entry values for each track seen so far (nil for a track that showed none).
     public var codecs: [TrackCodec?] { builders.map(\.codec) }
 
-    /// Whether video SEI carried CEA-608/708 captions.
-    public var hasCaptions: Bool { builders.contains(where: \.hasCaptions) }
+    /// The caption services (CEA-608, CEA-708) video SEI carried.
+    public var captions: CaptionServices { builders.reduce([]) { $0.union($1.captions) } }
+
+    /// Whether HEVC parameter sets and audio frame headers are compared with the tracks' sample entries
+    /// (``configurationChange``); off by default.
+    public var detectsConfigurationChanges: Bool {
+        get { builders.contains(where: \.detectsConfigurationChanges) }
+        set {
+            for index in builders.indices { builders[index].detectsConfigurationChanges = newValue }
+        }
+    }
+
+    /// With ``detectsConfigurationChanges``: the track whose parameter sets or audio configuration first differ
+    /// from its sample entry's, and the file offset of the PES that shows it (the earliest over the tracks).
+    public var configurationChange: (pid: UInt16, codec: Codec, offset: Int64)? {
+        zip(tracks, builders).compactMap { track, builder in
+            builder.configurationChange.map { (track.pid, track.codec, (baseOffset ?? 0) + $0) }
+        }.min { $0.offset < $1.offset }
+    }
 
     /// Whether every track has its sample entry values.
     public var isConfigured: Bool { builders.allSatisfy { $0.codec != nil } }

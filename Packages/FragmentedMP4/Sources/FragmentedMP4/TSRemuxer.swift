@@ -12,7 +12,10 @@ public struct TSProgramLayout: Sendable {
     public var codecs: [UInt16: TrackCodec]
     /// Audio and video streams no track carries, with the reason.
     public var skipped: [(pid: UInt16, reason: String)]
-    public var hasCaptions: Bool
+    /// The caption services (CEA-608, CEA-708) the video's SEI carried in the head.
+    public var captions: CaptionServices
+    /// Whether the video's SEI carried CEA-608/708 captions in the head.
+    public var hasCaptions: Bool { !captions.isEmpty }
 
     /// The layout from the first bytes of a file (a few MiB are enough for parameter sets and a first frame of
     /// each stream). Throws ``FragmentedMP4Error/Code/unsupportedCodec`` when no program has a stream the
@@ -41,7 +44,7 @@ public struct TSProgramLayout: Sendable {
         programMap = map
         tracks = fragmenter.tracks
         skipped = fragmenter.skipped
-        hasCaptions = fragmenter.hasCaptions
+        captions = fragmenter.captions
         var codecs: [UInt16: TrackCodec] = [:]
         for (track, codec) in zip(fragmenter.tracks, fragmenter.codecs) {
             guard let codec else {
@@ -53,6 +56,31 @@ public struct TSProgramLayout: Sendable {
             codecs[track.pid] = codec
         }
         self.codecs = codecs
+    }
+
+    /// The sample entry values each track shows in a later part of a file (from a packet boundary, such as the
+    /// keyframe after a time stamp reset), read with this layout's tables: `read(offset, length)` gives the bytes
+    /// at `offset` from that part's start (empty at the end), asked for in 256 KiB steps until every track showed
+    /// its values or `limit` bytes were read. A track that shows none is left out.
+    public func codecs(
+        limit: Int, read: (_ offset: Int, _ length: Int) throws -> [UInt8]
+    ) rethrows -> [UInt16: TrackCodec] {
+        guard
+            var fragmenter = try? TSFragmenter(
+                programAssociation: programAssociation, programMap: programMap, pids: Set(tracks.map(\.pid)))
+        else { return [:] }
+        fragmenter.beginRange(start: 0, end: .max)
+        var offset = 0
+        while offset < limit, !fragmenter.isConfigured {
+            let bytes = try read(offset, min(256 << 10, limit - offset))
+            guard !bytes.isEmpty else { break }
+            fragmenter.feed(bytes)
+            offset += bytes.count
+        }
+        fragmenter.finish()
+        var found: [UInt16: TrackCodec] = [:]
+        for (track, codec) in zip(fragmenter.tracks, fragmenter.codecs) { found[track.pid] = codec }
+        return found
     }
 
     /// A fragmenter for the layout's tracks (limited to `pids`), with their sample entries set.
@@ -85,11 +113,18 @@ public struct TSRemuxer: Sendable {
 
     /// Reads the file through `read` (bytes at an offset, empty at the end) and hands the output to `write` in
     /// order; `progress` gets the bytes read so far. The first time stamp seen anchors the timeline.
+    ///
+    /// Each track has the one sample entry of the file's head. Where a track's parameter sets or audio
+    /// configuration change (two encodings joined), throws ``FragmentedMP4Error/Code/configurationChange`` naming
+    /// the PID and the byte offset, before writing the fragment that would hold it: ISO/IEC 14496-12 lets a track
+    /// list several sample entries and pick one per fragment (`tfhd` sample_description_index), but ffmpeg's MP4
+    /// reader decodes every fragment with the first entry's configuration.
     public func remux(
         fileSize: Int64, read: (Int64, Int) throws -> [UInt8], write: ([UInt8]) throws -> Void,
         progress: (Int64) -> Void = { _ in }
     ) throws {
         var fragmenter = try layout.fragmenter(pids: pids)
+        fragmenter.detectsConfigurationChanges = true
         try write(try fragmenter.initSegment(pids: pids).serialized())
         var timeline: TSTimeline?
         var sequence: UInt32 = 1
@@ -112,6 +147,16 @@ public struct TSRemuxer: Sendable {
             if timeline == nil, let first = fragmenter.firstTimestamp { timeline = TSTimeline(firstTimestamp: first) }
             guard let timeline else { continue }
             let fragments = fragmenter.takeFragments(timeline: timeline, pids: pids)
+            if let change = fragmenter.configurationChange {
+                throw FragmentedMP4Error(
+                    .configurationChange, offset: Int(exactly: change.offset),
+                    "PID \(change.pid) (\(change.codec.name)): "
+                        + (change.codec.kind == .video
+                            ? "the parameter sets change" : "the audio configuration changes")
+                        + " at byte offset \(change.offset) (two encodings joined?); one MP4 file keeps one sample "
+                        + "entry per track here, so it cannot hold both: serve the file as HLS (an init segment per "
+                        + "part) or cut it at that offset")
+            }
             let ordered = fragmenter.tracks.compactMap { fragments[$0.pid] }
             guard !ordered.isEmpty else { continue }
             try write(try MediaSegment(sequenceNumber: sequence, tracks: ordered).serialized())

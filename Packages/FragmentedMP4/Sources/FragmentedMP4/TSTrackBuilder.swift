@@ -61,6 +61,8 @@ public struct TSTrackBuilder: Sendable {
         var dts: Timestamp
         var bytes: [UInt8]
         var keyframe: Bool
+        /// The PES's offset, as the demuxer counts it.
+        var offset: Int64
     }
 
     struct AudioFrame: Sendable {
@@ -75,10 +77,19 @@ public struct TSTrackBuilder: Sendable {
     public let kind: Kind
     /// The track's sample entry values, once the stream showed them (parameter sets, or a first frame header).
     public internal(set) var codec: TrackCodec?
+    /// For video: the caption services (CEA-608, CEA-708) its SEI carried.
+    public private(set) var captions: CaptionServices = []
     /// For video: whether an SEI carried CEA-608/708 captions.
-    public private(set) var hasCaptions = false
+    public var hasCaptions: Bool { !captions.isEmpty }
     /// Frames, or pictures, dropped because they could not be read.
     public private(set) var droppedBytes = 0
+    /// Whether HEVC parameter sets and audio frame headers are compared with the sample entry (for one
+    /// file, whose one entry per track must hold for every sample); off by default. H.264 is not compared: its
+    /// samples keep their parameter sets in band (`avc1`), so a decoder meets new ones where they change.
+    public var detectsConfigurationChanges = false
+    /// With ``detectsConfigurationChanges``: the offset (as the demuxer counts it) of the first PES whose parameter
+    /// sets or audio configuration differ from the sample entry's (for video, known once its fragment is taken).
+    public private(set) var configurationChange: Int64?
 
     var units: [AccessUnit] = []
     var frames: [AudioFrame] = []
@@ -130,13 +141,7 @@ public struct TSTrackBuilder: Sendable {
     }
 
     /// The media timescale: 90 kHz for video, the sample rate for audio (48 kHz until a frame was seen).
-    public var timescale: UInt32 {
-        switch codec {
-        case .aac(let config): return config.sampleRate ?? 48000
-        case .ac3(_, _, let rate), .eac3(_, _, let rate), .mp3(_, let rate): return rate
-        default: return isVideo ? 90_000 : 48_000
-        }
-    }
+    public var timescale: UInt32 { codec?.timescale ?? (isVideo ? 90_000 : 48_000) }
 
     /// Adds one PES packet's payload.
     public mutating func append(_ packet: PESPacket) {
@@ -157,11 +162,14 @@ public struct TSTrackBuilder: Sendable {
         }
         units.append(
             AccessUnit(
-                pts: pts, dts: packet.info.dts ?? pts, bytes: packet.payload, keyframe: packet.info.isKeyframe))
+                pts: pts, dts: packet.info.dts ?? pts, bytes: packet.payload, keyframe: packet.info.isKeyframe,
+                offset: packet.info.offset))
         // Parameter sets until the sample entry is known; captions are looked for in the first pictures only (each
         // look is a second pass over the picture).
         inspected += 1
-        if codec == nil || (searchesCaptions && !hasCaptions && inspected <= Self.captionSearchPictures) {
+        if codec == nil
+            || (searchesCaptions && captions != [.cea608, .cea708] && inspected <= Self.captionSearchPictures)
+        {
             inspect(packet.payload, syntax: syntax)
         }
     }
@@ -179,8 +187,8 @@ public struct TSTrackBuilder: Sendable {
                 default: break
                 }
             }
-            if !hasCaptions, syntax.isSEI(type), AnnexB.carriesCaptions(sei: unit, syntax: syntax) {
-                hasCaptions = true
+            if captions != [.cea608, .cea708], syntax.isSEI(type) {
+                captions.formUnion(AnnexB.captionServices(sei: unit, syntax: syntax))
             }
         }
         guard codec == nil, !sps.isEmpty, !pps.isEmpty, syntax == .h264 || !vps.isEmpty else { return }
@@ -215,7 +223,13 @@ public struct TSTrackBuilder: Sendable {
             let pts = fromCarry ? carryPTS : packet.info.pts
             let before = fromCarry ? carrySamplesBefore : samplesBefore
             let data = Array(bytes[position + header.strippedLength..<position + header.length])
-            if codec == nil { codec = header.codec }
+            if codec == nil {
+                codec = header.codec
+            } else if detectsConfigurationChanges, configurationChange == nil, !header.isDependent, let codec,
+                !header.codec.hasSameConfiguration(as: codec)
+            {
+                configurationChange = packet.info.offset
+            }
             if header.isDependent, !frames.isEmpty {
                 frames[frames.count - 1].data += data
             } else {
@@ -261,12 +275,25 @@ public struct TSTrackBuilder: Sendable {
     {
         var samples: [Sample] = []
         var decodeTimes: [Int64] = []
+        // With detectsConfigurationChanges: the HEVC parameter sets of the sample entry, which `hvc1` samples
+        // cannot add to (they are dropped from the samples below).
+        var entrySets: [[UInt8]]?
+        if detectsConfigurationChanges, configurationChange == nil, case .hevc(let vps, let sps, let pps, _, _) = codec
+        {
+            entrySets = vps + sps + pps
+        }
         for unit in units {
             var kept: [ArraySlice<UInt8>] = []
             var randomAccess = false
             for nal in AnnexB.units(unit.bytes) {
                 guard let type = syntax.type(of: nal), !syntax.isDelimiter(type) else { continue }
-                if syntax == .hevc, syntax.isParameterSet(type) { continue }
+                if syntax == .hevc, syntax.isParameterSet(type) {
+                    if let sets = entrySets, !sets.contains(where: { $0.elementsEqual(nal) }) {
+                        configurationChange = unit.offset
+                        entrySets = nil
+                    }
+                    continue
+                }
                 if syntax.isRandomAccess(type) { randomAccess = true }
                 kept.append(nal)
             }

@@ -80,17 +80,34 @@ func adtsFrame(_ body: [UInt8]) -> [UInt8] {
         }
     }
 
-    @Test func captionsAreFoundInSEI() {
-        // user_data_registered_itu_t_t35: B5 0031 'GA94' 03, then cc_data.
-        let t35: [UInt8] = [0xB5, 0x00, 0x31, 0x47, 0x41, 0x39, 0x34, 0x03, 0xC1, 0xFF]
-        let h264SEI: [UInt8] = [0x06, 0x04, UInt8(t35.count)] + t35 + [0x80]
-        #expect(AnnexB.carriesCaptions(sei: h264SEI[...], syntax: .h264))
+    @Test func captionServicesAreFoundInSEI() {
+        // user_data_registered_itu_t_t35: B5 0031 'GA94' 03, then cc_data with the given triplets.
+        func t35(_ triplets: [UInt8]) -> [UInt8] {
+            [0xB5, 0x00, 0x31, 0x47, 0x41, 0x39, 0x34, 0x03, 0x40 | UInt8(triplets.count / 3), 0xFF] + triplets
+        }
+        func h264SEI(_ payload: [UInt8]) -> [UInt8] { [0x06, 0x04, UInt8(payload.count)] + payload + [0x80] }
+        let field1: [UInt8] = [0xFC, 0x94, 0x20]  // cc_valid, cc_type 0: CEA-608
+        let dtvccStart: [UInt8] = [0xFF, 0x01, 0x20]  // cc_valid, cc_type 3: a CEA-708 packet starts
+        let invalid708: [UInt8] = [0xFA, 0x00, 0x00]  // cc_type 2 but cc_valid 0: padding
+        #expect(AnnexB.captionServices(sei: h264SEI(t35(field1))[...], syntax: .h264) == .cea608)
+        #expect(AnnexB.captionServices(sei: h264SEI(t35(dtvccStart + invalid708))[...], syntax: .h264) == .cea708)
+        #expect(AnnexB.captionServices(sei: h264SEI(t35(field1 + invalid708))[...], syntax: .h264) == .cea608)
+        #expect(
+            AnnexB.captionServices(sei: h264SEI(t35(field1 + dtvccStart))[...], syntax: .h264) == [.cea608, .cea708])
         let other: [UInt8] = [0x06, 0x05, 0x02, 0xAA, 0xBB, 0x80]  // user_data_unregistered
-        #expect(!AnnexB.carriesCaptions(sei: other[...], syntax: .h264))
-        let hevcSEI: [UInt8] = [0x4E, 0x01, 0x04, UInt8(t35.count)] + t35 + [0x80]
-        #expect(AnnexB.carriesCaptions(sei: hevcSEI[...], syntax: .hevc))
+        #expect(AnnexB.captionServices(sei: other[...], syntax: .h264).isEmpty)
+        let hevcSEI: [UInt8] = [0x4E, 0x01, 0x04, UInt8(t35(field1).count)] + t35(field1) + [0x80]
+        #expect(AnnexB.captionServices(sei: hevcSEI[...], syntax: .hevc) == .cea608)
         let truncated: [UInt8] = [0x06, 0x04, 0x40, 0xB5]
-        #expect(!AnnexB.carriesCaptions(sei: truncated[...], syntax: .h264))
+        #expect(AnnexB.captionServices(sei: truncated[...], syntax: .h264).isEmpty)
+        // A cc_count larger than the triplets present reads only those present.
+        var short = t35(dtvccStart)
+        short[8] = 0x40 | 5
+        #expect(AnnexB.captionServices(sei: h264SEI(short)[...], syntax: .h264) == .cea708)
+        // Without process_cc_data_flag the entries are not to be read.
+        var unflagged = t35(field1 + dtvccStart)
+        unflagged[8] &= ~0x40
+        #expect(AnnexB.captionServices(sei: h264SEI(unflagged)[...], syntax: .h264).isEmpty)
     }
 
     @Test func audioFrameHeaders() throws {

@@ -18,6 +18,10 @@ public enum PlaybackContainer: String, Sendable, Hashable, CaseIterable {
 /// The fragmented MP4 presentation of a session's file: the tracks the bridge found in the file's head, the
 /// playlists (a video media playlist, one audio rendition per audio PID, an I-frame playlist) and segments made on
 /// request from the same keyframe-aligned byte ranges as the TS playlist, kept in a small bounded memory cache.
+///
+/// Each range between time stamp resets takes its tracks' sample entries from its own first bytes (a
+/// concatenation may join two encodings): a track whose configuration differs from every earlier range's gets
+/// another init segment (`video-init-1.mp4`, ...), and the playlists name it from that range on.
 final class FragmentedPresentation: Sendable {
     let layout: TSProgramLayout
     let file: FileStreamer
@@ -25,6 +29,12 @@ final class FragmentedPresentation: Sendable {
     let audio: [TSTrackInfo]
     let initSegments: [UInt16: [UInt8]]
     private let cache = SegmentCache(limit: 48 << 20)
+    /// By reset offset: the tracks' sample entry values read from that range's first bytes.
+    private let rangeCodecs = LockedValue<[UInt64: [UInt16: TrackCodec]]>([:])
+    /// The last ``configurations(resets:)`` answer, by the resets it was made for.
+    private let lastConfigurations = LockedValue<(resets: [UInt64], value: Configurations)?>(nil)
+    /// How many bytes of a range's start are read at most for its parameter sets and audio configuration.
+    static let rangeHeadBytes = 4 << 20
 
     /// How far past a range's end bytes are read to complete the PES packets that start inside it.
     static let lookahead: UInt64 = 16 << 20
@@ -46,20 +56,112 @@ final class FragmentedPresentation: Sendable {
 
     func playlistName(_ track: TSTrackInfo) -> String { track.isVideo ? "video" : "audio-\(track.pid)" }
 
+    /// The name of init segment `number` of `track`: the first range's is `<name>-init.mp4`, later ones
+    /// `<name>-init-<number>.mp4`.
+    func initName(_ track: TSTrackInfo, number: Int) -> String {
+        playlistName(track) + (number == 0 ? "-init.mp4" : "-init-\(number).mp4")
+    }
+
+    // MARK: Configurations by range
+
+    /// The tracks' sample entry values range by range: range 0 is the file's head's, range k starts at the k-th
+    /// reset. `distinct[pid][n]` is the configuration of init segment n; `ranges[k][pid]` the init segment range k
+    /// uses (a range equal to an earlier one shares its init segment).
+    struct Configurations: Sendable {
+        var distinct: [UInt16: [TrackCodec]]
+        var ranges: [[UInt16: Int]]
+
+        /// The range that holds byte `offset`, for `resets` in order.
+        static func range(of offset: UInt64, resets: [UInt64]) -> Int {
+            var low = 0
+            var high = resets.count
+            while low < high {
+                let middle = (low + high) / 2
+                if resets[middle] <= offset { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+
+        /// The configuration of each track in range `range`.
+        func codecs(range: Int) -> [UInt16: TrackCodec] {
+            guard range < ranges.count else { return [:] }
+            var result: [UInt16: TrackCodec] = [:]
+            for (pid, number) in ranges[range] {
+                if let list = distinct[pid], number < list.count { result[pid] = list[number] }
+            }
+            return result
+        }
+    }
+
+    /// The configurations of the ranges that `resets` (sorted byte offsets of the keyframes after time stamp
+    /// resets) cut the file into. A range's own values are read once from its first bytes; a track that shows
+    /// none there keeps the range before's.
+    func configurations(resets: [UInt64]) -> Configurations {
+        if let last = lastConfigurations.withLock({ $0 }), last.resets == resets { return last.value }
+        var distinct = layout.codecs.mapValues { [$0] }
+        var ranges: [[UInt16: Int]] = [layout.codecs.mapValues { _ in 0 }]
+        for reset in resets {
+            let found = codecs(atReset: reset)
+            var row = ranges[ranges.count - 1]
+            for track in layout.tracks {
+                guard let codec = found[track.pid], let known = distinct[track.pid] else { continue }
+                if let number = known.firstIndex(where: { $0.hasSameConfiguration(as: codec) }) {
+                    row[track.pid] = number
+                } else {
+                    distinct[track.pid, default: []].append(codec)
+                    row[track.pid] = known.count
+                }
+            }
+            ranges.append(row)
+        }
+        let value = Configurations(distinct: distinct, ranges: ranges)
+        lastConfigurations.withLock { $0 = (resets, value) }
+        return value
+    }
+
+    /// The sample entry values the tracks show in the first bytes of the range that starts at `offset`.
+    func codecs(atReset offset: UInt64) -> [UInt16: TrackCodec] {
+        if let known = rangeCodecs.withLock({ $0[offset] }) { return known }
+        guard let size = try? file.size(), offset < size else { return [:] }
+        let limit = Int(min(UInt64(Self.rangeHeadBytes), size - offset))
+        guard
+            let found = try? layout.codecs(
+                limit: limit, read: { start, length in try file.read(at: offset + UInt64(start), length: length) })
+        else { return [:] }
+        rangeCodecs.withLock { $0[offset] = found }
+        return found
+    }
+
+    /// The bytes of init segment `number` of `track`, or nil when there is no such init segment.
+    func initSegment(_ track: TSTrackInfo, number: Int, configurations: Configurations) -> [UInt8]? {
+        if number == 0 { return initSegments[track.pid] }
+        guard let list = configurations.distinct[track.pid], number < list.count else { return nil }
+        let codec = list[number]
+        return try? InitSegment(tracks: [
+            Track(trackID: track.trackID, timescale: codec.timescale, language: track.language ?? "und", codec: codec)
+        ]).serialized()
+    }
+
     // MARK: Playlists
 
     /// The media playlist of `track`; the segments that start at one of `discontinuities` (time stamp resets)
     /// follow an `EXT-X-DISCONTINUITY` (their decode times still follow on from the segment before).
+    /// Each segment's `EXT-X-MAP` is its range's init segment, so a new one follows the discontinuity where the
+    /// configuration changes.
     func mediaPlaylist(
         for track: TSTrackInfo, segments: [PlannedSegment], complete: Bool, discontinuities: Set<UInt64> = []
     ) -> String {
         var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
         builder.independentSegments = true
         let name = playlistName(track)
+        let resets = discontinuities.sorted()
+        let configurations = configurations(resets: resets)
         builder.segments = segments.enumerated().map { number, segment in
-            MediaPlaylistBuilder.Segment(
+            let range = Configurations.range(of: segment.offset, resets: resets)
+            return MediaPlaylistBuilder.Segment(
                 uri: "\(name)/\(number).m4s", duration: segment.duration,
-                discontinuity: discontinuities.contains(segment.offset), mapURI: "\(name)-init.mp4")
+                discontinuity: discontinuities.contains(segment.offset),
+                mapURI: initName(track, number: configurations.ranges[range][track.pid] ?? 0))
         }
         return builder.build().text
     }
@@ -69,17 +171,25 @@ final class FragmentedPresentation: Sendable {
         var builder = MediaPlaylistBuilder(kind: .vod)
         builder.iFramesOnly = true
         builder.independentSegments = true
+        let resets = discontinuities.sorted()
+        let configurations = configurations(resets: resets)
         builder.segments = frames.enumerated().map { number, frame in
-            MediaPlaylistBuilder.Segment(
+            let range = Configurations.range(of: frame.offset, resets: resets)
+            return MediaPlaylistBuilder.Segment(
                 uri: "iframe/\(number).m4s", duration: frame.duration,
-                discontinuity: discontinuities.contains(frame.offset), mapURI: "\(playlistName(video))-init.mp4")
+                discontinuity: discontinuities.contains(frame.offset),
+                mapURI: initName(video, number: configurations.ranges[range][video.pid] ?? 0))
         }
         return builder.build().text
     }
 
+    /// The variant's `CODECS` lists every range's codec strings and `RESOLUTION` is the largest range's (RFC 8216bis:
+    /// CODECS names every format in any segment of the variant).
     func multivariantPlaylist(
-        segments: [PlannedSegment], iFrames: [PlannedSegment]?, details: [CodecDetails], fallbackBandwidth: Double
+        segments: [PlannedSegment], iFrames: [PlannedSegment]?, details: [CodecDetails], fallbackBandwidth: Double,
+        discontinuities: Set<UInt64> = []
     ) -> String {
+        let distinct = configurations(resets: discontinuities.sorted()).distinct
         var builder = MultivariantPlaylistBuilder()
         builder.independentSegments = true
         let peak = segments.map { $0.duration > 0 ? Double($0.length * 8) / $0.duration : 0 }.max() ?? 0
@@ -87,17 +197,29 @@ final class FragmentedPresentation: Sendable {
         let totalBytes = segments.reduce(UInt64(0)) { $0 + $1.length }
         let average = totalDuration > 0 ? Double(totalBytes * 8) / totalDuration : 0
         let bandwidth = UInt64(max(peak, fallbackBandwidth, 1).rounded(.up))
-        let videoCodec = video.flatMap { layout.codecs[$0.pid]?.codecString }
+        var videoCodecs: [String] = []
+        for codec in video.flatMap({ distinct[$0.pid] }) ?? [] {
+            if let string = codec.codecString, !videoCodecs.contains(string) { videoCodecs.append(string) }
+        }
+        let videoCodec = videoCodecs.isEmpty ? nil : videoCodecs.joined(separator: ",")
         var audioCodecs: [String] = []
         for track in audio {
-            if let codec = layout.codecs[track.pid]?.codecString, !audioCodecs.contains(codec) {
-                audioCodecs.append(codec)
+            for codec in distinct[track.pid] ?? [] {
+                if let string = codec.codecString, !audioCodecs.contains(string) { audioCodecs.append(string) }
             }
         }
         let videoDetails = details.first { $0.width != nil }
+        var size = (width: videoDetails?.width ?? 0, height: videoDetails?.height ?? 0)
+        for codec in video.flatMap({ distinct[$0.pid] }) ?? [] {
+            switch codec {
+            case .avc(_, _, let width, let height), .hevc(_, _, _, let width, let height):
+                if Int(width) * Int(height) > size.width * size.height { size = (Int(width), Int(height)) }
+            default: break
+            }
+        }
         var resolution: Resolution?
-        if let width = videoDetails?.width, let height = videoDetails?.height, width > 0, height > 0 {
-            resolution = Resolution(width: UInt64(width), height: UInt64(height))
+        if size.width > 0, size.height > 0 {
+            resolution = Resolution(width: UInt64(size.width), height: UInt64(size.height))
         }
         var names: [String] = []
         for (number, track) in audio.enumerated() {
@@ -106,7 +228,7 @@ final class FragmentedPresentation: Sendable {
             if names.contains(name) { name += " (\(number + 1))" }
             names.append(name)
             var extra: [Attribute] = []
-            if let channels = layout.codecs[track.pid]?.channelCount, channels > 0 {
+            if let channels = (distinct[track.pid] ?? []).compactMap(\.channelCount).max(), channels > 0 {
                 extra.append(Attribute(name: "CHANNELS", rawValue: "\"\(channels)\""))
             }
             // Without video the variant's own playlist is the first audio track: its rendition has no URI.
@@ -118,11 +240,17 @@ final class FragmentedPresentation: Sendable {
         }
         var closedCaptions: String?
         if video != nil {
-            if layout.hasCaptions {
+            // CEA-608 is CC1 (its first channel), CEA-708 SERVICE1 (its first service).
+            let services = [(CaptionServices.cea608, "CC1"), (.cea708, "SERVICE1")].filter {
+                layout.captions.contains($0.0)
+            }
+            for (number, (_, id)) in services.enumerated() {
                 builder.renditions.append(
                     MultivariantPlaylistBuilder.Rendition(
-                        type: "CLOSED-CAPTIONS", groupID: "cc", name: "CC1", isDefault: true, autoselect: true,
-                        extra: [Attribute(name: "INSTREAM-ID", rawValue: "\"CC1\"")]))
+                        type: "CLOSED-CAPTIONS", groupID: "cc", name: id, isDefault: number == 0, autoselect: true,
+                        extra: [Attribute(name: "INSTREAM-ID", rawValue: "\"\(id)\"")]))
+            }
+            if !services.isEmpty {
                 closedCaptions = "cc"
             } else {
                 closedCaptions = "NONE"
@@ -159,9 +287,10 @@ final class FragmentedPresentation: Sendable {
     /// I-frames). A track with no sample in the range gets an empty fragment at the range's start.
     func makeFragments(
         _ segment: PlannedSegment, timeline: TSTimeline, fileSize: UInt64, only: UInt16? = nil,
-        shifts: [UInt16: Int64] = [:]
+        shifts: [UInt16: Int64] = [:], codecs: [UInt16: TrackCodec] = [:]
     ) throws -> [UInt16: TrackFragment] {
         var fragmenter = try layout.fragmenter(pids: only.map { [$0] })
+        for (pid, codec) in codecs { fragmenter.configure(pid: pid, codec: codec) }
         let start = segment.offset
         let end = segment.offset + segment.length
         fragmenter.beginRange(start: Int64(start), end: Int64(end))
@@ -193,15 +322,16 @@ final class FragmentedPresentation: Sendable {
         return result
     }
 
-    /// One segment's bytes for `pid`, from the cache or made now (with every other track's, which are cached).
+    /// One segment's bytes for `pid`, from the cache or made now (with every other track's, which are cached), with
+    /// the sample entries of its range (`codecs`).
     func segment(
         number: Int, pid: UInt16, planned: PlannedSegment, timeline: TSTimeline, fileSize: UInt64, iFrame: Bool,
-        shifts: [UInt16: Int64] = [:]
+        shifts: [UInt16: Int64] = [:], codecs: [UInt16: TrackCodec] = [:]
     ) throws -> [UInt8]? {
         let key = SegmentCache.Key(number: number, pid: pid, iFrame: iFrame)
         if let bytes = cache.get(key) { return bytes }
         let fragments = try makeFragments(
-            planned, timeline: timeline, fileSize: fileSize, only: iFrame ? pid : nil, shifts: shifts)
+            planned, timeline: timeline, fileSize: fileSize, only: iFrame ? pid : nil, shifts: shifts, codecs: codecs)
         var made: [UInt16: [UInt8]] = [:]
         for (otherPID, fragment) in fragments {
             let bytes = try MediaSegment(
@@ -221,13 +351,7 @@ final class FragmentedPresentation: Sendable {
 extension TSFragmenter {
     /// The timescale of each track, in ``tracks`` order.
     var timescales: [UInt32] {
-        zip(tracks, codecs).map { track, codec in
-            switch codec {
-            case .aac(let config): return config.sampleRate ?? 48000
-            case .ac3(_, _, let rate), .eac3(_, _, let rate), .mp3(_, let rate): return rate
-            default: return track.isVideo ? 90_000 : 48_000
-            }
-        }
+        zip(tracks, codecs).map { track, codec in codec?.timescale ?? (track.isVideo ? 90_000 : 48_000) }
     }
 }
 

@@ -169,15 +169,27 @@ extension TSPlaybackSession {
         guard let previousTimeline = timeline(at: list[first - 1].offset), let timeline = timeline(at: reset) else {
             return [:]
         }
+        let resetList = resets.sorted()
+        let configurations = presentation.configurations(resets: resetList)
+        let range = FragmentedPresentation.Configurations.range(of: reset, resets: resetList)
+        let previousCodecs = configurations.codecs(range: range - 1)
+        let codecs = configurations.codecs(range: range)
         let previous = try presentation.makeFragments(
-            list[first - 1], timeline: previousTimeline, fileSize: fileSize, shifts: before)
-        let current = try presentation.makeFragments(list[first], timeline: timeline, fileSize: fileSize)
+            list[first - 1], timeline: previousTimeline, fileSize: fileSize, shifts: before, codecs: previousCodecs)
+        let current = try presentation.makeFragments(
+            list[first], timeline: timeline, fileSize: fileSize, codecs: codecs)
         var shifts: [UInt16: Int64] = [:]
         for track in presentation.layout.tracks {
             guard let ended = previous[track.pid], let starts = current[track.pid], !ended.samples.isEmpty else {
                 continue
             }
-            let end = ended.samples.reduce(Int64(clamping: ended.baseMediaDecodeTime)) { $0 + Int64($1.duration) }
+            var end = ended.samples.reduce(Int64(clamping: ended.baseMediaDecodeTime)) { $0 + Int64($1.duration) }
+            // An audio track whose sample rate changes at the reset changes timescale with it.
+            if let from = previousCodecs[track.pid]?.timescale, let to = codecs[track.pid]?.timescale, from != to,
+                from > 0
+            {
+                end = end * Int64(to) / Int64(from)
+            }
             shifts[track.pid] = end - Int64(clamping: starts.baseMediaDecodeTime)
         }
         presentation.shifts.withLock { $0[reset] = shifts }
@@ -202,6 +214,15 @@ extension TSPlaybackSession {
         return shifts[pid].map { [pid: $0] } ?? [:]
     }
 
+    /// The number in an init segment's name after `<name>-init`: 0 for nothing, n for `-n` (n ≥ 1, no leading zero).
+    static func initNumber(_ suffix: Substring) -> Int? {
+        if suffix.isEmpty { return 0 }
+        guard suffix.first == "-", let number = Int(suffix.dropFirst()), number > 0, "-\(number)" == suffix else {
+            return nil
+        }
+        return number
+    }
+
     /// Answers the fragmented MP4 routes; nil for any other route.
     func respondFragmented(_ route: [String], _ presentation: FragmentedPresentation) -> HTTPResponse? {
         let complete = isIndexed || givenSegments != nil
@@ -210,7 +231,8 @@ extension TSPlaybackSession {
             if name == "master.m3u8" {
                 let fallback = probe.duration.map { $0 > 0 ? Double(probe.fileSize * 8) / $0 : 0 } ?? 0
                 let text = presentation.multivariantPlaylist(
-                    segments: segments, iFrames: iFrameSegments, details: codecDetails, fallbackBandwidth: fallback)
+                    segments: segments, iFrames: iFrameSegments, details: codecDetails, fallbackBandwidth: fallback,
+                    discontinuities: discontinuities)
                 return .bytes(Array(text.utf8), contentType: Self.playlistType)
             }
             if name == "iframes.m3u8" {
@@ -228,7 +250,12 @@ extension TSPlaybackSession {
                         for: track, segments: segments, complete: complete, discontinuities: discontinuities)
                     return .bytes(Array(text.utf8), contentType: Self.playlistType)
                 }
-                if name == base + "-init.mp4", let bytes = presentation.initSegments[track.pid] {
+                if name.hasPrefix(base + "-init"), name.hasSuffix(".mp4"),
+                    let number = Self.initNumber(name.dropFirst(base.count + 5).dropLast(4))
+                {
+                    let configurations = presentation.configurations(resets: discontinuities.sorted())
+                    guard let bytes = presentation.initSegment(track, number: number, configurations: configurations)
+                    else { return .error(.notFound) }
                     return .bytes(bytes, contentType: track.isVideo ? "video/mp4" : "audio/mp4")
                 }
             }
@@ -253,10 +280,13 @@ extension TSPlaybackSession {
                 iFrame
                 ? try iFrameShifts(planned, pid: track.pid, presentation, fileSize: size)
                 : try trackShifts(number: number, segments: list, presentation, fileSize: size)
+            let resets = discontinuities.sorted()
+            let codecs = presentation.configurations(resets: resets).codecs(
+                range: FragmentedPresentation.Configurations.range(of: planned.offset, resets: resets))
             guard
                 let bytes = try presentation.segment(
                     number: number, pid: track.pid, planned: planned, timeline: timeline, fileSize: size,
-                    iFrame: iFrame, shifts: shifts)
+                    iFrame: iFrame, shifts: shifts, codecs: codecs)
             else { return .error(.notFound) }
             return .bytes(bytes, contentType: track.isVideo ? "video/mp4" : "audio/mp4")
         } catch {

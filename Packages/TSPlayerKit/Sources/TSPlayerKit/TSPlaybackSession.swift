@@ -14,8 +14,9 @@ public import MPEGTS
 ///
 /// In fragmented MP4 mode (``container``; chosen by ``Options/container``) `master.m3u8` lists `video.m3u8`, one
 /// `audio-<PID>.m3u8` rendition per audio track and `iframes.m3u8`; their segments (`video/<n>.m4s`,
-/// `audio-<PID>/<n>.m4s`, `iframe/<n>.m4s`, with `video-init.mp4` and `audio-<PID>-init.mp4`) are made on request
-/// from the same byte ranges as the TS playlist's. `index.m3u8` and `media.ts` stay for players that read TS.
+/// `audio-<PID>/<n>.m4s`, `iframe/<n>.m4s`, with `video-init.mp4` and `audio-<PID>-init.mp4`, and
+/// `video-init-<n>.mp4` ... for a later range whose parameter sets or audio configuration differ) are made on
+/// request from the same byte ranges as the TS playlist's. `index.m3u8` and `media.ts` stay for players that read TS.
 public final class TSPlaybackSession: PlaybackSource {
     /// Settings of a session.
     public struct Options: Sendable, Hashable {
@@ -61,6 +62,15 @@ public final class TSPlaybackSession: PlaybackSource {
     /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete.
     private let iFrames = LockedValue<[PlannedSegment]?>(nil)
     private let indexing = LockedValue<Task<Void, Never>?>(nil)
+    /// The last plan of ``segments``, by the index it was made from (which grows while the file is indexed).
+    private let lastPlan = LockedValue<(key: PlanKey, segments: [PlannedSegment], resets: Set<UInt64>)?>(nil)
+
+    /// What a segment plan depends on: the index's extent and keyframes.
+    private struct PlanKey: Equatable {
+        var bytesIndexed: UInt64
+        var keyframes: Int
+        var complete: Bool
+    }
 
     /// Opens `path`. Reads only both ends of the file (the probe) and, when present and current, its sidecar index.
     public init(tsFile path: String, options: Options = Options()) throws(PlaybackError) {
@@ -323,7 +333,23 @@ public final class TSPlaybackSession: PlaybackSource {
     /// concatenation), a segment starts at the first keyframe after the reset (see ``discontinuities``).
     public var segments: [PlannedSegment] {
         if let givenSegments { return givenSegments }
-        guard let index else { return [] }
+        return currentPlan()?.segments ?? []
+    }
+
+    /// The segments and resets of the current index, planned again only when the index has changed.
+    private func currentPlan() -> (segments: [PlannedSegment], resets: Set<UInt64>)? {
+        guard let index else { return nil }
+        let key = PlanKey(
+            bytesIndexed: index.bytesIndexed, keyframes: index.keyframes.count, complete: index.isComplete)
+        if let known = lastPlan.withLock({ $0 }), known.key == key { return (known.segments, known.resets) }
+        let planned = Self.planSegments(index, targetDuration: options.segmentDuration)
+        let resets = Set(Self.resetOffsets(index))
+        lastPlan.withLock { $0 = (key, planned, resets) }
+        return (planned, resets)
+    }
+
+    /// Plans the segments of `index`: each range between resets on its own, from its first keyframe.
+    static func planSegments(_ index: TSIndex, targetDuration: Double) -> [PlannedSegment] {
         let cuts = index.keyframes.compactMap { keyframe -> SegmentPlanner.Cut? in
             guard let offset = UInt64(exactly: keyframe.offset) else { return nil }
             return SegmentPlanner.Cut(offset: offset, ticks: keyframe.ticks)
@@ -338,7 +364,7 @@ public final class TSPlaybackSession: PlaybackSource {
             let planned = SegmentPlanner.plan(
                 keyframes: inside.map { .init(offset: $0.offset - start.offset, ticks: $0.ticks - start.ticks) },
                 fileSize: end - start.offset, endTicks: endTicks.map { $0 - start.ticks },
-                targetDuration: options.segmentDuration)
+                targetDuration: targetDuration)
             result += planned.map { .init(offset: $0.offset + start.offset, length: $0.length, duration: $0.duration) }
         }
         for cut in cuts where cut.offset < size {
@@ -359,8 +385,7 @@ public final class TSPlaybackSession: PlaybackSource {
     /// one follows an `EXT-X-DISCONTINUITY`.
     public var discontinuities: Set<UInt64> {
         if givenSegments != nil { return givenResets }
-        guard let index else { return [] }
-        return Set(Self.resetOffsets(index))
+        return currentPlan()?.resets ?? []
     }
 
     static func resetOffsets(_ index: TSIndex) -> [UInt64] {

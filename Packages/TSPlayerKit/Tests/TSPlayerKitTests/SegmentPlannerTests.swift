@@ -143,3 +143,30 @@ import Testing
         #expect(URIPath.encode("part 1/ä#?.ts") == "part%201/%C3%A4%23%3F.ts")
     }
 }
+
+@Suite struct RangeConfigurationTests {
+    /// The range of every offset 0...12 for every set of resets among offsets 1...10, against counting the resets
+    /// at or before the offset.
+    @Test func rangeOfAnOffsetMatchesCountingResets() {
+        for mask in 0..<1024 {
+            let resets = (1...10).filter { mask & (1 << ($0 - 1)) != 0 }.map(UInt64.init)
+            for offset in UInt64(0)...12 {
+                let expected = resets.filter { $0 <= offset }.count
+                let found = FragmentedPresentation.Configurations.range(of: offset, resets: resets)
+                #expect(found == expected, "offset \(offset), resets \(resets)")
+                if found != expected { return }
+            }
+        }
+    }
+
+    /// Init segment names: `-init.mp4` is 0, `-init-<n>.mp4` is n for n ≥ 1 written without leading zeros; anything
+    /// else names no init segment.
+    @Test func initSegmentNumbers() {
+        #expect(TSPlaybackSession.initNumber("") == 0)
+        #expect(TSPlaybackSession.initNumber("-1") == 1)
+        #expect(TSPlaybackSession.initNumber("-12") == 12)
+        for bad in ["-0", "-01", "-", "1", "--1", "-+1", "-1x", "-99999999999999999999", "_1"] {
+            #expect(TSPlaybackSession.initNumber(Substring(bad)) == nil, "\(bad)")
+        }
+    }
+}
