@@ -7,15 +7,7 @@ import Testing
 @Suite struct SlateAudioTests {
     @Test func theContentsAACTrackIsFoundAndOthersAreNot() throws {
         let audio = try #require(FragmentedSlateTemplate.audioTrack(initSection: try Fixtures.initSegment()))
-        #expect(audio.id == 2 && audio.timescale == 48000 && audio.channels == 2)
-        let ac3Only = try InitSegment(tracks: [
-            Track(
-                trackID: 4, timescale: 48000,
-                codec: .ac3(
-                    AC3SpecificBox(fscod: 0, acmod: 7, lfeon: true, bitRateCode: 15), channelCount: 6,
-                    sampleRate: 48000))
-        ]).serialized()
-        #expect(FragmentedSlateTemplate.audioTrack(initSection: ac3Only) == nil)
+        #expect(audio.id == 2 && audio.timescale == 48000 && audio.channels == 2 && audio.frameDuration == 1024)
         #expect(FragmentedSlateTemplate.audioTrack(initSection: [0, 0, 0, 8]) == nil)
         #expect(FragmentedSlateTemplate.presentationShift(initSection: try Fixtures.initSegment(), trackID: 2) == 0)
     }
@@ -53,10 +45,26 @@ import Testing
                 try InitSegment(tracks: [
                     Track(
                         trackID: 4, timescale: 48000,
-                        codec: .ac3(
-                            AC3SpecificBox(fscod: 0, acmod: 7, lfeon: true, bitRateCode: 15), channelCount: 6,
-                            sampleRate: 48000))
-                ]).serialized(), "AC-3"
+                        codec: .eac3(
+                            try EC3SpecificBox(
+                                dataRate: 768,
+                                substreams: [
+                                    .init(
+                                        fscod: 0, acmod: 7, lfeon: true, dependentSubstreamCount: 1,
+                                        channelLocations: 0x002)
+                                ]),
+                            channelCount: 8, sampleRate: 48000))
+                ]).serialized(),
+                "E-AC-3 with dependent substreams, in dual mono or whose sample rate is not its timescale"
+            ),
+            (
+                try InitSegment(tracks: [
+                    Track(trackID: 4, timescale: 48000, codec: .mp3(channelCount: 2, sampleRate: 48000))
+                ]).serialized(), "MPEG audio"
+            ),
+            (
+                try ac3Section(acmod: 0, lfeon: false, channels: 2),
+                "AC-3 in dual mono or without a dac3, or whose sample rate is not its timescale"
             ),
         ]
         for (section, codec) in cases {
@@ -67,6 +75,70 @@ import Testing
         }
         // No sound track at all: nothing to say.
         #expect(FragmentedSlateTemplate.silentAudioUnavailable(initSection: [0, 0, 0, 8]) == nil)
+    }
+
+    func ac3Section(fscod: UInt8 = 0, acmod: UInt8, lfeon: Bool, bitRateCode: UInt8 = 15, channels: UInt16)
+        throws -> [UInt8]
+    {
+        let rate: UInt32 = [48000, 44100, 32000][Int(fscod)]
+        return try InitSegment(tracks: [
+            Track(
+                trackID: 4, timescale: rate,
+                codec: .ac3(
+                    AC3SpecificBox(fscod: fscod, bsmod: 1, acmod: acmod, lfeon: lfeon, bitRateCode: bitRateCode),
+                    channelCount: channels, sampleRate: rate))
+        ]).serialized()
+    }
+
+    /// AC-3 is carried: the silent sync frames are MPEGTS's, for the `dac3`'s rate, bit rate (frmsizecod twice its
+    /// bit_rate_code), bit stream mode and layout, each lasting 1536 ticks.
+    @Test func ac3IsCarriedWithFramesForItsDac3() throws {
+        for (fscod, acmod, lfeon, channels) in [(0, 7, true, 6), (1, 2, false, 2), (2, 1, false, 1)]
+            as [(UInt8, UInt8, Bool, UInt16)]
+        {
+            let section = try ac3Section(fscod: fscod, acmod: acmod, lfeon: lfeon, channels: channels)
+            let audio = try #require(FragmentedSlateTemplate.audioTrack(initSection: section))
+            #expect(audio.id == 4 && audio.channels == Int(channels) && audio.frameDuration == 1536)
+            #expect(FragmentedSlateTemplate.silentAudioUnavailable(initSection: section) == nil)
+            let expected = try #require(
+                SilentAC3(
+                    sampleRateCode: Int(fscod), frameSizeCode: 30, bitStreamMode: 1, codingMode: Int(acmod), lfe: lfeon
+                ).frame)
+            let fragment = FragmentedSlateTemplate.silentAudioFragment(
+                audio: audio, firstDecodeTime: 1536, frames: 2, sequence: 1)
+            let mdat = try #require(try BoxReader.parse(fragment).first { $0.type == .mdat })
+            #expect(mdat.data == expected + expected)
+            #expect(FragmentedSlateTemplate.audioEnd(segment: fragment, track: audio) == 1536 * 3)
+        }
+    }
+
+    /// E-AC-3 of one independent substream is carried: six-block frames for the `dec3`'s rate and layout, as long
+    /// as its data rate makes 1536 samples (384 kbit/s at 48 kHz: 1536 bytes).
+    @Test func eac3IsCarriedWithFramesForItsDec3() throws {
+        for (fscod, acmod, lfeon, channels, bytes) in [
+            (0, 7, true, 6, 1536), (1, 2, false, 2, 1670), (2, 1, false, 1, 2304),
+        ]
+            as [(UInt8, UInt8, Bool, UInt16, Int)]
+        {
+            let rate: UInt32 = [48000, 44100, 32000][Int(fscod)]
+            let section = try InitSegment(tracks: [
+                Track(
+                    trackID: 5, timescale: rate,
+                    codec: .eac3(
+                        try EC3SpecificBox(
+                            dataRate: 384, substreams: [.init(fscod: fscod, acmod: acmod, lfeon: lfeon)]),
+                        channelCount: channels, sampleRate: rate))
+            ]).serialized()
+            let audio = try #require(FragmentedSlateTemplate.audioTrack(initSection: section))
+            #expect(audio.id == 5 && audio.channels == Int(channels) && audio.frameDuration == 1536)
+            #expect(FragmentedSlateTemplate.silentAudioUnavailable(initSection: section) == nil)
+            let expected = try #require(
+                SilentEAC3(sampleRateCode: Int(fscod), frameBytes: bytes, codingMode: Int(acmod), lfe: lfeon).frame)
+            let fragment = FragmentedSlateTemplate.silentAudioFragment(
+                audio: audio, firstDecodeTime: 0, frames: 3, sequence: 1)
+            let mdat = try #require(try BoxReader.parse(fragment).first { $0.type == .mdat })
+            #expect(mdat.data == expected + expected + expected, "fscod \(fscod)")
+        }
     }
 
     @Test func aSilentFragmentHoldsItsFramesFromItsDecodeTime() throws {
