@@ -2,15 +2,17 @@
 // are MPEGTS's own, one source for both containers' slates.
 import MPEGTS
 
-/// Silent audio for fMP4 slates: the content's AAC-LC track (channel configurations 1 to 7, mono to 7.1), AC-3
+/// Silent audio for fMP4 slates: the content's AAC-LC track (channel configurations 1 to 7, mono to 7.1; or HE-AAC
+/// on such a core, signalled explicitly), AC-3
 /// track (`ac-3`, any rate, bit rate and layout its `dac3` gives but dual mono) or E-AC-3 track (`ec-3`, one
 /// independent substream at 48, 44.1 or 32 kHz), its `trak` and `trex` copied into the slates' init section, so the
-/// sample entry is the content's own, and fragments of silent frames on it (1024 samples for AAC, 1536 for AC-3 and
-/// E-AC-3, made for the content's `dac3` or `dec3`), placed on the content's audio frame grid from where
+/// sample entry is the content's own, and fragments of silent frames on it (1024 samples for AAC, 2048 output samples
+/// for HE-AAC, 1536 for AC-3 and E-AC-3, made for the content's `dac3` or `dec3`), placed on the content's audio frame grid from where
 /// the anchor segment's audio ended. Without it an fMP4 slate is a whole slot without sound.
 extension FragmentedSlateTemplate {
     /// The content's audio track that slates can carry silence on: AAC-LC in a channel configuration from 1 (mono)
-    /// to 7 (7.1), AC-3 or E-AC-3, whose timescale is its sample rate (one frame is 1024 or 1536 ticks).
+    /// to 7 (7.1), HE-AAC on such a core, AC-3 or E-AC-3, whose timescale is its (output) sample rate (one frame is
+    /// 1024, 2048 or 1536 ticks).
     public struct AudioTrack: Sendable, Hashable {
         public var id: UInt32
         public var timescale: UInt64
@@ -19,7 +21,8 @@ extension FragmentedSlateTemplate {
         /// The AudioSpecificConfig's channel configuration (ISO/IEC 14496-3 1.6.3.5): 1 mono, 2 stereo, 6 5.1, 7
         /// 7.1; the silent frames are made for it. 0 for AC-3, whose layout is its `dac3`'s.
         public var channelConfiguration: Int
-        /// Samples in one frame, its duration in the timescale: 1024 for AAC, 1536 for AC-3 and E-AC-3.
+        /// Samples in one frame, its duration in the timescale: 1024 for AAC-LC, 2048 for HE-AAC (at its output
+        /// rate), 1536 for AC-3 and E-AC-3.
         public var frameDuration: UInt32
         /// One silent frame: a raw AAC data block, or an AC-3 or E-AC-3 sync frame.
         let silentFrame: [UInt8]
@@ -58,9 +61,10 @@ extension FragmentedSlateTemplate {
 
     /// Why slates cannot carry silence on the content's audio, for a diagnostic: nil when they can
     /// (``audioTrack(initSection:)``) or when the init section has no sound track. Silence is made without an
-    /// encoder only for AAC-LC in channel configurations 1 to 7, AC-3 and E-AC-3 (one independent substream); HE-AAC
-    /// (its SBR data), Opus, MPEG audio, a layout given by a program config element and the rest would need one, so their slates are left silent-less
-    /// (no audio fragment) rather than given wrong audio.
+    /// encoder only for AAC-LC in channel configurations 1 to 7 (and HE-AAC signalled explicitly on such a core), AC-3
+    /// and E-AC-3 (one independent substream); Opus, MPEG audio, a layout given by a program config element,
+    /// implicitly signalled HE-AAC and the rest would need one, so their slates are left silent-less (no audio
+    /// fragment) rather than given wrong audio.
     public static func silentAudioUnavailable(initSection: [UInt8]) -> String? {
         guard audioTrack(initSection: initSection) == nil,
             let moov = (try? BoxReader.parsePrefix(initSection))?.boxes.first(where: { $0.type == .moov })
@@ -75,11 +79,12 @@ extension FragmentedSlateTemplate {
             let format = String(decoding: stsd[12..<16].map { (0x20...0x7E).contains($0) ? $0 : 0x3F }, as: UTF8.self)
             var codec = "'\(format)'"
             if format == "mp4a", let asc = mp4aConfig(stsd) {
+                let heAAC = "whose timescale is not its output rate, or whose core is not AAC-LC in a channel layout "
                 switch asc.objectType {
-                case 5: codec = "HE-AAC (mp4a.40.5)"
-                case 29: codec = "HE-AAC v2 (mp4a.40.29)"
+                case 5: codec = "HE-AAC (mp4a.40.5) \(heAAC)1 to 7"
+                case 29: codec = "HE-AAC v2 (mp4a.40.29) \(heAAC)1 (mono)"
                 case 2 where asc.configuration == 0: codec = "AAC-LC with a program config element layout"
-                case 2: codec = "AAC-LC whose sample rate is not its timescale"
+                case 2: codec = "AAC-LC whose sample rate is not its timescale (implicit SBR)"
                 default: codec = "AAC object type \(asc.objectType) (mp4a.40.\(asc.objectType))"
                 }
             } else if format == "ac-3" {
@@ -96,19 +101,46 @@ extension FragmentedSlateTemplate {
         return nil
     }
 
-    /// The audio object type and channel configuration of an AudioSpecificConfig (ISO/IEC 14496-3 1.6.2.1), or nil
-    /// when it is too short.
-    static func audioSpecificConfig(_ config: [UInt8]) -> (objectType: Int, configuration: Int)? {
+    /// The fields of an AudioSpecificConfig (ISO/IEC 14496-3 1.6.2.1) slates need.
+    struct AudioConfig {
+        /// The audio object type: 2 for AAC-LC, 5 for HE-AAC (SBR), 29 for HE-AAC v2 (SBR and PS).
+        var objectType: Int
+        /// The channel configuration (of the AAC core, for SBR and PS).
+        var configuration: Int
+        /// The sampling frequency (the core's, for SBR and PS), nil when not known.
+        var sampleRate: Int?
+        /// For explicit SBR or PS signalling (object type 5 or 29): the output (extension) sampling frequency and the
+        /// core's object type.
+        var outputRate: Int?
+        var coreObjectType: Int?
+    }
+
+    /// The fields of an AudioSpecificConfig, or nil when it is too short.
+    static func audioSpecificConfig(_ config: [UInt8]) -> AudioConfig? {
         var reader = BitReader(bytes: config, what: "AudioSpecificConfig")
-        guard var objectType = try? Int(reader.bits(5)) else { return nil }
-        if objectType == 31 {
-            guard let extended = try? Int(reader.bits(6)) else { return nil }
-            objectType = 32 + extended
+        func objectType() throws(FragmentedMP4Error) -> Int {
+            let type = Int(try reader.bits(5))
+            return type == 31 ? 32 + Int(try reader.bits(6)) : type
         }
-        guard let frequencyIndex = try? reader.bits(4), frequencyIndex != 15 || (try? reader.skip(24)) != nil,
-            let configuration = try? Int(reader.bits(4))
-        else { return nil }
-        return (objectType, configuration)
+        func frequency() throws(FragmentedMP4Error) -> Int? {
+            let index = Int(try reader.bits(4))
+            if index == 15 { return Int(try reader.bits(24)) }
+            let table = AudioSpecificConfig.samplingFrequencies
+            return index < table.count ? Int(table[index]) : nil
+        }
+        do {
+            let type = try objectType()
+            let rate = try frequency()
+            var result = AudioConfig(objectType: type, configuration: Int(try reader.bits(4)), sampleRate: rate)
+            if type == 5 || type == 29 {
+                // Explicit hierarchical signalling: the extension sampling frequency, then the core's object type.
+                result.outputRate = try? frequency()
+                result.coreObjectType = try? objectType()
+            }
+            return result
+        } catch {
+            return nil
+        }
     }
 
     /// How far a track's presentation runs after its decode times, in seconds, from its edit list: the empty
@@ -152,7 +184,13 @@ extension FragmentedSlateTemplate {
     )
 
     /// The channel count, channel configuration and sample rate of an `stsd` body's first entry when it is `mp4a`
-    /// with an AAC-LC AudioSpecificConfig in a channel configuration that has a silent frame (1 to 7).
+    /// with an AAC-LC AudioSpecificConfig in a channel configuration that has a silent frame (1 to 7), at the sample
+    /// entry's rate; or HE-AAC with explicit signalling (object type 5, or 29 on a mono core) on such an AAC-LC core.
+    ///
+    /// HE-AAC's silent frame is the core's silent AAC-LC block with no SBR (or PS) extension payload: ISO/IEC 14496-3
+    /// lets a frame carry no SBR data, and a decoder configured for SBR by the AudioSpecificConfig still runs its
+    /// synthesis at the output rate, with nothing above the core's band (ffmpeg decodes it to silence at the output
+    /// rate, and to stereo for PS). The frame lasts 2048 samples of the output rate, which the timescale must be.
     static func aacEntry(_ stsd: [UInt8]) -> SilentEntry? {
         // version/flags, entry_count, then the entry: size, 'mp4a', 28 bytes of AudioSampleEntry fields, boxes.
         guard stsd.count >= 8 + 36, stsd[12..<16].elementsEqual("mp4a".utf8) else { return nil }
@@ -160,10 +198,20 @@ extension FragmentedSlateTemplate {
         guard size >= 36, 8 + size <= stsd.count else { return nil }
         let channels = Int(stsd[8 + 24]) << 8 | Int(stsd[8 + 25])
         let rate = Int(uint32(stsd, 8 + 32) >> 16)
-        guard rate > 0, let asc = mp4aConfig(stsd), asc.objectType == 2,
-            let silent = SlateBuilder.silentAAC[asc.configuration]
-        else { return nil }
-        return (channels, asc.configuration, rate, 1024, silent)
+        guard rate > 0, let asc = mp4aConfig(stsd), let silent = SlateBuilder.silentAAC[asc.configuration] else {
+            return nil
+        }
+        switch asc.objectType {
+        case 2 where asc.sampleRate == rate:
+            return (channels, asc.configuration, rate, 1024, silent)
+        case 5, 29:
+            guard asc.coreObjectType == 2, asc.objectType == 5 || asc.configuration == 1, let output = asc.outputRate,
+                let core = asc.sampleRate, output == rate, output == 2 * core
+            else { return nil }
+            return (channels, asc.configuration, rate, 2048, silent)
+        default:
+            return nil
+        }
     }
 
     /// The channel count and sample rate of an `stsd` body's first entry when it is `ac-3` with a `dac3` (ETSI TS
@@ -213,7 +261,7 @@ extension FragmentedSlateTemplate {
     }
 
     /// The AudioSpecificConfig fields of an `stsd` body's first entry when it is `mp4a` with an `esds`.
-    static func mp4aConfig(_ stsd: [UInt8]) -> (objectType: Int, configuration: Int)? {
+    static func mp4aConfig(_ stsd: [UInt8]) -> AudioConfig? {
         guard stsd.count >= 8 + 36, stsd[12..<16].elementsEqual("mp4a".utf8) else { return nil }
         let size = Int(uint32(stsd, 8))
         guard size >= 36, 8 + size <= stsd.count,

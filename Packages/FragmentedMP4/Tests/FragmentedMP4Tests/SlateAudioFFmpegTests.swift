@@ -27,6 +27,43 @@ import Testing
         try check(layout: layout, channels: channels, rate: rate, codec: codec, samples: 94 * 1536 - 256, frame: 1536)
     }
 
+    /// HE-AAC with explicit signalling (ffmpeg has no HE-AAC encoder, so the content is only its init section):
+    /// 94 silent frames, the core's AAC-LC blocks without SBR or PS data, decode without an error at the 48 kHz
+    /// output rate (not the 24 kHz core's), in stereo (PS gives stereo from the mono core; ffmpeg also gives SBR on
+    /// a mono core two channels), 2048 ticks apart, silent.
+    @Test(arguments: [(5, 2), (5, 1), (29, 1)])
+    func silentHEAACDecodesAtTheOutputRate(objectType: Int, configuration: Int) throws {
+        let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
+        let ffprobe = try #require(ExternalProgram.find("ffprobe"))
+        let folder = TemporaryFolderURLs.make(prefix: "fmp4-heaac-")
+        let initSection = try SlateAudioTests.heAACInit(objectType: objectType, configuration: configuration)
+        let audio = try #require(FragmentedSlateTemplate.audioTrack(initSection: initSection))
+        let silence = FragmentedSlateTemplate.silentAudioFragment(
+            audio: audio, firstDecodeTime: 0, frames: 94, sequence: 1)
+        let file = folder.appendingPathComponent("slate.mp4").path
+        try Data(initSection + silence).write(to: URL(fileURLWithPath: file))
+        let decode = try ExternalProgram.run(ffmpeg, ["-v", "error", "-i", file, "-f", "null", "-"])
+        #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
+        // What the decoder puts out: every decoded frame in stereo (ffmpeg gives SBR on a mono core two channels,
+        // for the PS it may find), at the 48 kHz output rate.
+        let decoded = try ExternalProgram.run(
+            ffprobe,
+            ["-v", "error", "-select_streams", "a", "-show_entries", "frame=channels", "-of", "csv=p=0", file])
+        let frames = decoded.out.split(separator: "\n").map {
+            $0.trimmingCharacters(in: CharacterSet(charactersIn: " ,"))
+        }
+        #expect(frames.count >= 90 && Set(frames) == ["2"], "\(Set(frames)) \(decoded.err)")
+        let packets = try ExternalProgram.run(
+            ffprobe, ["-v", "error", "-select_streams", "a", "-show_entries", "packet=pts", "-of", "csv=p=0", file])
+        let times = packets.out.split(separator: "\n").compactMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        #expect(times.count == 94 && zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 2048 }, "\(times.prefix(4))")
+        let volume = try ExternalProgram.run(ffmpeg, ["-i", file, "-af", "volumedetect", "-f", "null", "-"])
+        let maximum = volume.err.split(separator: "\n").first { $0.contains("max_volume:") }
+        #expect(maximum?.hasSuffix("max_volume: -91.0 dB") == true, "\(maximum ?? "")")
+        let output = volume.err.split(separator: "\n").first { $0.contains("Audio: pcm_s16le") }
+        #expect(output?.contains("pcm_s16le, 48000 Hz, stereo") == true, "\(output.map(String.init) ?? volume.err)")
+    }
+
     func check(layout: String, channels: Int, rate: Int, codec: String, samples: Int, frame: Int64) throws {
         let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
         let ffprobe = try #require(ExternalProgram.find("ffprobe"))

@@ -14,8 +14,9 @@ import Testing
 
     /// AAC-LC in every channel configuration with a silent frame (1 to 7: mono to 7.1) is carried, its frames
     /// chosen by the AudioSpecificConfig's configuration, not the sample entry's channel count (2 for 5.1 in some
-    /// muxers); the frames are MPEGTS's TS slate frames. HE-AAC, a PCE layout, AC-3, E-AC-3 are not carried, and
-    /// the diagnostic names the codec.
+    /// muxers); the frames are MPEGTS's TS slate frames. HE-AAC without its explicit signalling (the 2-byte
+    /// AudioSpecificConfig says neither its output rate nor its core), a PCE layout, E-AC-3 with dependent
+    /// substreams, dual-mono AC-3 and MPEG audio are not carried, and the diagnostic names the codec.
     @Test func multichannelAACIsCarriedAndWhatCannotBeSaysWhy() throws {
         func initSection(_ objectType: UInt8, _ configuration: UInt8) throws -> [UInt8] {
             try InitSegment(tracks: [
@@ -38,8 +39,26 @@ import Testing
                 FragmentedSlateTemplate.silentAudioUnavailable(initSection: try initSection(2, configuration)) == nil)
         }
         let cases: [([UInt8], String)] = [
-            (try initSection(5, 2), "HE-AAC (mp4a.40.5)"),
-            (try initSection(29, 2), "HE-AAC v2 (mp4a.40.29)"),
+            (
+                try initSection(5, 2),
+                "HE-AAC (mp4a.40.5) whose timescale is not its output rate, or whose core is not AAC-LC in a channel "
+                    + "layout 1 to 7"
+            ),
+            (
+                try initSection(29, 2),
+                "HE-AAC v2 (mp4a.40.29) whose timescale is not its output rate, or whose core is not AAC-LC in a "
+                    + "channel layout 1 (mono)"
+            ),
+            (
+                try Self.heAACInit(objectType: 29, configuration: 2),
+                "HE-AAC v2 (mp4a.40.29) whose timescale is not its output rate, or whose core is not AAC-LC in a "
+                    + "channel layout 1 (mono)"
+            ),
+            (
+                try Self.heAACInit(objectType: 5, configuration: 2, timescale: 24000),
+                "HE-AAC (mp4a.40.5) whose timescale is not its output rate, or whose core is not AAC-LC in a channel "
+                    + "layout 1 to 7"
+            ),
             (try initSection(2, 0), "AAC-LC with a program config element layout"),
             (
                 try InitSegment(tracks: [
@@ -138,6 +157,63 @@ import Testing
                 audio: audio, firstDecodeTime: 0, frames: 3, sequence: 1)
             let mdat = try #require(try BoxReader.parse(fragment).first { $0.type == .mdat })
             #expect(mdat.data == expected + expected + expected, "fscod \(fscod)")
+        }
+    }
+
+    /// An init section of one HE-AAC track (ID 6) with explicit signalling (ISO/IEC 14496-3 1.6.2.1): object type
+    /// 5 or 29, the core's 24 kHz, its channel configuration, the 48 kHz output rate, the core's object type 2
+    /// (AAC-LC); the sample entry at 48 kHz and the track's timescale `timescale`.
+    static func heAACInit(objectType: Int, configuration: Int, timescale: UInt32 = 48000) throws -> [UInt8] {
+        var bits = 0
+        for (value, count) in [(objectType, 5), (6, 4), (configuration, 4), (3, 4), (2, 5), (0, 2)] {
+            bits = bits << count | value
+        }
+        let asc = [UInt8(bits >> 16), UInt8(bits >> 8 & 0xFF), UInt8(bits & 0xFF)]
+        let plain = try InitSegment(tracks: [
+            Track(
+                trackID: 6, timescale: timescale,
+                codec: .aac(
+                    AudioSpecificConfig(
+                        objectType: 2, samplingFrequencyIndex: 3, channelConfiguration: UInt8(configuration))))
+        ]).serialized()
+        // The sample description rewritten with the HE-AAC AudioSpecificConfig.
+        var entry = BoxWriter()
+        entry.write(
+            AudioSampleEntry(
+                format: "mp4a", channelCount: 2, sampleRate: 48000,
+                configuration: ElementaryStreamDescriptorBox(objectTypeIndication: 0x40, decoderSpecificInfo: asc)))
+        let stsd: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 1] + entry.bytes
+        func replacing(_ boxes: [Box], _ path: ArraySlice<FourCC>) -> [Box] {
+            boxes.map { box in
+                guard box.type == path.first else { return box }
+                var box = box
+                box.content = path.count == 1 ? .data(stsd) : .children(replacing(box.children, path.dropFirst()))
+                return box
+            }
+        }
+        var writer = BoxWriter()
+        for box in replacing(try BoxReader.parse(plain), [.moov, .trak, .mdia, .minf, .stbl, .stsd]) {
+            writer.write(box)
+        }
+        return writer.bytes
+    }
+
+    /// HE-AAC with explicit signalling (SBR on a stereo core, and SBR and PS on a mono core) is carried: the core's
+    /// silent AAC-LC block with no extension payload, 2048 ticks of the 48 kHz output rate per frame.
+    @Test func heAACIsCarriedWithTheCoresSilentFrames() throws {
+        for (objectType, configuration) in [(5, 2), (5, 1), (29, 1)] {
+            let section = try Self.heAACInit(objectType: objectType, configuration: configuration)
+            let audio = try #require(
+                FragmentedSlateTemplate.audioTrack(initSection: section), "object type \(objectType)")
+            #expect(audio.id == 6 && audio.timescale == 48000 && audio.frameDuration == 2048)
+            #expect(audio.channelConfiguration == configuration)
+            #expect(FragmentedSlateTemplate.silentAudioUnavailable(initSection: section) == nil)
+            let fragment = FragmentedSlateTemplate.silentAudioFragment(
+                audio: audio, firstDecodeTime: 2048, frames: 2, sequence: 1)
+            let mdat = try #require(try BoxReader.parse(fragment).first { $0.type == .mdat })
+            let frame = try #require(SlateBuilder.silentAAC[configuration])
+            #expect(mdat.data == frame + frame)
+            #expect(FragmentedSlateTemplate.audioEnd(segment: fragment, track: audio) == 2048 * 3)
         }
     }
 
