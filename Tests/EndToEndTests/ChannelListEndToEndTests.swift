@@ -5,6 +5,12 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 @Suite(.serialized, .temporaryFolders) struct ChannelListEndToEndTests {
     static let agent = "KodiTest/1.0"
     static let referer = "http://referrer.example/page"
@@ -89,6 +95,58 @@ import Testing
             let carried = FailFastEndToEndTests.requests(origin).dropFirst(before)
             #expect(carried.allSatisfy { $0.status == "200" && $0.fault == "none" }, "\(list.source): \(carried)")
             #expect(Set(carried.map(\.path)) == expected, "\(list.source)")
+        }
+    }
+
+    /// `tsplayer download LIST --channel C` interrupted, then `tsplayer tasks resume`, once per header source. The
+    /// first origin answers the playlist and stalls every key and segment (1 byte/s), so the download is under way and
+    /// unfinished when it is killed (SIGKILL, as a crash); the resume is answered by a second origin on the same port
+    /// that refuses any request without both headers (403) and injects no fault. The resumed download completes byte
+    /// for byte with every request it made answered (200, or 206 for a part-written file continued by Range), which it
+    /// can only do with the list's headers kept in the task: the resume is given no list, no channel and no header.
+    @Test func aResumedChannelDownloadKeepsTheListsHeaders() throws {
+        let fixtures = try #require(DownloadFixtures.get())
+        let folder = DownloadTool.temporaryStore()
+        let playlist = fixtures.www.appendingPathComponent("aes/index.m3u8")
+        let required = ["--require-header", "User-Agent=\(Self.agent)", "--require-header", "Referer=\(Self.referer)"]
+        for (index, source) in ["#EXTVLCOPT", "#EXTHTTP", "a pipe suffix on the entry's URL"].enumerated() {
+            let stalling = try #require(
+                try FaultOrigin(
+                    root: fixtures.www,
+                    arguments: ["--rate", "1", "--faults", "stall", "--stall-seconds", "60"] + required))
+            let port = stalling.port
+            let list = try #require(Self.lists(stalling.url("aes/index.m3u8")).first { $0.source == source })
+            let file = try Self.write(list.text, in: folder)
+            let store = folder.appendingPathComponent("resume\(index)")
+            let runner = try #require(
+                try DownloadProcessesTests.Runner(
+                    ["download", file, "--channel", list.choice, "-o", store.path, "--id", "r"], folder: folder))
+            try DownloadProcessesTests.waitFor("\(source): the task to run in process \(runner.pid)") {
+                try DownloadProcessesTests.list(store).first?["pid"] as? Int == Int(runner.pid)
+            }
+            // Well into the stalled requests.
+            usleep(500_000)
+            kill(runner.pid, SIGKILL)
+            #expect(runner.waitForExit(seconds: 5), "\(source)")
+            stalling.stop()
+            let task = try DownloadProcessesTests.list(store).first
+            #expect(task?["state"] as? String == "paused", "\(source): \(task ?? [:])")
+
+            let origin = try #require(
+                try FaultOrigin(root: fixtures.www, arguments: ["--rate", "0", "--port", "\(port)"] + required))
+            defer { origin.stop() }
+            let resumed = try #require(try DownloadTool.run(["tasks", "resume", "r", "--store", store.path]))
+            #expect(resumed.status == 0, "\(source): \(resumed.err)")
+            #expect(
+                DownloadFixtures.expectIdentical(origin: playlist, local: store.appendingPathComponent("r/index.m3u8"))
+                    > 0, "\(source)")
+            let requests = FailFastEndToEndTests.requests(origin)
+            #expect(!requests.isEmpty, "\(source): the resume made no request")
+            // 206 for the files the stall left part-written: they are continued by Range, not fetched again.
+            #expect(
+                requests.allSatisfy { ["200", "206"].contains($0.status) && $0.fault == "none" },
+                "\(source): \(requests)")
+            #expect(requests.contains { $0.status == "206" }, "\(source): \(requests)")
         }
     }
 

@@ -47,10 +47,12 @@ public struct AdDetector: Sendable {
     ///   - initial: the break open before the first segment (from the previous poll).
     ///   - remembered: decisions of earlier polls, by media sequence number; they are kept as they were.
     ///   - slated: media sequence numbers earlier polls published as ads while still provisional (a break at the
-    ///     live edge): a break without markers that reaches back to the window's start continues one of these.
+    ///     live edge), each with the seconds from its break's anchor (the last content segment before it) to it: a
+    ///     break without markers that reaches back to the window's start continues one of these, and has lasted that
+    ///     long before the window.
     public func detect(
         _ playlist: Playlist, media: MediaPlaylist, live: Bool = false, initial: OpenBreak? = nil,
-        remembered: [UInt64: RememberedDecision] = [:], slated: Set<UInt64> = []
+        remembered: [UInt64: RememberedDecision] = [:], slated: [UInt64: Double] = [:]
     ) -> Detection {
         let segments = media.segments
         var decisions: [SegmentDecision] = []
@@ -455,12 +457,15 @@ public struct AdDetector: Sendable {
 
     func serverSideInsertion(
         _ media: MediaPlaylist, live: Bool, known: [Bool], remembered: [UInt64: RememberedDecision] = [:],
-        slated: Set<UInt64> = [], into detection: inout Detection
+        slated: [UInt64: Double] = [:], into detection: inout Detection
     ) {
-        // Runs are bounded by discontinuities: without one there is nothing to find.
-        guard media.segments.contains(where: { $0.discontinuity }) else { return }
+        // Runs are bounded by discontinuities: without one there is nothing to find, unless the window starts
+        // inside a pod an earlier poll slated at its live edge (one longer than the window, or a failover that
+        // stays), which is judged again with the time it lasted before the window.
+        let continuesSlates = live && media.segments.first.map { slated[$0.mediaSequence] != nil } == true
+        guard continuesSlates || media.segments.contains(where: { $0.discontinuity }) else { return }
         let runs = runs(media)
-        guard runs.count > 1 else { return }
+        guard runs.count > 1 || continuesSlates else { return }
         // The content's origin: where the segments earlier polls decided were content came from (a live window
         // deep in a break may hold more ad time than content), else the host with the most time in this playlist.
         var hostDurations: [String: Double] = [:]
@@ -504,7 +509,11 @@ public struct AdDetector: Sendable {
             var reason = ""
             let previous = r > 0 ? pods[r - 1] : nil
             let next = r + 1 < pods.count ? pods[r + 1] : nil
-            if run.duration <= maximumPod, singleHost[r], let majority, !run.hosts.contains(majority) {
+            // A pod reaching back to the window's start has lasted since its slates began.
+            let before =
+                live && previous == nil
+                ? slatedTime(slated, media.segments[run.range.lowerBound].mediaSequence) ?? 0 : 0
+            if run.duration + before <= maximumPod, singleHost[r], let majority, !run.hosts.contains(majority) {
                 let separate = [previous, next].allSatisfy { n in n.map { $0.hosts.isDisjoint(with: run.hosts) } ?? true
                 }
                 let neighboursAreContent = [previous, next].allSatisfy { n in
@@ -515,8 +524,7 @@ public struct AdDetector: Sendable {
                 let edgeRun = !bounded && (previous ?? next).map { run.duration < $0.duration } ?? false
                 // A break the previous poll saw begin (at its live edge) that now fills the window's start.
                 let first = media.segments[run.range.lowerBound].mediaSequence
-                let continuing =
-                    live && previous == nil && (slated.contains(first) || first > 0 && slated.contains(first - 1))
+                let continuing = live && previous == nil && slatedTime(slated, first) != nil
                 if separate, neighboursAreContent, bounded || liveEdge || edgeRun || continuing {
                     rule = .originChange
                     let hosts = run.hosts.sorted().joined(separator: ", ")
@@ -556,14 +564,15 @@ public struct AdDetector: Sendable {
     ///
     /// Live, a pod is decided before content comes back: at the live edge, a pod that follows content from the
     /// content's directory is an ad pod provisionally (re-decided every poll until its end is in the window, so
-    /// it keeps its slates while it lasts and turns out content if it outlasts the longest pod), unless its
+    /// it keeps its slates while it lasts and turns out content once it outlasts the longest pod, counting the time
+    /// it lasted before the window from its slates: a failover to another path for good), unless its
     /// directory is the next of the content's series (a sibling whose name differs only in digits:
     /// `/live/20261202/` after `/live/20261201/`, `/live3/` after `/live2/`: content moving on, not a pod). A pod that reaches back to the window's start continues one an earlier poll
     /// published as slates. The content's directory is the one earlier polls decided content came from (a
     /// window deep in a pod may hold more pod time than content), else the one with the most time in the window.
     func pathChange(
         _ media: MediaPlaylist, runs: [Run], host: String, live: Bool, known: [Bool],
-        remembered: [UInt64: RememberedDecision], slated: Set<UInt64>, into detection: inout Detection
+        remembered: [UInt64: RememberedDecision], slated: [UInt64: Double], into detection: inout Detection
     ) {
         var runDirectories: [Set<String>] = []
         var durations: [String: Double] = [:]
@@ -597,7 +606,8 @@ public struct AdDetector: Sendable {
             defer { r = end }
             let pod = r..<end
             let first = media.segments[runs[r].range.lowerBound].mediaSequence
-            let continuing = live && r == 0 && (slated.contains(first) || first > 0 && slated.contains(first - 1))
+            let before = live && r == 0 ? slatedTime(slated, first) : nil
+            let continuing = before != nil
             let atEdge = live && end == runs.count
             guard r > 0 ? runDirectories[r - 1].contains(main) : continuing,
                 end < runs.count ? runDirectories[end].contains(main) : atEdge
@@ -605,7 +615,7 @@ public struct AdDetector: Sendable {
             let directories = pod.reduce(into: Set<String>()) { $0.formUnion(runDirectories[$1]) }
             let duration = pod.reduce(0.0) { $0 + runs[$1].duration }
             let neighbours = (r > 0 ? [r - 1] : []) + (end < runs.count ? [end] : [])
-            guard duration <= maximumPod, pod.allSatisfy({ runDirectories[$0].count == 1 }),
+            guard duration + (before ?? 0) <= maximumPod, pod.allSatisfy({ runDirectories[$0].count == 1 }),
                 neighbours.allSatisfy({ directories.isDisjoint(with: runDirectories[$0]) })
             else { continue }
             // Content on both sides must still be content (not decided an ad by another rule).
@@ -626,6 +636,12 @@ public struct AdDetector: Sendable {
                 }
             }
         }
+    }
+
+    /// How long the break of a slated segment had lasted before it (from its slot, the anchor's duration included),
+    /// or the one before it when that was the last slated; nil when neither was slated.
+    func slatedTime(_ slated: [UInt64: Double], _ m: UInt64) -> Double? {
+        slated[m] ?? (m > 0 ? slated[m - 1] : nil)
     }
 
     /// Whether two directories (`host/a/b/`) are one series: in the same directory, their names the same but for

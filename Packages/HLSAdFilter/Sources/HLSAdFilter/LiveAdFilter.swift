@@ -98,7 +98,7 @@ public struct LiveAdFilter: Sendable {
         let initial = media.mediaSequence > 0 ? state.decisions[media.mediaSequence &- 1]?.after : nil
         let detection = AdDetector(options: options).detect(
             playlist, media: media, live: !media.endList, initial: initial, remembered: state.decisions,
-            slated: Set(state.slates.keys))
+            slated: state.slates.mapValues(\.offsetFromAnchor))
         warnings += detection.warnings
         let segments = media.segments
         let fragmented = segments.contains { $0.map != nil }

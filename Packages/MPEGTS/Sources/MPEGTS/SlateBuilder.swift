@@ -9,8 +9,9 @@
 ///   ``make(durationTicks:startPTS:audioOrigin:layout:continuityCounters:)`` keeps the audio on one frame grid
 ///   across the slots, so they join with no audio hole);
 /// - an anchor segment, the last content segment before an ad break (``init(continuing:)``): its first keyframe
-///   repeated at the content's frame interval (every picture an independent IDR, DTS = PTS), silent AAC frames on its
-///   ADTS audio stream (AAC-LC in channel configurations 1 to 7, mono to 7.1; other audio is left out), on its own program (PAT, PMT, PIDs, stream
+///   repeated at the content's frame interval (every picture an independent IDR, DTS = PTS), silent audio frames
+///   on its audio stream (ADTS AAC-LC in channel configurations 1 to 7, mono to 7.1, or AC-3 or E-AC-3 at its own
+///   rate, bit rate and layout, ``SilentAC3`` and ``SilentEAC3``; other audio is left out), on its own program (PAT, PMT, PIDs, stream
 ///   types) with its PCR PID, continuity counters continuing its own, from its first PTS plus an offset
 ///   (``continuation(durationTicks:offsetTicks:)``), so a player sees one timeline across content, slates and
 ///   content again. The silent audio continues the anchor's audio frame grid from where the anchor's audio ended:
@@ -49,13 +50,15 @@ public struct SlateBuilder: Sendable {
 
     /// The video access units in decode order, the first an IDR (an anchor's: its keyframe alone).
     let videoFrames: [[UInt8]]
-    /// The ADTS frames (none: the slate has no audio).
+    /// The audio frames: ADTS AAC, or AC-3 or E-AC-3 sync frames (none: the slate has no audio).
     let audioFrames: [[UInt8]]
     /// 90 kHz ticks per video frame.
     let frameTicks: Int64
-    /// The audio's sample rate (1024 samples per frame).
+    /// The audio's sample rate.
     let sampleRate: Int
-    /// AAC frames per PES packet.
+    /// Samples per audio frame: 1024 for AAC, 1536 for AC-3 and E-AC-3.
+    let samplesPerFrame: Int
+    /// Audio frames per PES packet.
     let framesPerPES: Int
     let videoStreamType: StreamType
     let videoStreamID: UInt8
@@ -63,8 +66,8 @@ public struct SlateBuilder: Sendable {
     /// The anchor's program, when the builder continues one.
     let anchor: Anchor?
     /// Why the slates carry no audio though the anchor has an audio stream (its codec cannot be given silence
-    /// without an encoder: AC-3, E-AC-3, MPEG audio, LATM, HE-AAC, AAC in a layout given by a program config
-    /// element); nil when they carry the anchor's audio or it has none. For a diagnostic.
+    /// without an encoder: MPEG audio, LATM, ADTS AAC of a profile other than LC, AAC in a layout given by a program
+    /// config element, AC-3 in dual mono, E-AC-3 with dependent substreams or at a reduced rate); nil when they carry the anchor's audio or it has none. For a diagnostic.
     public let audioOmitted: String?
 
     /// What a slate continuing an anchor segment is placed on.
@@ -132,6 +135,7 @@ public struct SlateBuilder: Sendable {
         audioFrames = audio
         frameTicks = Self.videoFrameTicks
         sampleRate = 48000
+        samplesPerFrame = 1024
         framesPerPES = 1
         videoStreamType = .h264
         videoStreamID = 0xE0
@@ -223,17 +227,18 @@ public struct SlateBuilder: Sendable {
 
     /// Whole audio frames in `ticks` (rounded down; none for a negative span).
     private func audioFrameCount(in ticks: Int64) -> Int {
-        ticks <= 0 ? 0 : Int(ticks * Int64(sampleRate) / (1024 * 90_000))
+        ticks <= 0 ? 0 : Int(ticks * Int64(sampleRate) / (Int64(samplesPerFrame) * 90_000))
     }
 
     /// How many frames of a grid start before `ticks` after its origin (none for a span of zero or less).
     private func audioFramesStarting(before ticks: Int64) -> Int {
-        ticks <= 0 ? 0 : Int((ticks * Int64(sampleRate) + 1024 * 90_000 - 1) / (1024 * 90_000))
+        let frame = Int64(samplesPerFrame) * 90_000
+        return ticks <= 0 ? 0 : Int((ticks * Int64(sampleRate) + frame - 1) / frame)
     }
 
     /// 90 kHz ticks from the first audio frame to the `index`th.
     private func audioTicks(_ index: Int) -> Int64 {
-        Int64((Double(index) * 1024 * 90_000 / Double(sampleRate)).rounded())
+        Int64((Double(index) * Double(samplesPerFrame) * 90_000 / Double(sampleRate)).rounded())
     }
 
     /// Writes a slate: video frames and audio PES packets interleaved in time order (video first at equal times).
@@ -317,15 +322,17 @@ extension SlateBuilder {
 
     /// A builder of slates that continue `anchor`, the last content segment before an ad break: its first keyframe
     /// at its frame interval (the most common PTS step between its pictures in display order; 3003 ticks when it has
-    /// one picture), silent audio on its ADTS AAC stream when that is AAC-LC in a channel configuration from 1 (mono) to 7 (7.1), its program and PIDs.
+    /// one picture), silent audio on its first audio stream when that is ADTS AAC-LC in a channel configuration from 1
+    /// (mono) to 7 (7.1), AC-3 (any rate, bit rate and layout but dual mono) or E-AC-3 (one independent substream
+    /// at 48, 44.1 or 32 kHz, mono to 5.1), its program and PIDs.
     /// Throws when the segment has no PAT, no PMT, no H.264 or HEVC stream or no keyframe on it.
     public init(continuing anchor: [UInt8]) throws(MPEGTSError) {
         var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: true, reassemblePES: true))
         var pat: ProgramAssociationTable?
         var pmt: (table: ProgramMapTable, pid: UInt16)?
         var packets: [UInt16: [PESPacket]] = [:]
-        // Per PID, where its ADTS audio ends (latest PES PTS plus its frames' duration), every PES counted.
-        var adtsEnds: [UInt16: Timestamp] = [:]
+        // Per PID, where its ADTS or AC-3 audio ends (latest PES PTS plus its frames' duration), every PES counted.
+        var audioEnds: [UInt16: Timestamp] = [:]
         let handle: (DemuxEvent) -> Void = { event in
             switch event {
             case .programAssociation(let table, _): if pat == nil { pat = table }
@@ -334,10 +341,13 @@ extension SlateBuilder {
                 if packets[packet.info.pid, default: []].count < 2000 {
                     packets[packet.info.pid, default: []].append(packet)
                 }
-                if let pts = packet.info.pts, let end = Self.adtsEnd(packet.payload, pts: pts),
-                    adtsEnds[packet.info.pid].map({ $0.distance(to: end) > 0 }) ?? true
+                if let pts = packet.info.pts,
+                    let codec = pmt?.table.streams.first(where: { $0.pid == packet.info.pid })?.codec,
+                    codec == .aac || codec == .ac3 || codec == .eac3,
+                    let ticks = AudioFrames.ticks(codec: codec, payload: packet.payload),
+                    audioEnds[packet.info.pid].map({ $0.distance(to: pts.advanced(by: ticks)) > 0 }) ?? true
                 {
-                    adtsEnds[packet.info.pid] = end
+                    audioEnds[packet.info.pid] = pts.advanced(by: ticks)
                 }
             default: break
             }
@@ -363,12 +373,14 @@ extension SlateBuilder {
         for (a, b) in zip(times, times.dropFirst()) where b > a && b - a < 9000 { steps[b - a, default: 0] += 1 }
         frameTicks = steps.max { $0.value < $1.value || $0.value == $1.value && $0.key > $1.key }?.key ?? 3003
 
-        // Audio: silent ADTS frames on the first AAC stream when it is AAC-LC in a channel configuration with a silent frame (1 to 7).
+        // Audio: silent ADTS frames on the first AAC stream when it is AAC-LC in a channel configuration with a
+        // silent frame (1 to 7), else silent AC-3 (or E-AC-3) frames on the first such stream, like its own.
         var audioPID: UInt16?
         var audioStart = firstPTS
         var audioEnd = firstPTS
         var frames: [[UInt8]] = []
         var rate = 48000
+        var frameSamples = 1024
         var audioStreamID: UInt8 = 0xC0
         if let stream = pmt.table.streams.first(where: { $0.codec == .aac }), let first = packets[stream.pid]?.first,
             first.payload.count >= 7, first.payload[0] == 0xFF, first.payload[1] & 0xF0 == 0xF0,
@@ -382,7 +394,7 @@ extension SlateBuilder {
                 audioPID = stream.pid
                 audioStreamID = first.header.streamID
                 audioStart = audioPTS
-                audioEnd = adtsEnds[stream.pid] ?? audioPTS
+                audioEnd = audioEnds[stream.pid] ?? audioPTS
                 rate = Self.sampleRates[rateIndex]
                 let length = 7 + silent.count
                 let adts: [UInt8] = [
@@ -392,8 +404,37 @@ extension SlateBuilder {
                 frames = [adts + silent]
             }
         }
+        if audioPID == nil, let stream = pmt.table.streams.first(where: { $0.codec == .ac3 }),
+            let first = packets[stream.pid]?.first, let audioPTS = first.info.pts,
+            let format = SilentAC3(header: first.payload), let silent = format.frame, let formatRate = format.sampleRate
+        {
+            audioPID = stream.pid
+            audioStreamID = first.header.streamID
+            audioStart = audioPTS
+            audioEnd = audioEnds[stream.pid] ?? audioPTS
+            rate = formatRate
+            frameSamples = 1536
+            frames = [silent]
+        }
+        if audioPID == nil, let stream = pmt.table.streams.first(where: { $0.codec == .eac3 }),
+            let first = packets[stream.pid]?.first, let audioPTS = first.info.pts,
+            let format = SilentEAC3(header: first.payload), !Self.hasDependentSubstream(first.payload),
+            let silent = format.frame, let formatRate = format.sampleRate
+        {
+            audioPID = stream.pid
+            audioStreamID = first.header.streamID
+            audioStart = audioPTS
+            audioEnd = audioEnds[stream.pid] ?? audioPTS
+            rate = formatRate
+            frameSamples = 1536
+            frames = [silent]
+        }
         if audioPID == nil, let other = pmt.table.streams.first(where: { $0.codec.kind == .audio }) {
             var codec = Self.audioNames[other.codec.name] ?? other.codec.name
+            if other.codec == .ac3 { codec = "AC-3 in dual mono or without a readable sync frame" }
+            if other.codec == .eac3 {
+                codec = "E-AC-3 with dependent substreams, in dual mono, at a reduced sample rate or unreadable"
+            }
             if other.codec == .aac, let first = packets[other.pid]?.first, first.payload.count >= 4 {
                 let header = first.payload
                 let profile = header[2] >> 6
@@ -412,6 +453,7 @@ extension SlateBuilder {
         videoFrames = [key.payload]
         audioFrames = frames
         sampleRate = rate
+        samplesPerFrame = frameSamples
         // Five frames per PES, as muxers commonly do.
         framesPerPES = 5
         videoStreamType = video.streamType
@@ -444,24 +486,16 @@ extension SlateBuilder {
         return write(placement, continuityCounters: &counters)
     }
 
-    /// Where the ADTS frames of an audio PES payload end: `pts` plus their duration; nil when the payload does not
-    /// start with an ADTS header. Lengths are checked; at most 64 frames are counted.
-    static func adtsEnd(_ payload: [UInt8], pts: Timestamp) -> Timestamp? {
+    /// Whether an E-AC-3 PES payload has a dependent substream frame (strmtyp 1: channels beyond 5.1, which a
+    /// slate's independent frames alone would not have). Up to 16 frames are looked at.
+    static func hasDependentSubstream(_ payload: [UInt8]) -> Bool {
         var index = 0
-        var frames = 0
-        var rate = 0
-        while index + 7 <= payload.count, payload[index] == 0xFF, payload[index + 1] & 0xF6 == 0xF0, frames < 64 {
-            let rateIndex = Int((payload[index + 2] >> 2) & 0x0F)
-            guard rateIndex < sampleRates.count else { break }
-            rate = sampleRates[rateIndex]
-            let length =
-                Int(payload[index + 3] & 0x03) << 11 | Int(payload[index + 4]) << 3 | Int(payload[index + 5] >> 5)
-            guard length >= 7, index + length <= payload.count else { break }
-            frames += 1 + Int(payload[index + 6] & 0x03)
-            index += length
+        for _ in 0..<16 {
+            guard let frame = AudioFrames.ac3(payload, at: index), index + 2 < payload.count else { return false }
+            if payload[index + 2] >> 6 == 1 { return true }
+            index += frame.length
         }
-        guard frames > 0, rate > 0 else { return nil }
-        return pts.advanced(by: Int64((Double(frames) * 1024 * 90_000 / Double(rate)).rounded()))
+        return false
     }
 
     /// Whether a video PES holds an IDR (H.264 NAL type 5) or IRAP (HEVC NAL types 16-23) picture.

@@ -75,7 +75,7 @@ public final class AdStrippingProxy: Sendable {
         /// An upstream request failed (the player got 502 or 504).
         case upstreamError(ProxyError)
         /// The slates of `playlist` carry no audio: the content's audio cannot be given silence without an encoder
-        /// (`reason` names the codec: AC-3, E-AC-3, HE-AAC...). Reported once per playlist, with its first slate.
+        /// (`reason` names the codec: E-AC-3, HE-AAC, Opus...). Reported once per playlist, with its first slate.
         case slatesWithoutAudio(playlist: String, reason: String)
     }
 

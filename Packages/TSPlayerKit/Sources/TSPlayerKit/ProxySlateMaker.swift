@@ -6,11 +6,13 @@ import MPEGTS
 ///
 /// The TS slate is MPEGTS's ``SlateBuilder`` continuing the anchor segment (the last content segment before the
 /// break): its PAT and PMT (same PIDs and stream types), its first keyframe repeated at the content's frame interval
-/// (every picture is an independent IDR, DTS = PTS), silent AAC frames on its ADTS audio stream (AAC-LC
-/// mono to 7.1; other audio is left out, and the proxy reports ``AdStrippingProxy/Event/slatesWithoutAudio(playlist:reason:)``), PCR on the PCR PID, and continuity counters that continue the anchor's. The
+/// (every picture is an independent IDR, DTS = PTS), silent audio frames on its audio stream (ADTS AAC-LC mono to
+/// 7.1, or AC-3; other audio is left out, and the proxy reports
+/// ``AdStrippingProxy/Event/slatesWithoutAudio(playlist:reason:)``), PCR on the PCR PID, and continuity counters
+/// that continue the anchor's. The
 /// first PTS is the anchor's first PTS plus the slot's offset (the anchor's duration and any slates between), so the
 /// player sees one continuous timeline across content, slates and content again. The silent audio continues the
-/// anchor's AAC frame grid from where its audio ended (each slot holds the frames that start within it), so the audio
+/// anchor's audio frame grid from where its audio ended (each slot holds the frames that start within it), so the audio
 /// has no hole at any join and does not drift over a long break.
 public struct ProxySlateMaker: ProxySlateSource {
     public init() {}

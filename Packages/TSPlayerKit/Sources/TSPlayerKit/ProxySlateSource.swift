@@ -42,15 +42,17 @@ extension ProxySlateSource {
                 } ?? 0
             let audioShift = FragmentedSlateTemplate.presentationShift(initSection: anchorInit, trackID: audio.id)
             let fromEnd = Int64(((start + videoShift - audioShift) * scale).rounded()) - Int64(clamping: end)
-            let startingBefore = { (ticks: Int64) in ticks <= 0 ? 0 : (ticks + 1023) / 1024 }
-            let first = fromEnd < 1024 ? 0 : startingBefore(fromEnd)
+            let frame = Int64(audio.frameDuration)
+            let startingBefore = { (ticks: Int64) in ticks <= 0 ? 0 : (ticks + frame - 1) / frame }
+            let first = fromEnd < frame ? 0 : startingBefore(fromEnd)
             let last = max(first, startingBefore(fromEnd + Int64((slot.duration * scale).rounded())))
             let frames = Int(clamping: last - first)
             // After the video fragments' sequence numbers (one per frame).
             let videoFragments = Int(min(1e6, max(1, (slot.duration / template.frameSeconds).rounded())))
             let sequence = UInt32(videoFragments + 2)
             slate += FragmentedSlateTemplate.silentAudioFragment(
-                audio: audio, firstDecodeTime: end &+ UInt64(first) &* 1024, frames: frames, sequence: sequence)
+                audio: audio, firstDecodeTime: end &+ UInt64(first) &* UInt64(frame), frames: frames, sequence: sequence
+            )
         }
         return slate
     }

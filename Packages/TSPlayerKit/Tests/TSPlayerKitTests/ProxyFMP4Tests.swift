@@ -199,6 +199,71 @@ import Testing
         #expect(published[14] == 2)
     }
 
+    /// An fMP4 live stream whose audio slates cannot carry silence on (MPEG audio, still unsupported) reaches the proxy:
+    /// its slates are served (video only) and ``AdStrippingProxy/Event/slatesWithoutAudio(playlist:reason:)`` is
+    /// raised once for the playlist, naming the codec, however many slates of it are fetched and polls made.
+    @Test func fragmentedSlatesWithoutAudioAreReportedOncePerPlaylist() async throws {
+        let origin = try await ProxyTestOrigin()
+        let ads: Set<Int> = [12, 13]
+        origin.set("/live.m3u8", Self.fragmentedWindow(first: 10, ads: ads))
+        // x264's SPS and PPS of a 320x240 stream; the video on track 1 (timescale 1000), MP3 on track 2.
+        let sps: [UInt8] = [
+            0x67, 0x64, 0x00, 0x0D, 0xAC, 0xD9, 0x41, 0x41, 0xFB, 0x01, 0x10, 0x00, 0x00, 0x03, 0x00, 0x10, 0x00, 0x00,
+            0x03, 0x03, 0x20, 0xF1, 0x42, 0x99, 0x60, 0x00,
+        ]
+        let pps: [UInt8] = [0x68, 0xEB, 0xE3, 0xCB, 0x22, 0xC0]
+        let content = try InitSegment(tracks: [
+            Track(trackID: 1, timescale: 1000, codec: .avc(sps: [sps], pps: [pps], width: 320, height: 240)),
+            Track(trackID: 2, timescale: 48000, codec: .mp3(channelCount: 2, sampleRate: 48000)),
+        ]).serialized()
+        origin.set("/init.mp4", bytes: content, contentType: "video/mp4")
+        origin.set("/seg11.m4s", bytes: Self.segment(videoTime: 44_000, audioTime: 0), contentType: "video/mp4")
+        var options = AdStrippingProxy.Options()
+        options.fetch.allowPrivateUpstreams = true
+        options.fetch.retries = 0
+        let proxy = AdStrippingProxy(url: origin.base + "/live.m3u8", options: options)
+        let url = try await proxy.start()
+        defer {
+            Task {
+                await proxy.stop()
+                await origin.stop()
+            }
+        }
+        let reports = Task {
+            var reasons: [(playlist: String, reason: String)] = []
+            for await event in proxy.events {
+                if case .slatesWithoutAudio(let playlist, let reason) = event { reasons.append((playlist, reason)) }
+            }
+            return reasons
+        }
+        for first in [10, 11, 12] {
+            origin.set("/live.m3u8", Self.fragmentedWindow(first: first, ads: ads))
+            let response = try await ProxyTestClient.get(url)
+            #expect(response.status == 200)
+            let media = try Playlist(response.text).media(url: url)
+            for segment in media.segments where segment.uri.contains("/slate/") {
+                let body = try await ProxyTestClient.get(segment.uri)
+                #expect(body.status == 200 && !Self.fragments(body.body).isEmpty, "\(segment.uri)")
+                // Video only: every fragment is on the template's video track.
+                var tracks: Set<[UInt8]> = []
+                for moof in try BoxReader.parse(body.body) where moof.type == "moof" {
+                    let tfhd = try #require(moof.descendant(["traf", "tfhd"])?.data)
+                    tracks.insert(Array(tfhd[4..<8]))
+                }
+                #expect(tracks == [[0, 0, 0, 1]], "\(segment.uri)")
+            }
+        }
+        // Long enough for any further report to arrive, then the stream is let go.
+        try await Task.sleep(for: .milliseconds(300))
+        reports.cancel()
+        let reasons = await reports.value
+        #expect(reasons.count == 1, "\(reasons)")
+        #expect(reasons.first?.playlist == origin.base + "/live.m3u8")
+        #expect(
+            reasons.first?.reason
+                == "the content's audio is MPEG audio: slates carry no audio (silence for it needs an encoder)")
+    }
+
     // MARK: Variables and the route cache
 
     @Test func variablesAreSubstitutedBeforeURIsAreRewritten() async throws {

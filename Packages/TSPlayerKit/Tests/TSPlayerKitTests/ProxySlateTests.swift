@@ -175,9 +175,9 @@ import Testing
         #expect(ProxySlateMaker.make(duration: -1, offset: 0, anchor: Self.anchor()) == nil)
     }
 
-    /// The proxy says when its slates cannot carry the content's audio: an AC-3 anchor (PMT stream type 0x81, A/52
-    /// sync frames) is named with its PID; an AAC anchor has nothing to report, and neither has a slot without an
-    /// anchor.
+    /// The proxy says when its slates cannot carry the content's audio: a dual-mono AC-3 anchor (PMT stream type
+    /// 0x81, A/52 sync frames of acmod 0, which ``SilentAC3`` does not make) is named with its PID; an AAC anchor has
+    /// nothing to report, and neither has a slot without an anchor.
     @Test func slatesThatCannotCarryTheContentsAudioSaySo() async throws {
         var p = Packetizer(continuityCounters: [:])
         let pat = ProgramAssociationTable(transportStreamID: 1, programs: [.init(programNumber: 1, pmtPID: 0x1000)])
@@ -203,7 +203,8 @@ import Testing
             offsetFromAnchor: 0.16, isFragmentedMP4: false)
         #expect(
             await proxy.slateAudioOmission(slot, anchor: ac3)
-                == "the anchor's audio (PID 257) is AC-3: slates carry no audio (silence for it needs an encoder)")
+                == "the anchor's audio (PID 257) is AC-3 in dual mono or without a readable sync frame: slates carry "
+                + "no audio (silence for it needs an encoder)")
         // The slate itself is still made, video only.
         #expect(ProxySlateMaker.make(duration: 2, offset: 0.16, anchor: ac3) != nil)
         #expect(await proxy.slateAudioOmission(slot, anchor: Self.anchor()) == nil)
