@@ -124,8 +124,18 @@ import Testing
             try DownloadProcessesTests.waitFor("\(source): the task to run in process \(runner.pid)") {
                 try DownloadProcessesTests.list(store).first?["pid"] as? Int == Int(runner.pid)
             }
-            // Well into the stalled requests.
-            usleep(500_000)
+            // Well into the stalled requests: some file part-written (on a loaded machine that can take longer than
+            // any fixed wait).
+            try DownloadProcessesTests.waitFor("\(source): a part-written file in \(store.path)") {
+                let files = FileManager.default.enumerator(atPath: store.path)?.allObjects as? [String] ?? []
+                return files.contains { name in
+                    guard name.hasSuffix(".part") else { return false }
+                    let size =
+                        try? FileManager.default.attributesOfItem(
+                            atPath: store.appendingPathComponent(name).path)[.size] as? Int
+                    return (size ?? 0) > 0
+                }
+            }
             kill(runner.pid, SIGKILL)
             #expect(runner.waitForExit(seconds: 5), "\(source)")
             stalling.stop()
