@@ -79,6 +79,38 @@ enum ConfigurationFixtures {
         second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550, rate: 44100)
             + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac"])
 
+    /// ``aacChannels`` (mono, then stereo) with the second part's first audio PES (8 stereo frames) moved before its
+    /// first video PES: frames of the new configuration precede the reset's first keyframe, so they lie in the bytes
+    /// of the range before it. Returns the file and the moved PES's offset; `config-audio-before-keyframe-rest.ts`
+    /// is the second part without that PES.
+    static let audioBeforeKeyframe: (url: URL, audioStart: Int)? = {
+        let folder = PlaybackFixtures.folder
+        guard aacChannels != nil,
+            let first = try? Data(contentsOf: folder.appendingPathComponent("config-aac-channels-a.ts")),
+            let second = try? Data(contentsOf: folder.appendingPathComponent("config-aac-channels-b.ts")),
+            let video = firstPES(second, pid: 256), let audio = firstPES(second, pid: 257), audio > video
+        else { return nil }
+        let bytes = [UInt8](second)
+        let count = bytes.count / 188
+        func pid(_ packet: Int) -> Int { Int(bytes[packet * 188 + 1] & 0x1F) << 8 | Int(bytes[packet * 188 + 2]) }
+        // The packets of the audio PID from its first PES start up to its second.
+        var moved: [Int] = []
+        for packet in (audio / 188)..<count where pid(packet) == 257 {
+            if !moved.isEmpty, bytes[packet * 188 + 1] & 0x40 != 0 { break }
+            moved.append(packet)
+        }
+        let movedSet = Set(moved)
+        var order = Array(0..<(video / 188)) + moved
+        order += ((video / 188)..<count).filter { !movedSet.contains($0) }
+        let reordered = order.flatMap { bytes[($0 * 188)..<($0 * 188 + 188)] }
+        let rest = (0..<count).filter { !movedSet.contains($0) }.flatMap { bytes[($0 * 188)..<($0 * 188 + 188)] }
+        let url = folder.appendingPathComponent("config-audio-before-keyframe.ts")
+        guard (try? (first + Data(reordered)).write(to: url)) != nil,
+            (try? Data(rest).write(to: folder.appendingPathComponent("config-audio-before-keyframe-rest.ts"))) != nil
+        else { return nil }
+        return (url, first.count + video)
+    }()
+
     /// H.264 + AAC (no B-frames, a keyframe every 25 pictures) whose second part starts 40 packets into its first
     /// GOP: the reset falls between two keyframes, and the second part's first pictures have no keyframe to
     /// start from.
@@ -292,6 +324,45 @@ enum ConfigurationFixtures {
         let first = try Data(contentsOf: PlaybackFixtures.folder.appendingPathComponent("config-aac-channels-a.ts"))
         try expectRemuxRefused(
             movie, pid: audioPID, offset: first.count + audioStart, what: "the audio configuration changes")
+    }
+
+    /// A few frames of the new audio configuration muxed before the reset's first keyframe (in the bytes of the
+    /// range before, whose init segment says mono): they are left out, so that no frame is decoded with another
+    /// configuration than its own. Each range decodes from its own init segment to the frames of its part of the
+    /// source (the second without the frames left out).
+    @Test func audioOfTheNextConfigurationBeforeTheResetKeyframeIsLeftOut() throws {
+        let (movie, audioStart) = try #require(ConfigurationFixtures.audioBeforeKeyframe)
+        let (master, _, _) = try playback.checkServed(movie, streams: ["v:0"])
+        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let base = String(url.dropLast("master.m3u8".count))
+        let name = try audioPlaylist(master)
+        let audio = try waitForEndList(base + name)
+        #expect(maps(audio).count == 2 && maps(audio).last?.afterDiscontinuity == true, "\(audio)")
+        let parts = try filesByInitSegment(base, name, label: "config-audio-first")
+        #expect(parts.count == 2)
+        // The second part's source without the PES left out: ffmpeg's AAC encoder uses noise substitution, whose
+        // decoder draws from a generator that runs on from the first frame, so a part decodes to the same samples
+        // only from a source that starts where it does.
+        let sources = ["config-aac-channels-a.ts", "config-audio-before-keyframe-rest.ts"].map {
+            PlaybackFixtures.folder.appendingPathComponent($0).path
+        }
+        for (number, (part, source)) in zip(parts, sources).enumerated() {
+            let channels = try frameEntries(part.path, "a:0", "channels")
+            #expect(!channels.isEmpty && Set(channels) == [number == 0 ? "1" : "2"], "\(part.lastPathComponent)")
+            let served = try playback.frameHashes(part.path, "a:0")
+            let expected = try playback.frameHashes(source, "a:0")
+            #expect(
+                !served.isEmpty && served == expected,
+                "\(part.lastPathComponent): \(served.count) frames, \(expected.count)")
+        }
+        // The PES left out held 8 frames: the second part's source has 8 more.
+        let whole = try playback.frameHashes(
+            PlaybackFixtures.folder.appendingPathComponent("config-aac-channels-b.ts").path, "a:0")
+        let rest = try playback.frameHashes(sources[1], "a:0")
+        #expect(whole.count == rest.count + 8, "\(whole.count) frames, \(rest.count) without the PES")
+        try expectRemuxRefused(movie, pid: 257, offset: audioStart, what: "the audio configuration changes")
     }
 
     /// An AAC sample rate change: the later range's init segment has the new rate as its timescale, its frames
