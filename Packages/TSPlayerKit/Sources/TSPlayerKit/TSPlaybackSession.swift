@@ -58,7 +58,8 @@ public final class TSPlaybackSession: PlaybackSource {
     /// time stamps reset.
     let givenTimelines: [UInt64: TSTimeline]
     let givenResets: Set<UInt64>
-    private let indexState: LockedValue<TSIndex?>
+    /// The index the scan has reached (internal: tests stand in for the scan of a file that grows).
+    let indexState: LockedValue<TSIndex?>
     /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete.
     private let iFrames = LockedValue<[PlannedSegment]?>(nil)
     private let indexing = LockedValue<Task<Void, Never>?>(nil)
