@@ -3,6 +3,8 @@
 // second EXT-X-MAP after the EXT-X-DISCONTINUITY), ffmpeg decodes the served HLS to the source's frames past the
 // reset, m3u8lint finds nothing in the playlists, and `tsplayer remux` refuses, naming the PID and the offset.
 import Foundation
+import LoopbackHTTP
+import TSPlayerKit
 import Testing
 
 enum ConfigurationFixtures {
@@ -330,7 +332,7 @@ enum ConfigurationFixtures {
     /// range before, whose init segment says mono): they are left out, so that no frame is decoded with another
     /// configuration than its own. Each range decodes from its own init segment to the frames of its part of the
     /// source (the second without the frames left out).
-    @Test func audioOfTheNextConfigurationBeforeTheResetKeyframeIsLeftOut() throws {
+    @Test func audioOfTheNextConfigurationBeforeTheResetKeyframeIsLeftOut() async throws {
         let (movie, audioStart) = try #require(ConfigurationFixtures.audioBeforeKeyframe)
         let (master, _, _) = try playback.checkServed(movie, streams: ["v:0"])
         let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
@@ -338,6 +340,7 @@ enum ConfigurationFixtures {
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
         let name = try audioPlaylist(master)
+        let stem = String(name.dropLast(".m3u8".count))
         let audio = try waitForEndList(base + name)
         #expect(maps(audio).count == 2 && maps(audio).last?.afterDiscontinuity == true, "\(audio)")
         let parts = try filesByInitSegment(base, name, label: "config-audio-first")
@@ -363,6 +366,22 @@ enum ConfigurationFixtures {
         let rest = try playback.frameHashes(sources[1], "a:0")
         #expect(whole.count == rest.count + 8, "\(whole.count) frames, \(rest.count) without the PES")
         try expectRemuxRefused(movie, pid: 257, offset: audioStart, what: "the audio configuration changes")
+        // In process: the session names the frames left out, with the segment's offset.
+        let session = try TSPlaybackSession(
+            tsFile: movie.path, options: .init(segmentDuration: 1, writesSidecar: false, container: .fmp4))
+        await session.waitUntilIndexed()
+        #expect(session.servingDiagnostics.isEmpty)
+        for number in session.segments.indices {
+            var request = HTTPRequest(method: .get, target: "/\(session.token.value)/\(stem)/\(number).m4s")
+            request.wildcardSegments = [stem, "\(number).m4s"]
+            #expect(session.respond(to: request).status.code == 200)
+        }
+        let before = try #require(session.segments.last { $0.offset < UInt64(audioStart) })
+        #expect(
+            session.servingDiagnostics == [
+                "PID 257: 8 audio frames in the segment at byte offset \(before.offset) left out: their configuration "
+                    + "is not their range's (muxed before the next range's keyframe)"
+            ], "\(session.servingDiagnostics)")
     }
 
     /// An AAC sample rate change: the later range's init segment has the new rate as its timescale, its frames

@@ -325,6 +325,8 @@ final class FragmentedPresentation: Sendable {
         }
         if fragmenter.needsMoreBytes || offset >= fileSize { fragmenter.finish() }
         let fragments = fragmenter.takeFragments(timeline: timeline)
+        let dropped = fragmenter.otherConfigurationFrames
+        if !dropped.isEmpty { leftOut.withLock { $0[segment.offset] = dropped } }
         var result: [UInt16: TrackFragment] = [:]
         for (track, builderTimescale) in zip(fragmenter.tracks, fragmenter.timescales) {
             var fragment =
@@ -361,6 +363,10 @@ final class FragmentedPresentation: Sendable {
         }
         return made[pid]
     }
+
+    /// Audio frames left out of the segments made so far because their configuration is not their range's (by
+    /// PID), by the segment's byte offset.
+    let leftOut = LockedValue<[UInt64: [UInt16: Int]]>([:])
 
     /// The tracks' decode time shifts found so far, by the byte offset of the reset that starts their range.
     let shifts = LockedValue<[UInt64: [UInt16: Int64]]>([:])
