@@ -3,6 +3,8 @@
 // second EXT-X-MAP after the EXT-X-DISCONTINUITY), ffmpeg decodes the served HLS to the source's frames past the
 // reset, m3u8lint finds nothing in the playlists, and `tsplayer remux` refuses, naming the PID and the offset.
 import Foundation
+import LoopbackHTTP
+import TSPlayerKit
 import Testing
 
 enum ConfigurationFixtures {
@@ -78,6 +80,38 @@ enum ConfigurationFixtures {
             + ["-c:a", "aac"],
         second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550, rate: 44100)
             + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac"])
+
+    /// ``aacChannels`` (mono, then stereo) with the second part's first audio PES (8 stereo frames) moved before its
+    /// first video PES: frames of the new configuration precede the reset's first keyframe, so they lie in the bytes
+    /// of the range before it. Returns the file and the moved PES's offset; `config-audio-before-keyframe-rest.ts`
+    /// is the second part without that PES.
+    static let audioBeforeKeyframe: (url: URL, audioStart: Int)? = {
+        let folder = PlaybackFixtures.folder
+        guard aacChannels != nil,
+            let first = try? Data(contentsOf: folder.appendingPathComponent("config-aac-channels-a.ts")),
+            let second = try? Data(contentsOf: folder.appendingPathComponent("config-aac-channels-b.ts")),
+            let video = firstPES(second, pid: 256), let audio = firstPES(second, pid: 257), audio > video
+        else { return nil }
+        let bytes = [UInt8](second)
+        let count = bytes.count / 188
+        func pid(_ packet: Int) -> Int { Int(bytes[packet * 188 + 1] & 0x1F) << 8 | Int(bytes[packet * 188 + 2]) }
+        // The packets of the audio PID from its first PES start up to its second.
+        var moved: [Int] = []
+        for packet in (audio / 188)..<count where pid(packet) == 257 {
+            if !moved.isEmpty, bytes[packet * 188 + 1] & 0x40 != 0 { break }
+            moved.append(packet)
+        }
+        let movedSet = Set(moved)
+        var order = Array(0..<(video / 188)) + moved
+        order += ((video / 188)..<count).filter { !movedSet.contains($0) }
+        let reordered = order.flatMap { bytes[($0 * 188)..<($0 * 188 + 188)] }
+        let rest = (0..<count).filter { !movedSet.contains($0) }.flatMap { bytes[($0 * 188)..<($0 * 188 + 188)] }
+        let url = folder.appendingPathComponent("config-audio-before-keyframe.ts")
+        guard (try? (first + Data(reordered)).write(to: url)) != nil,
+            (try? Data(rest).write(to: folder.appendingPathComponent("config-audio-before-keyframe-rest.ts"))) != nil
+        else { return nil }
+        return (url, first.count + video)
+    }()
 
     /// H.264 + AAC (no B-frames, a keyframe every 25 pictures) whose second part starts 40 packets into its first
     /// GOP: the reset falls between two keyframes, and the second part's first pictures have no keyframe to
@@ -294,6 +328,62 @@ enum ConfigurationFixtures {
             movie, pid: audioPID, offset: first.count + audioStart, what: "the audio configuration changes")
     }
 
+    /// A few frames of the new audio configuration muxed before the reset's first keyframe (in the bytes of the
+    /// range before, whose init segment says mono): they are left out, so that no frame is decoded with another
+    /// configuration than its own. Each range decodes from its own init segment to the frames of its part of the
+    /// source (the second without the frames left out).
+    @Test func audioOfTheNextConfigurationBeforeTheResetKeyframeIsLeftOut() async throws {
+        let (movie, audioStart) = try #require(ConfigurationFixtures.audioBeforeKeyframe)
+        let (master, _, _) = try playback.checkServed(movie, streams: ["v:0"])
+        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let base = String(url.dropLast("master.m3u8".count))
+        let name = try audioPlaylist(master)
+        let stem = String(name.dropLast(".m3u8".count))
+        let audio = try waitForEndList(base + name)
+        #expect(maps(audio).count == 2 && maps(audio).last?.afterDiscontinuity == true, "\(audio)")
+        let parts = try filesByInitSegment(base, name, label: "config-audio-first")
+        #expect(parts.count == 2)
+        // The second part's source without the PES left out: ffmpeg's AAC encoder uses noise substitution, whose
+        // decoder draws from a generator that runs on from the first frame, so a part decodes to the same samples
+        // only from a source that starts where it does.
+        let sources = ["config-aac-channels-a.ts", "config-audio-before-keyframe-rest.ts"].map {
+            PlaybackFixtures.folder.appendingPathComponent($0).path
+        }
+        for (number, (part, source)) in zip(parts, sources).enumerated() {
+            let channels = try frameEntries(part.path, "a:0", "channels")
+            #expect(!channels.isEmpty && Set(channels) == [number == 0 ? "1" : "2"], "\(part.lastPathComponent)")
+            let served = try playback.frameHashes(part.path, "a:0")
+            let expected = try playback.frameHashes(source, "a:0")
+            #expect(
+                !served.isEmpty && served == expected,
+                "\(part.lastPathComponent): \(served.count) frames, \(expected.count)")
+        }
+        // The PES left out held 8 frames: the second part's source has 8 more.
+        let whole = try playback.frameHashes(
+            PlaybackFixtures.folder.appendingPathComponent("config-aac-channels-b.ts").path, "a:0")
+        let rest = try playback.frameHashes(sources[1], "a:0")
+        #expect(whole.count == rest.count + 8, "\(whole.count) frames, \(rest.count) without the PES")
+        try expectRemuxRefused(movie, pid: 257, offset: audioStart, what: "the audio configuration changes")
+        // In process: the session names the frames left out, with the segment's offset.
+        let session = try TSPlaybackSession(
+            tsFile: movie.path, options: .init(segmentDuration: 1, writesSidecar: false, container: .fmp4))
+        await session.waitUntilIndexed()
+        #expect(session.servingDiagnostics.isEmpty)
+        for number in session.segments.indices {
+            var request = HTTPRequest(method: .get, target: "/\(session.token.value)/\(stem)/\(number).m4s")
+            request.wildcardSegments = [stem, "\(number).m4s"]
+            #expect(session.respond(to: request).status.code == 200)
+        }
+        let before = try #require(session.segments.last { $0.offset < UInt64(audioStart) })
+        #expect(
+            session.servingDiagnostics == [
+                "PID 257: 8 audio frames in the segment at byte offset \(before.offset) left out: their configuration "
+                    + "is not their range's (muxed before the next range's keyframe)"
+            ], "\(session.servingDiagnostics)")
+    }
+
     /// An AAC sample rate change: the later range's init segment has the new rate as its timescale, its frames
     /// decode to the source's, and its first decode time (in seconds) is where the range before ended.
     @Test func aacWithAnotherSampleRateAfterTheResetChangesTimescale() throws {
@@ -329,13 +419,11 @@ enum ConfigurationFixtures {
                 !served.isEmpty && served == expected, "\(part.lastPathComponent): \(served.count), \(expected.count)")
             let times = try packetTimes(part.path, "a:0")
             expectContinuous(times, part.lastPathComponent)
-            // The first packet's own line (ffprobe gives it no duration, so `packetTimes` leaves it out).
-            let first = try EndToEnd.run(
-                ffprobe,
-                ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=dts", "-of", "csv=p=0", part.path])
-            let firstDTS = try #require(first.out.split(separator: "\n").first.flatMap { Int($0) })
-            starts.append(Double(firstDTS) / Double(rate))
-            ends.append(Double((times.last?.dts ?? 0) + (times.last?.duration ?? 0)) / Double(rate))
+            let first = try #require(times.first, "\(part.lastPathComponent): no audio packets")
+            let last = try #require(times.last)
+            let lastDuration = try #require(last.duration, "\(part.lastPathComponent): the last packet's duration")
+            starts.append(Double(first.dts) / Double(rate))
+            ends.append(Double(last.dts + lastDuration) / Double(rate))
         }
         // Within one sample: the end is rescaled from 48 kHz ticks to 44.1 kHz ones.
         #expect(

@@ -86,26 +86,41 @@ enum FragmentedFixtures {
     }()
 }
 
-/// The decode times and durations ffprobe reads from the packets of one stream of `input`.
-func packetTimes(_ input: String, _ stream: String) throws -> [(dts: Int, duration: Int)] {
+/// The decode times and durations ffprobe reads from the packets of one stream of `input`, every packet: a duration
+/// ffprobe gives as N/A (the first AAC packet of an fMP4 file) is nil; a line without a decode time is an issue.
+func packetTimes(_ input: String, _ stream: String) throws -> [(dts: Int, duration: Int?)] {
     let ffprobe = try #require(EndToEnd.tool("ffprobe"))
     let result = try EndToEnd.run(
         ffprobe,
         ["-v", "error", "-select_streams", stream, "-show_entries", "packet=dts,duration", "-of", "csv=p=0", input])
     #expect(result.status == 0, "ffprobe \(input): \(result.err)")
     return result.out.split(separator: "\n").compactMap { line in
-        let fields = line.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard fields.count >= 2, let dts = fields[0], let duration = fields[1] else { return nil }
-        return (dts, duration)
+        let fields = line.split(separator: ",", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        guard fields.count == 2, let dts = Int(fields[0]), Int(fields[1]) != nil || fields[1] == "N/A" else {
+            Issue.record("ffprobe \(input) \(stream): packet line \"\(line)\" has no decode time or duration")
+            return nil
+        }
+        return (dts, Int(fields[1]))
     }
 }
 
-/// Records an issue unless each packet's decode time is the one before's plus its duration.
-func expectContinuous(_ times: [(dts: Int, duration: Int)], _ what: String) {
+/// Records an issue unless each packet's decode time is the one before's plus its duration. Only the first packet
+/// may lack a duration (ffprobe's for a first AAC packet in fMP4): it is taken as the second's (AAC frames are all
+/// 1024 samples long).
+func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
     #expect(times.count > 10, "\(what): \(times.count) packets")
-    for (previous, packet) in zip(times, times.dropFirst()) where packet.dts != previous.dts + previous.duration {
-        Issue.record("\(what): decode time \(packet.dts) after \(previous.dts) + \(previous.duration)")
-        return
+    for (index, (previous, packet)) in zip(times, times.dropFirst()).enumerated() {
+        let step = previous.duration ?? (index == 0 ? packet.duration : nil)
+        guard let step else {
+            Issue.record("\(what): packet \(index) (decode time \(previous.dts)) has no duration")
+            return
+        }
+        if packet.dts != previous.dts + step {
+            Issue.record("\(what): decode time \(packet.dts) after \(previous.dts) + \(step)")
+            return
+        }
     }
 }
 

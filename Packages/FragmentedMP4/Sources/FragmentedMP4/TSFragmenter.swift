@@ -189,6 +189,14 @@ public struct TSFragmenter: Sendable {
         }.min { $0.offset < $1.offset }
     }
 
+    /// Audio frames left out, by PID, because their configuration differs from their track's sample entry.
+    public var otherConfigurationFrames: [UInt16: Int] {
+        Dictionary(
+            uniqueKeysWithValues: zip(tracks, builders).filter { $0.1.otherConfigurationFrames > 0 }.map {
+                ($0.0.pid, $0.1.otherConfigurationFrames)
+            })
+    }
+
     /// Whether every track has its sample entry values.
     public var isConfigured: Bool { builders.allSatisfy { $0.codec != nil } }
 

@@ -90,6 +90,11 @@ public struct TSTrackBuilder: Sendable {
     /// With ``detectsConfigurationChanges``: the offset (as the demuxer counts it) of the first PES whose parameter
     /// sets or audio configuration differ from the sample entry's (for video, known once its fragment is taken).
     public private(set) var configurationChange: Int64?
+    /// Audio frames left out because their header's configuration differs from the sample entry's (with
+    /// ``detectsConfigurationChanges`` as well: the first one's PES is ``configurationChange``).
+    public private(set) var otherConfigurationFrames = 0
+    /// Whether the last independent audio frame was left out (its dependent frames go with it).
+    var droppingFrame = false
 
     var units: [AccessUnit] = []
     var frames: [AudioFrame] = []
@@ -225,10 +230,21 @@ public struct TSTrackBuilder: Sendable {
             let data = Array(bytes[position + header.strippedLength..<position + header.length])
             if codec == nil {
                 codec = header.codec
-            } else if detectsConfigurationChanges, configurationChange == nil, !header.isDependent, let codec,
-                !header.codec.hasSameConfiguration(as: codec)
-            {
-                configurationChange = packet.info.offset
+            } else if !header.isDependent, let codec {
+                droppingFrame = !header.codec.hasSameConfiguration(as: codec)
+                if droppingFrame, detectsConfigurationChanges, configurationChange == nil {
+                    configurationChange = packet.info.offset
+                }
+            }
+            if droppingFrame {
+                // Another configuration than the sample entry's (a frame of the range after a reset, muxed before
+                // that range's first keyframe): decoded with this entry it would play wrong, so it is left out.
+                if !header.isDependent {
+                    otherConfigurationFrames += 1
+                    if fromCarry { carrySamplesBefore += header.samples } else { samplesBefore += header.samples }
+                }
+                position += header.length
+                continue
             }
             if header.isDependent, !frames.isEmpty {
                 frames[frames.count - 1].data += data

@@ -61,6 +61,32 @@ import Testing
         #expect(try remux(Array(ts.bytes[..<change])) == nil)
     }
 
+    /// Frames whose configuration differs from the sample entry's (stereo in a mono track: a later range's frames
+    /// muxed before its first keyframe) are left out and counted; the others run on frame by frame from the first
+    /// one's time, as audio does inside a fragment.
+    @Test func audioFramesOfAnotherConfigurationAreLeftOut() throws {
+        var ts = TSBuilder(streams: [ElementaryStream(streamType: .aacADTS, pid: 0x101)])
+        for number in 0..<3 {
+            ts.pes(pid: 0x101, streamID: 0xC0, pts: UInt64(number) * 1920, payload: adts(channels: 1, UInt8(number)))
+        }
+        let mono = ts.bytes.count
+        // A stereo PES of two frames, then mono again.
+        ts.pes(pid: 0x101, streamID: 0xC0, pts: 3 * 1920, payload: adts(channels: 2, 3) + adts(channels: 2, 4))
+        ts.pes(pid: 0x101, streamID: 0xC0, pts: 5 * 1920, payload: adts(channels: 1, 5))
+        let layout = try TSProgramLayout(head: Array(ts.bytes[..<mono]))
+        var fragmenter = try layout.fragmenter()
+        fragmenter.beginRange(start: 0, end: Int64(ts.bytes.count))
+        fragmenter.feed(ts.bytes)
+        fragmenter.finish()
+        #expect(fragmenter.otherConfigurationFrames == [0x101: 2])
+        let fragments = fragmenter.takeFragments(
+            timeline: TSTimeline(anchor: Timestamp(wrapping: UInt64(0)), anchorTime: 0))
+        let fragment: TrackFragment = try #require(fragments[0x101])
+        // The four mono frames' bodies (ADTS headers stripped).
+        #expect(fragment.samples.map(\.data) == [[0, 1], [1, 1], [2, 1], [5, 1]])
+        #expect(fragment.baseMediaDecodeTime == 0 && fragment.samples.map(\.duration) == [1024, 1024, 1024, 1024])
+    }
+
     @Test func anHEVCParameterSetChangeIsRefusedAndH264IsNot() throws {
         let idr: [UInt8] = [0x26, 0x01, 0xAF, 0x10]
         let otherPPS: [UInt8] = [0x44, 0x01, 0xC1, 0x73, 0xB4, 0x62, 0x40]

@@ -631,21 +631,24 @@ public struct Demuxer: Sendable {
         var info = PESInfo(
             pid: pid, streamID: header.streamID, pts: header.pts, dts: header.dts, isKeyframe: false,
             randomAccessIndicator: randomAccess, offset: offset, packetLength: header.packetLength)
-        if options.scanKeyframes, streams[index].scans {
-            streams[index].scanner?.reset()
-            streams[index].scanner?.scan(rest)
-            streams[index].pending = info
-            decideKeyframe(index: index, handler)
-        } else {
-            info.isKeyframe = streams[index].isAudio || randomAccess
-            handler(.pes(info))
-        }
+        let scans = options.scanKeyframes && streams[index].scans
+        if !scans { info.isKeyframe = streams[index].isAudio || randomAccess }
+        // The reassembly's info is set before the keyframe decision, which updates it (the decision may come
+        // from these first bytes already).
         if options.reassemblePES {
             streams[index].reassembling = header
             streams[index].reassemblyInfo = info
             streams[index].payload.removeAll(keepingCapacity: true)
             streams[index].payloadOverflow = false
             appendPayload(index: index, rest, handler)
+        }
+        if scans {
+            streams[index].scanner?.reset()
+            streams[index].scanner?.scan(rest)
+            streams[index].pending = info
+            decideKeyframe(index: index, handler)
+        } else {
+            handler(.pes(info))
         }
     }
 

@@ -361,7 +361,7 @@ extension SlateBuilder {
         guard let video = videoStream, let videoPackets = packets[video.pid], !videoPackets.isEmpty else {
             throw MPEGTSError(.invalidValue, "the anchor segment has no H.264 or HEVC pictures")
         }
-        guard let key = videoPackets.first(where: { Self.isKeyframe($0, hevc: video.codec == .hevc) }),
+        guard let key = videoPackets.first(where: \.info.isKeyframe),
             let firstPTS = Self.earliestPTS(videoPackets)
         else {
             throw MPEGTSError(.invalidValue, pid: video.pid, "the anchor segment has no keyframe with a PTS")
@@ -494,34 +494,6 @@ extension SlateBuilder {
             guard let frame = AudioFrames.ac3(payload, at: index), index + 2 < payload.count else { return false }
             if payload[index + 2] >> 6 == 1 { return true }
             index += frame.length
-        }
-        return false
-    }
-
-    /// Whether a video PES holds an IDR (H.264 NAL type 5) or IRAP (HEVC NAL types 16-23) picture.
-    static func isKeyframe(_ packet: PESPacket, hevc: Bool) -> Bool {
-        if packet.info.isKeyframe { return true }
-        let p = packet.payload
-        var i = 0
-        var zeros = 0
-        var scanned = 0
-        while i < p.count, scanned < 4096 {
-            let b = p[i]
-            if b == 1, zeros >= 2, i + 1 < p.count {
-                let header = p[i + 1]
-                if hevc {
-                    let type = (header >> 1) & 0x3F
-                    if (16...23).contains(type) { return true }
-                    if type < 32 { return false }
-                } else {
-                    let type = header & 0x1F
-                    if type == 5 { return true }
-                    if type == 1 { return false }
-                }
-            }
-            zeros = b == 0 ? zeros + 1 : 0
-            i += 1
-            scanned += 1
         }
         return false
     }

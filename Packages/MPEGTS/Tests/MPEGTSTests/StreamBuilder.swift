@@ -35,17 +35,24 @@ struct StreamBuilder {
         return unit
     }
 
-    static func hevcAccessUnit(keyframe: Bool) -> [UInt8] {
+    /// An HEVC access unit: AUD, (VPS, SPS for keyframes), prefix SEI of `padding` bytes, then a slice.
+    static func hevcAccessUnit(keyframe: Bool, padding: Int = 0) -> [UInt8] {
         var unit: [UInt8] = [0, 0, 0, 1, 35 << 1, 1, 0x50]  // AUD
         if keyframe { unit += [0, 0, 1, 32 << 1, 1, 0x0C] + [0, 0, 1, 33 << 1, 1, 0x01] }
+        if padding > 0 { unit += [0, 0, 1, 39 << 1, 1, 0x05] + Array(repeating: 0x11, count: padding) }
         unit += [0, 0, 1, (keyframe ? 19 : 1) << 1, 1, 0xAF] + Array(repeating: 0x3C, count: 200)
         return unit
     }
 
+    /// The access unit ``video(pts:dts:keyframe:padding:)`` writes for ``videoType``.
+    func videoUnit(keyframe: Bool, padding: Int = 0) -> [UInt8] {
+        videoType == .hevc
+            ? Self.hevcAccessUnit(keyframe: keyframe, padding: padding)
+            : Self.h264AccessUnit(keyframe: keyframe, padding: padding)
+    }
+
     mutating func video(pts: UInt64, dts: UInt64? = nil, keyframe: Bool, padding: Int = 0) {
-        let unit =
-            videoType == .hevc
-            ? Self.hevcAccessUnit(keyframe: keyframe) : Self.h264AccessUnit(keyframe: keyframe, padding: padding)
+        let unit = videoUnit(keyframe: keyframe, padding: padding)
         let header = PESHeader(
             streamID: 0xE0, pts: Timestamp(wrapping: pts), dts: dts.map { Timestamp(wrapping: $0) })
         bytes += packetizer.packets(

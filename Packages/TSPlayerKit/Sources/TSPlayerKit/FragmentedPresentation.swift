@@ -29,10 +29,15 @@ final class FragmentedPresentation: Sendable {
     let audio: [TSTrackInfo]
     let initSegments: [UInt16: [UInt8]]
     private let cache = SegmentCache(limit: 48 << 20)
-    /// By reset offset: the tracks' sample entry values read from that range's first bytes.
-    private let rangeCodecs = LockedValue<[UInt64: [UInt16: TrackCodec]]>([:])
-    /// The last ``configurations(resets:)`` answer, by the resets it was made for.
-    private let lastConfigurations = LockedValue<(resets: [UInt64], value: Configurations)?>(nil)
+    /// By reset offset: the tracks' sample entry values read from that range's first bytes, and the file size they
+    /// were read at while they may still change (a track showed none, and the file had fewer than
+    /// ``rangeHeadBytes`` after the reset: it may be growing), nil once settled.
+    private let rangeCodecs = LockedValue<[UInt64: (codecs: [UInt16: TrackCodec], unsettledAt: UInt64?)]>([:])
+    /// The last ``configurations(resets:)`` answer, by the resets it was made for (and the file size, while a
+    /// range's values are unsettled).
+    private let lastConfigurations = LockedValue<
+        (resets: [UInt64], unsettledAt: UInt64?, value: Configurations)?
+    >(nil)
     /// How many bytes of a range's start are read at most for its parameter sets and audio configuration.
     static let rangeHeadBytes = 4 << 20
 
@@ -97,11 +102,17 @@ final class FragmentedPresentation: Sendable {
     /// resets) cut the file into. A range's own values are read once from its first bytes; a track that shows
     /// none there keeps the range before's.
     func configurations(resets: [UInt64]) -> Configurations {
-        if let last = lastConfigurations.withLock({ $0 }), last.resets == resets { return last.value }
+        if let last = lastConfigurations.withLock({ $0 }), last.resets == resets,
+            last.unsettledAt == nil || last.unsettledAt == (try? file.size())
+        {
+            return last.value
+        }
         var distinct = layout.codecs.mapValues { [$0] }
         var ranges: [[UInt16: Int]] = [layout.codecs.mapValues { _ in 0 }]
+        var unsettledAt: UInt64?
         for reset in resets {
-            let found = codecs(atReset: reset)
+            let (found, unsettled) = codecs(atReset: reset)
+            unsettledAt = unsettledAt ?? unsettled
             var row = ranges[ranges.count - 1]
             for track in layout.tracks {
                 guard let codec = found[track.pid], let known = distinct[track.pid] else { continue }
@@ -115,21 +126,28 @@ final class FragmentedPresentation: Sendable {
             ranges.append(row)
         }
         let value = Configurations(distinct: distinct, ranges: ranges)
-        lastConfigurations.withLock { $0 = (resets, value) }
+        lastConfigurations.withLock { $0 = (resets, unsettledAt, value) }
         return value
     }
 
-    /// The sample entry values the tracks show in the first bytes of the range that starts at `offset`.
-    func codecs(atReset offset: UInt64) -> [UInt16: TrackCodec] {
-        if let known = rangeCodecs.withLock({ $0[offset] }) { return known }
-        guard let size = try? file.size(), offset < size else { return [:] }
+    /// The sample entry values the tracks show in the first bytes of the range that starts at `offset`, and the
+    /// file size they were read at while they are unsettled: a track showed none in fewer than ``rangeHeadBytes``
+    /// (a recording still being written may not have them yet), so they are read again once the file has grown.
+    func codecs(atReset offset: UInt64) -> (codecs: [UInt16: TrackCodec], unsettledAt: UInt64?) {
+        let known = rangeCodecs.withLock { $0[offset] }
+        if let known, known.unsettledAt == nil { return known }
+        // Unreadable, or not there yet: nothing known, asked again next time.
+        guard let size = try? file.size(), offset < size else { return ([:], 0) }
+        if let known, known.unsettledAt == size { return known }
         let limit = Int(min(UInt64(Self.rangeHeadBytes), size - offset))
         guard
             let found = try? layout.codecs(
                 limit: limit, read: { start, length in try file.read(at: offset + UInt64(start), length: length) })
-        else { return [:] }
-        rangeCodecs.withLock { $0[offset] = found }
-        return found
+        else { return ([:], size) }
+        let settled = limit == Self.rangeHeadBytes || layout.tracks.allSatisfy { found[$0.pid] != nil }
+        let result = (codecs: found, unsettledAt: settled ? nil : size)
+        rangeCodecs.withLock { $0[offset] = result }
+        return result
     }
 
     /// The bytes of init segment `number` of `track`, or nil when there is no such init segment.
@@ -307,6 +325,8 @@ final class FragmentedPresentation: Sendable {
         }
         if fragmenter.needsMoreBytes || offset >= fileSize { fragmenter.finish() }
         let fragments = fragmenter.takeFragments(timeline: timeline)
+        let dropped = fragmenter.otherConfigurationFrames
+        if !dropped.isEmpty { leftOut.withLock { $0[segment.offset] = dropped } }
         var result: [UInt16: TrackFragment] = [:]
         for (track, builderTimescale) in zip(fragmenter.tracks, fragmenter.timescales) {
             var fragment =
@@ -343,6 +363,10 @@ final class FragmentedPresentation: Sendable {
         }
         return made[pid]
     }
+
+    /// Audio frames left out of the segments made so far because their configuration is not their range's (by
+    /// PID), by the segment's byte offset.
+    let leftOut = LockedValue<[UInt64: [UInt16: Int]]>([:])
 
     /// The tracks' decode time shifts found so far, by the byte offset of the reset that starts their range.
     let shifts = LockedValue<[UInt64: [UInt16: Int64]]>([:])

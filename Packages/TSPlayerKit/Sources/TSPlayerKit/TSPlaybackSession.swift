@@ -58,7 +58,8 @@ public final class TSPlaybackSession: PlaybackSource {
     /// time stamps reset.
     let givenTimelines: [UInt64: TSTimeline]
     let givenResets: Set<UInt64>
-    private let indexState: LockedValue<TSIndex?>
+    /// The index the scan has reached (internal: tests stand in for the scan of a file that grows).
+    let indexState: LockedValue<TSIndex?>
     /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete.
     private let iFrames = LockedValue<[PlannedSegment]?>(nil)
     private let indexing = LockedValue<Task<Void, Never>?>(nil)
@@ -162,6 +163,19 @@ public final class TSPlaybackSession: PlaybackSource {
 
     deinit {
         indexing.withLock { $0?.cancel() }
+    }
+
+    /// What serving has left out so far, one line per segment: audio frames whose configuration is another range's
+    /// (frames of the next encoding muxed before the first keyframe after a time stamp reset), which the segment's
+    /// init segment would decode wrongly. Grows as segments are made; empty in TS mode.
+    public var servingDiagnostics: [String] {
+        guard let presentation else { return [] }
+        return presentation.leftOut.withLock { $0 }.sorted { $0.key < $1.key }.flatMap { offset, frames in
+            frames.sorted { $0.key < $1.key }.map { pid, count in
+                "PID \(pid): \(count) audio frame\(count == 1 ? "" : "s") in the segment at byte offset \(offset) "
+                    + "left out: their configuration is not their range's (muxed before the next range's keyframe)"
+            }
+        }
     }
 
     /// The current index: complete once indexing finished, else what was scanned so far; nil before the first part.
