@@ -148,6 +148,7 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Double? {
+        if let seconds = parseMilliseconds(b) { return seconds }
         guard let y = digits(b, 0, 4), b.count > 10, b[4] == 0x2D, let mo = digits(b, 5, 2), b[7] == 0x2D,
             let d = digits(b, 8, 2), b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20,
             let h = digits(b, 11, 2), b.count > 13, b[13] == 0x3A, let mi = digits(b, 14, 2)
@@ -196,6 +197,39 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
         guard i == b.count else { return nil }
         let days = daysFromCivil(y, mo, d)
         return Double(days * 86400 + h * 3600 + mi * 60 - offset) + seconds
+    }
+
+    /// The form nearly every playlist writes, `YYYY-MM-DDThh:mm:ss.sssZ`, read at fixed positions: the same value
+    /// as the general reading below (same checks, same arithmetic), or nil for any other form.
+    @inline(__always)
+    private static func parseMilliseconds(_ b: UnsafeBufferPointer<UInt8>) -> Double? {
+        guard b.count == 24, b[4] == 0x2D, b[7] == 0x2D, b[10] == 0x54, b[13] == 0x3A, b[16] == 0x3A,
+            b[19] == 0x2E, b[23] == 0x5A
+        else { return nil }
+        var invalid = false
+        @inline(__always) func d(_ i: Int) -> Int {
+            let v = b[i] &- 0x30
+            if v > 9 { invalid = true }
+            return Int(v)
+        }
+        let y = ((d(0) * 10 + d(1)) * 10 + d(2)) * 10 + d(3)
+        let mo = d(5) * 10 + d(6)
+        let day = d(8) * 10 + d(9)
+        let h = d(11) * 10 + d(12)
+        let mi = d(14) * 10 + d(15)
+        let s = d(17) * 10 + d(18)
+        let f1 = d(20)
+        let f2 = d(21)
+        let f3 = d(22)
+        guard !invalid, mo >= 1, mo <= 12, day >= 1, day <= 31, h < 24, mi < 60, s <= 60 else { return nil }
+        var seconds = Double(s)
+        var scale = 0.1
+        seconds += Double(f1) * scale
+        scale /= 10
+        seconds += Double(f2) * scale
+        scale /= 10
+        seconds += Double(f3) * scale
+        return Double(daysFromCivil(y, mo, day) * 86400 + h * 3600 + mi * 60) + seconds
     }
 
     static func format(_ t: Double) -> String {

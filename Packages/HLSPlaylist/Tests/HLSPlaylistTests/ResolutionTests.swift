@@ -1,5 +1,6 @@
 import Foundation
 import HLSPlaylist
+import TestSupport
 import Testing
 
 @Suite struct ResolutionTests {
@@ -251,7 +252,7 @@ import Testing
         let files = [
             "seg_00001.ts", "x", "..", ".", "a%20b.ts", "s p.ts", "", "q?x=1/../y", "f#frag", ".hidden", "..x",
             "seg.ts?token=9f86&expires=1", "f?q#frag", "f#a/../b", "?q", ".?q", "..?q", "..#f", "x?/./",
-            "f?", "f#",
+            "f?", "f#", "f{x}.ts", "f?{x}", "a/f.ts", "f/", "f?a/../b", "{x}/f",
         ]
         var references: [String] = []
         for d in directories {
@@ -392,6 +393,35 @@ import Testing
         #expect(v.attributes.decimalInteger("BANDWIDTH") == 1)
         v.attributes.set("AUDIO", rawValue: "\"other\"")
         #expect(v.audio == "aud")
+    }
+
+    /// Dates in the fixed form `YYYY-MM-DDThh:mm:ss.sssZ` (read at fixed positions) against the same dates with a
+    /// lowercase `t` and `z` (read by the general path), and broken fixed-form dates refused like the general path.
+    @Test func fixedFormDatesReadAsTheGeneralPath() {
+        var random = SplitMix64(seed: 0xDA7E)
+        func pad(_ v: UInt64, _ n: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, n - s.count)) + s
+        }
+        for _ in 0..<20_000 {
+            let r = random.next()
+            let fields = [
+                pad(r % 10_000, 4), pad(r >> 14 % 14, 2), pad(r >> 18 % 33, 2), pad(r >> 24 % 25, 2),
+                pad(r >> 30 % 61, 2), pad(r >> 36 % 62, 2), pad(r >> 42 % 1000, 3),
+            ]
+            let body = "\(fields[0])-\(fields[1])-\(fields[2])T\(fields[3]):\(fields[4]):\(fields[5]).\(fields[6])"
+            let fixed = DateTime(body + "Z")
+            let general = DateTime(body.replacingOccurrences(of: "T", with: "t") + "z")
+            #expect(fixed?.secondsSince1970 == general?.secondsSince1970, "\(body)Z")
+        }
+        #expect(DateTime("2026-01-01T00:00:09.618Z")?.secondsSince1970 == 1_767_225_609.618)
+        for broken in [
+            "2026-01-01T00:00:09.61xZ", "2026-00-01T00:00:09.618Z", "2026-01-32T00:00:09.618Z",
+            "2026-01-01T24:00:09.618Z", "2026-01-01T00:60:09.618Z", "2026-01-01T00:00:61.618Z",
+            "2026/01-01T00:00:09.618Z", "2026-01-01T00:00:09,618Q", " 026-01-01T00:00:09.618Z",
+        ] {
+            #expect(DateTime(broken) == nil, "\(broken)")
+        }
     }
 
     @Test func dateTimes() {
