@@ -88,11 +88,17 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
         self.written = .text(text)
         self.secondsSince1970 = s
     }
-    /// A date parsed from bytes, keeping a view into them as its text.
+    /// A date parsed from bytes, keeping a view into them as its text; a date written as ``format(_:)`` renders
+    /// it keeps no view (its text is rendered when read, the same bytes), so that dated playlists do not count
+    /// references per date.
     init?(bytes: ArraySlice<UInt8>) {
-        guard let s = bytes.withUnsafeBufferPointer({ DateTime.parse($0) }) else { return nil }
-        self.written = .bytes(bytes)
-        self.secondsSince1970 = s
+        let read = bytes.withUnsafeBufferPointer { b -> (seconds: Double, rendersBack: Bool)? in
+            if let fixed = DateTime.parseMilliseconds(b) { return fixed }
+            return DateTime.parse(b).map { ($0, false) }
+        }
+        guard let read else { return nil }
+        self.written = read.rendersBack ? .rendered(read.seconds) : .bytes(bytes)
+        self.secondsSince1970 = read.seconds
     }
     /// A date rendered as `YYYY-MM-DDThh:mm:ss.sssZ`.
     public init(secondsSince1970: Double) {
@@ -148,7 +154,7 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Double? {
-        if let seconds = parseMilliseconds(b) { return seconds }
+        if let fixed = parseMilliseconds(b) { return fixed.seconds }
         guard let y = digits(b, 0, 4), b.count > 10, b[4] == 0x2D, let mo = digits(b, 5, 2), b[7] == 0x2D,
             let d = digits(b, 8, 2), b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20,
             let h = digits(b, 11, 2), b.count > 13, b[13] == 0x3A, let mi = digits(b, 14, 2)
@@ -200,9 +206,11 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The form nearly every playlist writes, `YYYY-MM-DDThh:mm:ss.sssZ`, read at fixed positions: the same value
-    /// as the general reading below (same checks, same arithmetic), or nil for any other form.
+    /// as the general reading below (same checks, same arithmetic), or nil for any other form; and whether
+    /// ``format(_:)`` writes the value back as the same text (not for a leap second or a day past the month's end,
+    /// which the reading accepts).
     @inline(__always)
-    private static func parseMilliseconds(_ b: UnsafeBufferPointer<UInt8>) -> Double? {
+    private static func parseMilliseconds(_ b: UnsafeBufferPointer<UInt8>) -> (seconds: Double, rendersBack: Bool)? {
         guard b.count == 24, b[4] == 0x2D, b[7] == 0x2D, b[10] == 0x54, b[13] == 0x3A, b[16] == 0x3A,
             b[19] == 0x2E, b[23] == 0x5A
         else { return nil }
@@ -229,7 +237,9 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
         seconds += Double(f2) * scale
         scale /= 10
         seconds += Double(f3) * scale
-        return Double(daysFromCivil(y, mo, day) * 86400 + h * 3600 + mi * 60) + seconds
+        let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
+        let monthDays = mo == 2 ? (leap ? 29 : 28) : (mo == 4 || mo == 6 || mo == 9 || mo == 11 ? 30 : 31)
+        return (Double(daysFromCivil(y, mo, day) * 86400 + h * 3600 + mi * 60) + seconds, s < 60 && day <= monthDays)
     }
 
     static func format(_ t: Double) -> String {

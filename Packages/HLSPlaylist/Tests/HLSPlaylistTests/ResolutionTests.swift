@@ -397,7 +397,7 @@ import Testing
 
     /// Dates in the fixed form `YYYY-MM-DDThh:mm:ss.sssZ` (read at fixed positions) against the same dates with a
     /// lowercase `t` and `z` (read by the general path), and broken fixed-form dates refused like the general path.
-    @Test func fixedFormDatesReadAsTheGeneralPath() {
+    @Test func fixedFormDatesReadAsTheGeneralPath() throws {
         var random = SplitMix64(seed: 0xDA7E)
         func pad(_ v: UInt64, _ n: Int) -> String {
             let s = String(v)
@@ -415,6 +415,32 @@ import Testing
             #expect(fixed?.secondsSince1970 == general?.secondsSince1970, "\(body)Z")
         }
         #expect(DateTime("2026-01-01T00:00:09.618Z")?.secondsSince1970 == 1_767_225_609.618)
+        // Parsed from a playlist, a fixed-form date keeps its text (rendered when read when that gives the same
+        // bytes); a leap second or a day past the month's end keeps it as written.
+        var dates: [String] = []
+        for _ in 0..<2_000 {
+            let r = random.next()
+            dates.append(
+                "\(pad(r % 10_000, 4))-\(pad(1 + r >> 14 % 12, 2))-\(pad(1 + r >> 18 % 31, 2))T\(pad(r >> 24 % 24, 2)):"
+                    + "\(pad(r >> 30 % 60, 2)):\(pad(r >> 36 % 61, 2)).\(pad(r >> 42 % 1000, 3))Z")
+        }
+        dates += [
+            "2024-02-29T23:59:60.000Z", "2023-02-29T00:00:00.000Z", "2026-04-31T12:00:00.500Z",
+            "0000-01-01T00:00:00.000Z",
+        ]
+        let text =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n"
+            + dates.map { "#EXT-X-PROGRAM-DATE-TIME:\($0)\n#EXTINF:4,\na.ts\n" }.joined()
+        let parsed = try #require(try? Playlist(text))
+        let media = parsed.media()
+        #expect(media.segments.map { $0.programDateTime?.text } == dates)
+        #expect(parsed.tags(.programDateTime).map { $0.tag.dateTime?.text } == dates)
+        #expect(parsed.tags(.programDateTime).map(\.tag.valueText) == dates)
+        for (segment, date) in zip(media.segments, dates) {
+            #expect(segment.programDateTime?.secondsSince1970 == DateTime(date)?.secondsSince1970, "\(date)")
+            #expect(segment.programDateTime == DateTime(date), "\(date)")
+        }
+        #expect(parsed.write() == Array(text.utf8))
         for broken in [
             "2026-01-01T00:00:09.61xZ", "2026-00-01T00:00:09.618Z", "2026-01-32T00:00:09.618Z",
             "2026-01-01T24:00:09.618Z", "2026-01-01T00:60:09.618Z", "2026-01-01T00:00:61.618Z",
