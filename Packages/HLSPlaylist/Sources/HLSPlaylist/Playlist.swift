@@ -460,17 +460,20 @@ public struct PlaylistParser: Sendable {
                         .lineTooLong, line: lineNumber, column: limits.maxLineLength + 1,
                         "line is \(contentEnd - lineStart) bytes; the limit is \(limits.maxLineLength)")
                 }
-                let slice = source[lineStart..<contentEnd]
-                if highBits & 0x80 != 0, !isWellFormedUTF8(slice) {
+                // The line's slice of the source is made once, where its line is built (one retain per line).
+                if highBits & 0x80 != 0,
+                    !isWellFormedUTF8(UnsafeBufferPointer(rebasing: buffer[lineStart..<contentEnd]))
+                {
                     try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
                 }
                 if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
-                    let line = state.extinfLine(buffer, lineStart, contentEnd, slice, ending, lineNumber)
-                        ?? state.segmentTagLine(buffer, lineStart, contentEnd, slice, ending)
+                    let line = state.extinfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
+                        ?? state.segmentTagLine(buffer, lineStart, contentEnd, source, ending)
                 {
                     lines.append(line)
                 } else {
-                    lines.append(try state.classify(slice, ending: ending, lineNumber: lineNumber))
+                    lines.append(
+                        try state.classify(source[lineStart..<contentEnd], ending: ending, lineNumber: lineNumber))
                 }
                 lineStart = i + 1
             }
@@ -532,7 +535,8 @@ struct ParseState {
         diagnostics.append(ParseDiagnostic(error))
     }
 
-    mutating func classify(_ bytes: ArraySlice<UInt8>, ending: LineEnding, lineNumber: Int) throws(PlaylistError)
+    mutating func classify(_ bytes: consuming ArraySlice<UInt8>, ending: LineEnding, lineNumber: Int)
+        throws(PlaylistError)
         -> PlaylistLine
     {
         guard let first = bytes.first else {
@@ -573,7 +577,7 @@ struct ParseState {
     /// reference counting per step). Nil when the line is not a well-formed EXTINF (the general path then reads
     /// and reports it), or when it would need a diagnostic.
     mutating func extinfLine(
-        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ slice: ArraySlice<UInt8>,
+        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ source: [UInt8],
         _ ending: LineEnding, _ lineNumber: Int
     ) -> PlaylistLine? {
         // "#EXTINF:" as one little-endian word.
@@ -589,7 +593,7 @@ struct ParseState {
         if sawMultivariant && !reportedMixed { return nil }
         sawMedia = true
         pendingSegmentLine = lineNumber
-        return PlaylistLine(bytes: slice, ending: ending, extinfDuration: duration)
+        return PlaylistLine(bytes: source[start..<end], ending: ending, extinfDuration: duration)
     }
 
     /// `#EXT-X-BYTERANGE:<n>[@<o>]` and `#EXT-X-PROGRAM-DATE-TIME:<date>`, one per segment in byte-range and
@@ -597,7 +601,7 @@ struct ParseState {
     /// is not well formed or ends in whitespace (the general path then reads and reports it), or it would need a
     /// diagnostic.
     mutating func segmentTagLine(
-        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ slice: ArraySlice<UInt8>,
+        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ source: [UInt8],
         _ ending: LineEnding
     ) -> PlaylistLine? {
         // "#EXT-X-B" and "#EXT-X-P" as little-endian words.
@@ -635,16 +639,20 @@ struct ParseState {
             }
             guard i == end else { return nil }
             sawMedia = true
-            return PlaylistLine(bytes: slice, ending: ending, byteRange: ByteRangeSpec(length: length, offset: offset))
+            return PlaylistLine(
+                bytes: source[start..<end], ending: ending, byteRange: ByteRangeSpec(length: length, offset: offset))
         }
         if head == 0x502D_582D_5458_4523, end - start >= 25 {
             // "ROGRAM-D", "ATE-TIME" then ":".
             guard raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == 0x442D_4D41_5247_4F52,
                 raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == 0x454D_4954_2D45_5441,
-                base[start + 24] == asciiColon, let date = DateTime(bytes: slice[(start + 25)...])
+                base[start + 24] == asciiColon,
+                let date = DateTime(
+                    buffer: UnsafeBufferPointer(rebasing: buffer[(start + 25)..<end]), source: source,
+                    range: (start + 25)..<end)
             else { return nil }
             sawMedia = true
-            return PlaylistLine(bytes: slice, ending: ending, dateTime: date)
+            return PlaylistLine(bytes: source[start..<end], ending: ending, dateTime: date)
         }
         return nil
     }

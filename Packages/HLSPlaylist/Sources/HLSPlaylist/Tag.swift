@@ -100,6 +100,18 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
         self.written = read.rendersBack ? .rendered(read.seconds) : .bytes(bytes)
         self.secondsSince1970 = read.seconds
     }
+    /// A date parsed from `buffer`, the bytes of `range` in `source`: as ``init(bytes:)``, making the slice only
+    /// when the date keeps it.
+    init?(buffer: UnsafeBufferPointer<UInt8>, source: [UInt8], range: Range<Int>) {
+        if let fixed = DateTime.parseMilliseconds(buffer) {
+            self.written = fixed.rendersBack ? .rendered(fixed.seconds) : .bytes(source[range])
+            self.secondsSince1970 = fixed.seconds
+            return
+        }
+        guard let s = DateTime.parse(buffer) else { return nil }
+        self.written = .bytes(source[range])
+        self.secondsSince1970 = s
+    }
     /// A date rendered as `YYYY-MM-DDThh:mm:ss.sssZ`.
     public init(secondsSince1970: Double) {
         self.secondsSince1970 = secondsSince1970

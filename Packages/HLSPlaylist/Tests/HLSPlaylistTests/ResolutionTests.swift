@@ -124,6 +124,14 @@ import Testing
             ])
         // The second segment's range continues the first (same resolved URI); the third's URI differs.
         #expect(a.segments.map { $0.byteRange?.offset } == [0, 100, 0])
+        // A range without an offset continues only the segment right before it, and only when that one has a
+        // range of the same resource.
+        let gaps = try Playlist(
+            "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\n#EXT-X-BYTERANGE:10@5\nm.ts\n#EXTINF:6,\nm.ts\n"
+                + "#EXTINF:6,\n#EXT-X-BYTERANGE:20\nm.ts\n#EXTINF:6,\n#EXT-X-BYTERANGE:30\nm.ts\n"
+                + "#EXTINF:6,\n#EXT-X-BYTERANGE:40\nn.ts\n#EXTINF:6,\n#EXT-X-BYTERANGE:50\nn.ts\n"
+        ).media(url: url)
+        #expect(gaps.segments.map { $0.byteRange?.offset } == [5, nil, 0, 20, 0, 40])
         var s = a.segments[0]
         s.rawURI = "other.ts"
         #expect(s.uri == "https://cdn.example/live/media/a.ts?t=1")
