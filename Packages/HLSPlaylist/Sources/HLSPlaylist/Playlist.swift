@@ -50,8 +50,9 @@ public struct PlaylistLine: Sendable, Hashable {
         case comment
         case uri
         case tag(Tag)
-        /// A parsed `#EXTINF:<duration>,[<title>]` line: its duration (the rest is read from the bytes).
-        case extinf(Double)
+        /// A parsed `#EXTINF:<duration>,[<title>]` line: its duration and whether it has a title (the rest is read
+        /// from the bytes).
+        case extinf(Double, hasTitle: Bool)
         case byteRange(ByteRangeSpec)
         case dateTime(DateTime)
     }
@@ -87,10 +88,10 @@ public struct PlaylistLine: Sendable, Hashable {
     }
 
     /// A parsed EXTINF line whose bytes are `#EXTINF:` and the value (see ``extinfValue``).
-    init(bytes: ArraySlice<UInt8>, ending: LineEnding, extinfDuration: Double) {
+    init(bytes: ArraySlice<UInt8>, ending: LineEnding, extinfDuration: Double, hasTitle: Bool) {
         self.bytes = bytes
         self.ending = ending
-        self.stored = .extinf(extinfDuration)
+        self.stored = .extinf(extinfDuration, hasTitle: hasTitle)
         storedKnownTag = .extinf
         storedIsURI = false
     }
@@ -137,7 +138,7 @@ public struct PlaylistLine: Sendable, Hashable {
         case .comment: return .comment
         case .uri: return .uri
         case .tag(let t): return .tag(t)
-        case .extinf(let duration): return .tag(Tag(.extinf, .extinf(PlaylistLine.extinfValue(bytes, duration))))
+        case .extinf(let duration, _): return .tag(Tag(.extinf, .extinf(PlaylistLine.extinfValue(bytes, duration))))
         case .byteRange(let b): return .tag(Tag(.byteRange, .byteRange(b)))
         case .dateTime(let d): return .tag(Tag(.programDateTime, .dateTime(d)))
         }
@@ -208,7 +209,7 @@ public struct PlaylistLine: Sendable, Hashable {
     /// read in place without copying the line or its tag.
     static func extinf(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> (Double?, String) {
         switch lines[index].stored {
-        case .extinf(let duration): return (duration, extinfTitle(lines[index].bytes))
+        case .extinf(let duration, let hasTitle): return (duration, hasTitle ? extinfTitle(lines[index].bytes) : "")
         case .tag(let t):
             if case .extinf(let e) = t.value { return (e.duration, e.title) }
             return (nil, "")
@@ -593,7 +594,8 @@ struct ParseState {
         if sawMultivariant && !reportedMixed { return nil }
         sawMedia = true
         pendingSegmentLine = lineNumber
-        return PlaylistLine(bytes: source[start..<end], ending: ending, extinfDuration: duration)
+        return PlaylistLine(
+            bytes: source[start..<end], ending: ending, extinfDuration: duration, hasTitle: comma + 1 < valueEnd)
     }
 
     /// `#EXT-X-BYTERANGE:<n>[@<o>]` and `#EXT-X-PROGRAM-DATE-TIME:<date>`, one per segment in byte-range and

@@ -223,35 +223,57 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     /// which the reading accepts).
     @inline(__always)
     private static func parseMilliseconds(_ b: UnsafeBufferPointer<UInt8>) -> (seconds: Double, rendersBack: Bool)? {
-        guard b.count == 24, b[4] == 0x2D, b[7] == 0x2D, b[10] == 0x54, b[13] == 0x3A, b[16] == 0x3A,
-            b[19] == 0x2E, b[23] == 0x5A
-        else { return nil }
-        var invalid = false
-        @inline(__always) func d(_ i: Int) -> Int {
-            let v = b[i] &- 0x30
-            if v > 9 { invalid = true }
-            return Int(v)
-        }
-        let y = ((d(0) * 10 + d(1)) * 10 + d(2)) * 10 + d(3)
-        let mo = d(5) * 10 + d(6)
-        let day = d(8) * 10 + d(9)
-        let h = d(11) * 10 + d(12)
-        let mi = d(14) * 10 + d(15)
-        let s = d(17) * 10 + d(18)
-        let f1 = d(20)
-        let f2 = d(21)
-        let f3 = d(22)
-        guard !invalid, mo >= 1, mo <= 12, day >= 1, day <= 31, h < 24, mi < 60, s <= 60 else { return nil }
-        var seconds = Double(s)
-        var scale = 0.1
-        seconds += Double(f1) * scale
-        scale /= 10
-        seconds += Double(f2) * scale
-        scale /= 10
-        seconds += Double(f3) * scale
-        let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
-        let monthDays = mo == 2 ? (leap ? 29 : 28) : (mo == 4 || mo == 6 || mo == 9 || mo == 11 ? 30 : 31)
-        return (Double(daysFromCivil(y, mo, day) * 86400 + h * 3600 + mi * 60) + seconds, s < 60 && day <= monthDays)
+        #if _endian(little)
+            guard b.count == 24, let base = b.baseAddress else { return nil }
+            // Three eight-byte words: "YYYY-MM-", "DDThh:mm", ":ss.sssZ". In each, the separators must be exactly
+            // `separators` at the bytes of `mask`, and every other byte a digit: high nibble 3, and still 3 after
+            // adding 6 (no carry crosses a byte: digits and the separators stay below 0xFA).
+            let raw = UnsafeRawPointer(base)
+            let words = (
+                raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
+            )
+            @inline(__always) func valid(_ w: UInt64, _ mask: UInt64, _ separators: UInt64) -> Bool {
+                let digits = ~mask
+                return (w ^ separators) & mask == 0
+                    && w & 0xF0F0_F0F0_F0F0_F0F0 & digits == 0x3030_3030_3030_3030 & digits
+                    && (w &+ (0x0606_0606_0606_0606 & digits)) & 0xF0F0_F0F0_F0F0_F0F0 & digits
+                        == 0x3030_3030_3030_3030 & digits
+            }
+            guard valid(words.0, 0xFF00_00FF_0000_0000, 0x2D00_002D_0000_0000),
+                valid(words.1, 0x0000_FF00_00FF_0000, 0x0000_3A00_0054_0000),
+                valid(words.2, 0xFF00_0000_FF00_00FF, 0x5A00_0000_2E00_003A)
+            else { return nil }
+            // The digit in byte `k` of `w`.
+            @inline(__always) func d(_ w: UInt64, _ k: UInt64) -> Int {
+                Int(truncatingIfNeeded: (w >> (8 &* k)) & 0x0F)
+            }
+            let (w0, w1, w2) = words
+            let y = ((d(w0, 0) * 10 + d(w0, 1)) * 10 + d(w0, 2)) * 10 + d(w0, 3)
+            let mo = d(w0, 5) * 10 + d(w0, 6)
+            let day = d(w1, 0) * 10 + d(w1, 1)
+            let h = d(w1, 3) * 10 + d(w1, 4)
+            let mi = d(w1, 6) * 10 + d(w1, 7)
+            let s = d(w2, 1) * 10 + d(w2, 2)
+            let f1 = d(w2, 4)
+            let f2 = d(w2, 5)
+            let f3 = d(w2, 6)
+            guard mo >= 1, mo <= 12, day >= 1, day <= 31, h < 24, mi < 60, s <= 60 else { return nil }
+            var seconds = Double(s)
+            var scale = 0.1
+            seconds += Double(f1) * scale
+            scale /= 10
+            seconds += Double(f2) * scale
+            scale /= 10
+            seconds += Double(f3) * scale
+            let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
+            let monthDays = mo == 2 ? (leap ? 29 : 28) : (mo == 4 || mo == 6 || mo == 9 || mo == 11 ? 30 : 31)
+            return (
+                Double(daysFromCivil(y, mo, day) * 86400 + h * 3600 + mi * 60) + seconds, s < 60 && day <= monthDays
+            )
+        #else
+            return nil
+        #endif
     }
 
     static func format(_ t: Double) -> String {
