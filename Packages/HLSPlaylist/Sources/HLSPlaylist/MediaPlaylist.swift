@@ -263,7 +263,8 @@ extension Playlist {
         var nextDate: Double?
         var parts: [PartialSegment] = []
         var firstLine: Int?
-        var previousRange: (location: LazyURI, end: UInt64)?
+        // The end of the previous segment's byte range, when it had one (its URI is the last segment's).
+        var previousRangeEnd: UInt64?
         var previousPartRange: (uri: String, end: UInt64)?
         var directoryMemo = URIResolver.DirectoryMemo()
 
@@ -369,14 +370,19 @@ extension Playlist {
                 if discontinuity { discontinuitySequence = discontinuitySequence &+ 1 }
                 var range: ByteRange?
                 if let spec = byteRangeSpec {
-                    let offset =
-                        spec.offset
-                        ?? (previousRange.map { $0.location.resolvesLike(location) } == true
-                            ? previousRange?.end ?? 0 : 0)
-                    range = ByteRange(length: spec.length, offset: offset)
-                    previousRange = (location, range?.end ?? 0)
-                } else if previousRange != nil {
-                    previousRange = nil
+                    var offset: UInt64 = 0
+                    if let o = spec.offset {
+                        offset = o
+                    } else if let end = previousRangeEnd, !segments.isEmpty,
+                        segments[segments.count - 1].location.resolvesLike(location)
+                    {
+                        offset = end
+                    }
+                    let r = ByteRange(length: spec.length, offset: offset)
+                    range = r
+                    previousRangeEnd = r.end
+                } else if previousRangeEnd != nil {
+                    previousRangeEnd = nil
                 }
                 let duration = extinfDuration ?? 0
                 var date: DateTime?

@@ -35,24 +35,46 @@ public struct PlaylistLine: Sendable, Hashable {
     /// The line's bytes without its line ending.
     public private(set) var bytes: ArraySlice<UInt8>
     public var ending: LineEnding
-    public private(set) var content: Content
-    /// The known tag of a tag line, kept beside ``content`` so hot loops can test it without copying the tag.
+    /// What the line is (see ``content``).
+    var stored: Stored
+    /// The known tag of a tag line, kept beside ``stored`` so hot loops can test it without copying the tag.
     let storedKnownTag: KnownTag?
     /// Whether the line is a URI line (see ``storedKnownTag``).
     let storedIsURI: Bool
 
+    /// What a line is. The tags of every segment that the parser reads straight from the buffer (EXTINF,
+    /// EXT-X-BYTERANGE, EXT-X-PROGRAM-DATE-TIME) keep only their value; their ``Tag`` is built from the line's
+    /// bytes when asked for, so parsing makes no tag and no string for them.
+    enum Stored: Sendable {
+        case blank
+        case comment
+        case uri
+        case tag(Tag)
+        /// A parsed `#EXTINF:<duration>,[<title>]` line: its duration and whether it has a title (the rest is read
+        /// from the bytes).
+        case extinf(Double, hasTitle: Bool)
+        case byteRange(ByteRangeSpec)
+        case dateTime(DateTime)
+    }
+
     init(bytes: ArraySlice<UInt8>, ending: LineEnding, content: Content) {
         self.bytes = bytes
         self.ending = ending
-        self.content = content
         switch content {
         case .tag(let t):
+            stored = .tag(t)
             storedKnownTag = t.known
             storedIsURI = false
         case .uri:
+            stored = .uri
             storedKnownTag = nil
             storedIsURI = true
-        case .blank, .comment:
+        case .blank:
+            stored = .blank
+            storedKnownTag = nil
+            storedIsURI = false
+        case .comment:
+            stored = .comment
             storedKnownTag = nil
             storedIsURI = false
         }
@@ -60,26 +82,35 @@ public struct PlaylistLine: Sendable, Hashable {
     init(bytes: ArraySlice<UInt8>, ending: LineEnding, tag: Tag, known: KnownTag?) {
         self.bytes = bytes
         self.ending = ending
-        self.content = .tag(tag)
+        self.stored = .tag(tag)
         storedKnownTag = known
         storedIsURI = false
     }
 
-    /// A parsed EXTINF line (built in place, so the tag is not copied).
-    init(bytes: ArraySlice<UInt8>, ending: LineEnding, extinf: ExtInf) {
+    /// A parsed EXTINF line whose bytes are `#EXTINF:` and the value (see ``extinfValue``).
+    init(bytes: ArraySlice<UInt8>, ending: LineEnding, extinfDuration: Double, hasTitle: Bool) {
         self.bytes = bytes
         self.ending = ending
-        self.content = .tag(Tag(.extinf, .extinf(extinf)))
+        self.stored = .extinf(extinfDuration, hasTitle: hasTitle)
         storedKnownTag = .extinf
         storedIsURI = false
     }
 
-    /// A parsed EXT-X-BYTERANGE line (built in place, so the tag is not copied).
+    /// A parsed EXT-X-BYTERANGE line.
     init(bytes: ArraySlice<UInt8>, ending: LineEnding, byteRange: ByteRangeSpec) {
         self.bytes = bytes
         self.ending = ending
-        self.content = .tag(Tag(.byteRange, .byteRange(byteRange)))
+        self.stored = .byteRange(byteRange)
         storedKnownTag = .byteRange
+        storedIsURI = false
+    }
+
+    /// A parsed EXT-X-PROGRAM-DATE-TIME line.
+    init(bytes: ArraySlice<UInt8>, ending: LineEnding, dateTime: DateTime) {
+        self.bytes = bytes
+        self.ending = ending
+        self.stored = .dateTime(dateTime)
+        storedKnownTag = .programDateTime
         storedIsURI = false
     }
 
@@ -100,6 +131,60 @@ public struct PlaylistLine: Sendable, Hashable {
         PlaylistLine(bytes: [], ending: ending, content: .blank)
     }
 
+    /// What the line is.
+    public var content: Content {
+        switch stored {
+        case .blank: return .blank
+        case .comment: return .comment
+        case .uri: return .uri
+        case .tag(let t): return .tag(t)
+        case .extinf(let duration, _): return .tag(Tag(.extinf, .extinf(PlaylistLine.extinfValue(bytes, duration))))
+        case .byteRange(let b): return .tag(Tag(.byteRange, .byteRange(b)))
+        case .dateTime(let d): return .tag(Tag(.programDateTime, .dateTime(d)))
+        }
+    }
+
+    /// Where the duration ends (at the first comma, or at the value's end) and the value ends (trailing
+    /// whitespace not included) in the bytes of a parsed EXTINF line, as the parser read them.
+    private static func extinfBounds(_ bytes: ArraySlice<UInt8>) -> (comma: Int, end: Int) {
+        let start = bytes.startIndex + 8
+        var end = bytes.endIndex
+        while end > start, ASCII.isWhitespace(bytes[end - 1]) { end -= 1 }
+        var comma = start
+        while comma < end, bytes[comma] != asciiComma { comma += 1 }
+        return (comma, end)
+    }
+
+    /// The title of a parsed EXTINF line ("" when there is none).
+    private static func extinfTitle(_ bytes: ArraySlice<UInt8>) -> String {
+        let (comma, end) = extinfBounds(bytes)
+        return comma + 1 < end ? String(decoding: bytes[(comma + 1)..<end], as: UTF8.self) : ""
+    }
+
+    /// The EXTINF value of a parsed EXTINF line with `duration`, read from its bytes.
+    private static func extinfValue(_ bytes: ArraySlice<UInt8>, _ duration: Double) -> ExtInf {
+        let (comma, end) = extinfBounds(bytes)
+        return ExtInf(
+            duration: duration, durationText: String(decoding: bytes[(bytes.startIndex + 8)..<comma], as: UTF8.self),
+            title: extinfTitle(bytes), hasComma: comma < end)
+    }
+
+    /// Lines are equal when their bytes, endings and contents are; a parsed line's content follows from its
+    /// bytes, so two parsed lines of the same kind compare by their bytes alone.
+    public static func == (a: PlaylistLine, b: PlaylistLine) -> Bool {
+        guard a.ending == b.ending, a.bytes == b.bytes else { return false }
+        switch (a.stored, b.stored) {
+        case (.blank, .blank), (.comment, .comment), (.uri, .uri), (.extinf, .extinf), (.byteRange, .byteRange),
+            (.dateTime, .dateTime):
+            return true
+        default: return a.content == b.content
+        }
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes)
+        hasher.combine(ending)
+    }
+
     /// The line's text without its line ending.
     public var text: String { String(decoding: bytes, as: UTF8.self) }
     /// The tag, for tag lines.
@@ -110,30 +195,47 @@ public struct PlaylistLine: Sendable, Hashable {
     /// The known tag, for tag lines of a known tag.
     public var knownTag: KnownTag? { storedKnownTag }
     public var isURI: Bool { storedIsURI }
-    public var isComment: Bool { content == .comment }
-    public var isBlank: Bool { content == .blank }
+    public var isComment: Bool {
+        if case .comment = stored { return true }
+        return false
+    }
+    public var isBlank: Bool {
+        if case .blank = stored { return true }
+        return false
+    }
     /// The URI of a URI line with surrounding whitespace removed.
     public var uri: String? { uriBytes.map { String(decoding: $0, as: UTF8.self) } }
     /// The duration and title of the EXTINF line at `index` (nil and "" for other lines and unreadable values),
     /// read in place without copying the line or its tag.
     static func extinf(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> (Double?, String) {
-        if case .tag(let t) = lines[index].content, case .extinf(let e) = t.value { return (e.duration, e.title) }
-        return (nil, "")
+        switch lines[index].stored {
+        case .extinf(let duration, let hasTitle): return (duration, hasTitle ? extinfTitle(lines[index].bytes) : "")
+        case .tag(let t):
+            if case .extinf(let e) = t.value { return (e.duration, e.title) }
+            return (nil, "")
+        default: return (nil, "")
+        }
     }
     /// The value of the EXT-X-BYTERANGE line at `index` (nil for other lines and unreadable values), read in place.
     static func byteRange(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> ByteRangeSpec? {
-        if case .tag(let t) = lines[index].content, case .byteRange(let b) = t.value { return b }
-        return nil
+        switch lines[index].stored {
+        case .byteRange(let b): return b
+        case .tag(let t): return t.byteRange
+        default: return nil
+        }
     }
     /// The date of the EXT-X-PROGRAM-DATE-TIME line at `index` (nil for other lines and unreadable values), read
     /// in place.
     static func dateTime(in lines: UnsafeBufferPointer<PlaylistLine>, at index: Int) -> DateTime? {
-        if case .tag(let t) = lines[index].content, case .dateTime(let d) = t.value { return d }
-        return nil
+        switch lines[index].stored {
+        case .dateTime(let d): return d
+        case .tag(let t): return t.dateTime
+        default: return nil
+        }
     }
     /// The attribute list of an attribute-list tag line (nil for other lines), read without copying the tag.
     var attributeListValue: AttributeList? {
-        guard case .tag(let t) = content, case .attributes(let list) = t.value else { return nil }
+        guard case .tag(let t) = stored, case .attributes(let list) = t.value else { return nil }
         return list
     }
     /// The bytes of ``uri``: a view into the line's bytes.
@@ -185,18 +287,16 @@ public struct Playlist: Sendable, Hashable {
         var media = false
         var variantPending = false
         for index in lines.indices {
-            switch lines[index].content {
-            case .tag(let t):
-                switch t.known?.scope {
-                case .multivariant:
-                    if t.known == .streamInf { variantPending = true }
-                    if !media { return .multivariant }
-                case .mediaPlaylist, .mediaSegment, .mediaMetadata: media = true
-                default: break
-                }
-            case .uri:
+            if lines[index].storedIsURI {
                 if variantPending { return .multivariant }
                 return .media
+            }
+            guard let known = lines[index].storedKnownTag else { continue }
+            switch known.scope {
+            case .multivariant:
+                if known == .streamInf { variantPending = true }
+                if !media { return .multivariant }
+            case .mediaPlaylist, .mediaSegment, .mediaMetadata: media = true
             default: break
             }
         }
@@ -206,16 +306,16 @@ public struct Playlist: Sendable, Hashable {
     /// The tag lines of one known tag, with their line indices.
     public func tags(_ known: KnownTag) -> [(index: Int, tag: Tag)] {
         var out: [(index: Int, tag: Tag)] = []
-        for (i, line) in lines.enumerated() {
-            if case .tag(let t) = line.content, t.known == known { out.append((i, t)) }
+        for (i, line) in lines.enumerated() where line.storedKnownTag == known {
+            if case .tag(let t) = line.content { out.append((i, t)) }
         }
         return out
     }
 
     /// The first tag of one known tag.
     public func firstTag(_ known: KnownTag) -> Tag? {
-        for line in lines {
-            if case .tag(let t) = line.content, t.known == known { return t }
+        for line in lines where line.storedKnownTag == known {
+            if case .tag(let t) = line.content { return t }
         }
         return nil
     }
@@ -361,17 +461,20 @@ public struct PlaylistParser: Sendable {
                         .lineTooLong, line: lineNumber, column: limits.maxLineLength + 1,
                         "line is \(contentEnd - lineStart) bytes; the limit is \(limits.maxLineLength)")
                 }
-                let slice = source[lineStart..<contentEnd]
-                if highBits & 0x80 != 0, !isWellFormedUTF8(slice) {
+                // The line's slice of the source is made once, where its line is built (one retain per line).
+                if highBits & 0x80 != 0,
+                    !isWellFormedUTF8(UnsafeBufferPointer(rebasing: buffer[lineStart..<contentEnd]))
+                {
                     try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
                 }
                 if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
-                    let line = state.extinfLine(buffer, lineStart, contentEnd, slice, ending, lineNumber)
-                        ?? state.segmentTagLine(buffer, lineStart, contentEnd, slice, ending)
+                    let line = state.extinfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
+                        ?? state.segmentTagLine(buffer, lineStart, contentEnd, source, ending)
                 {
                     lines.append(line)
                 } else {
-                    lines.append(try state.classify(slice, ending: ending, lineNumber: lineNumber))
+                    lines.append(
+                        try state.classify(source[lineStart..<contentEnd], ending: ending, lineNumber: lineNumber))
                 }
                 lineStart = i + 1
             }
@@ -433,7 +536,8 @@ struct ParseState {
         diagnostics.append(ParseDiagnostic(error))
     }
 
-    mutating func classify(_ bytes: ArraySlice<UInt8>, ending: LineEnding, lineNumber: Int) throws(PlaylistError)
+    mutating func classify(_ bytes: consuming ArraySlice<UInt8>, ending: LineEnding, lineNumber: Int)
+        throws(PlaylistError)
         -> PlaylistLine
     {
         guard let first = bytes.first else {
@@ -474,7 +578,7 @@ struct ParseState {
     /// reference counting per step). Nil when the line is not a well-formed EXTINF (the general path then reads
     /// and reports it), or when it would need a diagnostic.
     mutating func extinfLine(
-        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ slice: ArraySlice<UInt8>,
+        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ source: [UInt8],
         _ ending: LineEnding, _ lineNumber: Int
     ) -> PlaylistLine? {
         // "#EXTINF:" as one little-endian word.
@@ -490,15 +594,8 @@ struct ParseState {
         if sawMultivariant && !reportedMixed { return nil }
         sawMedia = true
         pendingSegmentLine = lineNumber
-        let hasComma = comma < valueEnd
-        let title =
-            hasComma && comma + 1 < valueEnd
-            ? String(decoding: UnsafeBufferPointer(start: base + comma + 1, count: valueEnd - comma - 1), as: UTF8.self)
-            : ""
-        let value = ExtInf(
-            duration: duration, durationText: String(decoding: durationBytes, as: UTF8.self), title: title,
-            hasComma: hasComma)
-        return PlaylistLine(bytes: slice, ending: ending, extinf: value)
+        return PlaylistLine(
+            bytes: source[start..<end], ending: ending, extinfDuration: duration, hasTitle: comma + 1 < valueEnd)
     }
 
     /// `#EXT-X-BYTERANGE:<n>[@<o>]` and `#EXT-X-PROGRAM-DATE-TIME:<date>`, one per segment in byte-range and
@@ -506,7 +603,7 @@ struct ParseState {
     /// is not well formed or ends in whitespace (the general path then reads and reports it), or it would need a
     /// diagnostic.
     mutating func segmentTagLine(
-        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ slice: ArraySlice<UInt8>,
+        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ source: [UInt8],
         _ ending: LineEnding
     ) -> PlaylistLine? {
         // "#EXT-X-B" and "#EXT-X-P" as little-endian words.
@@ -544,17 +641,20 @@ struct ParseState {
             }
             guard i == end else { return nil }
             sawMedia = true
-            return PlaylistLine(bytes: slice, ending: ending, byteRange: ByteRangeSpec(length: length, offset: offset))
+            return PlaylistLine(
+                bytes: source[start..<end], ending: ending, byteRange: ByteRangeSpec(length: length, offset: offset))
         }
         if head == 0x502D_582D_5458_4523, end - start >= 25 {
             // "ROGRAM-D", "ATE-TIME" then ":".
             guard raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == 0x442D_4D41_5247_4F52,
                 raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self) == 0x454D_4954_2D45_5441,
-                base[start + 24] == asciiColon, let date = DateTime(bytes: slice[(start + 25)...])
+                base[start + 24] == asciiColon,
+                let date = DateTime(
+                    buffer: UnsafeBufferPointer(rebasing: buffer[(start + 25)..<end]), source: source,
+                    range: (start + 25)..<end)
             else { return nil }
             sawMedia = true
-            return PlaylistLine(
-                bytes: slice, ending: ending, tag: Tag(.programDateTime, .dateTime(date)), known: .programDateTime)
+            return PlaylistLine(bytes: source[start..<end], ending: ending, dateTime: date)
         }
         return nil
     }

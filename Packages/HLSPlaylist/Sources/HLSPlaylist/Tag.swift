@@ -88,10 +88,28 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
         self.written = .text(text)
         self.secondsSince1970 = s
     }
-    /// A date parsed from bytes, keeping a view into them as its text.
+    /// A date parsed from bytes, keeping a view into them as its text; a date written as ``format(_:)`` renders
+    /// it keeps no view (its text is rendered when read, the same bytes), so that dated playlists do not count
+    /// references per date.
     init?(bytes: ArraySlice<UInt8>) {
-        guard let s = bytes.withUnsafeBufferPointer({ DateTime.parse($0) }) else { return nil }
-        self.written = .bytes(bytes)
+        let read = bytes.withUnsafeBufferPointer { b -> (seconds: Double, rendersBack: Bool)? in
+            if let fixed = DateTime.parseMilliseconds(b) { return fixed }
+            return DateTime.parse(b).map { ($0, false) }
+        }
+        guard let read else { return nil }
+        self.written = read.rendersBack ? .rendered(read.seconds) : .bytes(bytes)
+        self.secondsSince1970 = read.seconds
+    }
+    /// A date parsed from `buffer`, the bytes of `range` in `source`: as ``init(bytes:)``, making the slice only
+    /// when the date keeps it.
+    init?(buffer: UnsafeBufferPointer<UInt8>, source: [UInt8], range: Range<Int>) {
+        if let fixed = DateTime.parseMilliseconds(buffer) {
+            self.written = fixed.rendersBack ? .rendered(fixed.seconds) : .bytes(source[range])
+            self.secondsSince1970 = fixed.seconds
+            return
+        }
+        guard let s = DateTime.parse(buffer) else { return nil }
+        self.written = .bytes(source[range])
         self.secondsSince1970 = s
     }
     /// A date rendered as `YYYY-MM-DDThh:mm:ss.sssZ`.
@@ -148,6 +166,7 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Double? {
+        if let fixed = parseMilliseconds(b) { return fixed.seconds }
         guard let y = digits(b, 0, 4), b.count > 10, b[4] == 0x2D, let mo = digits(b, 5, 2), b[7] == 0x2D,
             let d = digits(b, 8, 2), b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20,
             let h = digits(b, 11, 2), b.count > 13, b[13] == 0x3A, let mi = digits(b, 14, 2)
@@ -196,6 +215,65 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
         guard i == b.count else { return nil }
         let days = daysFromCivil(y, mo, d)
         return Double(days * 86400 + h * 3600 + mi * 60 - offset) + seconds
+    }
+
+    /// The form nearly every playlist writes, `YYYY-MM-DDThh:mm:ss.sssZ`, read at fixed positions: the same value
+    /// as the general reading below (same checks, same arithmetic), or nil for any other form; and whether
+    /// ``format(_:)`` writes the value back as the same text (not for a leap second or a day past the month's end,
+    /// which the reading accepts).
+    @inline(__always)
+    private static func parseMilliseconds(_ b: UnsafeBufferPointer<UInt8>) -> (seconds: Double, rendersBack: Bool)? {
+        #if _endian(little)
+            guard b.count == 24, let base = b.baseAddress else { return nil }
+            // Three eight-byte words: "YYYY-MM-", "DDThh:mm", ":ss.sssZ". In each, the separators must be exactly
+            // `separators` at the bytes of `mask`, and every other byte a digit: high nibble 3, and still 3 after
+            // adding 6 (no carry crosses a byte: digits and the separators stay below 0xFA).
+            let raw = UnsafeRawPointer(base)
+            let words = (
+                raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
+            )
+            @inline(__always) func valid(_ w: UInt64, _ mask: UInt64, _ separators: UInt64) -> Bool {
+                let digits = ~mask
+                return (w ^ separators) & mask == 0
+                    && w & 0xF0F0_F0F0_F0F0_F0F0 & digits == 0x3030_3030_3030_3030 & digits
+                    && (w &+ (0x0606_0606_0606_0606 & digits)) & 0xF0F0_F0F0_F0F0_F0F0 & digits
+                        == 0x3030_3030_3030_3030 & digits
+            }
+            guard valid(words.0, 0xFF00_00FF_0000_0000, 0x2D00_002D_0000_0000),
+                valid(words.1, 0x0000_FF00_00FF_0000, 0x0000_3A00_0054_0000),
+                valid(words.2, 0xFF00_0000_FF00_00FF, 0x5A00_0000_2E00_003A)
+            else { return nil }
+            // The digit in byte `k` of `w`.
+            @inline(__always) func d(_ w: UInt64, _ k: UInt64) -> Int {
+                Int(truncatingIfNeeded: (w >> (8 &* k)) & 0x0F)
+            }
+            let (w0, w1, w2) = words
+            let y = ((d(w0, 0) * 10 + d(w0, 1)) * 10 + d(w0, 2)) * 10 + d(w0, 3)
+            let mo = d(w0, 5) * 10 + d(w0, 6)
+            let day = d(w1, 0) * 10 + d(w1, 1)
+            let h = d(w1, 3) * 10 + d(w1, 4)
+            let mi = d(w1, 6) * 10 + d(w1, 7)
+            let s = d(w2, 1) * 10 + d(w2, 2)
+            let f1 = d(w2, 4)
+            let f2 = d(w2, 5)
+            let f3 = d(w2, 6)
+            guard mo >= 1, mo <= 12, day >= 1, day <= 31, h < 24, mi < 60, s <= 60 else { return nil }
+            var seconds = Double(s)
+            var scale = 0.1
+            seconds += Double(f1) * scale
+            scale /= 10
+            seconds += Double(f2) * scale
+            scale /= 10
+            seconds += Double(f3) * scale
+            let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
+            let monthDays = mo == 2 ? (leap ? 29 : 28) : (mo == 4 || mo == 6 || mo == 9 || mo == 11 ? 30 : 31)
+            return (
+                Double(daysFromCivil(y, mo, day) * 86400 + h * 3600 + mi * 60) + seconds, s < 60 && day <= monthDays
+            )
+        #else
+            return nil
+        #endif
     }
 
     static func format(_ t: Double) -> String {

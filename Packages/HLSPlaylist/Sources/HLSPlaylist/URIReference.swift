@@ -464,6 +464,36 @@ extension URIResolver {
         var directory: ArraySlice<UInt8> = []
         var resolved = ""
         var valid = false
+
+        /// The length of ``directory`` when `raw` is that directory followed by a last segment and tail as
+        /// ``URIResolver/resolveByDirectory(_:memo:)`` requires them, with no `{` (the directory, remembered from a
+        /// reference without one, has none); nil otherwise. This skips the shape scan for the second and later
+        /// segments of a directory: their resolution is the remembered one followed by the rest of the reference.
+        func directoryLength(ofReferenceIn raw: ArraySlice<UInt8>) -> Int? {
+            let count = directory.count
+            return raw.withUnsafeBufferPointer { u -> Int? in
+                guard u.count > count, count <= Int(UInt32.max) else { return nil }
+                let sameDirectory = directory.withUnsafeBufferPointer { d in
+                    var k = 0
+                    while k < count, d[k] == u[k] { k &+= 1 }
+                    return k == count
+                }
+                guard sameDirectory else { return nil }
+                // The last segment: not empty, not "." or "..", no "/" and no "{" before the query or fragment.
+                var i = count
+                while i < u.count {
+                    let c = u[i]
+                    if c == 0x3F || c == asciiHash { break }
+                    if c == 0x2F || c == 0x7B { return nil }
+                    i &+= 1
+                }
+                let file = i &- count
+                if file == 0 || (u[count] == 0x2E && (file == 1 || (file == 2 && u[count &+ 1] == 0x2E))) { return nil }
+                // The query and fragment: no "{".
+                guard ByteScan.next(0x7B, in: u, from: i) == u.count else { return nil }
+                return count
+            }
+        }
     }
 
     /// Resolves a reference given as bytes, deferring the string work when the result is the reference itself or
@@ -478,6 +508,9 @@ extension URIResolver {
     func lazy(_ raw: consuming ArraySlice<UInt8>, substitute: (String) -> String, memo: inout DirectoryMemo)
         -> LazyURI
     {
+        if memo.valid, let replaced = memo.directoryLength(ofReferenceIn: raw) {
+            return LazyURI(raw: raw, prefix: memo.resolved, replacing: replaced)
+        }
         let scan = raw.withUnsafeBufferPointer { URIScan($0) }
         if !scan.hasBrace {
             if !hasBase || scan.shape == .absoluteWithoutDots { return LazyURI(raw: raw, prefix: "") }

@@ -196,6 +196,70 @@ import Testing
         #expect(media.segments.map(\.uri) == ["seg 1.ts", "seg2.ts", "seg3.ts"])
     }
 
+    /// EXTINF, EXT-X-BYTERANGE and EXT-X-PROGRAM-DATE-TIME lines keep only their value when parsed and build their
+    /// tag from their bytes when asked for: the same tag, text and value as written, equal (with equal hashes) to
+    /// the line built from that tag when the text is canonical, and to the same line parsed again.
+    @Test func segmentLinesBuildTheirTagFromTheirBytes() throws {
+        let text = """
+            #EXTM3U
+            #EXT-X-TARGETDURATION:10
+            #EXTINF:9.009,Title, with, commas\u{20}\u{20}
+            a.ts
+            #EXTINF:10
+            b.ts
+            #EXTINF:8.5,\r
+            #EXT-X-BYTERANGE:100@200
+            c.ts
+            #EXT-X-PROGRAM-DATE-TIME:2026-03-04T05:06:07.890Z
+            #EXTINF:7.000,x
+            #EXT-X-BYTERANGE:50
+            c.ts
+
+            """
+        let p = try Playlist(text)
+        let extinfs = p.tags(.extinf).map(\.tag)
+        #expect(extinfs.map { $0.extinf?.durationText } == ["9.009", "10", "8.5", "7.000"])
+        #expect(extinfs.map { $0.extinf?.title } == ["Title, with, commas", "", "", "x"])
+        #expect(extinfs.map { $0.extinf?.hasComma } == [true, false, true, true])
+        #expect(extinfs.map { $0.extinf?.duration } == [9.009, 10, 8.5, 7])
+        #expect(extinfs.map(\.valueText) == ["9.009,Title, with, commas", "10", "8.5,", "7.000,x"])
+        #expect(
+            p.tags(.byteRange).map { $0.tag.byteRange } == [ByteRangeSpec(length: 100, offset: 200), .init(length: 50)])
+        #expect(p.firstTag(.programDateTime)?.dateTime?.text == "2026-03-04T05:06:07.890Z")
+        #expect(
+            p.lines.map(\.knownTag) == [
+                .extm3u, .targetDuration, .extinf, nil, .extinf, nil, .extinf, .byteRange, nil, .programDateTime,
+                .extinf, .byteRange, nil,
+            ])
+        #expect(
+            p.lines.map(\.isURI) == [
+                false, false, false, true, false, true, false, false, true, false, false, false, true,
+            ])
+        #expect(p.media().segments.map(\.title) == ["Title, with, commas", "", "", "x"])
+        #expect(
+            p.media().segments.map(\.byteRange) == [
+                nil, nil, ByteRange(length: 100, offset: 200), ByteRange(length: 50, offset: 300),
+            ])
+        for index in [4, 7, 9, 10, 11] {
+            let line = p.lines[index]
+            let tag = try #require(line.tag)
+            let built = PlaylistLine(tag: tag, ending: line.ending)
+            #expect(built.text == line.text)
+            #expect(built == line && line == built, "\(line.text)")
+            #expect(built.hashValue == line.hashValue, "\(line.text)")
+            #expect(line.content == .tag(tag))
+        }
+        // Not canonical: trailing blanks (kept in the bytes, not in the value).
+        #expect(p.lines[2] != PlaylistLine(tag: try #require(p.lines[2].tag)))
+        #expect(p.lines[2].tag == PlaylistLine(tag: try #require(p.lines[2].tag)).tag)
+        #expect(p.lines[6].text == "#EXTINF:8.5," && p.lines[6].ending == .crlf)
+        let again = try Playlist(text)
+        #expect(again == p && again.lines == p.lines)
+        #expect(Set(p.lines + again.lines).count == Set(p.lines).count)
+        #expect(p.lines[2] != p.lines[4] && p.lines[8] == p.lines[12])
+        #expect(p.write() == Array(text.utf8))
+    }
+
     @Test func everyTagIsTyped() throws {
         let p = try Playlist(bytes: try Fixtures.bytes("valid/every-media-tag.m3u8"))
         #expect(p.kind == .media)

@@ -1,5 +1,6 @@
 import Foundation
 import HLSPlaylist
+import TestSupport
 import Testing
 
 @Suite struct ResolutionTests {
@@ -123,6 +124,14 @@ import Testing
             ])
         // The second segment's range continues the first (same resolved URI); the third's URI differs.
         #expect(a.segments.map { $0.byteRange?.offset } == [0, 100, 0])
+        // A range without an offset continues only the segment right before it, and only when that one has a
+        // range of the same resource.
+        let gaps = try Playlist(
+            "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\n#EXT-X-BYTERANGE:10@5\nm.ts\n#EXTINF:6,\nm.ts\n"
+                + "#EXTINF:6,\n#EXT-X-BYTERANGE:20\nm.ts\n#EXTINF:6,\n#EXT-X-BYTERANGE:30\nm.ts\n"
+                + "#EXTINF:6,\n#EXT-X-BYTERANGE:40\nn.ts\n#EXTINF:6,\n#EXT-X-BYTERANGE:50\nn.ts\n"
+        ).media(url: url)
+        #expect(gaps.segments.map { $0.byteRange?.offset } == [5, nil, 0, 20, 0, 40])
         var s = a.segments[0]
         s.rawURI = "other.ts"
         #expect(s.uri == "https://cdn.example/live/media/a.ts?t=1")
@@ -251,7 +260,7 @@ import Testing
         let files = [
             "seg_00001.ts", "x", "..", ".", "a%20b.ts", "s p.ts", "", "q?x=1/../y", "f#frag", ".hidden", "..x",
             "seg.ts?token=9f86&expires=1", "f?q#frag", "f#a/../b", "?q", ".?q", "..?q", "..#f", "x?/./",
-            "f?", "f#",
+            "f?", "f#", "f{x}.ts", "f?{x}", "a/f.ts", "f/", "f?a/../b", "{x}/f",
         ]
         var references: [String] = []
         for d in directories {
@@ -392,6 +401,61 @@ import Testing
         #expect(v.attributes.decimalInteger("BANDWIDTH") == 1)
         v.attributes.set("AUDIO", rawValue: "\"other\"")
         #expect(v.audio == "aud")
+    }
+
+    /// Dates in the fixed form `YYYY-MM-DDThh:mm:ss.sssZ` (read at fixed positions) against the same dates with a
+    /// lowercase `t` and `z` (read by the general path), and broken fixed-form dates refused like the general path.
+    @Test func fixedFormDatesReadAsTheGeneralPath() throws {
+        var random = SplitMix64(seed: 0xDA7E)
+        func pad(_ v: UInt64, _ n: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, n - s.count)) + s
+        }
+        for _ in 0..<20_000 {
+            let r = random.next()
+            let fields = [
+                pad(r % 10_000, 4), pad(r >> 14 % 14, 2), pad(r >> 18 % 33, 2), pad(r >> 24 % 25, 2),
+                pad(r >> 30 % 61, 2), pad(r >> 36 % 62, 2), pad(r >> 42 % 1000, 3),
+            ]
+            let body = "\(fields[0])-\(fields[1])-\(fields[2])T\(fields[3]):\(fields[4]):\(fields[5]).\(fields[6])"
+            let fixed = DateTime(body + "Z")
+            let general = DateTime(body.replacingOccurrences(of: "T", with: "t") + "z")
+            #expect(fixed?.secondsSince1970 == general?.secondsSince1970, "\(body)Z")
+        }
+        #expect(DateTime("2026-01-01T00:00:09.618Z")?.secondsSince1970 == 1_767_225_609.618)
+        // Parsed from a playlist, a fixed-form date keeps its text (rendered when read when that gives the same
+        // bytes); a leap second or a day past the month's end keeps it as written.
+        var dates: [String] = []
+        for _ in 0..<2_000 {
+            let r = random.next()
+            dates.append(
+                "\(pad(r % 10_000, 4))-\(pad(1 + r >> 14 % 12, 2))-\(pad(1 + r >> 18 % 31, 2))T\(pad(r >> 24 % 24, 2)):"
+                    + "\(pad(r >> 30 % 60, 2)):\(pad(r >> 36 % 61, 2)).\(pad(r >> 42 % 1000, 3))Z")
+        }
+        dates += [
+            "2024-02-29T23:59:60.000Z", "2023-02-29T00:00:00.000Z", "2026-04-31T12:00:00.500Z",
+            "0000-01-01T00:00:00.000Z",
+        ]
+        let text =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n"
+            + dates.map { "#EXT-X-PROGRAM-DATE-TIME:\($0)\n#EXTINF:4,\na.ts\n" }.joined()
+        let parsed = try #require(try? Playlist(text))
+        let media = parsed.media()
+        #expect(media.segments.map { $0.programDateTime?.text } == dates)
+        #expect(parsed.tags(.programDateTime).map { $0.tag.dateTime?.text } == dates)
+        #expect(parsed.tags(.programDateTime).map(\.tag.valueText) == dates)
+        for (segment, date) in zip(media.segments, dates) {
+            #expect(segment.programDateTime?.secondsSince1970 == DateTime(date)?.secondsSince1970, "\(date)")
+            #expect(segment.programDateTime == DateTime(date), "\(date)")
+        }
+        #expect(parsed.write() == Array(text.utf8))
+        for broken in [
+            "2026-01-01T00:00:09.61xZ", "2026-00-01T00:00:09.618Z", "2026-01-32T00:00:09.618Z",
+            "2026-01-01T24:00:09.618Z", "2026-01-01T00:60:09.618Z", "2026-01-01T00:00:61.618Z",
+            "2026/01-01T00:00:09.618Z", "2026-01-01T00:00:09,618Q", " 026-01-01T00:00:09.618Z",
+        ] {
+            #expect(DateTime(broken) == nil, "\(broken)")
+        }
     }
 
     @Test func dateTimes() {
