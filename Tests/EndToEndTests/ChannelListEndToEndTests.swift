@@ -126,7 +126,7 @@ import Testing
             }
             // Well into the stalled requests: some file part-written (on a loaded machine that can take longer than
             // any fixed wait).
-            try DownloadProcessesTests.waitFor("\(source): a part-written file in \(store.path)") {
+            DownloadProcessesTests.waitFor("\(source): a part-written file in \(store.path)") {
                 let files = FileManager.default.enumerator(atPath: store.path)?.allObjects as? [String] ?? []
                 return files.contains { name in
                     guard name.hasSuffix(".part") else { return false }
