@@ -119,6 +119,10 @@ enum ServeCommand {
         if Terminal.stderrIsTerminal, !files.isEmpty {
             Task { await showProgress(files) }
         }
+        let watched = sessions.compactMap { item in (item.source as? TSPlaybackSession).map { (item.path, $0) } }
+        if !watched.isEmpty {
+            Task { await reportServingDiagnostics(watched) }
+        }
         await Signals.waitForInterrupt()
         for item in sessions {
             await server.remove(item.source)
@@ -157,6 +161,20 @@ enum ServeCommand {
         }
         let session = try TSFolderSession(folder: path)
         return (session, "master.m3u8", nil, session.segments.reduce(0) { $0 + $1.duration })
+    }
+
+    /// Prints each new serving diagnostic of the sessions (audio frames a served segment left out) once on stderr,
+    /// as segments are made, until serving ends.
+    static func reportServingDiagnostics(_ sessions: [(path: String, session: TSPlaybackSession)]) async {
+        var printed = sessions.map { _ in Set<String>() }
+        while !Task.isCancelled {
+            for (number, item) in sessions.enumerated() {
+                for line in item.session.servingDiagnostics where printed[number].insert(line).inserted {
+                    Output.log("\(item.path): " + line)
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
     }
 
     /// Shows indexing progress on a terminal until every input is indexed.
