@@ -95,6 +95,11 @@ public struct TSTrackBuilder: Sendable {
     public private(set) var otherConfigurationFrames = 0
     /// Whether the last independent audio frame was left out (its dependent frames go with it).
     var droppingFrame = false
+    /// The samples of the frames left out since the last frame kept in this fragment: once a frame follows them, the
+    /// frame before the gap lasts their time too, so that the frames after it keep theirs (inside a fragment audio
+    /// runs on frame by frame). A gap at a fragment's start or end needs none: each fragment starts at its first
+    /// frame's own time, and the previous range's last frame does not stretch over the next range's frames.
+    var gapSamples = 0
 
     var units: [AccessUnit] = []
     var frames: [AudioFrame] = []
@@ -241,6 +246,7 @@ public struct TSTrackBuilder: Sendable {
                 // that range's first keyframe): decoded with this entry it would play wrong, so it is left out.
                 if !header.isDependent {
                     otherConfigurationFrames += 1
+                    gapSamples += header.samples
                     if fromCarry { carrySamplesBefore += header.samples } else { samplesBefore += header.samples }
                 }
                 position += header.length
@@ -249,6 +255,8 @@ public struct TSTrackBuilder: Sendable {
             if header.isDependent, !frames.isEmpty {
                 frames[frames.count - 1].data += data
             } else {
+                if gapSamples > 0, !frames.isEmpty { frames[frames.count - 1].samples += gapSamples }
+                gapSamples = 0
                 frames.append(AudioFrame(data: data, samples: header.samples, pts: pts, samplesBefore: before))
                 if fromCarry { carrySamplesBefore += header.samples } else { samplesBefore += header.samples }
             }
@@ -277,6 +285,7 @@ public struct TSTrackBuilder: Sendable {
         defer {
             units = []
             frames = []
+            gapSamples = 0
         }
         switch kind {
         case .video(let syntax):

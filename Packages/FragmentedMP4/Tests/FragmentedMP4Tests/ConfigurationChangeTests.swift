@@ -62,29 +62,36 @@ import Testing
     }
 
     /// Frames whose configuration differs from the sample entry's (stereo in a mono track: a later range's frames
-    /// muxed before its first keyframe) are left out and counted; the others run on frame by frame from the first
-    /// one's time, as audio does inside a fragment.
-    @Test func audioFramesOfAnotherConfigurationAreLeftOut() throws {
+    /// muxed before its first keyframe) are left out and counted; the frame before each gap lasts the gap's time
+    /// too, so the frames after it keep their decode times (inside a fragment audio runs on frame by frame).
+    @Test func audioFramesOfAnotherConfigurationAreLeftOutAndTheRestKeepTheirTimes() throws {
         var ts = TSBuilder(streams: [ElementaryStream(streamType: .aacADTS, pid: 0x101)])
         for number in 0..<3 {
             ts.pes(pid: 0x101, streamID: 0xC0, pts: UInt64(number) * 1920, payload: adts(channels: 1, UInt8(number)))
         }
         let mono = ts.bytes.count
-        // A stereo PES of two frames, then mono again.
+        // A stereo PES of two frames; then a PES with a stereo frame between two mono ones.
         ts.pes(pid: 0x101, streamID: 0xC0, pts: 3 * 1920, payload: adts(channels: 2, 3) + adts(channels: 2, 4))
-        ts.pes(pid: 0x101, streamID: 0xC0, pts: 5 * 1920, payload: adts(channels: 1, 5))
+        ts.pes(
+            pid: 0x101, streamID: 0xC0, pts: 5 * 1920,
+            payload: adts(channels: 1, 5) + adts(channels: 2, 6) + adts(channels: 1, 7))
         let layout = try TSProgramLayout(head: Array(ts.bytes[..<mono]))
         var fragmenter = try layout.fragmenter()
         fragmenter.beginRange(start: 0, end: Int64(ts.bytes.count))
         fragmenter.feed(ts.bytes)
         fragmenter.finish()
-        #expect(fragmenter.otherConfigurationFrames == [0x101: 2])
+        #expect(fragmenter.otherConfigurationFrames == [0x101: 3])
         let fragments = fragmenter.takeFragments(
             timeline: TSTimeline(anchor: Timestamp(wrapping: UInt64(0)), anchorTime: 0))
         let fragment: TrackFragment = try #require(fragments[0x101])
-        // The four mono frames' bodies (ADTS headers stripped).
-        #expect(fragment.samples.map(\.data) == [[0, 1], [1, 1], [2, 1], [5, 1]])
-        #expect(fragment.baseMediaDecodeTime == 0 && fragment.samples.map(\.duration) == [1024, 1024, 1024, 1024])
+        // The five mono frames' bodies (ADTS headers stripped), each at its own time (frame number x 1024 at 48 kHz).
+        #expect(fragment.samples.map(\.data) == [[0, 1], [1, 1], [2, 1], [5, 1], [7, 1]])
+        #expect(fragment.baseMediaDecodeTime == 0)
+        let starts = fragment.samples.indices.map { index in
+            fragment.samples[..<index].reduce(UInt64(0)) { $0 + UInt64($1.duration) }
+        }
+        #expect(starts == [0, 1024, 2048, 5 * 1024, 7 * 1024], "\(fragment.samples.map(\.duration))")
+        #expect(fragment.samples.last?.duration == 1024)
     }
 
     @Test func anHEVCParameterSetChangeIsRefusedAndH264IsNot() throws {
