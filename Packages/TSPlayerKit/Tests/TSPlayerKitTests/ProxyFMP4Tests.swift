@@ -2,6 +2,7 @@ import Foundation
 import FragmentedMP4
 import HLSAdFilter
 import HLSPlaylist
+import TestSupport
 import Testing
 
 @testable import TSPlayerKit
@@ -123,8 +124,9 @@ import Testing
     /// Audio-only content (an AC-3 track, no video): no video track is found, so slates carry audio alone: the
     /// init section declares the content's audio track only (its `trak` and `trex`, none of the template's video),
     /// and a slate is silence on that track, continuing from where the anchor's audio ended, the frames that start
-    /// within the slot.
-    @Test func audioOnlyContentGetsAudioOnlySlates() async throws {
+    /// within the slot. ffmpeg decodes the slate after its init section without an error: 63 AC-3 frames on one
+    /// audio stream, no video.
+    @Test(.temporaryFolders) func audioOnlyContentGetsAudioOnlySlates() async throws {
         let contentInit = try InitSegment(tracks: [
             Track(
                 trackID: 4, timescale: 48000,
@@ -161,6 +163,21 @@ import Testing
             FragmentedSlateTemplate.contentStart(segment: slate, initSection: slateInit) == Double(anchorEnd) / 48000)
         // 2 s is 62.5 frames: the 63 that start within it.
         #expect(FragmentedSlateTemplate.audioEnd(segment: slate, track: audio) == anchorEnd + 63 * 1536)
+        let file = URL(fileURLWithPath: TemporaryFolders.make(prefix: "audio-only-slate-")).appendingPathComponent(
+            "slate.mp4")
+        try Data(slateInit + slate).write(to: file)
+        let ffprobe = try #require(ExternalProgram.find("ffprobe"))
+        let probe = try ExternalProgram.run(
+            ffprobe, ["-v", "error", "-show_entries", "stream=codec_type,codec_name", "-of", "csv=p=0", file.path])
+        // One stream (a line per stream: codec, type and an empty field).
+        let streams = probe.out.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: ",") }
+        #expect(streams == ["ac3,audio"], "\(probe.out) \(probe.err)")
+        let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
+        let decode = try ExternalProgram.run(
+            ffmpeg, ["-hide_banner", "-nostdin", "-v", "error", "-i", file.path, "-f", "framemd5", "-"])
+        #expect(decode.status == 0 && decode.err.isEmpty, "\(decode.err)")
+        let frames = decode.out.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(frames.count == 63)
         // Without an anchor there is nothing to continue, and no video to stand in: no slate.
         #expect(await maker.fragmentedSlate(for: slot, anchor: nil, anchorInit: contentInit) == nil)
         // Audio-only content slates cannot carry (MPEG audio here) gets no slate init section rather than video.
