@@ -59,9 +59,12 @@ enum ProxyMedia {
     static let adSegments: Set<Int> = [8, 9, 10, 14, 15]
     static let directory: Result<URL, any Error> = Result { try make(fragmented: false) }
     static let fragmented: Result<URL, any Error> = Result { try make(fragmented: true) }
+    /// The same TS stream with AC-3 and with E-AC-3 audio.
+    static let ac3: Result<URL, any Error> = Result { try make(fragmented: false, audio: "ac3") }
+    static let eac3: Result<URL, any Error> = Result { try make(fragmented: false, audio: "eac3") }
 
-    static func make(fragmented: Bool) throws -> URL {
-        let dir = TemporaryFolders.makeShared(prefix: "proxy-e2e-\(fragmented ? "fmp4-" : "")")
+    static func make(fragmented: Bool, audio: String = "aac") throws -> URL {
+        let dir = TemporaryFolders.makeShared(prefix: "proxy-e2e-\(fragmented ? "fmp4-" : "")\(audio)-")
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { throw CocoaError(.fileNoSuchFile) }
         let result = try EndToEnd.run(
             ffmpeg,
@@ -70,8 +73,8 @@ enum ProxyMedia {
                 "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "80", "-filter_complex",
                 "[0:v]drawbox=x=0:y=0:w=iw:h=ih:color=red:t=fill:enable='gte(t,16)*lt(t,22)+gte(t,28)*lt(t,32)'[v]",
                 "-map", "[v]", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "50", "-keyint_min",
-                "50", "-sc_threshold", "0", "-force_key_frames", "expr:gte(t,n_forced*2)", "-c:a", "aac", "-ac", "2",
-                "-b:a", "64k", "-f", "hls", "-hls_time", "2", "-hls_list_size", "0",
+                "50", "-sc_threshold", "0", "-force_key_frames", "expr:gte(t,n_forced*2)", "-c:a", audio, "-ac", "2",
+                "-b:a", audio == "aac" ? "64k" : "192k", "-f", "hls", "-hls_time", "2", "-hls_list_size", "0",
             ]
                 + (fragmented ? ["-hls_segment_type", "fmp4", "-hls_fmp4_init_filename", "init.mp4"] : [])
                 + [

@@ -1,7 +1,9 @@
-// Slates leave no audio hole, measured by ffprobe: a live stream (TS, and fMP4) whose segments 4-33 are one ad break
-// goes through `tsplayer proxy`; ffprobe reads the audio packets of the last content segment before the break, of the
-// 30 slates and of the content segment after it (an fMP4 segment after its EXT-X-MAP). Each join has no gap, each slot holds its EXTINF's audio within one AAC frame,
-// and the 30 slots do not drift from the timeline.
+// Slates leave no audio hole, measured by ffprobe: a live stream (TS with AAC, AC-3 or E-AC-3 audio, and fMP4 with
+// AAC) whose segments 4-33 are one ad break goes through `tsplayer proxy`; ffprobe reads the audio packets of the last
+// content segment before the break, of the 30 slates and of the content segment after it (an fMP4 segment after its
+// EXT-X-MAP). Each join has no gap, each slot holds its EXTINF's audio within one audio frame, and the 30 slots do not
+// drift from the timeline. TS: the slates carry the content's codec, and ffmpeg decodes the served segments joined
+// (content, 30 slates, content) without an error.
 import Foundation
 import Testing
 
@@ -22,18 +24,26 @@ import Testing
         }
     }
 
-    /// One AAC frame in the stream's time base: 90 kHz for TS, the 48 kHz sample rate for fMP4.
-    var frame: Int64 { fragmented ? 1024 : 1920 }
+    /// One audio frame in the stream's time base: 90 kHz for TS, the 48 kHz sample rate for fMP4 (1024 samples for
+    /// AAC, 1536 for AC-3 and E-AC-3).
+    var frame: Int64 {
+        let samples: Int64 = audio == "aac" ? 1024 : 1536
+        return fragmented ? samples : samples * 90_000 / 48_000
+    }
     var fragmented = false
+    var audio = "aac"
 
-    @Test(arguments: [false, true]) func thirtySlatesCarryTheAudioTimelineWithoutAHoleOrDrift(fragmented: Bool) throws {
+    @Test(arguments: [(false, "aac"), (true, "aac"), (false, "ac3"), (false, "eac3")])
+    func thirtySlatesCarryTheAudioTimelineWithoutAHoleOrDrift(fragmented: Bool, audio: String) throws {
         var test = self
         test.fragmented = fragmented
+        test.audio = audio
         try test.check()
     }
 
     func check() throws {
-        let dir = try (fragmented ? ProxyMedia.fragmented : ProxyMedia.directory).get()
+        let media = fragmented ? ProxyMedia.fragmented : ["ac3": ProxyMedia.ac3, "eac3": ProxyMedia.eac3][audio]
+        let dir = try (media ?? ProxyMedia.directory).get()
         let ticks: Int64 = fragmented ? 48_000 : 90_000
         let python = try #require(EndToEnd.tool("python3"))
         let curl = try #require(EndToEnd.tool("curl"))
@@ -85,8 +95,26 @@ import Testing
         var slateAudio: Int64 = 0
         var firstSlateStart: Int64?
         var lastSlateEnd: Int64 = 0
+        var joined = Data()
         for msn in 3...34 {
             var input = absolute(uris[msn])
+            if !fragmented {
+                let segment = try EndToEnd.run(curl, ["-s", "-f", input])
+                #expect(segment.status == 0, "segment \(msn): \(input)")
+                joined += segment.stdout
+                let file = scratch.deletingLastPathComponent().appendingPathComponent("\(msn).ts")
+                try segment.stdout.write(to: file)
+                input = file.path
+                // The slates carry the content's codec.
+                let codec = try EndToEnd.run(
+                    try #require(EndToEnd.tool("ffprobe")),
+                    [
+                        "-v", "error", "-select_streams", "a", "-show_entries", "stream=codec_name", "-of", "csv=p=0",
+                        input,
+                    ])
+                #expect(
+                    codec.out.split(separator: "\n").first.map(String.init) == audio, "segment \(msn): \(codec.out)")
+            }
             if fragmented {
                 // ffprobe reads a fragment after its init section.
                 let initURI = try #require(maps[msn], "segment \(msn) has no EXT-X-MAP")
@@ -109,17 +137,28 @@ import Testing
             }
             previousEnd = end
         }
-        // Every join (content to slate, slate to slate, slate to content) is seamless.
+        // Every join (content to slate, slate to slate, slate to content) is seamless: 0 ticks.
         let millisecond = ticks / 1000
         #expect(
-            gaps.allSatisfy { abs($0.ticks) < millisecond },
-            "audio gaps (ticks) at \(gaps.filter { abs($0.ticks) >= millisecond })")
-        // Each slot's audio is its EXTINF within one AAC frame (less audio than the slot: under a frame of hole).
+            gaps.allSatisfy { $0.ticks == 0 },
+            "audio gaps (ticks) at \(gaps.filter { $0.ticks != 0 })")
+        // Each slot's audio is its EXTINF within one audio frame (less audio than the slot: under a frame of hole).
         #expect(holes.allSatisfy { abs($0.ticks) < frame }, "per-slot audio shortfall (ticks): \(holes)")
         // 30 slots of 2 s: 60 s of audio within one frame, and the slates' audio spans exactly what it holds.
         #expect(
             abs(slateAudio - 60 * ticks) < frame,
             "30 slots hold \(Double(slateAudio) / Double(millisecond)) ms of audio")
         #expect(lastSlateEnd - (firstSlateStart ?? 0) == slateAudio)
+        if !fragmented {
+            // ffmpeg decodes the audio across the break (content, the 30 slates, content) without an error.
+            let file = scratch.deletingLastPathComponent().appendingPathComponent("joined.ts")
+            try joined.write(to: file)
+            let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
+            let decode = try EndToEnd.run(
+                ffmpeg, ["-hide_banner", "-nostdin", "-v", "error", "-i", file.path, "-map", "0:a", "-f", "null", "-"])
+            #expect(
+                decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding the \(audio) across the break: \(decode.err)"
+            )
+        }
     }
 }

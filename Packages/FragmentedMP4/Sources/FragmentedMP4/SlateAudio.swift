@@ -354,8 +354,9 @@ extension FragmentedSlateTemplate {
     }
 
     /// The init section of slates for `track` that also declares `audio` (the content's own audio track), so the
-    /// slates' silent fragments play on it.
-    public func initSection(for track: Track?, audio: AudioTrack?) -> [UInt8] {
+    /// slates' silent fragments play on it. Without `video` (audio-only content) it declares `audio` alone: the
+    /// template's video track and its `trex` are left out.
+    public func initSection(for track: Track?, audio: AudioTrack?, video: Bool = true) -> [UInt8] {
         let plain = initSection(for: track)
         guard let audio, let top = try? BoxReader.parse(plain) else { return plain }
         var writer = BoxWriter()
@@ -364,8 +365,17 @@ extension FragmentedSlateTemplate {
                 writer.write(box)
                 continue
             }
-            let lastTrak = children.lastIndex { $0.type == .trak } ?? children.count - 1
-            children.insert(audio.trak, at: lastTrak + 1)
+            if !video {
+                children.removeAll { $0.type == .trak }
+                if let mvex = children.firstIndex(where: { $0.type == .mvex }) {
+                    children[mvex].content = .children(children[mvex].children.filter { $0.type != .trex })
+                }
+            }
+            // After the last track, or where the template's was (before `mvex`).
+            let at =
+                children.lastIndex { $0.type == .trak }.map { $0 + 1 } ?? children.firstIndex { $0.type == .mvex }
+                ?? children.count
+            children.insert(audio.trak, at: at)
             if let mvex = children.firstIndex(where: { $0.type == .mvex }) {
                 children[mvex].content = .children(children[mvex].children + [audio.trex])
             }

@@ -112,10 +112,16 @@ public struct FragmentedSlateTemplate: Sendable {
         return writer.bytes
     }
 
-    /// The video track of an init section (the first track when none has a video handler).
+    /// The video track of an init section, or nil when none has a video handler (an audio-only init section:
+    /// its slates carry audio only).
     public static func videoTrack(initSection: [UInt8]) -> Track? {
+        tracks(initSection: initSection).first(where: \.video)?.track
+    }
+
+    /// The tracks of an init section, in order, each with whether it has a video handler.
+    static func tracks(initSection: [UInt8]) -> [(track: Track, video: Bool)] {
         guard let moov = (try? BoxReader.parsePrefix(initSection))?.boxes.first(where: { $0.type == .moov }) else {
-            return nil
+            return []
         }
         var tracks: [(track: Track, video: Bool)] = []
         for trak in moov.children where trak.type == .trak {
@@ -130,13 +136,15 @@ public struct FragmentedSlateTemplate: Sendable {
             }
             tracks.append((Track(id: uint32(tkhd, idOffset), timescale: scale), video))
         }
-        return (tracks.first(where: \.video) ?? tracks.first)?.track
+        return tracks
     }
 
-    /// Where a content segment starts, in seconds: the `tfdt` of its video track divided by that track's timescale.
-    /// Only the segment's complete boxes are read: a truncated `mdat` does not hide the `moof` before it.
+    /// Where a content segment starts, in seconds: the `tfdt` of its video track (its first track when it has no
+    /// video) divided by that track's timescale. Only the segment's complete boxes are read: a truncated `mdat` does
+    /// not hide the `moof` before it.
     public static func contentStart(segment: [UInt8], initSection: [UInt8]) -> Double? {
-        guard let track = videoTrack(initSection: initSection),
+        let tracks = tracks(initSection: initSection)
+        guard let track = (tracks.first(where: \.video) ?? tracks.first)?.track,
             let moof = (try? BoxReader.parsePrefix(segment))?.boxes.first(where: { $0.type == .moof })
         else { return nil }
         for traf in moof.children where traf.type == .traf {

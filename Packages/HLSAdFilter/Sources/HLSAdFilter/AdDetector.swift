@@ -47,12 +47,15 @@ public struct AdDetector: Sendable {
     ///   - initial: the break open before the first segment (from the previous poll).
     ///   - remembered: decisions of earlier polls, by media sequence number; they are kept as they were.
     ///   - slated: media sequence numbers earlier polls published as ads while still provisional (a break at the
-    ///     live edge), each with the seconds from its break's anchor (the last content segment before it) to it: a
-    ///     break without markers that reaches back to the window's start continues one of these, and has lasted that
-    ///     long before the window.
+    ///     live edge), each with the seconds from its break's start (its first slate) to its own end: a break
+    ///     without markers that reaches back to the window's start continues one of these, and has lasted that long
+    ///     before the window, less the segment's own duration.
+    ///   - lastContent: the URI of the last segment earlier polls decided was content: where content comes from
+    ///     when `remembered` (kept for a bounded number of segments) holds no content decision any more, as in a pod
+    ///     or failover that outlasts it.
     public func detect(
         _ playlist: Playlist, media: MediaPlaylist, live: Bool = false, initial: OpenBreak? = nil,
-        remembered: [UInt64: RememberedDecision] = [:], slated: [UInt64: Double] = [:]
+        remembered: [UInt64: RememberedDecision] = [:], slated: [UInt64: Double] = [:], lastContent: String? = nil
     ) -> Detection {
         let segments = media.segments
         var decisions: [SegmentDecision] = []
@@ -226,7 +229,8 @@ public struct AdDetector: Sendable {
         twitchTitles(media, known: known, into: &detection)
         if options.detectOriginChange {
             serverSideInsertion(
-                media, live: live, known: known, remembered: remembered, slated: slated, into: &detection)
+                media, live: live, known: known, remembered: remembered, slated: slated, lastContent: lastContent,
+                into: &detection)
         }
         if options.durationHeuristics, !detection.hasMarkers {
             durationHeuristic(media, known: known, into: &detection)
@@ -457,7 +461,7 @@ public struct AdDetector: Sendable {
 
     func serverSideInsertion(
         _ media: MediaPlaylist, live: Bool, known: [Bool], remembered: [UInt64: RememberedDecision] = [:],
-        slated: [UInt64: Double] = [:], into detection: inout Detection
+        slated: [UInt64: Double] = [:], lastContent: String? = nil, into detection: inout Detection
     ) {
         // Runs are bounded by discontinuities: without one there is nothing to find, unless the window starts
         // inside a pod an earlier poll slated at its live edge (one longer than the window, or a failover that
@@ -467,11 +471,15 @@ public struct AdDetector: Sendable {
         let runs = runs(media)
         guard runs.count > 1 || continuesSlates else { return }
         // The content's origin: where the segments earlier polls decided were content came from (a live window
-        // deep in a break may hold more ad time than content), else the host with the most time in this playlist.
+        // deep in a break may hold more ad time than content), or the last of them once those decisions are
+        // forgotten, else the host with the most time in this playlist.
         var hostDurations: [String: Double] = [:]
         for remembered in remembered.values where !remembered.decision.isAd {
             let host = String(AdDetector.authorityAndPath(remembered.decision.uri).0).lowercased()
             hostDurations[host, default: 0] += remembered.decision.duration
+        }
+        if hostDurations.isEmpty, live, let lastContent {
+            hostDurations[String(AdDetector.authorityAndPath(lastContent).0).lowercased()] = 1
         }
         if hostDurations.isEmpty {
             for run in runs { for h in run.hosts { hostDurations[h, default: 0] += run.duration } }
@@ -510,9 +518,7 @@ public struct AdDetector: Sendable {
             let previous = r > 0 ? pods[r - 1] : nil
             let next = r + 1 < pods.count ? pods[r + 1] : nil
             // A pod reaching back to the window's start has lasted since its slates began.
-            let before =
-                live && previous == nil
-                ? slatedTime(slated, media.segments[run.range.lowerBound].mediaSequence) ?? 0 : 0
+            let before = live && previous == nil ? slatedTime(slated, media.segments[run.range.lowerBound]) ?? 0 : 0
             if run.duration + before <= maximumPod, singleHost[r], let majority, !run.hosts.contains(majority) {
                 let separate = [previous, next].allSatisfy { n in n.map { $0.hosts.isDisjoint(with: run.hosts) } ?? true
                 }
@@ -523,8 +529,8 @@ public struct AdDetector: Sendable {
                 let liveEdge = live && next == nil && previous != nil
                 let edgeRun = !bounded && (previous ?? next).map { run.duration < $0.duration } ?? false
                 // A break the previous poll saw begin (at its live edge) that now fills the window's start.
-                let first = media.segments[run.range.lowerBound].mediaSequence
-                let continuing = live && previous == nil && slatedTime(slated, first) != nil
+                let continuing =
+                    live && previous == nil && slatedTime(slated, media.segments[run.range.lowerBound]) != nil
                 if separate, neighboursAreContent, bounded || liveEdge || edgeRun || continuing {
                     rule = .originChange
                     let hosts = run.hosts.sorted().joined(separator: ", ")
@@ -543,7 +549,7 @@ public struct AdDetector: Sendable {
         if let majority {
             pathChange(
                 media, runs: runs, host: majority, live: live, known: known, remembered: remembered, slated: slated,
-                into: &detection)
+                lastContent: lastContent, into: &detection)
         }
     }
 
@@ -569,10 +575,12 @@ public struct AdDetector: Sendable {
     /// directory is the next of the content's series (a sibling whose name differs only in digits:
     /// `/live/20261202/` after `/live/20261201/`, `/live3/` after `/live2/`: content moving on, not a pod). A pod that reaches back to the window's start continues one an earlier poll
     /// published as slates. The content's directory is the one earlier polls decided content came from (a
-    /// window deep in a pod may hold more pod time than content), else the one with the most time in the window.
+    /// window deep in a pod may hold more pod time than content), or the last content segment's once those
+    /// decisions are forgotten (a pod can outlast them), else the one with the most time in the window.
     func pathChange(
         _ media: MediaPlaylist, runs: [Run], host: String, live: Bool, known: [Bool],
-        remembered: [UInt64: RememberedDecision], slated: [UInt64: Double], into detection: inout Detection
+        remembered: [UInt64: RememberedDecision], slated: [UInt64: Double], lastContent: String?,
+        into detection: inout Detection
     ) {
         var runDirectories: [Set<String>] = []
         var durations: [String: Double] = [:]
@@ -591,6 +599,11 @@ public struct AdDetector: Sendable {
             guard hostName(AdDetector.authorityAndPath(uri).0).lowercased() == host else { continue }
             contentDurations[AdDetector.directory(uri), default: 0] += memory.decision.duration
         }
+        if contentDurations.isEmpty, live, let lastContent,
+            hostName(AdDetector.authorityAndPath(lastContent).0).lowercased() == host
+        {
+            contentDurations[AdDetector.directory(lastContent)] = 1
+        }
         if contentDurations.isEmpty { contentDurations = durations }
         let main = contentDurations.max { $0.value < $1.value || $0.value == $1.value && $0.key > $1.key }?.key
         guard let main, durations.keys.contains(where: { $0 != main }) else { return }
@@ -605,8 +618,7 @@ public struct AdDetector: Sendable {
             while end < runs.count, runs[end].hosts == [host], !runDirectories[end].contains(main) { end += 1 }
             defer { r = end }
             let pod = r..<end
-            let first = media.segments[runs[r].range.lowerBound].mediaSequence
-            let before = live && r == 0 ? slatedTime(slated, first) : nil
+            let before = live && r == 0 ? slatedTime(slated, media.segments[runs[r].range.lowerBound]) : nil
             let continuing = before != nil
             let atEdge = live && end == runs.count
             guard r > 0 ? runDirectories[r - 1].contains(main) : continuing,
@@ -638,10 +650,11 @@ public struct AdDetector: Sendable {
         }
     }
 
-    /// How long the break of a slated segment had lasted before it (from its slot, the anchor's duration included),
-    /// or the one before it when that was the last slated; nil when neither was slated.
-    func slatedTime(_ slated: [UInt64: Double], _ m: UInt64) -> Double? {
-        slated[m] ?? (m > 0 ? slated[m - 1] : nil)
+    /// How long the break of a slated segment had lasted before it (from the break's first slate to the segment's
+    /// start), or of the segment after the last slated; nil when neither it nor the one before was slated.
+    func slatedTime(_ slated: [UInt64: Double], _ segment: MediaSegment) -> Double? {
+        let m = segment.mediaSequence
+        return slated[m].map { max(0, $0 - segment.duration) } ?? (m > 0 ? slated[m - 1] : nil)
     }
 
     /// Whether two directories (`host/a/b/`) are one series: in the same directory, their names the same but for

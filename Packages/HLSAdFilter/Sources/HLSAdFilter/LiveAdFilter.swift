@@ -83,6 +83,22 @@ public struct LiveAdFilter: Sendable {
     /// The slate for a media sequence number (in the current window or recently left).
     public func slate(_ mediaSequence: UInt64) -> SlateSlot? { state.slates[mediaSequence] }
 
+    /// Seconds from the start of a slate's break (its first slate, right after the anchor) to the slate's end: its
+    /// offset from the anchor less the anchor's duration, which is the first slate's offset (or the last content
+    /// segment's duration, when that is the anchor and the first slate was forgotten; the anchor is counted only
+    /// when neither is known).
+    func breakTime(_ slot: SlateSlot) -> Double {
+        var anchorDuration = 0.0
+        if let a = slot.anchorMediaSequence {
+            if let first = state.slates[a &+ 1], first.anchorMediaSequence == a {
+                anchorDuration = first.offsetFromAnchor
+            } else if let content = state.lastContent, content.mediaSequence == a {
+                anchorDuration = content.duration
+            }
+        }
+        return max(0, slot.offsetFromAnchor - anchorDuration) + slot.duration
+    }
+
     /// Cleans one poll and updates the state.
     public mutating func filter(_ playlist: Playlist, url: String? = nil) -> AdFilterResult {
         filter(playlist, media: playlist.media(url: url))
@@ -98,7 +114,7 @@ public struct LiveAdFilter: Sendable {
         let initial = media.mediaSequence > 0 ? state.decisions[media.mediaSequence &- 1]?.after : nil
         let detection = AdDetector(options: options).detect(
             playlist, media: media, live: !media.endList, initial: initial, remembered: state.decisions,
-            slated: state.slates.mapValues(\.offsetFromAnchor))
+            slated: state.slates.mapValues { breakTime($0) }, lastContent: state.lastContent?.uri)
         warnings += detection.warnings
         let segments = media.segments
         let fragmented = segments.contains { $0.map != nil }

@@ -10,11 +10,11 @@ import Testing
 @Suite struct FailoverTests {
     static let url = "https://cdn.example.com/live/main/index.m3u8"
 
-    /// Poll `first` (a window of `window` 10 s segments) of a stream from `live/main/` whose segments in `other`
-    /// come from `backup/feed/`, a discontinuity wherever the path changes.
-    static func poll(_ first: Int, window: Int, other: Range<Int>) -> String {
+    /// Poll `first` (a window of `window` segments of `seconds` each) of a stream from `live/main/` whose segments
+    /// in `other` come from `backup/feed/`, a discontinuity wherever the path changes.
+    static func poll(_ first: Int, window: Int, seconds: Int, other: Range<Int>) -> String {
         var text = MediaPlaylistText.window(
-            first: first, count: window, targetDuration: 10, duration: "10.000",
+            first: first, count: window, targetDuration: seconds, duration: "\(seconds).000",
             uri: { "https://cdn.example.com/\(other.contains($0) ? "backup/feed" : "live/main")/\($0).ts" },
             tags: { $0 == other.lowerBound || $0 == other.upperBound ? "#EXT-X-DISCONTINUITY\n" : "" })
         let passed = [other.lowerBound, other.upperBound].filter { $0 < first }.count
@@ -23,11 +23,12 @@ import Testing
     }
 
     /// Each poll's slated media sequence numbers, one poll per segment from `polls`.
-    static func slated(_ polls: ClosedRange<Int>, window: Int, other: Range<Int>) throws -> [Int: [Int]] {
+    static func slated(_ polls: ClosedRange<Int>, window: Int, seconds: Int, other: Range<Int>) throws -> [Int: [Int]] {
         var filter = LiveAdFilter()
         var out: [Int: [Int]] = [:]
         for first in polls {
-            let result = filter.filter(try Playlist(poll(first, window: window, other: other)), url: url)
+            let text = poll(first, window: window, seconds: seconds, other: other)
+            let result = filter.filter(try Playlist(text), url: url)
             out[first] = zip(result.playlist.media(url: url).segments, result.decisions).filter { $0.1.isAd }.map {
                 Int($0.0.mediaSequence)
             }
@@ -35,28 +36,65 @@ import Testing
         return out
     }
 
-    /// A failover at 10 for good, in a 60 s window: slated from the poll where 10 reaches the live edge, through the
-    /// polls whose window is all failover (before, they turned content as soon as the content left the window),
-    /// until it has lasted past 300 s: the window at 34 holds 34-39, 240 s after 10 began plus the anchor's 10 s,
-    /// and 60 s more; from then on content, and never slated again.
-    @Test func aFailoverForGoodIsSlatedUntilItOutlastsTheLongestPod() throws {
-        let window = 6
-        let result = try Self.slated(0...60, window: window, other: 10..<1000)
-        for first in 0...60 {
+    /// A failover for good in a 60 s window of 2, 6 or 10 s segments, starting 4 segments after the first poll's
+    /// window (so that window is all content): slated from the poll where it reaches the live edge (poll 5),
+    /// through the polls whose window is all failover, until it has lasted past 300 s whatever the segment duration
+    /// (with 2 s segments it used to turn content after 64 segments, 128 s, when the last remembered content
+    /// decision was forgotten). The last slated poll is the one whose window ends exactly 300 s after the failover
+    /// began: 34 for 10 s, 54 for 6 s, 154 for 2 s; the anchor (the segment before it) is not counted, so it is not
+    /// one segment early. From the next poll on, content, and never slated again.
+    @Test(arguments: [2, 6, 10]) func aFailoverForGoodIsSlatedUntilItOutlastsTheLongestPod(seconds: Int) throws {
+        let window = 60 / seconds
+        let start = window + 4
+        let lastSlated = 300 / seconds + 4
+        #expect(lastSlated == [2: 154, 6: 54, 10: 34][seconds])
+        let polls = 0...(lastSlated + window + 10)
+        let result = try Self.slated(polls, window: window, seconds: seconds, other: start..<100_000)
+        for first in polls {
             let inWindow = Array(first..<(first + window))
-            let expected = (5...33).contains(first) ? inWindow.filter { $0 >= 10 } : []
-            #expect(result[first] == expected, "poll \(first)")
+            let expected = (5...lastSlated).contains(first) ? inWindow.filter { $0 >= start } : []
+            #expect(result[first] == expected, "\(seconds) s segments, poll \(first)")
         }
     }
 
-    /// A 120 s pod on another path (10-21) in a 60 s window, then content from the content's path again: slated at
-    /// every poll that shows it, the polls whose window is all pod too, and content once it ends.
-    @Test func aPodLongerThanTheWindowKeepsItsSlates() throws {
-        let window = 6
-        let result = try Self.slated(0...30, window: window, other: 10..<22)
-        for first in 0...30 {
-            let expected = Array(first..<(first + window)).filter { (10..<22).contains($0) }
-            #expect(result[first] == expected, "poll \(first)")
+    /// A 120 s pod on another path in a 60 s window of 2, 6 or 10 s segments (from 4 segments after the first
+    /// poll's window), then content from the content's path again: slated at every poll that shows it, the polls
+    /// whose window is all pod too, and content once it ends.
+    @Test(arguments: [2, 6, 10]) func aPodLongerThanTheWindowKeepsItsSlates(seconds: Int) throws {
+        let window = 60 / seconds
+        let pod = (window + 4)..<(window + 4 + 120 / seconds)
+        let polls = 0...(pod.upperBound + window)
+        let result = try Self.slated(polls, window: window, seconds: seconds, other: pod)
+        for first in polls {
+            let expected = Array(first..<(first + window)).filter { pod.contains($0) }
+            #expect(result[first] == expected, "\(seconds) s segments, poll \(first)")
+        }
+    }
+
+    /// After an anchor of another duration (a 4 s content segment before 6 s pod segments, in a 60 s window): a
+    /// pod of 300 s exactly (10-59, then content again) is slated to its end, and a failover for good from 10 is
+    /// slated until the poll whose window ends 300 s after it began (50: 50-59), the anchor's time not counted.
+    @Test func thePodsTimeLeavesOutTheAnchor() throws {
+        for (other, lastSlated) in [(10..<60, 59), (10..<100_000, 50)] {
+            var filter = LiveAdFilter()
+            for first in 0...70 {
+                var text = MediaPlaylistText.window(
+                    first: first, count: 10, targetDuration: 6, duration: "6.000",
+                    uri: { "https://cdn.example.com/\(other.contains($0) ? "backup/feed" : "live/main")/\($0).ts" },
+                    tags: { $0 == other.lowerBound || $0 == other.upperBound ? "#EXT-X-DISCONTINUITY\n" : "" })
+                for i in text.segments.indices where text.segments[i].uri.hasSuffix("/9.ts") {
+                    text.segments[i].duration = "4.000"
+                }
+                let passed = [other.lowerBound, other.upperBound].filter { $0 < first }.count
+                if passed > 0 { text.header = "#EXT-X-DISCONTINUITY-SEQUENCE:\(passed)\n" }
+                let result = filter.filter(try Playlist(text.text), url: Self.url)
+                let slated = zip(result.playlist.media(url: Self.url).segments, result.decisions).filter {
+                    $0.1.isAd
+                }.map { Int($0.0.mediaSequence) }
+                let window = Array(first..<(first + 10))
+                let expected = first <= lastSlated ? window.filter { other.contains($0) } : []
+                #expect(slated == expected, "\(other), poll \(first)")
+            }
         }
     }
 }

@@ -26,7 +26,11 @@ extension ProxySlateSource {
             start += content
         }
         let track = anchorInit.flatMap { FragmentedSlateTemplate.videoTrack(initSection: $0) }
-        guard var slate = template.slate(duration: slot.duration, start: start, track: track) else { return nil }
+        // Audio-only content (an init section without video): the slate is its silence alone.
+        let audioOnly = anchorInit != nil && track == nil
+        guard var slate = audioOnly ? [] : template.slate(duration: slot.duration, start: start, track: track) else {
+            return nil
+        }
         // Silence on the content's audio track, continuing its frame grid from where the anchor's audio ended: the
         // frames that start within the slot (a slot less than a frame after that end is the first and starts
         // there), as for TS slates.
@@ -36,32 +40,39 @@ extension ProxySlateSource {
             let scale = Double(audio.timescale)
             // The slot's start against where the anchor's audio ends, both as presented (decode times moved by
             // each track's edit list: ffmpeg delays the video by the AAC priming).
+            // Audio-only content's start is its audio's decode time, as the end is: no shift between them.
+            let audioShift = FragmentedSlateTemplate.presentationShift(initSection: anchorInit, trackID: audio.id)
             let videoShift =
-                track.map {
+                audioOnly
+                ? audioShift
+                : track.map {
                     FragmentedSlateTemplate.presentationShift(initSection: anchorInit, trackID: $0.id)
                 } ?? 0
-            let audioShift = FragmentedSlateTemplate.presentationShift(initSection: anchorInit, trackID: audio.id)
             let fromEnd = Int64(((start + videoShift - audioShift) * scale).rounded()) - Int64(clamping: end)
             let frame = Int64(audio.frameDuration)
             let startingBefore = { (ticks: Int64) in ticks <= 0 ? 0 : (ticks + frame - 1) / frame }
             let first = fromEnd < frame ? 0 : startingBefore(fromEnd)
             let last = max(first, startingBefore(fromEnd + Int64((slot.duration * scale).rounded())))
             let frames = Int(clamping: last - first)
-            // After the video fragments' sequence numbers (one per frame).
-            let videoFragments = Int(min(1e6, max(1, (slot.duration / template.frameSeconds).rounded())))
-            let sequence = UInt32(videoFragments + 2)
+            // After the video fragments' sequence numbers (one per frame); 1 when there are none.
+            let videoFragments =
+                audioOnly ? 0 : Int(min(1e6, max(1, (slot.duration / template.frameSeconds).rounded())))
+            let sequence = UInt32(audioOnly ? 1 : videoFragments + 2)
             slate += FragmentedSlateTemplate.silentAudioFragment(
                 audio: audio, firstDecodeTime: end &+ UInt64(first) &* UInt64(frame), frames: frames, sequence: sequence
             )
         }
-        return slate
+        return slate.isEmpty ? nil : slate
     }
 
     /// The shipped template's init section, made for the content's video track (ID and timescale), with the
-    /// content's audio track when slates can carry silence on it.
+    /// content's audio track when slates can carry silence on it; for audio-only content the audio track alone (nil
+    /// when slates cannot carry silence on it).
     public func fragmentedSlateInit(contentInit: [UInt8]?) -> [UInt8]? {
         let track = contentInit.flatMap { FragmentedSlateTemplate.videoTrack(initSection: $0) }
         let audio = contentInit.flatMap { FragmentedSlateTemplate.audioTrack(initSection: $0) }
-        return FragmentedSlateTemplate.shipped?.initSection(for: track, audio: audio)
+        let audioOnly = contentInit != nil && track == nil
+        if audioOnly && audio == nil { return nil }
+        return FragmentedSlateTemplate.shipped?.initSection(for: track, audio: audio, video: !audioOnly)
     }
 }

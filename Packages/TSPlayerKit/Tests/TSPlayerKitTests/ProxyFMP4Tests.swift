@@ -2,6 +2,7 @@ import Foundation
 import FragmentedMP4
 import HLSAdFilter
 import HLSPlaylist
+import TestSupport
 import Testing
 
 @testable import TSPlayerKit
@@ -118,6 +119,72 @@ import Testing
             _ = FragmentedSlateTemplate.contentStart(segment: segment, initSection: Array(initSection.prefix(cut)))
         }
         #expect(FragmentedSlateTemplate.contentStart(segment: [1, 2, 3], initSection: initSection) == nil)
+    }
+
+    /// Audio-only content (an AC-3 track, no video): no video track is found, so slates carry audio alone: the
+    /// init section declares the content's audio track only (its `trak` and `trex`, none of the template's video),
+    /// and a slate is silence on that track, continuing from where the anchor's audio ended, the frames that start
+    /// within the slot. ffmpeg decodes the slate after its init section without an error: 63 AC-3 frames on one
+    /// audio stream, no video.
+    @Test(.temporaryFolders) func audioOnlyContentGetsAudioOnlySlates() async throws {
+        let contentInit = try InitSegment(tracks: [
+            Track(
+                trackID: 4, timescale: 48000,
+                codec: .ac3(
+                    AC3SpecificBox(fscod: 0, bsmod: 0, acmod: 2, lfeon: false, bitRateCode: 10),
+                    channelCount: 2, sampleRate: 48000))
+        ]).serialized()
+        #expect(FragmentedSlateTemplate.videoTrack(initSection: contentInit) == nil)
+        let audio = try #require(FragmentedSlateTemplate.audioTrack(initSection: contentInit))
+        let maker = ProxySlateMaker()
+        let slateInit = try #require(maker.fragmentedSlateInit(contentInit: contentInit))
+        let moov = try #require(try BoxReader.parse(slateInit).first { $0.type == "moov" })
+        let traks = moov.children.filter { $0.type == "trak" }
+        #expect(traks.count == 1)
+        #expect(FragmentedSlateTemplate.audioTrack(initSection: slateInit) == audio)
+        let trexes = try #require(moov.child("mvex")).children.filter { $0.type == "trex" }
+        #expect(trexes.map { Array($0.data[4..<8]) } == [[0, 0, 0, 4]])
+        // The anchor: 62 frames of AC-3 from 2 s (96000 ticks); the slot follows it for 2 s.
+        let anchor = FragmentedSlateTemplate.silentAudioFragment(
+            audio: audio, firstDecodeTime: 96000, frames: 62, sequence: 7)
+        let anchorEnd = try #require(FragmentedSlateTemplate.audioEnd(segment: anchor, track: audio))
+        #expect(anchorEnd == 96000 + 62 * 1536)
+        let slot = SlateSlot(
+            mediaSequence: 11, duration: 2, anchorURI: "http://127.0.0.1:1/10.m4s", anchorMediaSequence: 10,
+            offsetFromAnchor: 62.0 * 1536 / 48000, isFragmentedMP4: true)
+        let slate = try #require(await maker.fragmentedSlate(for: slot, anchor: anchor, anchorInit: contentInit))
+        let moofs = try BoxReader.parse(slate).filter { $0.type == "moof" }
+        #expect(moofs.count == 1)
+        let trafs = try #require(moofs.first).children.filter { $0.type == "traf" }
+        #expect(trafs.count == 1)
+        let tfhd = try #require(trafs.first?.child("tfhd")).data
+        #expect(Array(tfhd[4..<8]) == [0, 0, 0, 4])
+        #expect(
+            FragmentedSlateTemplate.contentStart(segment: slate, initSection: slateInit) == Double(anchorEnd) / 48000)
+        // 2 s is 62.5 frames: the 63 that start within it.
+        #expect(FragmentedSlateTemplate.audioEnd(segment: slate, track: audio) == anchorEnd + 63 * 1536)
+        let file = URL(fileURLWithPath: TemporaryFolders.make(prefix: "audio-only-slate-")).appendingPathComponent(
+            "slate.mp4")
+        try Data(slateInit + slate).write(to: file)
+        let ffprobe = try #require(ExternalProgram.find("ffprobe"))
+        let probe = try ExternalProgram.run(
+            ffprobe, ["-v", "error", "-show_entries", "stream=codec_type,codec_name", "-of", "csv=p=0", file.path])
+        // One stream (a line per stream: codec, type and an empty field).
+        let streams = probe.out.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: ",") }
+        #expect(streams == ["ac3,audio"], "\(probe.out) \(probe.err)")
+        let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
+        let decode = try ExternalProgram.run(
+            ffmpeg, ["-hide_banner", "-nostdin", "-v", "error", "-i", file.path, "-f", "framemd5", "-"])
+        #expect(decode.status == 0 && decode.err.isEmpty, "\(decode.err)")
+        let frames = decode.out.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(frames.count == 63)
+        // Without an anchor there is nothing to continue, and no video to stand in: no slate.
+        #expect(await maker.fragmentedSlate(for: slot, anchor: nil, anchorInit: contentInit) == nil)
+        // Audio-only content slates cannot carry (MPEG audio here) gets no slate init section rather than video.
+        let mp3Init = try InitSegment(tracks: [
+            Track(trackID: 2, timescale: 44100, codec: .mp3(channelCount: 2, sampleRate: 44100))
+        ]).serialized()
+        #expect(maker.fragmentedSlateInit(contentInit: mp3Init) == nil)
     }
 
     // MARK: Through the proxy
