@@ -689,18 +689,20 @@ public struct AdDetector: Sendable {
     }
 }
 
-/// A duration with at most three decimals and no trailing zeros.
+/// A duration with at most three decimals and no trailing zeros; one too large for whole milliseconds in an `Int`
+/// (a playlist may say anything) is written as Swift writes the number.
 func format(_ seconds: Double) -> String {
     guard seconds.isFinite else { return "0" }
-    let millis = Int((seconds * 1000).rounded())
-    let whole = millis / 1000
+    guard let millis = Int(exactly: (seconds * 1000).rounded()) else { return String(seconds) }
+    let sign = millis < 0 ? "-" : ""
+    let whole = abs(millis / 1000)
     var fraction = abs(millis % 1000)
-    if fraction == 0 { return String(whole) }
+    if fraction == 0 { return sign + String(whole) }
     var digits = 3
     while fraction % 10 == 0 {
         fraction /= 10
         digits -= 1
     }
     let text = String(fraction)
-    return "\(whole)." + String(repeating: "0", count: digits - text.count) + text
+    return "\(sign)\(whole)." + String(repeating: "0", count: digits - text.count) + text
 }

@@ -69,3 +69,23 @@ import Testing
         #expect(LiveAdFilter.State(serialized: "TSPLAYER-ADFILTER-STATE 3\n") == nil)
     }
 }
+
+/// Durations in decision reasons (the fuzzer's third find: a CUE-OUT DURATION of 10^41 s trapped converting its
+/// milliseconds to Int).
+@Suite struct ReasonDurationTests {
+    @Test func durationsAreWrittenWithAtMostThreeDecimals() {
+        #expect(format(2) == "2")
+        #expect(format(12.345) == "12.345")
+        #expect(format(6.0064) == "6.006")
+        #expect(format(0.5) == "0.5")
+        #expect(format(-0.5) == "-0.5")
+        #expect(format(-2.25) == "-2.25")
+        #expect(format(.nan) == "0")
+    }
+
+    @Test func durationsBeyondIntMillisecondsDoNotTrap() {
+        #expect(format(5.5e40) == "5.5e+40")
+        #expect(format(-1e300) == "-1e+300")
+        #expect(format(9.2e15) == "9200000000000000")
+    }
+}
