@@ -136,33 +136,51 @@ import Testing
     }
 
     /// Checks that share a rule with an older check (so the rule's fixture does not show them): each fires on
-    /// its line, and a fixed version of the same playlist is clean of it.
+    /// its line, and a fixed version of the same playlist (the one thing corrected) raises no finding of that rule
+    /// and no error at all.
     @Test func foldedChecksFireWhereTheyShould() throws {
         let media = "#EXTM3U\n#EXT-X-VERSION:8\n#EXT-X-TARGETDURATION:6\n"
-        let cases: [(text: String, rule: LintRule, line: Int)] = [
-            (media + "#EXT-X-DEFINE:NAME=\"a b\",VALUE=\"1\"\n#EXTINF:6.0,\na.ts\n", .variableDefine, 4),
+        let pdt = "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00Z\n"
+        let interstitial =
+            "#EXT-X-DATERANGE:ID=\"i\",CLASS=\"com.apple.hls.interstitial\",START-DATE=\"2026-01-01T00:00:00Z\","
+        let cases: [(text: String, fixed: String, rule: LintRule, line: Int)] = [
+            (
+                media + "#EXT-X-DEFINE:NAME=\"a b\",VALUE=\"1\"\n#EXTINF:6.0,\na.ts\n",
+                media + "#EXT-X-DEFINE:NAME=\"a-b\",VALUE=\"1\"\n#EXTINF:6.0,\na.ts\n", .variableDefine, 4
+            ),
             (
                 "#EXTM3U\n#EXT-X-VERSION:8\n#EXT-X-DEFINE:IMPORT=\"x\"\n#EXT-X-STREAM-INF:BANDWIDTH=1\nv.m3u8\n",
+                "#EXTM3U\n#EXT-X-VERSION:8\n#EXT-X-DEFINE:NAME=\"x\",VALUE=\"1\"\n#EXT-X-STREAM-INF:BANDWIDTH=1\nv.m3u8\n",
                 .variableDefine, 3
             ),
             (
-                media + "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00Z\n"
+                media + pdt
                     + "#EXT-X-DATERANGE:ID=\"p\",START-DATE=\"2026-01-01T00:00:00Z\",PLANNED-DURATION=-1.0\n"
+                    + "#EXTINF:6.0,\na.ts\n",
+                media + pdt
+                    + "#EXT-X-DATERANGE:ID=\"p\",START-DATE=\"2026-01-01T00:00:00Z\",PLANNED-DURATION=0.0\n"
                     + "#EXTINF:6.0,\na.ts\n", .dateRangeDates, 5
             ),
             (
                 media + "#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"k\",KEYFORMAT=\"x\",KEYFORMATVERSIONS=\"1/0\"\n"
+                    + "#EXTINF:6.0,\na.ts\n",
+                media + "#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"k\",KEYFORMAT=\"x\",KEYFORMATVERSIONS=\"1/2\"\n"
                     + "#EXTINF:6.0,\na.ts\n", .keyAttributes, 4
             ),
-            (media + "#EXT-X-MAP:URI=\"i.mp4\",BYTERANGE=\"12-34\"\n#EXTINF:6.0,\na.m4s\n", .mapByteRange, 4),
             (
-                media + "#EXT-X-PART-INF:PART-TARGET=2.0\n#EXT-X-SERVER-CONTROL:PART-HOLD-BACK=6.0\n"
-                    + "#EXT-X-PART:DURATION=2.0,URI=\"p.mp4\",BYTERANGE=\"100\"\n", .byteRangeOffset, 6
+                media + "#EXT-X-MAP:URI=\"i.mp4\",BYTERANGE=\"12-34\"\n#EXTINF:6.0,\na.m4s\n",
+                media + "#EXT-X-MAP:URI=\"i.mp4\",BYTERANGE=\"12@34\"\n#EXTINF:6.0,\na.m4s\n", .mapByteRange, 4
             ),
             (
-                media + "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00Z\n"
-                    + "#EXT-X-DATERANGE:ID=\"i\",CLASS=\"com.apple.hls.interstitial\",START-DATE=\"2026-01-01T00:00:00Z\","
-                    + "X-ASSET-URI=\"a.m3u8\",X-SNAP=\"OUT,LATER\"\n#EXTINF:6.0,\na.ts\n", .interstitial, 5
+                media + "#EXT-X-PART-INF:PART-TARGET=2.0\n#EXT-X-SERVER-CONTROL:PART-HOLD-BACK=6.0\n"
+                    + "#EXT-X-PART:DURATION=2.0,URI=\"p.mp4\",BYTERANGE=\"100\"\n",
+                media + "#EXT-X-PART-INF:PART-TARGET=2.0\n#EXT-X-SERVER-CONTROL:PART-HOLD-BACK=6.0\n"
+                    + "#EXT-X-PART:DURATION=2.0,URI=\"p.mp4\",BYTERANGE=\"100@0\"\n", .byteRangeOffset, 6
+            ),
+            (
+                media + pdt + interstitial + "X-ASSET-URI=\"a.m3u8\",X-SNAP=\"OUT,LATER\"\n#EXTINF:6.0,\na.ts\n",
+                media + pdt + interstitial + "X-ASSET-URI=\"a.m3u8\",X-SNAP=\"OUT,IN\"\n#EXTINF:6.0,\na.ts\n",
+                .interstitial, 5
             ),
         ]
         for c in cases {
@@ -170,6 +188,9 @@ import Testing
             #expect(
                 findings.contains { $0.rule == c.rule && $0.line == c.line },
                 "\(c.rule.id)@\(c.line): \(findings.map(\.description))")
+            let fixed = PlaylistLinter(url: "https://example.com/a.m3u8").lint(try Playlist(c.fixed))
+            let left = fixed.filter { $0.rule == c.rule || $0.severity == .error }
+            #expect(left.isEmpty, "\(c.rule.id)@\(c.line) fixed: \(left.map(\.description))")
         }
         // An interstitial's later tag with the same ID may leave X-ASSET-URI out: the tags are judged together.
         let updated = try Playlist(
