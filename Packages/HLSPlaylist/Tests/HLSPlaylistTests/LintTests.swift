@@ -3,8 +3,8 @@ import HLSPlaylist
 import Testing
 
 @Suite struct LintTests {
-    /// Rules are values: ids are unique, and the manual's rule table lists every rule with its severity and
-    /// section as the code has them (so the two cannot drift).
+    /// Rules are values: ids are unique, and the manual's rule table lists every rule with its severity, section,
+    /// invalid fixture and valid twin as the code and the fixture folders have them (so the two cannot drift).
     @Test func everyRuleIsUniqueAndDocumentedAsTheCodeHasIt() throws {
         let rules = PlaylistLinter.rules
         #expect(Set(rules.map(\.id)).count == rules.count)
@@ -12,7 +12,7 @@ import Testing
         let manual = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../../../Documentation/m3u8lint.md").standardized
         let text = try String(contentsOf: manual, encoding: .utf8)
-        var documented: [String: (severity: String, section: String, fixture: String)] = [:]
+        var documented: [String: (severity: String, section: String, fixture: String, twin: String)] = [:]
         var required: Set<String> = []
         var inRequirements = false
         for line in text.split(separator: "\n") {
@@ -26,9 +26,10 @@ import Testing
                 for id in cells[2].split(separator: ",") where id.contains("`") {
                     required.insert(id.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: unquote))
                 }
-            } else if line.hasPrefix("| `"), cells.count >= 5 {
+            } else if line.hasPrefix("| `"), cells.count >= 6 {
                 documented[cells[0].trimmingCharacters(in: unquote)] = (
-                    cells[1], cells[2], cells[4].trimmingCharacters(in: unquote)
+                    cells[1], cells[2], cells[4].trimmingCharacters(in: unquote),
+                    cells[5].trimmingCharacters(in: unquote)
                 )
             }
         }
@@ -44,6 +45,8 @@ import Testing
             #expect(name.hasPrefix(rule.id + "@"), "\(rule.id): fixture in the manual is \"\(fixture)\"")
             let path = Fixtures.root.appendingPathComponent("invalid/" + fixture).path
             #expect(FileManager.default.fileExists(atPath: path), "\(rule.id): no fixture file \(fixture)")
+            // ... and its valid twin, named after the rule alone.
+            #expect(row?.twin == Self.twinName(rule), "\(rule.id): valid twin in the manual is \"\(row?.twin ?? "")\"")
             // Every RFC 8216bis rule above info maps to a requirement in the manual's requirements table.
             if !rule.id.hasPrefix("APPLE-"), rule.severity != .info {
                 #expect(required.contains(rule.id), "\(rule.id): in no row of the requirements table")
@@ -88,6 +91,57 @@ import Testing
         }
         let all = Set(PlaylistLinter.rules.map(\.id))
         #expect(all.subtracting(covered).isEmpty, "rules without a fixture: \(all.subtracting(covered).sorted())")
+    }
+
+    /// The valid twin of a rule, relative to Fixtures/valid-twins: live rules sit in live/.
+    static func twinName(_ rule: LintRule) -> String {
+        (rule.id.hasPrefix("LIVE-") ? "live/" : "") + rule.id + ".m3u8"
+    }
+
+    /// Each rule's valid twin (`valid-twins/RULE.m3u8`; live rules in `valid-twins/live/`, with the previous poll as
+    /// `RULE.previous.m3u8` where the invalid fixture has one) is its invalid fixture with the one thing fixed, so the
+    /// rule's check runs on a near miss: the rule must not fire, and the twin raises no error and no warning of any
+    /// other rule either. Infos of other rules are let through: an info says nothing is wrong (APPLE-IFRAME on a
+    /// multivariant twin, LIVE-UNCHECKED on a live twin linted alone).
+    @Test func everyRuleHasAValidTwinThatPassesIt() throws {
+        // Warnings a twin may raise on purpose, by rule. None is needed today: keep an entry here only with the reason
+        // the warning is the twin's legitimate near miss, never to silence a broken twin.
+        let allowedWarnings: [String: Set<String>] = [:]
+        for rule in PlaylistLinter.rules {
+            let url = Fixtures.root.appendingPathComponent("valid-twins/" + Self.twinName(rule))
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                Issue.record("\(rule.id): no valid twin valid-twins/\(Self.twinName(rule))")
+                continue
+            }
+            let playlist = try Playlist(bytes: try Fixtures.bytes(url))
+            var previous: Playlist?
+            let previousURL = url.deletingPathExtension().appendingPathExtension("previous.m3u8")
+            if FileManager.default.fileExists(atPath: previousURL.path) {
+                previous = try Playlist(bytes: try Fixtures.bytes(previousURL))
+            }
+            // A twin has a previous poll exactly when its invalid fixture has one.
+            let invalidFolder = rule.id.hasPrefix("LIVE-") ? "invalid/live" : "invalid"
+            let invalidHasPrevious = Fixtures.files(invalidFolder).contains {
+                $0.lastPathComponent.hasPrefix(rule.id + "@") && $0.lastPathComponent.hasSuffix(".previous.m3u8")
+            }
+            #expect(invalidHasPrevious == (previous != nil), "\(rule.id): previous poll of the twin")
+            let findings = PlaylistLinter().lint(playlist, previous: previous)
+            let own = findings.filter { $0.rule == rule }
+            #expect(own.isEmpty, "\(rule.id) fires on its valid twin: \(own.map(\.description))")
+            let allowed = allowedWarnings[rule.id] ?? []
+            let others = findings.filter {
+                $0.rule != rule
+                    && ($0.severity == .error || ($0.severity == .warning && !allowed.contains($0.rule.id)))
+            }
+            #expect(others.isEmpty, "\(rule.id) twin: \(others.map(\.description))")
+        }
+        // Every twin belongs to a rule.
+        let ids = Set(PlaylistLinter.rules.map(\.id))
+        for file in Fixtures.files("valid-twins") + Fixtures.files("valid-twins/live") {
+            let name = file.deletingPathExtension().lastPathComponent
+            let id = name.hasSuffix(".previous") ? String(name.dropLast(".previous".count)) : name
+            #expect(ids.contains(id), "valid-twins/\(file.lastPathComponent) names no rule")
+        }
     }
 
     @Test func validFixturesHaveNoErrors() throws {
