@@ -265,6 +265,13 @@ struct LintContext {
             } else if attributes["URI"] == nil {
                 add(.attributeRequired, index, "#EXT-X-SESSION-KEY requires URI")
             }
+        case .streamInf, .iFrameStreamInf:
+            // RFC 8216bis 4.4.6.2: SCORE is a positive decimal-floating-point (the type check lets 0 through).
+            if let score = attributes["SCORE"], let value = score.decimalFloat, value <= 0 {
+                add(
+                    .valuePositive, index, column: column(of: "SCORE", inLine: index),
+                    "SCORE=\(score.rawValue) is not a positive decimal-floating-point")
+            }
         case .sessionData:
             if (attributes["VALUE"] == nil) == (attributes["URI"] == nil) {
                 add(.sessionData, index, "EXT-X-SESSION-DATA needs exactly one of VALUE and URI")
@@ -422,6 +429,10 @@ struct LintContext {
         }
         let target = media.targetDuration
         if let target {
+            // RFC 8216bis 4.4.3.1: the target duration is at least 1 (a decimal-integer, so 0 is the only way to miss).
+            if target < 1, let targetLine {
+                add(.valuePositive, targetLine, column: 23, "EXT-X-TARGETDURATION must be at least 1")
+            }
             for s in media.segments where s.duration.rounded(.toNearestOrAwayFromZero) > Double(target) {
                 let extinfLine = s.lineRange.lowerBound..<s.lineRange.upperBound
                 let at = extinfLine.first { lines[$0].knownTag == .extinf } ?? s.lineRange.lowerBound
@@ -453,6 +464,11 @@ struct LintContext {
                             + Numbers.formatShort(partTarget))
                 }
             }
+        }
+        if let partInfLine, lines.allSatisfy({ $0.knownTag != .serverControl }) {
+            add(
+                .serverControl, partInfLine,
+                "EXT-X-PART-INF requires PART-HOLD-BACK, and there is no EXT-X-SERVER-CONTROL")
         }
         if let sc = media.serverControl, let scLine = lines.firstIndex(where: { $0.knownTag == .serverControl }) {
             if let t = target, let hb = sc.decimalFloat("HOLD-BACK"), hb < 3 * Double(t) {
@@ -541,7 +557,9 @@ struct LintContext {
                 firstOfType[hint.type] = hint.index
             }
         }
-        guard let partTarget = media.partTarget, partTarget > 0 else { return }
+        // RFC 8216bis does not ask PART-TARGET to be positive; with PART-TARGET=0 every part longer than 0 already
+        // breaks HLS-PART-DURATION, and no duration is below 85% of 0, so a zero target needs no finding of its own.
+        guard let partTarget = media.partTarget else { return }
         // Parts of complete segments: the last part of each is exempt; trailing parts: the newest is exempt
         // (it may turn out to be its segment's last).
         for parts in media.segments.map(\.parts) + [media.trailingParts] where !parts.isEmpty {

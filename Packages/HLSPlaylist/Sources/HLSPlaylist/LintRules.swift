@@ -263,6 +263,9 @@ extension LintRule {
     public static let liveUnchecked = LintRule(
         id: "LIVE-UNCHECKED", severity: .info, section: "6.2.1",
         summary: "the live-update rules could not be checked without the previous poll")
+    public static let valuePositive = LintRule(
+        id: "HLS-VALUE-POSITIVE", severity: .error, section: "4.4",
+        summary: "EXT-X-TARGETDURATION is at least 1; SCORE is positive")
 
     /// Every rule, in the order the documentation lists them.
     static let all: [LintRule] = [
@@ -280,6 +283,6 @@ extension LintRule {
         .mediaSubtitlesURI, .mediaInstreamID, .mediaChannels, .mediaDefaultUnique, .mediaAutoselectUnique,
         .closedCaptionsNone, .identifierCharacters, .sessionDataDuplicate, .sessionKeyDuplicate, .dateRangeDuration,
         .dateRangeCue, .interstitial, .variablesUnchecked, .livePlaylistType, .liveShortWindow,
-        .liveUnchecked,
+        .liveUnchecked, .valuePositive,
     ]
 }

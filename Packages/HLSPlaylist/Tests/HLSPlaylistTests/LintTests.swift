@@ -197,6 +197,7 @@ import Testing
         let pdt = "#EXT-X-PROGRAM-DATE-TIME:2026-01-01T00:00:00Z\n"
         let interstitial =
             "#EXT-X-DATERANGE:ID=\"i\",CLASS=\"com.apple.hls.interstitial\",START-DATE=\"2026-01-01T00:00:00Z\","
+        let variant = "#EXT-X-STREAM-INF:BANDWIDTH=1000,AVERAGE-BANDWIDTH=900,CODECS=\"mp4a.40.2\""
         let cases: [(text: String, fixed: String, rule: LintRule, line: Int)] = [
             (
                 media + "#EXT-X-DEFINE:NAME=\"a b\",VALUE=\"1\"\n#EXTINF:6.0,\na.ts\n",
@@ -235,6 +236,17 @@ import Testing
                 media + pdt + interstitial + "X-ASSET-URI=\"a.m3u8\",X-SNAP=\"OUT,LATER\"\n#EXTINF:6.0,\na.ts\n",
                 media + pdt + interstitial + "X-ASSET-URI=\"a.m3u8\",X-SNAP=\"OUT,IN\"\n#EXTINF:6.0,\na.ts\n",
                 .interstitial, 5
+            ),
+            // PART-HOLD-BACK is required with EXT-X-PART-INF even when there is no EXT-X-SERVER-CONTROL at all.
+            (
+                media + "#EXT-X-PART-INF:PART-TARGET=2.0\n#EXT-X-PART:DURATION=2.0,URI=\"p.mp4\"\n",
+                media + "#EXT-X-PART-INF:PART-TARGET=2.0\n#EXT-X-SERVER-CONTROL:PART-HOLD-BACK=4.0\n"
+                    + "#EXT-X-PART:DURATION=2.0,URI=\"p.mp4\"\n", .serverControl, 4
+            ),
+            // SCORE is a positive decimal-floating-point (RFC 8216bis 4.4.6.2): 0 passes the type check, not this one.
+            (
+                "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n" + variant + ",SCORE=0\nv.m3u8\n",
+                "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n" + variant + ",SCORE=0.5\nv.m3u8\n", .valuePositive, 3
             ),
         ]
         for c in cases {
