@@ -382,16 +382,6 @@ struct LintContext {
                 case .skip: skipLine = index
                 case .discontinuity: if firstDiscontinuityLine == nil { firstDiscontinuityLine = index }
                 case .byteRange: if let b = t.byteRange { pendingByteRange = (b, index) }
-                case .map:
-                    if let text = t.attributes?.quotedString("BYTERANGE"),
-                        let spec = ByteRangeSpec.parse(Array(text.utf8)), spec.offset == nil,
-                        previousByteRange.map({ !$0.present || $0.uri != t.attributes?.quotedString("URI") }) ?? true
-                    {
-                        add(
-                            .mapByteRange, index, column: column(of: "BYTERANGE", inLine: index),
-                            "EXT-X-MAP BYTERANGE \"\(text)\" needs its offset: no sub-range of the same resource "
-                                + "comes before it")
-                    }
                 case .mediaSequence:
                     if let f = firstSegmentLine {
                         add(.mediaSequencePosition, index, "must come before the first segment (line \(f + 1))")

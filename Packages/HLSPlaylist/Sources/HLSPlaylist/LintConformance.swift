@@ -79,10 +79,12 @@ extension LintContext {
                 }
             }
         case .map:
-            if let range = a.quotedString("BYTERANGE"), ByteRangeSpec.parse(Array(range.utf8)) == nil {
+            // RFC 8216bis 4.4.4.5: the EXT-X-BYTERANGE format, except that the offset is REQUIRED (an
+            // initialization section has no previous sub-range to continue from).
+            if let range = a.quotedString("BYTERANGE"), ByteRangeSpec.parse(Array(range.utf8))?.offset == nil {
                 add(
                     .mapByteRange, index, column: column(of: "BYTERANGE", inLine: index),
-                    "EXT-X-MAP BYTERANGE \"\(range)\" is not <n>[@<o>]")
+                    "EXT-X-MAP BYTERANGE \"\(range)\" is not <n>@<o> (the offset is required)")
             }
         case .media:
             mediaTag(a, index)

@@ -214,7 +214,7 @@ extension LintRule {
         summary: "an EXT-X-MAP under an AES-128 key has a key with an IV")
     public static let mapByteRange = LintRule(
         id: "HLS-MAP-BYTERANGE", severity: .error, section: "4.4.4.5",
-        summary: "an EXT-X-MAP BYTERANGE is <n>@<o>: its offset is written, no segment comes before it")
+        summary: "an EXT-X-MAP BYTERANGE is <n>@<o>: its offset is always written")
     public static let mediaSubtitlesURI = LintRule(
         id: "HLS-MEDIA-SUBTITLES-URI", severity: .error, section: "4.4.6.1",
         summary: "SUBTITLES renditions have a URI")

@@ -226,6 +226,13 @@ import Testing
                 media + "#EXT-X-MAP:URI=\"i.mp4\",BYTERANGE=\"12-34\"\n#EXTINF:6.0,\na.m4s\n",
                 media + "#EXT-X-MAP:URI=\"i.mp4\",BYTERANGE=\"12@34\"\n#EXTINF:6.0,\na.m4s\n", .mapByteRange, 4
             ),
+            // EXT-X-MAP BYTERANGE needs its offset even after a sub-range of the same resource (RFC 8216bis 4.4.4.5).
+            (
+                media + "#EXT-X-BYTERANGE:720@0\n#EXTINF:6.0,\ni.mp4\n#EXT-X-MAP:URI=\"i.mp4\",BYTERANGE=\"500\"\n"
+                    + "#EXT-X-BYTERANGE:1000@1220\n#EXTINF:6.0,\ni.mp4\n",
+                media + "#EXT-X-BYTERANGE:720@0\n#EXTINF:6.0,\ni.mp4\n#EXT-X-MAP:URI=\"i.mp4\",BYTERANGE=\"500@720\"\n"
+                    + "#EXT-X-BYTERANGE:1000@1220\n#EXTINF:6.0,\ni.mp4\n", .mapByteRange, 7
+            ),
             (
                 media + "#EXT-X-PART-INF:PART-TARGET=2.0\n#EXT-X-SERVER-CONTROL:PART-HOLD-BACK=6.0\n"
                     + "#EXT-X-PART:DURATION=2.0,URI=\"p.mp4\",BYTERANGE=\"100\"\n",
