@@ -70,6 +70,13 @@ extension LintContext {
                     .keyAttributes, index, column: column(of: "IV", inLine: index),
                     "IV must be a 128-bit hexadecimal-sequence (0x and 32 hex digits)")
             }
+            // RFC 8216bis 4.4.4.4: AES-256-GCM segments carry their own IV, and SAMPLE-AES-CTR has none.
+            if a["IV"] != nil, let method = a["METHOD"]?.rawValue, method == "AES-256-GCM" || method == "SAMPLE-AES-CTR"
+            {
+                add(
+                    .keyAttributes, index, column: column(of: "IV", inLine: index),
+                    "METHOD=\(method) must not have an IV attribute")
+            }
             if let versions = a.quotedString("KEYFORMATVERSIONS") {
                 let parts = versions.split(separator: "/", omittingEmptySubsequences: false)
                 if parts.contains(where: { p in Numbers.decimalInteger(Array(p.utf8)).map { $0 == 0 } ?? true }) {

@@ -208,7 +208,9 @@ extension LintRule {
         summary: "EXTINF is <duration>,[<title>]: the comma is there")
     public static let keyAttributes = LintRule(
         id: "HLS-KEY-ATTR", severity: .error, section: "4.4.4.4",
-        summary: "IV is a 128-bit hexadecimal-sequence; KEYFORMATVERSIONS is positive integers joined by /")
+        summary:
+            "IV is a 128-bit hexadecimal-sequence, absent with AES-256-GCM and SAMPLE-AES-CTR; KEYFORMATVERSIONS is "
+            + "positive integers joined by /")
     public static let mapIV = LintRule(
         id: "HLS-MAP-IV", severity: .error, section: "4.4.4.5",
         summary: "an EXT-X-MAP under an AES-128 key has a key with an IV")

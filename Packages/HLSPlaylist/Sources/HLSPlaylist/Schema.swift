@@ -21,7 +21,8 @@ enum Schema {
     }
     private static let yesNo = ["YES", "NO"]
     private static let keyAttributes: [String: AttributeSpec] = [
-        "METHOD": e(["NONE", "AES-128", "SAMPLE-AES", "SAMPLE-AES-CTR"], true), "URI": q(),
+        // RFC 8216bis 4.4.4.4 (draft 22): NONE, AES-128 and SAMPLE-AES, and the optional SAMPLE-AES-CTR and AES-256-GCM.
+        "METHOD": e(["NONE", "AES-128", "SAMPLE-AES", "SAMPLE-AES-CTR", "AES-256-GCM"], true), "URI": q(),
         "IV": AttributeSpec(type: .hexadecimalSequence), "KEYFORMAT": q(), "KEYFORMATVERSIONS": q(),
     ]
     private static let variantCommon: [String: AttributeSpec] = [

@@ -174,8 +174,8 @@ import Testing
         #expect(f.section == "4.4")
         #expect(f.severity == .error)
         #expect(
-            f.description == "4:12: error: METHOD=AES-256 is not one of NONE, AES-128, SAMPLE-AES, SAMPLE-AES-CTR "
-                + "[HLS-ATTR-ENUM] (4.4)")
+            f.description == "4:12: error: METHOD=AES-256 is not one of NONE, AES-128, SAMPLE-AES, SAMPLE-AES-CTR, "
+                + "AES-256-GCM [HLS-ATTR-ENUM] (4.4)")
     }
 
     @Test func liveRulesPassOnAProperSlide() throws {
@@ -221,6 +221,17 @@ import Testing
                     + "#EXTINF:6.0,\na.ts\n",
                 media + "#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"k\",KEYFORMAT=\"x\",KEYFORMATVERSIONS=\"1/2\"\n"
                     + "#EXTINF:6.0,\na.ts\n", .keyAttributes, 4
+            ),
+            // AES-256-GCM is a METHOD of RFC 8216bis 4.4.4.4 (not an HLS-ATTR-ENUM error) and takes no IV.
+            (
+                media + "#EXT-X-KEY:METHOD=AES-256-GCM,URI=\"k\",IV=0x00000000000000000000000000000001\n"
+                    + "#EXTINF:6.0,\na.ts\n",
+                media + "#EXT-X-KEY:METHOD=AES-256-GCM,URI=\"k\"\n#EXTINF:6.0,\na.ts\n", .keyAttributes, 4
+            ),
+            (
+                media + "#EXT-X-KEY:METHOD=SAMPLE-AES-CTR,URI=\"k\",IV=0x00000000000000000000000000000001\n"
+                    + "#EXTINF:6.0,\na.ts\n",
+                media + "#EXT-X-KEY:METHOD=SAMPLE-AES-CTR,URI=\"k\"\n#EXTINF:6.0,\na.ts\n", .keyAttributes, 4
             ),
             (
                 media + "#EXT-X-MAP:URI=\"i.mp4\",BYTERANGE=\"12-34\"\n#EXTINF:6.0,\na.m4s\n",
