@@ -226,10 +226,12 @@ extension LintContext {
                     .interstitial, line, column: column(of: "X-RESUME-OFFSET", inLine: line),
                     "X-RESUME-OFFSET=\(a.rawValue) is not a signed-decimal-floating-point")
             }
-            if let a = attributes["X-PLAYOUT-LIMIT"], (a.decimalFloat ?? 0) <= 0 {
+            // Appendix D.2 makes X-PLAYOUT-LIMIT a decimal-floating-point of seconds and asks nothing more: 0 is not
+            // reported.
+            if let a = attributes["X-PLAYOUT-LIMIT"], a.decimalFloat == nil {
                 add(
                     .interstitial, line, column: column(of: "X-PLAYOUT-LIMIT", inLine: line),
-                    "X-PLAYOUT-LIMIT=\(a.rawValue) is not a positive decimal-floating-point")
+                    "X-PLAYOUT-LIMIT=\(a.rawValue) is not a decimal-floating-point")
             }
         }
     }

@@ -255,6 +255,12 @@ import Testing
                 media + pdt + interstitial + "X-ASSET-URI=\"a.m3u8\",X-SNAP=\"OUT,IN\"\n#EXTINF:6.0,\na.ts\n",
                 .interstitial, 5
             ),
+            // X-PLAYOUT-LIMIT is a decimal-floating-point (appendix D.2): a negative one is reported, 0 is not.
+            (
+                media + pdt + interstitial + "X-ASSET-URI=\"a.m3u8\",X-PLAYOUT-LIMIT=-5.0\n#EXTINF:6.0,\na.ts\n",
+                media + pdt + interstitial + "X-ASSET-URI=\"a.m3u8\",X-PLAYOUT-LIMIT=0\n#EXTINF:6.0,\na.ts\n",
+                .interstitial, 5
+            ),
             // PART-HOLD-BACK is required with EXT-X-PART-INF even when there is no EXT-X-SERVER-CONTROL at all.
             (
                 media + "#EXT-X-PART-INF:PART-TARGET=2.0\n#EXT-X-PART:DURATION=2.0,URI=\"p.mp4\"\n",
