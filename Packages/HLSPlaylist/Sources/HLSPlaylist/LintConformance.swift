@@ -135,6 +135,14 @@ extension LintContext {
                     "CHANNELS \"\(channels)\" must start with the channel count as a decimal-integer")
             }
         }
+        // RFC 8216bis 4.4.6.1: BIT-DEPTH, SAMPLE-RATE and CHANNELS MUST NOT be present unless TYPE is AUDIO.
+        if let type, type != "AUDIO" {
+            for name in ["BIT-DEPTH", "SAMPLE-RATE", "CHANNELS"] where a[name] != nil {
+                add(
+                    .mediaAudioAttributes, index, column: column(of: name, inLine: index),
+                    "\(name) is only for AUDIO renditions, not TYPE=\(type)")
+            }
+        }
         identifiers(a, index, ["STABLE-RENDITION-ID": "+/="])
     }
 

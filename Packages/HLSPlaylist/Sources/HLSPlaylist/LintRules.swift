@@ -268,6 +268,9 @@ extension LintRule {
     public static let valuePositive = LintRule(
         id: "HLS-VALUE-POSITIVE", severity: .error, section: "4.4",
         summary: "EXT-X-TARGETDURATION is at least 1; SCORE is positive")
+    public static let mediaAudioAttributes = LintRule(
+        id: "HLS-MEDIA-AUDIO-ATTR", severity: .error, section: "4.4.6.1",
+        summary: "BIT-DEPTH, SAMPLE-RATE and CHANNELS only for AUDIO renditions")
 
     /// Every rule, in the order the documentation lists them.
     static let all: [LintRule] = [
@@ -285,6 +288,6 @@ extension LintRule {
         .mediaSubtitlesURI, .mediaInstreamID, .mediaChannels, .mediaDefaultUnique, .mediaAutoselectUnique,
         .closedCaptionsNone, .identifierCharacters, .sessionDataDuplicate, .sessionKeyDuplicate, .dateRangeDuration,
         .dateRangeCue, .interstitial, .variablesUnchecked, .livePlaylistType, .liveShortWindow,
-        .liveUnchecked, .valuePositive,
+        .liveUnchecked, .valuePositive, .mediaAudioAttributes,
     ]
 }

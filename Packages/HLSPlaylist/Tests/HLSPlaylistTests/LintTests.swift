@@ -267,6 +267,21 @@ import Testing
                 media + "#EXT-X-PART-INF:PART-TARGET=2.0\n#EXT-X-SERVER-CONTROL:PART-HOLD-BACK=4.0\n"
                     + "#EXT-X-PART:DURATION=2.0,URI=\"p.mp4\"\n", .serverControl, 4
             ),
+            // BIT-DEPTH, SAMPLE-RATE and CHANNELS only for AUDIO (RFC 8216bis 4.4.6.1): the fixture shows SAMPLE-RATE.
+            (
+                "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-MEDIA:TYPE=VIDEO,GROUP-ID=\"v\",NAME=\"Main\",BIT-DEPTH=16\n"
+                    + variant + ",VIDEO=\"v\"\nv.m3u8\n",
+                "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-MEDIA:TYPE=VIDEO,GROUP-ID=\"v\",NAME=\"Main\"\n" + variant
+                    + ",VIDEO=\"v\"\nv.m3u8\n", .mediaAudioAttributes, 3
+            ),
+            (
+                "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+                    + "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"s\",NAME=\"English\",CHANNELS=\"2\",URI=\"en.m3u8\"\n"
+                    + variant + ",SUBTITLES=\"s\"\nv.m3u8\n",
+                "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+                    + "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"s\",NAME=\"English\",URI=\"en.m3u8\"\n" + variant
+                    + ",SUBTITLES=\"s\"\nv.m3u8\n", .mediaAudioAttributes, 3
+            ),
             // SCORE is a positive decimal-floating-point (RFC 8216bis 4.4.6.2): 0 passes the type check, not this one.
             (
                 "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n" + variant + ",SCORE=0\nv.m3u8\n",
