@@ -252,6 +252,22 @@ struct LintContext {
                     "\(a.name)=\(a.rawValue) is not one of \(values.joined(separator: ", "))")
             }
         }
+        // RFC 8216bis 4.2: a quoted-string MUST be non-empty unless its attribute allows it, which only EXT-X-DEFINE
+        // VALUE (4.4.2.3) and EXT-X-SKIP RECENTLY-REMOVED-DATERANGES (4.4.5.2) do. Client attributes (X-) of
+        // EXT-X-DATERANGE are quoted-strings when quoted, so they count too.
+        for a in attributes where a.isQuoted && a.rawValue.utf8.count == 2 {
+            let declared = schema[a.name]?.type == .quotedString
+            let client = known == .dateRange && a.name.hasPrefix("X-")
+            let mayBeEmpty =
+                (known == .define && a.name == "VALUE")
+                || (known == .skip && a.name == "RECENTLY-REMOVED-DATERANGES")
+            if declared || client, !mayBeEmpty {
+                add(
+                    .attributeType, index, column: column(of: a.name, inLine: index),
+                    "\(a.name)=\"\" is an empty quoted-string, which only EXT-X-DEFINE VALUE and "
+                        + "RECENTLY-REMOVED-DATERANGES may be")
+            }
+        }
         switch known {
         case .key:
             if attributes["METHOD"]?.valueIs("NONE") == true {

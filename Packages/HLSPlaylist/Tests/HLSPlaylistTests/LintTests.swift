@@ -282,6 +282,25 @@ import Testing
                     + "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"s\",NAME=\"English\",URI=\"en.m3u8\"\n" + variant
                     + ",SUBTITLES=\"s\"\nv.m3u8\n", .mediaAudioAttributes, 3
             ),
+            // A quoted-string is non-empty unless its attribute allows it (RFC 8216bis 4.2): URI, GROUP-ID, NAME...
+            (
+                "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",NAME=\"\",URI=\"en.m3u8\"\n"
+                    + variant + ",AUDIO=\"a\"\nv.m3u8\n",
+                "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",NAME=\"E\",URI=\"en.m3u8\"\n"
+                    + variant + ",AUDIO=\"a\"\nv.m3u8\n", .attributeType, 3
+            ),
+            (
+                media + "#EXT-X-MAP:URI=\"\"\n#EXTINF:6.0,\na.m4s\n",
+                media + "#EXT-X-MAP:URI=\"i.mp4\"\n#EXTINF:6.0,\na.m4s\n", .attributeType, 4
+            ),
+            // ... while EXT-X-DEFINE VALUE may be empty: the fixed playlist has VALUE="" and must raise no error.
+            (
+                media + pdt + "#EXT-X-DATERANGE:ID=\"d\",START-DATE=\"2026-01-01T00:00:00Z\",X-COM-EXAMPLE=\"\"\n"
+                    + "#EXTINF:6.0,\na.ts\n",
+                media + "#EXT-X-DEFINE:NAME=\"x\",VALUE=\"\"\n" + pdt
+                    + "#EXT-X-DATERANGE:ID=\"d\",START-DATE=\"2026-01-01T00:00:00Z\",X-COM-EXAMPLE=\"1{$x}\"\n"
+                    + "#EXTINF:6.0,\na.ts\n", .attributeType, 5
+            ),
             // SCORE is a positive decimal-floating-point (RFC 8216bis 4.4.6.2): 0 passes the type check, not this one.
             (
                 "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n" + variant + ",SCORE=0\nv.m3u8\n",
