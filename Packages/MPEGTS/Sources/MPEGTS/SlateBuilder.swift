@@ -404,23 +404,12 @@ extension SlateBuilder {
                 frames = [adts + silent]
             }
         }
-        if audioPID == nil, let stream = pmt.table.streams.first(where: { $0.codec == .ac3 }),
-            let first = packets[stream.pid]?.first, let audioPTS = first.info.pts,
-            let format = SilentAC3(header: first.payload), let silent = format.frame, let formatRate = format.sampleRate
-        {
-            audioPID = stream.pid
-            audioStreamID = first.header.streamID
-            audioStart = audioPTS
-            audioEnd = audioEnds[stream.pid] ?? audioPTS
-            rate = formatRate
-            frameSamples = 1536
-            frames = [silent]
-        }
-        if audioPID == nil, let stream = pmt.table.streams.first(where: { $0.codec == .eac3 }),
-            let first = packets[stream.pid]?.first, let audioPTS = first.info.pts,
-            let format = SilentEAC3(header: first.payload), !Self.hasDependentSubstream(first.payload),
-            let silent = format.frame, let formatRate = format.sampleRate
-        {
+        // The first AC-3 stream, else the first E-AC-3 stream: a silent frame of its own format (1536 samples).
+        for codec in [Codec.ac3, .eac3] where audioPID == nil {
+            guard let stream = pmt.table.streams.first(where: { $0.codec == codec }),
+                let first = packets[stream.pid]?.first, let audioPTS = first.info.pts,
+                let (silent, formatRate) = Self.silentDolbyFrame(codec, header: first.payload)
+            else { continue }
             audioPID = stream.pid
             audioStreamID = first.header.streamID
             audioStart = audioPTS
@@ -484,6 +473,22 @@ extension SlateBuilder {
             videoCount: videoCount(durationTicks))
         var counters = anchor.counters
         return write(placement, continuityCounters: &counters)
+    }
+
+    /// A silent sync frame in the format of the AC-3 or E-AC-3 frame that starts `header`, and its sample rate; nil
+    /// when it is not one a slate can carry (E-AC-3 with a dependent substream among them).
+    static func silentDolbyFrame(_ codec: Codec, header: [UInt8]) -> (frame: [UInt8], sampleRate: Int)? {
+        if codec == .ac3, let format = SilentAC3(header: header), let frame = format.frame,
+            let rate = format.sampleRate
+        {
+            return (frame, rate)
+        }
+        if codec == .eac3, let format = SilentEAC3(header: header), !hasDependentSubstream(header),
+            let frame = format.frame, let rate = format.sampleRate
+        {
+            return (frame, rate)
+        }
+        return nil
     }
 
     /// Whether an E-AC-3 PES payload has a dependent substream frame (strmtyp 1: channels beyond 5.1, which a
