@@ -257,8 +257,11 @@ extension DownloadManager {
         state.bytes += size
         state.duration += segment.duration
         state.segments += 1
-        let needed = UInt64(segment.duration.rounded())
-        if needed > state.targetDuration { state.targetDuration = needed }
+        // An EXTINF may say anything (10^40 s, or infinity): one past whole seconds in a UInt64 leaves the target.
+        let needed = segment.duration.rounded()
+        if needed > Double(state.targetDuration), let seconds = UInt64(exactly: needed) {
+            state.targetDuration = seconds
+        }
     }
 
     /// Fetches `jobs` with bounded concurrency (files already in place are kept); returns the indices of segments
