@@ -122,6 +122,20 @@ import Testing
         for n in 0..<3 { #expect(text.contains("seg0000\(n).ts\n")) }
     }
 
+    /// A window whose last media sequence number is 2^64 - 1 trapped working out the next one to fetch; it is an
+    /// invalid playlist.
+    @Test func mediaSequenceNumbersPastTheLastUInt64AreRefused() async throws {
+        let origin = Self.origin(poll: { _ in
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:\(UInt64.max - 1)\n"
+                + "#EXTINF:4.0,\ns0.ts\n#EXTINF:4.0,\ns1.ts\n"
+        })
+        let manager = try Fixtures.manager(origin, clock: FakeClock())
+        let created = try await manager.createTask(url: Self.playlistURL)
+        let info = try #require(await manager.waitUntilSettled(created.id))
+        #expect(info.error?.code == .invalidPlaylist)
+        #expect(info.error?.message == "media sequence numbers run past 18446744073709551614")
+    }
+
     @Test func durationLimitStopsTheRecordingAsVOD() async throws {
         // A window that never ends: poll n shows segments n-1, n, n+1.
         let origin = Self.origin(poll: { n in Self.window([n - 1, n, n + 1]) })
