@@ -90,6 +90,12 @@ extension DownloadManager {
                 throw DownloadError(.invalidPlaylist, "expected a media playlist", url: source.url)
             }
             let media = playlist.media(url: source.url)
+            // The next segment to fetch is one after the last recorded: sequence numbers must not reach 2^64 - 1
+            // (the parser's wrap past it, or the addition, would trap).
+            if let last = media.segments.last, last.mediaSequence < media.mediaSequence || last.mediaSequence == .max {
+                throw DownloadError(
+                    .invalidPlaylist, "media sequence numbers run past \(UInt64.max - 1)", url: source.url)
+            }
             state.targetDuration = max(state.targetDuration, media.targetDuration ?? 1)
             state.version = max(state.version, media.version ?? 3)
             state.independentSegments = state.independentSegments || media.independentSegments
@@ -257,8 +263,11 @@ extension DownloadManager {
         state.bytes += size
         state.duration += segment.duration
         state.segments += 1
-        let needed = UInt64(segment.duration.rounded())
-        if needed > state.targetDuration { state.targetDuration = needed }
+        // An EXTINF may say anything (10^40 s, or infinity): one past whole seconds in a UInt64 leaves the target.
+        let needed = segment.duration.rounded()
+        if needed > Double(state.targetDuration), let seconds = UInt64(exactly: needed) {
+            state.targetDuration = seconds
+        }
     }
 
     /// Fetches `jobs` with bounded concurrency (files already in place are kept); returns the indices of segments

@@ -98,6 +98,44 @@ import Testing
         #expect(Fixtures.text(info.folder + "/index.m3u8") == Self.expectedPlaylist([0, 1, 2].map(Self.entry)))
     }
 
+    /// EXTINF durations too long for whole seconds in a UInt64 (10^40 s, and 400 digits that read as infinity)
+    /// trapped where the local playlist's target duration is raised; they are recorded and leave the target as it was.
+    @Test func segmentDurationsBeyondWholeSecondsAreRecorded() async throws {
+        let durations = ["4.0", "1" + String(repeating: "0", count: 40), String(repeating: "9", count: 400)]
+        let origin = Self.origin(poll: { n in
+            MediaPlaylistText(
+                targetDuration: 4, mediaSequence: 0,
+                segments: durations.indices.map {
+                    MediaPlaylistText.Segment(duration: durations[$0], uri: "s\($0).ts")
+                },
+                ended: n >= 2
+            ).text
+        })
+        let clock = FakeClock()
+        let manager = try Fixtures.manager(origin, clock: clock)
+        let created = try await manager.createTask(url: Self.playlistURL)
+        let info = try #require(await manager.waitUntilSettled(created.id))
+        #expect(info.state == .completed)
+        #expect(clock.sleeps == [4])
+        let text = Fixtures.text(info.folder + "/index.m3u8")
+        #expect(text.contains("#EXT-X-TARGETDURATION:4\n"))
+        for n in 0..<3 { #expect(text.contains("seg0000\(n).ts\n")) }
+    }
+
+    /// A window whose last media sequence number is 2^64 - 1 trapped working out the next one to fetch; it is an
+    /// invalid playlist.
+    @Test func mediaSequenceNumbersPastTheLastUInt64AreRefused() async throws {
+        let origin = Self.origin(poll: { _ in
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:\(UInt64.max - 1)\n"
+                + "#EXTINF:4.0,\ns0.ts\n#EXTINF:4.0,\ns1.ts\n"
+        })
+        let manager = try Fixtures.manager(origin, clock: FakeClock())
+        let created = try await manager.createTask(url: Self.playlistURL)
+        let info = try #require(await manager.waitUntilSettled(created.id))
+        #expect(info.error?.code == .invalidPlaylist)
+        #expect(info.error?.message == "media sequence numbers run past 18446744073709551614")
+    }
+
     @Test func durationLimitStopsTheRecordingAsVOD() async throws {
         // A window that never ends: poll n shows segments n-1, n, n+1.
         let origin = Self.origin(poll: { n in Self.window([n - 1, n, n + 1]) })

@@ -171,7 +171,8 @@ enum Numbers {
             i = bytes.index(after: i)
         }
         if !sawDigit || pointIsLast && !sawDigit { return nil }
-        if digits > 15 { return slowFloat(bytes) }
+        // Zeros after the point count as fraction digits but not as significant ones: past the table, the slow way.
+        if digits > 15 || fractionDigits >= powersOfTen.count { return slowFloat(bytes) }
         let value = Double(mantissa) / powersOfTen[fractionDigits]
         return negative ? -value : value
     }
@@ -211,7 +212,8 @@ enum Numbers {
             i &+= 1
         }
         if !sawDigit { return nil }
-        if digits > 15 { return slowFloat(b) }
+        // As above: the scale below is exact up to 1e18, so more fraction digits (zeros after the point) go the slow way.
+        if digits > 15 || fractionDigits > 18 { return slowFloat(b) }
         // Powers of ten up to 1e18 are exact, and so is each product on the way.
         var scale: Double = 1
         var k = 0

@@ -319,6 +319,23 @@ import Testing
         #expect(p.diagnostics.isEmpty)
     }
 
+    /// Decimal numbers with more fraction digits before the first significant one than a Double has (the zeros
+    /// after the point counted as fraction digits and indexed past the table of powers of ten: a trap).
+    @Test func fractionsWithManyLeadingZerosParse() throws {
+        let tiny = "0." + String(repeating: "0", count: 30) + "5"
+        let p = try Playlist(
+            bytes: Array(
+                ("#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXT-X-CUE-OUT:\(tiny)\n#EXT-X-CUE-OUT-CONT:\(tiny)/\(tiny)\n"
+                    + "#EXT-X-DATERANGE:ID=\"a\",START-DATE=\"2024-01-01T00:00:00Z\",DURATION=\(tiny)\n"
+                    + "#EXTINF:\(tiny),\nsegment.ts\n").utf8))
+        #expect(p.firstTag(.cueOut)?.cue?.duration == 5e-31)
+        #expect(p.firstTag(.cueOutCont)?.cue?.elapsed == 5e-31)
+        #expect(p.firstTag(.dateRange)?.attributes?.decimalFloat("DURATION") == 5e-31)
+        #expect(p.media().segments.first?.duration == 5e-31)
+        let iptv = try IPTVPlaylist(bytes: Array("#EXTM3U\n#EXTINF:-\(tiny),Name\nhttp://a/b\n".utf8))
+        #expect(iptv.channels.first?.duration == -5e-31)
+    }
+
     @Test func tolerantModeRecordsLineAndColumnAndKeepsGoing() throws {
         let text =
             "#EXTM3U\n#EXT-X-TARGETDURATION:x\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\n#EXTINF:abc,\na.ts\n#EXTINF:5,\nb.ts\n"

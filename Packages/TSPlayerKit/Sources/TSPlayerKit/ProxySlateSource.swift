@@ -25,6 +25,9 @@ extension ProxySlateSource {
         {
             start += content
         }
+        // The template's bounds, for audio-only slates too: a slot's duration and offset are EXTINF values, which may
+        // say anything (10^40 s, infinity).
+        guard slot.duration > 0, slot.duration < 600, start >= 0, start < 1e9 else { return nil }
         let track = anchorInit.flatMap { FragmentedSlateTemplate.videoTrack(initSection: $0) }
         // Audio-only content (an init section without video): the slate is its silence alone.
         let audioOnly = anchorInit != nil && track == nil
@@ -48,12 +51,19 @@ extension ProxySlateSource {
                 : track.map {
                     FragmentedSlateTemplate.presentationShift(initSection: anchorInit, trackID: $0.id)
                 } ?? 0
-            let fromEnd = Int64(((start + videoShift - audioShift) * scale).rounded()) - Int64(clamping: end)
+            // An edit list or a decode time may say anything too: with a shift that puts the slot's start 2^53 ticks
+            // or more from 0, or an anchor ending at 2^62 or later, the slate gets no silence.
+            let position = ((start + videoShift - audioShift) * scale).rounded()
             let frame = Int64(audio.frameDuration)
             let startingBefore = { (ticks: Int64) in ticks <= 0 ? 0 : (ticks + frame - 1) / frame }
-            let first = fromEnd < frame ? 0 : startingBefore(fromEnd)
-            let last = max(first, startingBefore(fromEnd + Int64((slot.duration * scale).rounded())))
-            let frames = Int(clamping: last - first)
+            var frames = 0
+            var first: Int64 = 0
+            if abs(position) < 0x1p53, let at = Int64(exactly: position), end < 1 << 62 {
+                let fromEnd = at - Int64(end)
+                first = fromEnd < frame ? 0 : startingBefore(fromEnd)
+                let last = max(first, startingBefore(fromEnd + Int64((slot.duration * scale).rounded())))
+                frames = Int(last - first)
+            }
             // After the video fragments' sequence numbers (one per frame); 1 when there are none.
             let videoFragments =
                 audioOnly ? 0 : Int(min(1e6, max(1, (slot.duration / template.frameSeconds).rounded())))

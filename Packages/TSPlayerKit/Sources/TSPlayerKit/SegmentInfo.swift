@@ -25,7 +25,9 @@ public struct SegmentInfo: Hashable, Sendable, Codable {
         var planned: [PlannedSegment] = []
         for (number, segment) in segments.enumerated() {
             let length = segment.length ?? (fileSize >= segment.offset ? fileSize - segment.offset : 0)
-            guard segment.duration > 0, segment.duration.isFinite else {
+            // At least one 90 kHz tick (a shorter one made the variant's bandwidth infinite) and less than the 33-bit
+            // time stamp circle (a longer one trapped in whole ticks): durations may come from a playlist or a file.
+            guard segment.duration * 90_000 >= 1, segment.duration * 90_000 < 0x1p33 else {
                 throw PlaybackError(
                     .invalidSegment, path: path, detail: "segment \(number) has duration \(segment.duration)")
             }

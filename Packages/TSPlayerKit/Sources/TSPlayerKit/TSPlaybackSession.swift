@@ -100,8 +100,8 @@ public final class TSPlaybackSession: PlaybackSource {
     }
 
     /// Opens a file of concatenated TS segments whose byte ranges and durations the caller knows; nothing is
-    /// indexed. The segments must be non-empty, inside the file, not overlapping, and of positive duration; they are
-    /// served in the order of their offsets.
+    /// indexed. The segments must be non-empty, inside the file, not overlapping, and last from one 90 kHz tick to
+    /// less than 2^33 ticks (the time stamp circle, about 26.5 hours); they are served in the order of their offsets.
     ///
     /// The container is chosen as for an indexed file. Fragmented MP4 needs every segment to start with a keyframe
     /// (its first video PES, read at open): with ``PlaybackContainer/fmp4`` a segment that does not throws

@@ -187,6 +187,40 @@ import Testing
         #expect(maker.fragmentedSlateInit(contentInit: mp3Init) == nil)
     }
 
+    /// A slot's duration and offset come from EXTINF values, which may say anything (10^40 s, or 400 digits that
+    /// read as infinity): audio-only content's slates, which do not go through the template's bounds, trapped
+    /// converting them to ticks. Such a slot gets no slate, as for content with video; a slot within bounds still
+    /// gets its silence.
+    @Test func audioOnlySlotsOfAnyDurationOrOffsetDoNotTrap() async throws {
+        let contentInit = try InitSegment(tracks: [
+            Track(
+                trackID: 4, timescale: 48000,
+                codec: .ac3(
+                    AC3SpecificBox(fscod: 0, bsmod: 0, acmod: 2, lfeon: false, bitRateCode: 10),
+                    channelCount: 2, sampleRate: 48000))
+        ]).serialized()
+        let audio = try #require(FragmentedSlateTemplate.audioTrack(initSection: contentInit))
+        let anchor = FragmentedSlateTemplate.silentAudioFragment(
+            audio: audio, firstDecodeTime: 96000, frames: 62, sequence: 7)
+        let maker = ProxySlateMaker()
+        func slot(duration: Double, offset: Double) -> SlateSlot {
+            SlateSlot(
+                mediaSequence: 11, duration: duration, anchorURI: "http://127.0.0.1:1/10.m4s", anchorMediaSequence: 10,
+                offsetFromAnchor: offset, isFragmentedMP4: true)
+        }
+        let anchorDuration = 62.0 * 1536 / 48000
+        for (duration, offset) in [
+            (1e40, anchorDuration), (.infinity, anchorDuration), (2, 1e40), (2, .infinity), (2, -1e40), (.nan, 0),
+        ] {
+            let slate = await maker.fragmentedSlate(
+                for: slot(duration: duration, offset: offset), anchor: anchor, anchorInit: contentInit)
+            #expect(slate == nil, "\(duration) s at \(offset) s")
+        }
+        #expect(
+            await maker.fragmentedSlate(
+                for: slot(duration: 2, offset: anchorDuration), anchor: anchor, anchorInit: contentInit) != nil)
+    }
+
     // MARK: Through the proxy
 
     static func fragmentedWindow(first: Int, ads: Set<Int>, count: Int = 5) -> String {

@@ -99,6 +99,11 @@ import Testing
             ([SegmentInfo(offset: 0, duration: 1, length: 0)], "outside the file"),
             ([SegmentInfo(offset: 0, duration: 0, length: 10)], "duration"),
             ([SegmentInfo(offset: 0, duration: .nan, length: 10)], "duration"),
+            // Past whole ticks in an Int64, or infinite bits per second.
+            ([SegmentInfo(offset: 0, duration: 1e40, length: 10)], "duration"),
+            ([SegmentInfo(offset: 0, duration: .infinity, length: 10)], "duration"),
+            ([SegmentInfo(offset: 0, duration: .leastNonzeroMagnitude, length: 10)], "duration"),
+            ([SegmentInfo(offset: 0, duration: 95_444, length: 10)], "duration"),
             (
                 [SegmentInfo(offset: 0, duration: 1, length: 60), SegmentInfo(offset: 50, duration: 1, length: 10)],
                 "overlap"
