@@ -28,7 +28,9 @@ final class FragmentedPresentation: Sendable {
     let video: TSTrackInfo?
     let audio: [TSTrackInfo]
     let initSegments: [UInt16: [UInt8]]
-    private let cache = SegmentCache(limit: 48 << 20)
+    private let cache = SegmentCache(limit: segmentCacheLimit)
+    /// How many bytes of made segments the presentation keeps in memory at most.
+    static let segmentCacheLimit = 48 << 20
     /// By reset offset: the tracks' sample entry values read from that range's first bytes, and the file size they
     /// were read at while they may still change (a track showed none, and the file had fewer than
     /// ``rangeHeadBytes`` after the reset: it may be growing), nil once settled.
