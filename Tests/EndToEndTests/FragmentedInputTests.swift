@@ -295,6 +295,34 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
         #expect(server.process.isRunning)
     }
 
+    /// 1000 bytes of garbage between two packets of the H.264 + AAC fixture: `remux` skips them (exit 0) and says
+    /// so, its output decoding to the source's frames; `serve --container fmp4` decodes to them too.
+    @Test func garbageBetweenPacketsIsSkippedAndNamed() throws {
+        let movie = try #require(FragmentedFixtures.h264AAC)
+        let bytes = try Data(contentsOf: movie)
+        let cut = 300 * 188
+        let input = try InputFixtures.file(
+            "input-garbage-inside.ts", bytes.prefix(cut) + Data(repeating: 0x55, count: 1000) + bytes.dropFirst(cut))
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let output = input.path + ".mp4"
+        let remux = try runBounded(tsplayer, ["remux", input.path, output])
+        #expect(remux.status == 0, "\(remux.err)")
+        #expect(
+            remux.err == "remux: \(input.path): sync lost 1 time: 1000 bytes between packets were skipped\n",
+            "\(remux.err)")
+        let server = try ServerProcess(arguments: [input.path, "--container", "fmp4", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        _ = try waitForEndList(String(url.dropLast("master.m3u8".count)) + "video.m3u8")
+        for stream in ["v:0", "a:0"] {
+            let source = try playback.frameHashes(movie.path, stream)
+            let remuxed = try playback.frameHashes(output, stream)
+            let served = try playback.frameHashes(url, stream)
+            #expect(!source.isEmpty && remuxed == source, "remux \(stream): \(remuxed.count), \(source.count)")
+            #expect(served == source, "served \(stream): \(served.count), \(source.count)")
+        }
+    }
+
     /// A garbage file (text), random bytes, an empty file: `remux` fails with exit 2 naming the file and what it
     /// found, writing nothing; `serve --container fmp4` fails with exit 2 naming the file and the problem in words
     /// (no error code identifier). Random bytes with a sync byte every 188 (packets of nothing: no PAT): `remux`

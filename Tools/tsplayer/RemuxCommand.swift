@@ -114,7 +114,8 @@ enum RemuxCommand {
         }
         if statistics.syncLosses > 0 {
             Output.log(
-                "remux: \(label ?? input): sync lost \(statistics.syncLosses) times: "
+                "remux: \(label ?? input): sync lost \(statistics.syncLosses) "
+                    + (statistics.syncLosses == 1 ? "time: " : "times: ")
                     + "\(statistics.skippedBytes) bytes between packets were skipped")
         }
         if statistics.pesErrors > 0 {
