@@ -1,8 +1,8 @@
 // Inputs fragmented MP4 cannot or should not carry, end to end: streams AVPlayer cannot decode (MPEG-2 video, DVB
 // bitmap subtitles) are served as TS and named in the session's diagnostics and on serve's stderr; `tsplayer remux`
 // of a file with nothing it can carry fails naming the PID; truncated, garbage and random files through `tsplayer
-// remux` and `tsplayer serve --container fmp4` give a clear error (or, for a file cut short, the frames it has and a
-// line naming where it ends), with the exit status of Documentation/CLI.md, never a crash or a hang.
+// remux` and `tsplayer serve --container fmp4` give a clear error (or, for a damaged stream, the frames it has and a
+// line naming what was lost and where), with the exit status of Documentation/CLI.md, never a crash or a hang.
 import Foundation
 import MPEGTS
 import TSPlayerKit
@@ -255,14 +255,14 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
 
     /// A file cut inside a packet and inside a video PES: `remux` writes what it has (the output decodes to the
     /// frames ffmpeg decodes from the cut file, the last picture as far as it goes) and says on stderr where the
-    /// file ends, exit 0; `serve --container fmp4` serves every segment of it (200), decoding to the same frames,
-    /// its playlists linting clean.
+    /// file ends, exit 1 (stream errors found, the output written all the same); `serve --container fmp4` serves
+    /// every segment of it (200), decoding to the same frames, its playlists linting clean.
     @Test func truncatedFileIsRemuxedAndServedAsFarAsItGoes() throws {
         let (movie, offset) = try #require(InputFixtures.truncated)
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = InputFixtures.folder.appendingPathComponent("input-truncated.mp4").path
         let result = try runBounded(tsplayer, ["remux", movie.path, output])
-        #expect(result.status == 0, "\(result.err)")
+        #expect(result.status == 1, "\(result.err)")
         #expect(
             result.err
                 == "remux: \(movie.path): the file ends inside a packet: its last 100 bytes, from byte offset "
@@ -295,8 +295,9 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
         #expect(server.process.isRunning)
     }
 
-    /// 1000 bytes of garbage between two packets of the H.264 + AAC fixture: `remux` skips them (exit 0) and says
-    /// so, its output decoding to the source's frames; `serve --container fmp4` decodes to them too.
+    /// 1000 bytes of garbage between two packets of the H.264 + AAC fixture: `remux` skips them and says so (exit 1,
+    /// stream errors found), its output decoding to the source's frames; `serve --container fmp4` decodes to them
+    /// too.
     @Test func garbageBetweenPacketsIsSkippedAndNamed() throws {
         let movie = try #require(FragmentedFixtures.h264AAC)
         let bytes = try Data(contentsOf: movie)
@@ -306,7 +307,7 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = input.path + ".mp4"
         let remux = try runBounded(tsplayer, ["remux", input.path, output])
-        #expect(remux.status == 0, "\(remux.err)")
+        #expect(remux.status == 1, "\(remux.err)")
         #expect(
             remux.err == "remux: \(input.path): sync lost 1 time: 1000 bytes between packets were skipped\n",
             "\(remux.err)")
@@ -386,8 +387,8 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
     }
 
     /// The H.264 + AAC fixture whose packets after its first second keep their headers but carry random payloads
-    /// (PES headers, NAL units and ADTS frames all garbage): remux ends without a crash (exit 0: the frames it could
-    /// read) and says on stderr how many PES packets it left out; `serve --container fmp4` answers every playlist,
+    /// (PES headers, NAL units and ADTS frames all garbage): remux ends without a crash (exit 1, the frames it could
+    /// read written) and says on stderr how many PES packets it left out; `serve --container fmp4` answers every playlist,
     /// init segment and segment 200 (the segments hold what could be read) and keeps running.
     @Test func randomPayloadsBehindValidHeadersNeitherCrashNorHang() throws {
         let movie = try #require(FragmentedFixtures.h264AAC)
@@ -404,7 +405,7 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = input.path + ".mp4"
         let remux = try runBounded(tsplayer, ["remux", input.path, output], seconds: 60)
-        #expect(remux.status == 0, "remux: \(remux.status) \(remux.err)")
+        #expect(remux.status == 1, "remux: \(remux.status) \(remux.err)")
         #expect(
             remux.err.hasPrefix("remux: \(input.path): ")
                 && remux.err.contains(" PES packets with a bad header were left out (the frames they held are "),

@@ -34,8 +34,9 @@ enum RemuxCommand {
         let input = parsed.positionals[0]
         let output = parsed.positionals[1]
         do {
-            try remux(input: input, output: output, language: parsed.value("--audio")?.lowercased())
-            return ExitCode.success
+            let damaged = try remux(input: input, output: output, language: parsed.value("--audio")?.lowercased())
+            // Stream errors found in the input, the output written all the same: exit 1, as tsinspect's report.
+            return damaged ? ExitCode.failure : ExitCode.success
         } catch let error as RemuxError {
             Output.error("\(input): \(error)")
             return error.status
@@ -45,8 +46,12 @@ enum RemuxCommand {
         }
     }
 
-    /// Remuxes `input` into `output`; `label` names the input in log lines (the input's path by default).
-    static func remux(input: String, output: String, language: String?, label: String? = nil) throws {
+    /// Remuxes `input` into `output`; `label` names the input in log lines (the input's path by default). Returns
+    /// whether the input had stream errors that lose frames (a last packet cut short, bytes without sync, PES packets
+    /// with a bad header), each said on stderr; the output holds what could be read. Continuity counter jumps alone
+    /// (which files joined end to end have) are said but do not count.
+    @discardableResult
+    static func remux(input: String, output: String, language: String?, label: String? = nil) throws -> Bool {
         let file = try FileStreamer(path: input)
         defer { file.close() }
         let size = Int64(try file.size())
@@ -132,6 +137,7 @@ enum RemuxCommand {
         if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
         try FileManager.default.moveItem(atPath: temporary, toPath: output)
         succeeded = true
+        return statistics.truncatedBytes > 0 || statistics.syncLosses > 0 || statistics.pesErrors > 0
     }
 
     /// Writes the remux of `file` to `handle`; returns what the demuxer counted.
