@@ -136,6 +136,92 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         }
     }
 
+    /// ffmpeg's framemd5 of one stream of `input` with the stream's own time stamps (`-copyts`, no frame rate
+    /// conversion, the demuxer's time base): each decoded frame's presentation time in seconds and its MD5.
+    func timedFrames(_ input: String, _ stream: String, decoder: [String] = []) throws -> [(
+        time: Double, hash: String
+    )] {
+        let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
+        let result = try EndToEnd.run(
+            ffmpeg,
+            ["-v", "error", "-copyts"] + decoder + ["-i", input, "-map", "0:\(stream)"]
+                + ["-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "framemd5", "-"])
+        #expect(result.status == 0, "ffmpeg framemd5 \(stream) of \(input): \(result.err)")
+        let lines = result.out.split(separator: "\n")
+        let base = lines.first { $0.hasPrefix("#tb 0: ") }.map {
+            $0.dropFirst("#tb 0: ".count).split(separator: "/").compactMap { Double($0) }
+        }
+        guard let base, base.count == 2, base[1] > 0 else {
+            Issue.record("framemd5 \(stream) of \(input): no time base in \(result.out.prefix(200))")
+            return []
+        }
+        return lines.filter { !$0.hasPrefix("#") }.compactMap { line in
+            let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            // stream, dts, pts, duration, size, hash
+            guard fields.count == 6, let pts = Double(fields[2]) else {
+                Issue.record("framemd5 \(stream) of \(input): line \"\(line)\"")
+                return nil
+            }
+            return (pts * base[0] / base[1], fields[5])
+        }
+    }
+
+    /// The 33-bit time stamp range in seconds (2^33 / 90 kHz): a transport stream's times are taken modulo it.
+    static let wrapSeconds = Double(1 << 33) / 90_000
+
+    /// `time` taken modulo the 33-bit range, between minus and plus half of it.
+    static func unwrapped(_ time: Double) -> Double {
+        var value = time.truncatingRemainder(dividingBy: wrapSeconds)
+        if value > wrapSeconds / 2 { value -= wrapSeconds }
+        if value <= -wrapSeconds / 2 { value += wrapSeconds }
+        return value
+    }
+
+    /// Records an issue unless `output`'s frames (decoded from the served HLS or the remux) have the `source` frames'
+    /// presentation times, each counted from the stream's first frame (modulo the 33-bit range, so the source's own
+    /// wrap counts as running on), within 0.1 ms (ffmpeg's TS muxer puts 44.1 kHz AAC frames up to 2 ticks of 90 kHz
+    /// off their sample times, which fMP4 keeps exact): a wrong step at a PTS wrap, a gap or an overlap of a frame
+    /// shows.
+    func expectSameTiming(
+        _ output: [(time: Double, hash: String)], _ source: [(time: Double, hash: String)], _ what: String
+    ) {
+        guard let outputFirst = output.first?.time, let sourceFirst = source.first?.time else {
+            Issue.record("\(what): no frames")
+            return
+        }
+        let outputTimes = output.map { Self.unwrapped($0.time - outputFirst) }
+        let sourceTimes = source.map { Self.unwrapped($0.time - sourceFirst) }
+        #expect(outputTimes.count == sourceTimes.count, "\(what): \(outputTimes.count) frames, \(sourceTimes.count)")
+        if let first = zip(outputTimes, sourceTimes).enumerated().first(where: {
+            abs($0.element.0 - $0.element.1) > 1e-4
+        }) {
+            Issue.record(
+                "\(what): frame \(first.offset) at \(first.element.0) s from the first, \(first.element.1) s in the source"
+            )
+        }
+    }
+
+    /// Records an issue unless each of `streams` starts where it does against the first in the source (the
+    /// difference of the first frames' times, within 0.1 ms): audio is not moved against the video.
+    func expectSameStarts(
+        _ output: [String: [(time: Double, hash: String)]], _ source: [String: [(time: Double, hash: String)]],
+        streams: [String], _ what: String
+    ) {
+        guard let reference = streams.first, let outputBase = output[reference]?.first?.time,
+            let sourceBase = source[reference]?.first?.time
+        else { return }
+        for stream in streams.dropFirst() {
+            guard let outputStart = output[stream]?.first?.time, let sourceStart = source[stream]?.first?.time else {
+                continue
+            }
+            let outputOffset = Self.unwrapped(outputStart - outputBase)
+            let sourceOffset = Self.unwrapped(sourceStart - sourceBase)
+            #expect(
+                abs(outputOffset - sourceOffset) < 1e-4,
+                "\(what): \(stream) starts \(outputOffset) s after \(reference), \(sourceOffset) s in the source")
+        }
+    }
+
     /// ffprobe's streams of `input`: codec name, tag and language.
     func probeStreams(_ input: String) throws -> [(codec: String, tag: String, language: String?)] {
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
@@ -155,19 +241,82 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         }
     }
 
-    /// Lints a served playlist with m3u8lint: no finding.
+    /// Lints a served playlist with m3u8lint: no finding at all (no error, warning or info, APPLE-* rules
+    /// included), read from `m3u8lint --json`'s issues.
     func lint(_ url: String) throws {
         let tool = try #require(EndToEnd.product("m3u8lint"))
-        let result = try EndToEnd.run(tool, [url])
+        let result = try EndToEnd.run(tool, ["--json", url])
         #expect(result.status == 0, "m3u8lint \(url): \(result.out) \(result.err)")
+        let object = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
+        let issues = try #require(object?["issues"] as? [Any], "m3u8lint --json \(url): \(result.out) \(result.err)")
+        #expect(issues.isEmpty, "m3u8lint \(url): \(result.out)")
+    }
+
+    /// The playlists a multivariant playlist names: its variants' and its renditions' and I-frame variants' URIs.
+    func namedPlaylists(_ master: String) -> [String] {
+        master.split(separator: "\n").compactMap { line in
+            if let range = line.range(of: "URI=\"") {
+                return String(line[range.upperBound...].prefix { $0 != "\"" })
+            }
+            return line.hasPrefix("#") ? nil : String(line)
+        }
+    }
+
+    /// Lints the served multivariant playlist at `url` and every playlist it names, each with no finding at all;
+    /// the multivariant declares EXT-X-INDEPENDENT-SEGMENTS and no EXT-X-VERSION unless `version` (version 1: none
+    /// of its features needs more, RFC 8216bis 8), every media playlist EXT-X-VERSION 6 (EXT-X-MAP) and the I-frame
+    /// playlist 5 (EXT-X-MAP with EXT-X-I-FRAMES-ONLY), each EXT-X-INDEPENDENT-SEGMENTS. Returns the playlists'
+    /// names.
+    @discardableResult
+    func lintServed(_ url: String, multivariantVersion version: Int? = nil) throws -> [String] {
+        let base = String(url.dropLast("master.m3u8".count))
+        let master = try fetch(url)
+        try lint(url)
+        let lines = master.split(separator: "\n")
+        #expect(lines.contains("#EXT-X-INDEPENDENT-SEGMENTS"), "\(master)")
+        #expect(
+            lines.filter { $0.hasPrefix("#EXT-X-VERSION:") } == (version.map { ["#EXT-X-VERSION:\($0)"] } ?? []),
+            "\(master)")
+        let names = namedPlaylists(master)
+        #expect(!names.isEmpty, "\(master)")
+        for name in names {
+            try lint(base + name)
+            let text = try fetch(base + name)
+            let tags = text.split(separator: "\n")
+            let iFrames = name == "iframes.m3u8"
+            #expect(tags.contains("#EXT-X-I-FRAMES-ONLY") == iFrames, "\(name): \(text)")
+            let expected: Substring = iFrames ? "#EXT-X-VERSION:5" : "#EXT-X-VERSION:6"
+            #expect(tags.filter { $0.hasPrefix("#EXT-X-VERSION:") } == [expected], "\(name): \(text)")
+            #expect(tags.contains("#EXT-X-INDEPENDENT-SEGMENTS"), "\(name): \(text)")
+        }
+        return names
+    }
+
+    /// The init segment and every segment of the served media playlist `name` (one EXT-X-MAP) joined in one file.
+    func joinedSegments(_ base: String, _ name: String, label: String) throws -> URL {
+        let playlist = try waitForEndList(base + name)
+        var bytes = Data()
+        for line in playlist.split(separator: "\n") {
+            if line.hasPrefix("#EXT-X-MAP:URI=\"") {
+                bytes += try fetchBytes(base + line.dropFirst("#EXT-X-MAP:URI=\"".count).prefix { $0 != "\"" })
+            } else if !line.hasPrefix("#") {
+                bytes += try fetchBytes(base + line)
+            }
+        }
+        let url = PlaybackFixtures.folder.appendingPathComponent("\(label).mp4")
+        try bytes.write(to: url)
+        return url
     }
 
     /// Serves `fixture` as fMP4 and checks every stream decodes to the source's frames and the playlists lint
-    /// clean; returns the master playlist's text, the streams ffprobe finds in it and the server's log.
+    /// clean; returns the master playlist's text, the streams ffprobe finds in it and the server's log. With
+    /// `timing`, also that each stream's frames have the source's presentation times (counted from its first
+    /// frame), that audio starts where it does against the video in the source, and that each served track's
+    /// decode times (its init segment and segments joined, read by ffprobe) run on without a gap or overlap.
     @discardableResult
     func checkServed(
         _ fixture: URL?, container: String = "fmp4", streams: [String], mediaPlaylist: String = "video.m3u8",
-        decoder: [String] = [], sourceSkip: [String: Int] = [:]
+        decoder: [String] = [], sourceSkip: [String: Int] = [:], timing: Bool = false
     ) throws -> (master: String, streams: [(codec: String, tag: String, language: String?)], log: String) {
         let movie = try #require(fixture)
         let server = try ServerProcess(arguments: [movie.path, "--container", container, "--segment-duration", "1"])
@@ -178,6 +327,8 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         #expect(media.contains("#EXT-X-MAP:URI="), "\(media)")
         #expect(media.components(separatedBy: "#EXTINF:").count > 3, "several segments: \(media)")
         let master = try fetch(url)
+        var servedTimes: [String: [(time: Double, hash: String)]] = [:]
+        var sourceTimes: [String: [(time: Double, hash: String)]] = [:]
         for stream in streams {
             let source = try frameHashes(movie.path, stream, decoder: decoder)
             let served = try frameHashes(url, stream, decoder: decoder)
@@ -190,16 +341,24 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
                 served == expected,
                 "\(movie.lastPathComponent) \(stream): first difference at frame \(first); \(movie.lastPathComponent) \(stream): \(served.count) frames served, \(source.count) in the source"
             )
-        }
-        try lint(url)
-        for line in master.split(separator: "\n") {
-            if let range = line.range(of: "URI=\"") {
-                let name = line[range.upperBound...].prefix { $0 != "\"" }
-                try lint(base + name)
-            } else if !line.hasPrefix("#") {
-                try lint(base + line)
+            if timing {
+                servedTimes[stream] = try timedFrames(url, stream, decoder: decoder)
+                sourceTimes[stream] = Array(
+                    try timedFrames(movie.path, stream, decoder: decoder).dropFirst(sourceSkip[stream] ?? 0))
+                expectSameTiming(
+                    servedTimes[stream] ?? [], sourceTimes[stream] ?? [], "served \(movie.lastPathComponent) \(stream)")
             }
         }
+        if timing {
+            expectSameStarts(servedTimes, sourceTimes, streams: streams, "served \(movie.lastPathComponent)")
+            for name in namedPlaylists(master) where name != "iframes.m3u8" {
+                let label = "\(movie.deletingPathExtension().lastPathComponent)-served-\(name.dropLast(".m3u8".count))"
+                let joined = try joinedSegments(base, name, label: label)
+                let stream = name == "video.m3u8" ? "v:0" : "a:0"
+                expectContinuous(try packetTimes(joined.path, stream), "served \(movie.lastPathComponent) \(name)")
+            }
+        }
+        try lintServed(url)
         return (master, try probeStreams(url), server.logText)
     }
 
@@ -221,6 +380,60 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         #expect(server.logText.contains("served as TS"), "\(server.logText)")
     }
 
+    /// `--container ts` given on the HEVC fixture: TS byte ranges of the file anyway (no fMP4 playlist), and the
+    /// line on stderr says so and why.
+    @Test func containerTSGivenServesHEVCAsTSByteRanges() throws {
+        let movie = try #require(FragmentedFixtures.hevcAC3)
+        let server = try ServerProcess(arguments: [movie.path, "--container", "ts", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let base = String(url.dropLast("master.m3u8".count))
+        let master = try fetch(url)
+        #expect(master.contains("index.m3u8") && !master.contains("video.m3u8"), "\(master)")
+        let index = try waitForEndList(base + "index.m3u8")
+        #expect(!index.contains("#EXT-X-MAP") && index.contains("#EXT-X-BYTERANGE:"), "\(index)")
+        // The byte ranges are the file's own bytes.
+        let line = try #require(index.split(separator: "\n").first { $0.hasPrefix("#EXT-X-BYTERANGE:") })
+        let range = line.dropFirst("#EXT-X-BYTERANGE:".count).split(separator: "@").compactMap { Int($0) }
+        let uri = try #require(index.split(separator: "\n").first { !$0.hasPrefix("#") })
+        try #require(range.count == 2)
+        let curl = try #require(EndToEnd.tool("curl"))
+        let slice = try EndToEnd.run(
+            curl, ["-sS", "--fail", "-r", "\(range[1])-\(range[1] + range[0] - 1)", base + uri])
+        let file = try Data(contentsOf: movie)
+        #expect(slice.stdout == file[range[1]..<(range[1] + range[0])], "\(slice.stdout.count) bytes, \(slice.err)")
+        #expect(server.logText.contains("\(movie.path): served as TS: asked for"), "\(server.logText)")
+    }
+
+    /// A `Range` request on a served `.m4s` segment answers 206 with exactly that slice of the whole segment, an
+    /// open-ended range the rest of it, and a range past its end 416.
+    @Test func rangeRequestsOnAServedSegment() throws {
+        let movie = try #require(FragmentedFixtures.hevcAC3)
+        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        defer { server.stop() }
+        let url = try #require(server.lines.first)
+        let base = String(url.dropLast("master.m3u8".count))
+        _ = try waitForEndList(base + "video.m3u8")
+        let segment = base + "video/1.m4s"
+        let whole = try fetchBytes(segment)
+        try #require(whole.count > 2000)
+        let curl = try #require(EndToEnd.tool("curl"))
+        func get(_ range: String) throws -> (status: String, body: Data) {
+            let result = try EndToEnd.run(
+                curl, ["-sS", "--max-time", "10", "-r", range, "-o", "-", "-w", "\n%{http_code}", segment])
+            #expect(result.status == 0, "curl -r \(range): \(result.err)")
+            let body = result.stdout
+            guard let cut = body.lastIndex(of: UInt8(ascii: "\n")) else { return ("", body) }
+            return (String(decoding: body[(cut + 1)...], as: UTF8.self), body[..<cut])
+        }
+        let middle = try get("1000-1999")
+        #expect(middle.status == "206" && middle.body == whole[1000..<2000], "\(middle.status) \(middle.body.count)")
+        let tail = try get("\(whole.count - 100)-")
+        #expect(tail.status == "206" && tail.body == whole.suffix(100), "\(tail.status) \(tail.body.count)")
+        let past = try get("\(whole.count)-\(whole.count + 10)")
+        #expect(past.status == "416", "\(past.status)")
+    }
+
     @Test func hevcWithBFramesAndAC3AutoServedAsHvc1() throws {
         let (master, streams, log) = try checkServed(
             FragmentedFixtures.hevcAC3, container: "auto", streams: ["v:0", "a:0"])
@@ -232,7 +445,7 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
 
     @Test func twoLanguagesBecomeAudioRenditions() throws {
         let (master, streams, _) = try checkServed(
-            FragmentedFixtures.twoLanguages, container: "auto", streams: ["v:0", "a:0", "a:1"])
+            FragmentedFixtures.twoLanguages, container: "auto", streams: ["v:0", "a:0", "a:1"], timing: true)
         #expect(
             master.contains(
                 "TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES"),
@@ -263,15 +476,18 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         let source = try frameHashes(movie.path, "a:0")
         let served = try frameHashes(url, "a:0")
         #expect(!source.isEmpty && served == source, "\(served.count) frames served, \(source.count) in the source")
-        try lint(url)
+        // The multivariant and the audio playlist it names (the variant's own) lint with no finding at all.
+        #expect(try lintServed(url) == [media])
     }
 
+    /// Across the wrap the served frames keep the source's presentation times, and each track's decode times run
+    /// on (checked frame by frame, not only the pictures).
     @Test func ptsWrap() throws {
-        try checkServed(FragmentedFixtures.ptsWrap, streams: ["v:0", "a:0"])
+        try checkServed(FragmentedFixtures.ptsWrap, streams: ["v:0", "a:0"], timing: true)
     }
 
     @Test func fileStartingMidGOP() throws {
-        try checkServed(FragmentedFixtures.midGOP, streams: ["v:0", "a:0"])
+        try checkServed(FragmentedFixtures.midGOP, streams: ["v:0", "a:0"], timing: true)
     }
 
     /// A concatenation: the playlists say where the time stamps reset, the segments decode like the source and
@@ -345,23 +561,49 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         }
     }
 
+    /// Remuxes `fixture` and checks each stream decodes to the source's frames and its decode times run on; with
+    /// `timing`, the frames have the source's presentation times (from each stream's first frame) and each stream
+    /// starts where it does against the first in the source. Returns the output's path.
+    @discardableResult
+    func checkRemux(_ fixture: URL?, streams: [String], decoder: [String] = [], timing: Bool = false) throws -> String {
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let movie = try #require(fixture)
+        let output = PlaybackFixtures.folder.appendingPathComponent(movie.lastPathComponent + ".mp4").path
+        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+        #expect(result.status == 0, "remux \(movie.lastPathComponent): \(result.err)")
+        var remuxedTimes: [String: [(time: Double, hash: String)]] = [:]
+        var sourceTimes: [String: [(time: Double, hash: String)]] = [:]
+        for stream in streams {
+            let remuxed = try frameHashes(output, stream, decoder: decoder)
+            let source = try frameHashes(movie.path, stream, decoder: decoder)
+            #expect(
+                !source.isEmpty && remuxed == source,
+                "\(movie.lastPathComponent) \(stream): \(remuxed.count) remuxed, \(source.count)")
+            if timing {
+                remuxedTimes[stream] = try timedFrames(output, stream, decoder: decoder)
+                sourceTimes[stream] = try timedFrames(movie.path, stream, decoder: decoder)
+                expectSameTiming(
+                    remuxedTimes[stream] ?? [], sourceTimes[stream] ?? [], "remux \(movie.lastPathComponent) \(stream)")
+            }
+            expectContinuous(try packetTimes(output, stream), "remux \(movie.lastPathComponent) \(stream)")
+        }
+        if timing { expectSameStarts(remuxedTimes, sourceTimes, streams: streams, "remux \(movie.lastPathComponent)") }
+        return output
+    }
+
     @Test func remuxMatchesTheSourceFrameByFrame() throws {
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
-        for (fixture, streams) in [
-            (FragmentedFixtures.hevcAC3, ["v:0", "a:0"]), (FragmentedFixtures.twoLanguages, ["v:0", "a:0", "a:1"]),
-            (FragmentedFixtures.large, ["v:0", "a:0"]),
-        ] {
-            let movie = try #require(fixture)
-            let output = PlaybackFixtures.folder.appendingPathComponent(movie.lastPathComponent + ".mp4").path
-            let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
-            #expect(result.status == 0, "\(result.err)")
-            for stream in streams {
-                let remuxed = try frameHashes(output, stream)
-                let source = try frameHashes(movie.path, stream)
-                #expect(remuxed == source, "\(movie.path) \(stream): \(remuxed.count) remuxed, \(source.count)")
-                expectContinuous(try packetTimes(output, stream), "remux \(movie.lastPathComponent) \(stream)")
-            }
-        }
+        let hevc = try checkRemux(FragmentedFixtures.hevcAC3, streams: ["v:0", "a:0"])
+        let hevcStreams = try probeStreams(hevc)
+        #expect(
+            hevcStreams.map(\.codec) == ["hevc", "ac3"] && hevcStreams.map(\.tag) == ["hvc1", "ac-3"], "\(hevcStreams)")
+        // Every track of the two languages, each with its language; the frames keep the source's times.
+        let both = try checkRemux(FragmentedFixtures.twoLanguages, streams: ["v:0", "a:0", "a:1"], timing: true)
+        let bothStreams = try probeStreams(both)
+        #expect(bothStreams.map(\.tag) == ["avc1", "mp4a", "mp4a"], "\(bothStreams)")
+        #expect(bothStreams.map(\.language) == ["und", "eng", "fra"], "\(bothStreams)")
+        let large = try checkRemux(FragmentedFixtures.large, streams: ["v:0", "a:0"])
+        #expect(try probeStreams(large).map(\.tag) == ["avc1", "mp4a"])
         let movie = try #require(FragmentedFixtures.twoLanguages)
         let french = PlaybackFixtures.folder.appendingPathComponent("french.mp4").path
         let result = try EndToEnd.run(tsplayer, ["remux", movie.path, french, "--audio", "fra"])
@@ -372,6 +614,22 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         #expect(missing.status == 1 && missing.err.contains("no audio track in language 'deu'"), "\(missing.err)")
         let notTS = try EndToEnd.run(tsplayer, ["remux", french, french + ".mp4"])
         #expect(notTS.status == 2 && notTS.err.contains("not an MPEG-TS file"), "\(notTS.err)")
+    }
+
+    /// The other shapes remuxed: MPEG-1 layer II audio, audio only, a PTS wrap and a file that starts mid-GOP (each
+    /// stream to the source's frames at the source's presentation times, decode times running on), and the
+    /// concatenation whose second part starts inside a GOP (FragmentedConfigurationTests), to the source's frames.
+    @Test func remuxOfTheOtherShapesMatchesTheSourceFrameByFrame() throws {
+        let mp2 = try checkRemux(
+            FragmentedFixtures.mp2, streams: ["v:0", "a:0"], decoder: ["-c:a", "mp2"], timing: true)
+        #expect(try probeStreams(mp2).map(\.tag) == ["avc1", ".mp3"])
+        let audio = try checkRemux(FragmentedFixtures.audioOnly, streams: ["a:0"], timing: true)
+        #expect(try probeStreams(audio).map(\.codec) == ["aac"])
+        let wrap = try checkRemux(FragmentedFixtures.ptsWrap, streams: ["v:0", "a:0"], timing: true)
+        #expect(try probeStreams(wrap).map(\.tag) == ["avc1", "mp4a"])
+        let midGOP = try checkRemux(FragmentedFixtures.midGOP, streams: ["v:0", "a:0"], timing: true)
+        #expect(try probeStreams(midGOP).map(\.tag) == ["avc1", "mp4a"])
+        try checkRemux(ConfigurationFixtures.midGOPReset?.url, streams: ["v:0", "a:0"])
     }
 
     /// GStreamer's playbin (hlsdemux, qtdemux, libav decoders) plays the H.264 fMP4 presentation, with its two

@@ -34,8 +34,9 @@ enum RemuxCommand {
         let input = parsed.positionals[0]
         let output = parsed.positionals[1]
         do {
-            try remux(input: input, output: output, language: parsed.value("--audio")?.lowercased())
-            return ExitCode.success
+            let damaged = try remux(input: input, output: output, language: parsed.value("--audio")?.lowercased())
+            // Stream errors found in the input, the output written all the same: exit 1, as tsinspect's report.
+            return damaged ? ExitCode.failure : ExitCode.success
         } catch let error as RemuxError {
             Output.error("\(input): \(error)")
             return error.status
@@ -45,8 +46,12 @@ enum RemuxCommand {
         }
     }
 
-    /// Remuxes `input` into `output`; `label` names the input in log lines (the input's path by default).
-    static func remux(input: String, output: String, language: String?, label: String? = nil) throws {
+    /// Remuxes `input` into `output`; `label` names the input in log lines (the input's path by default). Returns
+    /// whether the input had stream errors that lose frames (a last packet cut short, bytes without sync, PES packets
+    /// with a bad header), each said on stderr; the output holds what could be read. Continuity counter jumps alone
+    /// (which files joined end to end have) are said but do not count.
+    @discardableResult
+    static func remux(input: String, output: String, language: String?, label: String? = nil) throws -> Bool {
         let file = try FileStreamer(path: input)
         defer { file.close() }
         let size = Int64(try file.size())
@@ -54,7 +59,18 @@ enum RemuxCommand {
         guard head.first == 0x47 || (head.count > 4 && head[4] == 0x47) else {
             throw RemuxError("not an MPEG-TS file (no sync byte at its start)", status: ExitCode.unreadable)
         }
-        let layout = try TSProgramLayout(head: head)
+        let layout: TSProgramLayout
+        do {
+            layout = try TSProgramLayout(head: head)
+        } catch {
+            // No tables in the head: not a transport stream this can read (exit 2). Tables but no stream to carry,
+            // or a track without parameter sets: a failure of what was asked (exit 1). The detail names the PID.
+            if error.code == .invalidValue {
+                throw RemuxError(
+                    "not an MPEG-TS file: \(error.detail) (\(head.count) bytes read)", status: ExitCode.unreadable)
+            }
+            throw RemuxError((error.code == .unsupportedCodec ? "nothing to remux: " : "cannot remux: ") + error.detail)
+        }
         var pids: Set<UInt16>?
         if let language {
             let audio = layout.tracks.filter { !$0.isVideo && $0.language == language }
@@ -77,8 +93,9 @@ enum RemuxCommand {
         }
         var progressLine = ProgressLine(fd: 2, plainInterval: nil)
         var lastShown = -1
+        let statistics: DemuxStatistics
         do {
-            try remux(layout: layout, pids: pids, file: file, size: size, to: handle) { position in
+            statistics = try remux(layout: layout, pids: pids, file: file, size: size, to: handle) { position in
                 let percent = Int(Double(position) * 100 / Double(max(1, size)))
                 if percent != lastShown {
                     lastShown = percent
@@ -90,17 +107,44 @@ enum RemuxCommand {
             throw RemuxError(error.detail)
         }
         progressLine.finish(nil)
+        // What the demuxer skipped is said, with where: a file cut short (a copy or a recording that stopped) ends
+        // inside a packet, whose bytes are left out (the frames before it are in the output, the last as far as it
+        // goes); bytes without sync (garbage between packets) are skipped; PES packets with a bad header are left
+        // out; continuity counter jumps (lost packets, or a join) are counted. The output holds what could be read.
+        if statistics.truncatedBytes > 0 {
+            Output.log(
+                "remux: \(label ?? input): the file ends inside a packet: its last \(statistics.truncatedBytes) bytes, "
+                    + "from byte offset \(size - Int64(statistics.truncatedBytes)), are not a whole packet and were "
+                    + "left out")
+        }
+        if statistics.syncLosses > 0 {
+            Output.log(
+                "remux: \(label ?? input): sync lost \(statistics.syncLosses) "
+                    + (statistics.syncLosses == 1 ? "time: " : "times: ")
+                    + "\(statistics.skippedBytes) bytes between packets were skipped")
+        }
+        if statistics.pesErrors > 0 {
+            Output.log(
+                "remux: \(label ?? input): \(statistics.pesErrors) PES packets with a bad header were left out (the "
+                    + "frames they held are missing)")
+        }
+        if let first = statistics.firstContinuityErrors.first {
+            Output.log(
+                "remux: \(label ?? input): \(statistics.continuityErrors) continuity counter jumps (packets lost, or "
+                    + "files joined), the first on PID \(first.pid) at byte offset \(first.offset)")
+        }
         try handle.close()
         if FileManager.default.fileExists(atPath: output) { try FileManager.default.removeItem(atPath: output) }
         try FileManager.default.moveItem(atPath: temporary, toPath: output)
         succeeded = true
+        return statistics.truncatedBytes > 0 || statistics.syncLosses > 0 || statistics.pesErrors > 0
     }
 
-    /// Writes the remux of `file` to `handle`.
+    /// Writes the remux of `file` to `handle`; returns what the demuxer counted.
     static func remux(
         layout: TSProgramLayout, pids: Set<UInt16>?, file: FileStreamer, size: Int64, to handle: FileHandle,
         progress: (Int64) -> Void
-    ) throws {
+    ) throws -> DemuxStatistics {
         try TSRemuxer(layout: layout, pids: pids).remux(
             fileSize: size,
             read: { offset, length in

@@ -144,6 +144,10 @@ public struct TSFragmenter: Sendable {
     /// The byte offset of the next byte to feed.
     public var position: Int64 { (baseOffset ?? 0) + fed }
 
+    /// What the demuxer counted in the bytes fed so far: packets, sync losses and the bytes skipped, the bytes of a
+    /// last packet cut short (after ``finish()``), continuity and PES errors.
+    public var statistics: DemuxStatistics { demuxer.statistics }
+
     mutating func handle(_ event: DemuxEvent) {
         switch event {
         case .pesPacket(let packet):

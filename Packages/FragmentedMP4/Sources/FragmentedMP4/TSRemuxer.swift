@@ -119,10 +119,14 @@ public struct TSRemuxer: Sendable {
     /// the PID and the byte offset, before writing the fragment that would hold it: ISO/IEC 14496-12 lets a track
     /// list several sample entries and pick one per fragment (`tfhd` sample_description_index), but ffmpeg's MP4
     /// reader decodes every fragment with the first entry's configuration.
+    ///
+    /// Returns what the demuxer counted in the whole file, so a caller can say what was skipped (bytes without
+    /// sync, a last packet cut short).
+    @discardableResult
     public func remux(
         fileSize: Int64, read: (Int64, Int) throws -> [UInt8], write: ([UInt8]) throws -> Void,
         progress: (Int64) -> Void = { _ in }
-    ) throws {
+    ) throws -> DemuxStatistics {
         var fragmenter = try layout.fragmenter(pids: pids)
         fragmenter.detectsConfigurationChanges = true
         try write(try fragmenter.initSegment(pids: pids).serialized())
@@ -162,5 +166,7 @@ public struct TSRemuxer: Sendable {
             try write(try MediaSegment(sequenceNumber: sequence, tracks: ordered).serialized())
             sequence += 1
         }
+        fragmenter.finish()
+        return fragmenter.statistics
     }
 }

@@ -634,15 +634,17 @@ struct LintContext {
                     "EXT-X-I-FRAME-STREAM-INF does not take \(name)")
             }
         }
+        func isAudioOnly(_ v: VariantStream) -> Bool {
+            v.codecs.map { codecs in
+                codecs.split(separator: ",").allSatisfy { c in
+                    let t = c.trimmingPrefixSpaces
+                    return t.hasPrefix("mp4a") || t.hasPrefix("ac-3") || t.hasPrefix("ec-3") || t.hasPrefix("opus")
+                        || t.hasPrefix("fLaC") || t.hasPrefix("alac") || t.hasPrefix("ac-4")
+                }
+            } ?? false
+        }
         for v in m.variants {
-            let isAudioOnly =
-                v.codecs.map { codecs in
-                    codecs.split(separator: ",").allSatisfy { c in
-                        let t = c.trimmingPrefixSpaces
-                        return t.hasPrefix("mp4a") || t.hasPrefix("ac-3") || t.hasPrefix("ec-3") || t.hasPrefix("opus")
-                            || t.hasPrefix("fLaC") || t.hasPrefix("alac") || t.hasPrefix("ac-4")
-                    }
-                } ?? false
+            let isAudioOnly = isAudioOnly(v)
             if v.codecs == nil { add(.appleCodecs, v.lineIndex, "variant without CODECS") }
             if v.averageBandwidth == nil {
                 add(.appleAverageBandwidth, v.lineIndex, "variant without AVERAGE-BANDWIDTH")
@@ -655,7 +657,9 @@ struct LintContext {
         if !m.independentSegments, !m.variants.isEmpty {
             add(.appleIndependentSegments, 0, "no EXT-X-INDEPENDENT-SEGMENTS")
         }
-        if m.iFrameVariants.isEmpty, !m.variants.isEmpty {
+        // I-frame playlists are for trick play of video: an audio-only presentation (every variant's CODECS audio)
+        // has no I-frames to offer.
+        if m.iFrameVariants.isEmpty, m.variants.contains(where: { !isAudioOnly($0) }) {
             add(.appleIFrame, 0, "no EXT-X-I-FRAME-STREAM-INF playlists")
         }
     }

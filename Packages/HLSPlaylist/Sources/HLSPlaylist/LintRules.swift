@@ -180,7 +180,7 @@ extension LintRule {
         summary: "the target duration is 6 seconds or less")
     public static let appleIFrame = LintRule(
         id: "APPLE-IFRAME", severity: .info, section: "Apple HLS authoring 6.15",
-        summary: "multivariant playlists offer I-frame playlists")
+        summary: "multivariant playlists with video offer I-frame playlists")
     public static let liveMediaSequence = LintRule(
         id: "LIVE-MEDIA-SEQUENCE", severity: .error, section: "6.2.1",
         summary: "the media sequence number never decreases")

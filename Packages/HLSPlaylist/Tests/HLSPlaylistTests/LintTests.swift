@@ -326,6 +326,25 @@ import Testing
         #expect(!PlaylistLinter().lint(updated).contains { $0.rule == .interstitial })
     }
 
+    /// APPLE-IFRAME asks for I-frame playlists where there is video to play in trick play: an audio-only
+    /// multivariant (every variant's CODECS audio) has none to offer and gets no finding at all; a variant with
+    /// video, or without CODECS (it may have video), still gets the finding.
+    @Test func iFramePlaylistsAreAskedForOnlyWithVideo() throws {
+        let audioOnly = try Playlist(
+            "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+                + "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"English\",DEFAULT=YES,AUTOSELECT=YES,CHANNELS=\"2\"\n"
+                + "#EXT-X-STREAM-INF:BANDWIDTH=1000,AVERAGE-BANDWIDTH=900,CODECS=\"mp4a.40.2\",AUDIO=\"audio\"\n"
+                + "a.m3u8\n"
+                + "#EXT-X-STREAM-INF:BANDWIDTH=2000,AVERAGE-BANDWIDTH=1900,CODECS=\"ac-3\"\nb.m3u8\n")
+        #expect(PlaylistLinter().lint(audioOnly).isEmpty, "\(PlaylistLinter().lint(audioOnly).map(\.description))")
+        for codecs in [",CODECS=\"avc1.64001f,mp4a.40.2\"", ",CODECS=\"hvc1.1.6.L93.B0\"", ""] {
+            let video = try Playlist(
+                "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-STREAM-INF:BANDWIDTH=1000,AVERAGE-BANDWIDTH=900"
+                    + codecs + ",RESOLUTION=1280x720,FRAME-RATE=30.000\nv.m3u8\n")
+            #expect(PlaylistLinter().lint(video).contains { $0.rule == .appleIFrame && $0.line == 1 }, "\(codecs)")
+        }
+    }
+
     /// Without the parent playlist or the URL, IMPORT and QUERYPARAM are reported as not checked (info), and the
     /// variables they define count as defined; with them, a missing value is an error.
     @Test func variablesThatNeedAnotherInputAreInfoWithoutIt() throws {

@@ -28,7 +28,9 @@ final class FragmentedPresentation: Sendable {
     let video: TSTrackInfo?
     let audio: [TSTrackInfo]
     let initSegments: [UInt16: [UInt8]]
-    private let cache = SegmentCache(limit: 48 << 20)
+    private let cache = SegmentCache(limit: segmentCacheLimit)
+    /// How many bytes of made segments the presentation keeps in memory at most.
+    static let segmentCacheLimit = 48 << 20
     /// By reset offset: the tracks' sample entry values read from that range's first bytes, and the file size they
     /// were read at while they may still change (a track showed none, and the file had fewer than
     /// ``rangeHeadBytes`` after the reset: it may be growing), nil once settled.
@@ -258,14 +260,18 @@ final class FragmentedPresentation: Sendable {
         }
         var closedCaptions: String?
         if video != nil {
-            // CEA-608 is CC1 (its first channel), CEA-708 SERVICE1 (its first service).
+            // CEA-608 is CC1 (its first channel), CEA-708 SERVICE1 (its first service). Both have no language to
+            // tell them apart, so only the first (the default) is AUTOSELECT=YES: two AUTOSELECT renditions of a group
+            // with the same LANGUAGE, ASSOC-LANGUAGE, FORCED and CHARACTERISTICS are ones a client cannot choose
+            // between (RFC 8216bis 4.4.6.1.1).
             let services = [(CaptionServices.cea608, "CC1"), (.cea708, "SERVICE1")].filter {
                 layout.captions.contains($0.0)
             }
             for (number, (_, id)) in services.enumerated() {
                 builder.renditions.append(
                     MultivariantPlaylistBuilder.Rendition(
-                        type: "CLOSED-CAPTIONS", groupID: "cc", name: id, isDefault: number == 0, autoselect: true,
+                        type: "CLOSED-CAPTIONS", groupID: "cc", name: id, isDefault: number == 0,
+                        autoselect: number == 0,
                         extra: [Attribute(name: "INSTREAM-ID", rawValue: "\"\(id)\"")]))
             }
             if !services.isEmpty {

@@ -30,10 +30,16 @@ extension TSPlaybackSession {
         let undecodableVideo = streams.contains { [Codec.mpeg1Video, .mpeg2Video, .mpeg4Video].contains($0.codec) }
         let hasHEVC = streams.contains { $0.codec == .hevc }
         let audioCount = streams.filter { $0.codec.kind == .audio }.count
+        let noStream =
+            "no audio or video stream: no program association and map table names one in the \(probe.bytesRead) "
+            + "bytes read at the file's start and end, so there is nothing to play yet"
         switch requested {
         case .ts:
             return (nil, ["served as TS: asked for"] + notes)
         case .auto:
+            if !streams.contains(where: { $0.codec.kind == .audio || $0.codec.kind == .video }) {
+                return (nil, ["served as TS: " + noStream] + notes)
+            }
             if undecodableVideo {
                 return (
                     nil, ["served as TS for players other than AVPlayer: the video cannot be decoded by it"] + notes
@@ -57,7 +63,8 @@ extension TSPlaybackSession {
             let left = layout.skipped.map { "PID \($0.pid) left out: \($0.reason)" }
             return (presentation, ["served as fragmented MP4: " + why.joined(separator: ", ")] + left + notes)
         } catch {
-            return (nil, ["served as TS: fragmented MP4 is not possible (\(error))"] + notes)
+            let reason = (error as? FragmentedMP4Error)?.detail ?? "\(error)"
+            return (nil, ["served as TS: fragmented MP4 is not possible (\(reason))"] + notes)
         }
     }
 

@@ -73,6 +73,13 @@ public final class TSPlaybackSession: PlaybackSource {
         var complete: Bool
     }
 
+    /// What a failed probe says, for a person: the problem and where (the error's code and the path, which the
+    /// ``PlaybackError`` gives in words already, left out).
+    static func probeProblem(_ error: any Error) -> String {
+        guard let error = error as? TSFileError else { return "\(error)" }
+        return error.detail + (error.offset.map { $0 > 0 ? " at byte offset \($0)" : "" } ?? "")
+    }
+
     /// Opens `path`. Reads only both ends of the file (the probe) and, when present and current, its sidecar index.
     public init(tsFile path: String, options: Options = Options()) throws(PlaybackError) {
         self.path = path
@@ -86,7 +93,7 @@ public final class TSPlaybackSession: PlaybackSource {
         do {
             probe = try TSProbe.probe(file)
         } catch {
-            throw PlaybackError(.notTransportStream, path: path, detail: "\(error)")
+            throw PlaybackError(.notTransportStream, path: path, detail: Self.probeProblem(error))
         }
         indexState = LockedValue(TSIndex.loadSidecar(for: path))
         givenSegments = nil
@@ -123,7 +130,7 @@ public final class TSPlaybackSession: PlaybackSource {
             size = try file.size()
             probe = try TSProbe.probe(file)
         } catch {
-            throw PlaybackError(.notTransportStream, path: path, detail: "\(error)")
+            throw PlaybackError(.notTransportStream, path: path, detail: Self.probeProblem(error))
         }
         let given = try SegmentInfo.validated(segments, fileSize: size, path: path)
         givenSegments = given
