@@ -309,6 +309,8 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
         var list: [Span] = []
         list.reserveCapacity(8)
         var problems: [Problem] = []
+        // The name table, read once per list rather than once per name.
+        let names = AttributeNames.table
         var i = 0
         let end = b.count
         while i < end {
@@ -320,13 +322,17 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                 if i == end { break }
             }
             let nameStart = i
-            // The common case first: a well-formed name directly followed by '='.
-            i = ByteScan.attributeNameEnd(in: b, from: i)
+            // A name runs to the next '=' or ','. The common case first: a name directly followed by '=' that is
+            // a known name (so well formed) or is made of [A-Z0-9-] only; its id is found on the way.
+            i = ByteScan.nextEqualsOrComma(in: b, from: i)
             var nameEnd = i
-            if i == nameStart || i == end || b[i] != asciiEquals {
-                i = nameStart
-                while i < end && b[i] != asciiEquals && b[i] != asciiComma { i += 1 }
-                nameEnd = i
+            var knownID: Int?
+            if i > nameStart, i < end, b[i] == asciiEquals {
+                let name = UnsafeBufferPointer(rebasing: b[nameStart..<i])
+                let id = names.id(of: name, readable: end &- nameStart)
+                if id >= 0 || name.allSatisfy(ASCII.isAttributeNameByte) { knownID = id }
+            }
+            if knownID == nil {
                 while nameEnd > nameStart, ASCII.isWhitespace(b[nameEnd - 1]) { nameEnd -= 1 }
                 let name = UnsafeBufferPointer(rebasing: b[nameStart..<nameEnd])
                 if name.isEmpty {
@@ -381,7 +387,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
             list.append(
                 Span(
                     nameStart: nameStart, nameEnd: nameEnd, valueStart: valueStart, valueEnd: i,
-                    nameID: AttributeNames.id(of: name, readable: end &- nameStart)))
+                    nameID: knownID ?? AttributeNames.id(of: name, readable: end &- nameStart)))
             if i < end {  // at a comma
                 i += 1
                 if i == end { problems.append(Problem(offset: i - 1, message: "trailing comma")) }
@@ -445,7 +451,7 @@ enum AttributeNames {
         }
     }
 
-    private static let table = WordTable(all)
+    static let table = WordTable(all)
 
     /// The position of the name `b` in ``all``, or -1. `readable` is how many bytes from the name's start may be
     /// read (at least its length).
