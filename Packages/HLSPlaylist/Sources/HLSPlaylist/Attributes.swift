@@ -128,8 +128,9 @@ public struct Attribute: Sendable, Hashable {
 
 /// An ordered attribute list (RFC 8216bis §4.2). Order and duplicates are kept as written.
 ///
-/// A parsed list is the tag's value bytes plus the position of each name and value in them (plain integers), so
-/// parsing allocates one small array and reading an attribute creates no string until one is asked for.
+/// A parsed list is the tag's value bytes plus the position of each name and value in them (plain integers, kept
+/// with those of the other lists of the same parse; see ``SpanArena``), so parsing allocates nothing per list and
+/// reading an attribute creates no string until one is asked for.
 public struct AttributeList: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
     /// Where one attribute's name and value lie, as offsets from the start of ``source``.
     struct Span: Sendable, Hashable {
@@ -140,7 +141,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
         var nameID: Int
     }
     private var source: ArraySlice<UInt8>
-    private var spans: [Span]
+    private var spans: Spans
 
     public init(_ attributes: [Attribute] = []) {
         var bytes: [UInt8] = []
@@ -160,13 +161,25 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                     nameID: a.nameID))
         }
         self.source = bytes[...]
-        self.spans = spans
+        var arena = SpanArena()
+        for span in spans { arena.append(span) }
+        self.spans = arena.finish()
     }
     public init(arrayLiteral elements: Attribute...) { self.init(elements) }
 
-    init(source: ArraySlice<UInt8>, spans: [Span]) {
+    init(source: ArraySlice<UInt8>, spans: Spans) {
         self.source = source
         self.spans = spans
+    }
+
+    /// Equal when the bytes and the positions in them are (as two lists of the same text parsed alike).
+    public static func == (a: AttributeList, b: AttributeList) -> Bool {
+        a.source == b.source && a.spans.elementsEqual(b.spans)
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(source)
+        hasher.combine(spans.count)
+        for span in spans { hasher.combine(span) }
     }
 
     /// The attributes in order. Setting replaces the whole list.
@@ -300,14 +313,25 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
     /// Parses `bytes` (the text after the tag's colon). Tolerant: lowercase names, spaces after commas and
     /// stray characters are accepted and reported as problems; parsing goes on to the end.
     static func parse(_ bytes: ArraySlice<UInt8>, maxAttributes: Int) -> (AttributeList, [Problem]) {
-        let (list, problems) = bytes.withUnsafeBufferPointer { parse(buffer: $0, maxAttributes: maxAttributes) }
-        return (AttributeList(source: bytes, spans: list), problems)
+        var arena = SpanArena()
+        return parse(bytes, maxAttributes: maxAttributes, arena: &arena)
     }
 
-    /// The scan over the bytes (offsets from 0), so it makes no slices and carries no bounds checks.
-    private static func parse(buffer b: UnsafeBufferPointer<UInt8>, maxAttributes: Int) -> ([Span], [Problem]) {
-        var list: [Span] = []
-        list.reserveCapacity(8)
+    /// ``parse(_:maxAttributes:)`` keeping the spans in `arena` (shared with the other lists stored there).
+    static func parse(_ bytes: ArraySlice<UInt8>, maxAttributes: Int, arena: inout SpanArena)
+        -> (AttributeList, [Problem])
+    {
+        let problems = bytes.withUnsafeBufferPointer {
+            parse(buffer: $0, maxAttributes: maxAttributes, into: &arena)
+        }
+        return (AttributeList(source: bytes, spans: arena.finish()), problems)
+    }
+
+    /// The scan over the bytes (offsets from 0), so it makes no slices and carries no bounds checks. The spans
+    /// are appended to `list` (see ``SpanArena/finish()``).
+    private static func parse(buffer b: UnsafeBufferPointer<UInt8>, maxAttributes: Int, into list: inout SpanArena)
+        -> [Problem]
+    {
         var problems: [Problem] = []
         // The name table, read once per list rather than once per name.
         let names = AttributeNames.table
@@ -379,10 +403,10 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                     i += 1
                 }
             }
-            if list.count >= maxAttributes {
+            if list.pendingCount >= maxAttributes {
                 problems.append(
                     Problem(offset: nameStart, message: "more than \(maxAttributes) attributes", tooMany: true))
-                return (list, problems)
+                return problems
             }
             list.append(
                 Span(
@@ -393,8 +417,100 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                 if i == end { problems.append(Problem(offset: i - 1, message: "trailing comma")) }
             }
         }
-        return (list, problems)
+        return problems
     }
+}
+
+extension AttributeList {
+    /// The spans of one list: `count` of them from `start` in a chunk that may hold those of other lists too.
+    struct Spans: Sendable, RandomAccessCollection {
+        private let chunk: SpanChunk
+        private let start: Int
+        let count: Int
+
+        init(chunk: SpanChunk, start: Int, count: Int) {
+            self.chunk = chunk
+            self.start = start
+            self.count = count
+        }
+
+        var startIndex: Int { 0 }
+        var endIndex: Int { count }
+        /// The span at `position` (0 to count - 1: a position outside traps, as an array's does).
+        subscript(position: Int) -> Span {
+            precondition(position >= 0 && position < count, "attribute position out of range")
+            // start + count <= the chunk's written spans (see SpanArena.store), so the read is in bounds.
+            return chunk.base[start &+ position]
+        }
+    }
+}
+
+/// Room for the spans of many attribute lists. Each list's spans are written once, into the part of the chunk no
+/// list has used yet, before the list exists, and never change after; that is what makes sharing the chunk
+/// between lists, and across threads, safe.
+final class SpanChunk: @unchecked Sendable {
+    let base: UnsafeMutablePointer<AttributeList.Span>
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = Swift.max(capacity, 1)
+        base = .allocate(capacity: self.capacity)
+    }
+    // Spans hold only integers: nothing to deinitialize.
+    deinit { base.deallocate() }
+}
+
+/// Where the attribute lists of one parse keep their spans: in chunks that grow in size as more lists are
+/// parsed, so a playlist with an attribute list on every line allocates a chunk now and then, not an array per
+/// list. A list's spans are appended one by one and then taken as one view by ``finish()``.
+struct SpanArena {
+    private var chunk: SpanChunk?
+    /// Spans of finished lists at the start of ``chunk``.
+    private var used = 0
+    /// Spans of the list being read, after those.
+    private(set) var pendingCount = 0
+    /// The capacity of the next chunk (0: each chunk just fits the list that needs it).
+    private var nextCapacity: Int
+
+    init(firstChunk: Int = 0) { nextCapacity = firstChunk }
+
+    /// Adds a span to the list being read.
+    @inline(__always)
+    mutating func append(_ span: AttributeList.Span) {
+        let index = used &+ pendingCount
+        guard let c = chunk, index < c.capacity else { return appendToNewChunk(span) }
+        // index < capacity, checked just above.
+        (c.base + index).initialize(to: span)
+        pendingCount &+= 1
+    }
+
+    /// Moves the list being read to a new chunk with room for more, then adds `span`.
+    @inline(never)
+    private mutating func appendToNewChunk(_ span: AttributeList.Span) {
+        let capacity = Swift.max(2 &* (pendingCount &+ 1), nextCapacity)
+        let next = SpanChunk(capacity: capacity)
+        // pendingCount + 1 <= capacity: the spans read so far and the new one fit.
+        if let old = chunk, pendingCount > 0 { next.base.initialize(from: old.base + used, count: pendingCount) }
+        (next.base + pendingCount).initialize(to: span)
+        chunk = next
+        used = 0
+        pendingCount &+= 1
+        if nextCapacity > 0 { nextCapacity = Swift.min(nextCapacity &* 2, 4096) }
+    }
+
+    /// The spans of the list being read, as a view that stays valid (they are never written again); the next
+    /// ``append(_:)`` starts the next list.
+    mutating func finish() -> AttributeList.Spans {
+        defer {
+            used &+= pendingCount
+            pendingCount = 0
+        }
+        guard let c = chunk else { return AttributeList.Spans(chunk: SpanArena.empty, start: 0, count: 0) }
+        return AttributeList.Spans(chunk: c, start: used, count: pendingCount)
+    }
+
+    /// The chunk of lists without attributes.
+    private static let empty = SpanChunk(capacity: 1)
 }
 
 /// The attribute names of RFC 8216bis as string constants, so that parsed names share their storage and name

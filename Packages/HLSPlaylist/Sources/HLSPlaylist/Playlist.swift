@@ -562,6 +562,8 @@ struct ParseState {
     var sawMedia = false
     var sawMultivariant = false
     var reportedMixed = false
+    /// Where the attribute lists of this parse keep their spans.
+    var spanArena = SpanArena(firstChunk: 16)
 
     init(parser: PlaylistParser) { self.parser = parser }
 
@@ -729,7 +731,8 @@ struct ParseState {
     mutating func attributeList(_ value: ArraySlice<UInt8>, lineNumber: Int, column: Int) throws(PlaylistError)
         -> AttributeList
     {
-        let (list, problems) = AttributeList.parse(value, maxAttributes: parser.limits.maxAttributes)
+        let (list, problems) = AttributeList.parse(
+            value, maxAttributes: parser.limits.maxAttributes, arena: &spanArena)
         for p in problems {
             if p.tooMany {
                 throw PlaylistError(.tooManyAttributes, line: lineNumber, column: column + p.offset, p.message)
