@@ -497,13 +497,17 @@ public struct PlaylistParser: Sendable {
                 {
                     try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
                 }
-                if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
-                    let line = state.extinfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
-                        ?? state.segmentTagLine(buffer, lineStart, contentEnd, source, ending)
+                // The lines read straight from the buffer, else the general path. EXT-X-STREAM-INF is tried
+                // first when its eighth byte is the 'S' of "#EXT-X-S" (a byte that rules out EXTINF, BYTERANGE
+                // and PROGRAM-DATE-TIME lines, so they pay two byte tests for it).
+                if lineNumber > 1, contentEnd - lineStart >= 18, buffer[lineStart] == asciiHash,
+                    buffer[lineStart + 7] == 0x53,
+                    let line = try state.streamInfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
                 {
                     lines.append(line)
-                } else if lineNumber > 1, contentEnd - lineStart >= 18, buffer[lineStart] == asciiHash,
-                    let line = try state.streamInfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
+                } else if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
+                    let line = state.extinfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
+                        ?? state.segmentTagLine(buffer, lineStart, contentEnd, source, ending)
                 {
                     lines.append(line)
                 } else {
