@@ -335,6 +335,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
         var problems: [Problem] = []
         // The name table, read once per list rather than once per name.
         let names = AttributeNames.table
+        let guesses = AttributeNames.guesses
         var i = 0
         let end = b.count
         while i < end {
@@ -346,12 +347,35 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                 if i == end { break }
             }
             let nameStart = i
-            // A name runs to the next '=' or ','. The common case first: a name directly followed by '=' that is
-            // a known name (so well formed) or is made of [A-Z0-9-] only; its id is found on the way.
-            i = ByteScan.nextEqualsOrComma(in: b, from: i)
-            var nameEnd = i
             var knownID: Int?
-            if i > nameStart, i < end, b[i] == asciiEquals {
+            // A name runs to the next '=' or ','. Tried first: the name the list before had at this position (the
+            // lists of one tag repeat their names), taken when its bytes and then '=' are here (a known name holds
+            // neither '=' nor ',', so the name ends there).
+            let guess = list.previousID(at: list.pendingCount)
+            if guess >= 0, guess < guesses.count, let base = b.baseAddress {
+                let g = guesses[guess]
+                let length = g.count
+                // Every load below lies in the buffer: nameStart + max(length + 1, 8) <= end.
+                if length > 0, nameStart + Swift.max(length &+ 1, 8) <= end {
+                    let raw = UnsafeRawPointer(base + nameStart)
+                    let head = raw.loadUnaligned(as: UInt64.self)
+                    let same =
+                        length <= 8
+                        ? head & (UInt64.max >> UInt64(64 &- 8 &* length)) == g.first
+                        : head == g.first
+                            && raw.loadUnaligned(fromByteOffset: length &- 8, as: UInt64.self) == g.last
+                            && (length <= 16 || raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == g.second)
+                    if same, b[nameStart &+ length] == asciiEquals {
+                        i = nameStart &+ length
+                        knownID = guess
+                    }
+                }
+            }
+            if knownID == nil { i = ByteScan.nextEqualsOrComma(in: b, from: i) }
+            var nameEnd = i
+            // Then a name directly followed by '=' that is a known name (so well formed) or is made of [A-Z0-9-]
+            // only; its id is found on the way.
+            if knownID == nil, i > nameStart, i < end, b[i] == asciiEquals {
                 let name = UnsafeBufferPointer(rebasing: b[nameStart..<i])
                 let id = names.id(of: name, readable: end &- nameStart)
                 if id >= 0 || name.allSatisfy(ASCII.isAttributeNameByte) { knownID = id }
@@ -471,12 +495,29 @@ struct SpanArena {
     private(set) var pendingCount = 0
     /// The capacity of the next chunk (0: each chunk just fits the list that needs it).
     private var nextCapacity: Int
+    /// The name ids of the first eight attributes of the list before and of this one, a byte each (0xFF: none or
+    /// an unknown name), so the parser can try the same names first.
+    private var previousIDs = UInt64.max
+    private var currentIDs = UInt64.max
 
     init(firstChunk: Int = 0) { nextCapacity = firstChunk }
+
+    /// The name id the list before had at `position` (one of the first eight), or -1.
+    @inline(__always)
+    func previousID(at position: Int) -> Int {
+        guard position >= 0, position < 8 else { return -1 }
+        let id = Int(truncatingIfNeeded: (previousIDs >> UInt64(position &* 8)) & 0xFF)
+        return id < 0x80 ? id : -1
+    }
 
     /// Adds a span to the list being read.
     @inline(__always)
     mutating func append(_ span: AttributeList.Span) {
+        if pendingCount < 8 {
+            let shift = UInt64(pendingCount &* 8)
+            let id = UInt64(UInt8(truncatingIfNeeded: span.nameID >= 0 && span.nameID < 0x80 ? span.nameID : -1))
+            currentIDs = currentIDs & ~(0xFF << shift) | id << shift
+        }
         let index = used &+ pendingCount
         guard let c = chunk, index < c.capacity else { return appendToNewChunk(span) }
         // index < capacity, checked just above.
@@ -504,6 +545,8 @@ struct SpanArena {
         defer {
             used &+= pendingCount
             pendingCount = 0
+            previousIDs = currentIDs
+            currentIDs = UInt64.max
         }
         guard let c = chunk else { return AttributeList.Spans(chunk: SpanArena.empty, start: 0, count: 0) }
         return AttributeList.Spans(chunk: c, start: used, count: pendingCount)
@@ -568,6 +611,25 @@ enum AttributeNames {
     }
 
     static let table = WordTable(all)
+
+    /// The words of each name of up to 24 bytes, by id, to check a guessed name in place: the first eight bytes
+    /// (masked to the name's length when shorter), the last eight and bytes 8 to 15 (count 0: not guessed).
+    struct Guess: Sendable {
+        var first: UInt64 = 0
+        var last: UInt64 = 0
+        var second: UInt64 = 0
+        var count = 0
+    }
+    static let guesses: [Guess] = all.map { name in
+        let b = Array(name.utf8)
+        guard !b.isEmpty, b.count <= 24 else { return Guess() }
+        func word(_ from: Int) -> UInt64 {
+            var w: UInt64 = 0
+            for k in 0..<8 where from + k < b.count { w |= UInt64(b[from + k]) << UInt64(8 * k) }
+            return w
+        }
+        return Guess(first: word(0), last: word(Swift.max(0, b.count - 8)), second: word(8), count: b.count)
+    }
 
     /// The position of the name `b` in ``all``, or -1. `readable` is how many bytes from the name's start may be
     /// read (at least its length).
