@@ -449,22 +449,26 @@ extension AttributeList {
     /// The spans of one list: `count` of them from `start` in a chunk that may hold those of other lists too.
     struct Spans: Sendable, RandomAccessCollection {
         private let chunk: SpanChunk
-        private let start: Int
-        let count: Int
+        // 32-bit so that a list, and every tag and line holding one, stays small (a line of 112 bytes, not 128).
+        // They cannot overflow: a chunk holds at most one list of over 4,096 spans, and 2^32 spans of a chunk
+        // would take 160 GB.
+        private let start: UInt32
+        private let storedCount: UInt32
 
         init(chunk: SpanChunk, start: Int, count: Int) {
             self.chunk = chunk
-            self.start = start
-            self.count = count
+            self.start = UInt32(truncatingIfNeeded: start)
+            self.storedCount = UInt32(truncatingIfNeeded: count)
         }
 
+        var count: Int { Int(storedCount) }
         var startIndex: Int { 0 }
-        var endIndex: Int { count }
+        var endIndex: Int { Int(storedCount) }
         /// The span at `position` (0 to count - 1: a position outside traps, as an array's does).
         subscript(position: Int) -> Span {
             precondition(position >= 0 && position < count, "attribute position out of range")
-            // start + count <= the chunk's written spans (see SpanArena.store), so the read is in bounds.
-            return chunk.base[start &+ position]
+            // start + count <= the chunk's written spans (see SpanArena.append), so the read is in bounds.
+            return chunk.base[Int(start) &+ position]
         }
     }
 }
