@@ -335,7 +335,9 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
         var problems: [Problem] = []
         // The name table, read once per list rather than once per name.
         let names = AttributeNames.table
-        let guesses = AttributeNames.guesses
+        #if _endian(little)
+            let guesses = AttributeNames.guesses
+        #endif
         var i = 0
         let end = b.count
         while i < end {
@@ -351,26 +353,29 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
             // A name runs to the next '=' or ','. Tried first: the name the list before had at this position (the
             // lists of one tag repeat their names), taken when its bytes and then '=' are here (a known name holds
             // neither '=' nor ',', so the name ends there).
-            let guess = list.previousID(at: list.pendingCount)
-            if guess >= 0, guess < guesses.count, let base = b.baseAddress {
-                let g = guesses[guess]
-                let length = g.count
-                // Every load below lies in the buffer: nameStart + max(length + 1, 8) <= end.
-                if length > 0, nameStart + Swift.max(length &+ 1, 8) <= end {
-                    let raw = UnsafeRawPointer(base + nameStart)
-                    let head = raw.loadUnaligned(as: UInt64.self)
-                    let same =
-                        length <= 8
-                        ? head & (UInt64.max >> UInt64(64 &- 8 &* length)) == g.first
-                        : head == g.first
-                            && raw.loadUnaligned(fromByteOffset: length &- 8, as: UInt64.self) == g.last
-                            && (length <= 16 || raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == g.second)
-                    if same, b[nameStart &+ length] == asciiEquals {
-                        i = nameStart &+ length
-                        knownID = guess
+            #if _endian(little)
+                // The words of ``AttributeNames/guesses`` are little-endian (the first byte lowest).
+                let guess = list.previousID(at: list.pendingCount)
+                if guess >= 0, guess < guesses.count, let base = b.baseAddress {
+                    let g = guesses[guess]
+                    let length = g.count
+                    // Every load below lies in the buffer: nameStart + max(length + 1, 8) <= end.
+                    if length > 0, nameStart + Swift.max(length &+ 1, 8) <= end {
+                        let raw = UnsafeRawPointer(base + nameStart)
+                        let head = raw.loadUnaligned(as: UInt64.self)
+                        let same =
+                            length <= 8
+                            ? head & (UInt64.max >> UInt64(64 &- 8 &* length)) == g.first
+                            : head == g.first
+                                && raw.loadUnaligned(fromByteOffset: length &- 8, as: UInt64.self) == g.last
+                                && (length <= 16 || raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == g.second)
+                        if same, b[nameStart &+ length] == asciiEquals {
+                            i = nameStart &+ length
+                            knownID = guess
+                        }
                     }
                 }
-            }
+            #endif
             if knownID == nil { i = ByteScan.nextEqualsOrComma(in: b, from: i) }
             var nameEnd = i
             // Then a name directly followed by '=' that is a known name (so well formed) or is made of [A-Z0-9-]
