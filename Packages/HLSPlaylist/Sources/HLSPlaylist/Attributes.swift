@@ -128,8 +128,9 @@ public struct Attribute: Sendable, Hashable {
 
 /// An ordered attribute list (RFC 8216bis §4.2). Order and duplicates are kept as written.
 ///
-/// A parsed list is the tag's value bytes plus the position of each name and value in them (plain integers), so
-/// parsing allocates one small array and reading an attribute creates no string until one is asked for.
+/// A parsed list is the tag's value bytes plus the position of each name and value in them (plain integers, kept
+/// with those of the other lists of the same parse; see ``SpanArena``), so parsing allocates nothing per list and
+/// reading an attribute creates no string until one is asked for.
 public struct AttributeList: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
     /// Where one attribute's name and value lie, as offsets from the start of ``source``.
     struct Span: Sendable, Hashable {
@@ -140,7 +141,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
         var nameID: Int
     }
     private var source: ArraySlice<UInt8>
-    private var spans: [Span]
+    private var spans: Spans
 
     public init(_ attributes: [Attribute] = []) {
         var bytes: [UInt8] = []
@@ -160,13 +161,25 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                     nameID: a.nameID))
         }
         self.source = bytes[...]
-        self.spans = spans
+        var arena = SpanArena()
+        for span in spans { arena.append(span) }
+        self.spans = arena.finish()
     }
     public init(arrayLiteral elements: Attribute...) { self.init(elements) }
 
-    init(source: ArraySlice<UInt8>, spans: [Span]) {
+    init(source: ArraySlice<UInt8>, spans: Spans) {
         self.source = source
         self.spans = spans
+    }
+
+    /// Equal when the bytes and the positions in them are (as two lists of the same text parsed alike).
+    public static func == (a: AttributeList, b: AttributeList) -> Bool {
+        a.source == b.source && a.spans.elementsEqual(b.spans)
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(source)
+        hasher.combine(spans.count)
+        for span in spans { hasher.combine(span) }
     }
 
     /// The attributes in order. Setting replaces the whole list.
@@ -300,15 +313,31 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
     /// Parses `bytes` (the text after the tag's colon). Tolerant: lowercase names, spaces after commas and
     /// stray characters are accepted and reported as problems; parsing goes on to the end.
     static func parse(_ bytes: ArraySlice<UInt8>, maxAttributes: Int) -> (AttributeList, [Problem]) {
-        let (list, problems) = bytes.withUnsafeBufferPointer { parse(buffer: $0, maxAttributes: maxAttributes) }
-        return (AttributeList(source: bytes, spans: list), problems)
+        var arena = SpanArena()
+        return parse(bytes, maxAttributes: maxAttributes, arena: &arena)
     }
 
-    /// The scan over the bytes (offsets from 0), so it makes no slices and carries no bounds checks.
-    private static func parse(buffer b: UnsafeBufferPointer<UInt8>, maxAttributes: Int) -> ([Span], [Problem]) {
-        var list: [Span] = []
-        list.reserveCapacity(8)
+    /// ``parse(_:maxAttributes:)`` keeping the spans in `arena` (shared with the other lists stored there).
+    static func parse(_ bytes: ArraySlice<UInt8>, maxAttributes: Int, arena: inout SpanArena)
+        -> (AttributeList, [Problem])
+    {
+        let problems = bytes.withUnsafeBufferPointer {
+            parse(buffer: $0, maxAttributes: maxAttributes, into: &arena)
+        }
+        return (AttributeList(source: bytes, spans: arena.finish()), problems)
+    }
+
+    /// The scan over the bytes (offsets from 0), so it makes no slices and carries no bounds checks. The spans
+    /// are appended to `list` (see ``SpanArena/finish()``).
+    private static func parse(buffer b: UnsafeBufferPointer<UInt8>, maxAttributes: Int, into list: inout SpanArena)
+        -> [Problem]
+    {
         var problems: [Problem] = []
+        // The name table, read once per list rather than once per name.
+        let names = AttributeNames.table
+        #if _endian(little)
+            let guesses = AttributeNames.guesses
+        #endif
         var i = 0
         let end = b.count
         while i < end {
@@ -320,13 +349,43 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                 if i == end { break }
             }
             let nameStart = i
-            // The common case first: a well-formed name directly followed by '='.
-            i = ByteScan.attributeNameEnd(in: b, from: i)
+            var knownID: Int?
+            // A name runs to the next '=' or ','. Tried first: the name the list before had at this position (the
+            // lists of one tag repeat their names), taken when its bytes and then '=' are here (a known name holds
+            // neither '=' nor ',', so the name ends there).
+            #if _endian(little)
+                // The words of ``AttributeNames/guesses`` are little-endian (the first byte lowest).
+                let guess = list.previousID(at: list.pendingCount)
+                if guess >= 0, guess < guesses.count, let base = b.baseAddress {
+                    let g = guesses[guess]
+                    let length = g.count
+                    // Every load below lies in the buffer: nameStart + max(length + 1, 8) <= end.
+                    if length > 0, nameStart + Swift.max(length &+ 1, 8) <= end {
+                        let raw = UnsafeRawPointer(base + nameStart)
+                        let head = raw.loadUnaligned(as: UInt64.self)
+                        let same =
+                            length <= 8
+                            ? head & (UInt64.max >> UInt64(64 &- 8 &* length)) == g.first
+                            : head == g.first
+                                && raw.loadUnaligned(fromByteOffset: length &- 8, as: UInt64.self) == g.last
+                                && (length <= 16 || raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == g.second)
+                        if same, b[nameStart &+ length] == asciiEquals {
+                            i = nameStart &+ length
+                            knownID = guess
+                        }
+                    }
+                }
+            #endif
+            if knownID == nil { i = ByteScan.nextEqualsOrComma(in: b, from: i) }
             var nameEnd = i
-            if i == nameStart || i == end || b[i] != asciiEquals {
-                i = nameStart
-                while i < end && b[i] != asciiEquals && b[i] != asciiComma { i += 1 }
-                nameEnd = i
+            // Then a name directly followed by '=' that is a known name (so well formed) or is made of [A-Z0-9-]
+            // only; its id is found on the way.
+            if knownID == nil, i > nameStart, i < end, b[i] == asciiEquals {
+                let name = UnsafeBufferPointer(rebasing: b[nameStart..<i])
+                let id = names.id(of: name, readable: end &- nameStart)
+                if id >= 0 || name.allSatisfy(ASCII.isAttributeNameByte) { knownID = id }
+            }
+            if knownID == nil {
                 while nameEnd > nameStart, ASCII.isWhitespace(b[nameEnd - 1]) { nameEnd -= 1 }
                 let name = UnsafeBufferPointer(rebasing: b[nameStart..<nameEnd])
                 if name.isEmpty {
@@ -373,22 +432,137 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                     i += 1
                 }
             }
-            if list.count >= maxAttributes {
+            if list.pendingCount >= maxAttributes {
                 problems.append(
                     Problem(offset: nameStart, message: "more than \(maxAttributes) attributes", tooMany: true))
-                return (list, problems)
+                return problems
             }
             list.append(
                 Span(
                     nameStart: nameStart, nameEnd: nameEnd, valueStart: valueStart, valueEnd: i,
-                    nameID: AttributeNames.id(of: name, readable: end &- nameStart)))
+                    nameID: knownID ?? AttributeNames.id(of: name, readable: end &- nameStart)))
             if i < end {  // at a comma
                 i += 1
                 if i == end { problems.append(Problem(offset: i - 1, message: "trailing comma")) }
             }
         }
-        return (list, problems)
+        return problems
     }
+}
+
+extension AttributeList {
+    /// The spans of one list: `count` of them from `start` in a chunk that may hold those of other lists too.
+    struct Spans: Sendable, RandomAccessCollection {
+        private let chunk: SpanChunk
+        // 32-bit so that a list, and every tag and line holding one, stays small (a line of 112 bytes, not 128).
+        // They cannot overflow: a chunk holds at most one list of over 4,096 spans, and 2^32 spans of a chunk
+        // would take 160 GB.
+        private let start: UInt32
+        private let storedCount: UInt32
+
+        init(chunk: SpanChunk, start: Int, count: Int) {
+            self.chunk = chunk
+            self.start = UInt32(truncatingIfNeeded: start)
+            self.storedCount = UInt32(truncatingIfNeeded: count)
+        }
+
+        var count: Int { Int(storedCount) }
+        var startIndex: Int { 0 }
+        var endIndex: Int { Int(storedCount) }
+        /// The span at `position` (0 to count - 1: a position outside traps, as an array's does).
+        subscript(position: Int) -> Span {
+            precondition(position >= 0 && position < count, "attribute position out of range")
+            // start + count <= the chunk's written spans (see SpanArena.append), so the read is in bounds.
+            return chunk.base[Int(start) &+ position]
+        }
+    }
+}
+
+/// Room for the spans of many attribute lists. Each list's spans are written once, into the part of the chunk no
+/// list has used yet, before the list exists, and never change after; that is what makes sharing the chunk
+/// between lists, and across threads, safe.
+final class SpanChunk: @unchecked Sendable {
+    let base: UnsafeMutablePointer<AttributeList.Span>
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = Swift.max(capacity, 1)
+        base = .allocate(capacity: self.capacity)
+    }
+    // Spans hold only integers: nothing to deinitialize.
+    deinit { base.deallocate() }
+}
+
+/// Where the attribute lists of one parse keep their spans: in chunks that grow in size as more lists are
+/// parsed, so a playlist with an attribute list on every line allocates a chunk now and then, not an array per
+/// list. A list's spans are appended one by one and then taken as one view by ``finish()``.
+struct SpanArena {
+    private var chunk: SpanChunk?
+    /// Spans of finished lists at the start of ``chunk``.
+    private var used = 0
+    /// Spans of the list being read, after those.
+    private(set) var pendingCount = 0
+    /// The capacity of the next chunk (0: each chunk just fits the list that needs it).
+    private var nextCapacity: Int
+    /// The name ids of the first eight attributes of the list before and of this one, a byte each (0xFF: none or
+    /// an unknown name), so the parser can try the same names first.
+    private var previousIDs = UInt64.max
+    private var currentIDs = UInt64.max
+
+    init(firstChunk: Int = 0) { nextCapacity = firstChunk }
+
+    /// The name id the list before had at `position` (one of the first eight), or -1.
+    @inline(__always)
+    func previousID(at position: Int) -> Int {
+        guard position >= 0, position < 8 else { return -1 }
+        let id = Int(truncatingIfNeeded: (previousIDs >> UInt64(position &* 8)) & 0xFF)
+        return id < 0x80 ? id : -1
+    }
+
+    /// Adds a span to the list being read.
+    @inline(__always)
+    mutating func append(_ span: AttributeList.Span) {
+        if pendingCount < 8 {
+            let shift = UInt64(pendingCount &* 8)
+            let id = UInt64(UInt8(truncatingIfNeeded: span.nameID >= 0 && span.nameID < 0x80 ? span.nameID : -1))
+            currentIDs = currentIDs & ~(0xFF << shift) | id << shift
+        }
+        let index = used &+ pendingCount
+        guard let c = chunk, index < c.capacity else { return appendToNewChunk(span) }
+        // index < capacity, checked just above.
+        (c.base + index).initialize(to: span)
+        pendingCount &+= 1
+    }
+
+    /// Moves the list being read to a new chunk with room for more, then adds `span`.
+    @inline(never)
+    private mutating func appendToNewChunk(_ span: AttributeList.Span) {
+        let capacity = Swift.max(2 &* (pendingCount &+ 1), nextCapacity)
+        let next = SpanChunk(capacity: capacity)
+        // pendingCount + 1 <= capacity: the spans read so far and the new one fit.
+        if let old = chunk, pendingCount > 0 { next.base.initialize(from: old.base + used, count: pendingCount) }
+        (next.base + pendingCount).initialize(to: span)
+        chunk = next
+        used = 0
+        pendingCount &+= 1
+        if nextCapacity > 0 { nextCapacity = Swift.min(nextCapacity &* 2, 4096) }
+    }
+
+    /// The spans of the list being read, as a view that stays valid (they are never written again); the next
+    /// ``append(_:)`` starts the next list.
+    mutating func finish() -> AttributeList.Spans {
+        defer {
+            used &+= pendingCount
+            pendingCount = 0
+            previousIDs = currentIDs
+            currentIDs = UInt64.max
+        }
+        guard let c = chunk else { return AttributeList.Spans(chunk: SpanArena.empty, start: 0, count: 0) }
+        return AttributeList.Spans(chunk: c, start: used, count: pendingCount)
+    }
+
+    /// The chunk of lists without attributes.
+    private static let empty = SpanChunk(capacity: 1)
 }
 
 /// The attribute names of RFC 8216bis as string constants, so that parsed names share their storage and name
@@ -445,7 +619,26 @@ enum AttributeNames {
         }
     }
 
-    private static let table = WordTable(all)
+    static let table = WordTable(all)
+
+    /// The words of each name of up to 24 bytes, by id, to check a guessed name in place: the first eight bytes
+    /// (masked to the name's length when shorter), the last eight and bytes 8 to 15 (count 0: not guessed).
+    struct Guess: Sendable {
+        var first: UInt64 = 0
+        var last: UInt64 = 0
+        var second: UInt64 = 0
+        var count = 0
+    }
+    static let guesses: [Guess] = all.map { name in
+        let b = Array(name.utf8)
+        guard !b.isEmpty, b.count <= 24 else { return Guess() }
+        func word(_ from: Int) -> UInt64 {
+            var w: UInt64 = 0
+            for k in 0..<8 where from + k < b.count { w |= UInt64(b[from + k]) << UInt64(8 * k) }
+            return w
+        }
+        return Guess(first: word(0), last: word(Swift.max(0, b.count - 8)), second: word(8), count: b.count)
+    }
 
     /// The position of the name `b` in ``all``, or -1. `readable` is how many bytes from the name's start may be
     /// read (at least its length).

@@ -61,33 +61,24 @@ enum ByteScan {
         return i
     }
 
-    /// The index of the first byte at or after `from` in `b` that is not an attribute-name byte (`[A-Z0-9-]`),
-    /// or `b.count`, eight bytes at a time.
+    /// The index of the first `=` or comma at or after `from` in `b`, or `b.count` (the end of an attribute name),
+    /// eight bytes at a time.
     @inline(__always)
-    static func attributeNameEnd(in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+    static func nextEqualsOrComma(in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         var i = max(from, 0)
         let n = b.count
         #if _endian(little)
             if let start = b.baseAddress {
                 let raw = UnsafeRawPointer(start)
-                let high: UInt64 = 0x8080_8080_8080_8080
-                let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
-                // High bit of each byte set when the 7-bit byte y is at least c (no borrow crosses bytes).
-                @inline(__always) func atLeast(_ y: UInt64, _ c: UInt64) -> UInt64 { ((y | high) &- c) & high }
                 while i &+ 8 <= n {
-                    let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    let y = x & low
-                    let upper = atLeast(y, 0x4141_4141_4141_4141) & ~atLeast(y, 0x5B5B_5B5B_5B5B_5B5B)
-                    let digit = atLeast(y, 0x3030_3030_3030_3030) & ~atLeast(y, 0x3A3A_3A3A_3A3A_3A3A)
-                    let d = y ^ 0x2D2D_2D2D_2D2D_2D2D
-                    let dash = ~(((d & low) &+ low) | d | low)
-                    let invalid = ~(upper | digit | dash) & high | (x & high)
-                    if invalid != 0 { return i &+ (invalid.trailingZeroBitCount >> 3) }
+                    let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    let found = matches(w, asciiEquals) | matches(w, asciiComma)
+                    if found != 0 { return i &+ (found.trailingZeroBitCount >> 3) }
                     i &+= 8
                 }
             }
         #endif
-        while i < n, ASCII.isAttributeNameByte(b[i]) { i &+= 1 }
+        while i < n, b[i] != asciiEquals, b[i] != asciiComma { i &+= 1 }
         return i
     }
 
@@ -296,9 +287,17 @@ func utf8Contains(_ string: String, _ byte: UInt8) -> Bool {
 /// Names of 1 to 31 bytes looked up by their bytes in an open-addressed table keyed by their eight-byte words,
 /// so a lookup usually reads one slot (attribute names, tag names).
 struct WordTable: Sendable {
-    /// One name: its words (see ``words(_:readable:)``), length and position (-1 marks an empty slot).
+    /// Eight-byte words that together cover every byte of a name (see ``words(_:readable:)``), as plain fields so
+    /// that they stay in registers and a lookup compares the first two (which decide nearly every lookup) first.
+    private struct Words: Sendable, Equatable {
+        var first: UInt64
+        var last: UInt64
+        var second: UInt64 = 0
+        var third: UInt64 = 0
+    }
+    /// One name: its words, length and position (-1 marks an empty slot).
     private struct Slot: Sendable {
-        var words: SIMD4<UInt64>
+        var words: Words
         var count: Int
         var id: Int
     }
@@ -307,7 +306,8 @@ struct WordTable: Sendable {
 
     /// A table of `names` (at most 128 of them; longer names and those beyond are never found).
     init(_ names: [String]) {
-        var table = [Slot](repeating: Slot(words: .zero, count: 0, id: -1), count: WordTable.size)
+        var table = [Slot](
+            repeating: Slot(words: Words(first: 0, last: 0), count: 0, id: -1), count: WordTable.size)
         for (id, name) in names.prefix(WordTable.size / 2).enumerated() {
             let bytes = Array(name.utf8)
             guard !bytes.isEmpty, bytes.count < 32 else { continue }
@@ -320,8 +320,8 @@ struct WordTable: Sendable {
     }
 
     @inline(__always)
-    private static func slot(_ w: SIMD4<UInt64>, _ count: Int) -> Int {
-        let h = (w[0] ^ (w[1] &>> 5) ^ UInt64(truncatingIfNeeded: count)) &* 0x9E37_79B9_7F4A_7C15
+    private static func slot(_ w: Words, _ count: Int) -> Int {
+        let h = (w.first ^ (w.last &>> 5) ^ UInt64(truncatingIfNeeded: count)) &* 0x9E37_79B9_7F4A_7C15
         return Int(truncatingIfNeeded: h >> 56)
     }
 
@@ -329,15 +329,15 @@ struct WordTable: Sendable {
     /// bytes, and the middle ones of longer names (shorter names are packed into one word, read in one load when
     /// `readable` bytes from the name's start allow it).
     @inline(__always)
-    private static func words(_ b: UnsafeBufferPointer<UInt8>, readable: Int) -> SIMD4<UInt64> {
+    private static func words(_ b: UnsafeBufferPointer<UInt8>, readable: Int) -> Words {
         let count = b.count
-        guard let base = b.baseAddress else { return .zero }
+        guard let base = b.baseAddress else { return Words(first: 0, last: 0) }
         let raw = UnsafeRawPointer(base)
         guard count >= 8 else {
             if readable >= 8 {
                 #if _endian(little)
                     let w = raw.loadUnaligned(as: UInt64.self) & (UInt64.max >> UInt64(64 &- 8 &* count))
-                    return SIMD4(w, w, 0, 0)
+                    return Words(first: w, last: w)
                 #endif
             }
             var w: UInt64 = 0
@@ -346,17 +346,18 @@ struct WordTable: Sendable {
                 w |= UInt64(b[k]) << UInt64(k &* 8)
                 k &+= 1
             }
-            return SIMD4(w, w, 0, 0)
+            return Words(first: w, last: w)
         }
-        let first = raw.loadUnaligned(as: UInt64.self)
-        let last = raw.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
-        let second = count > 16 ? raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) : 0
-        let third = count > 24 ? raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self) : 0
-        return SIMD4(first, last, second, third)
+        return Words(
+            first: raw.loadUnaligned(as: UInt64.self),
+            last: raw.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self),
+            second: count > 16 ? raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) : 0,
+            third: count > 24 ? raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self) : 0)
     }
 
     /// The position in the names of the name `b`, or -1. `readable` is how many bytes from the name's start may
     /// be read (at least its length).
+    @inline(__always)
     func id(of b: UnsafeBufferPointer<UInt8>, readable: Int) -> Int {
         let count = b.count
         guard count > 0, count < 32 else { return -1 }
@@ -367,7 +368,9 @@ struct WordTable: Sendable {
             while probes < t.count, i >= 0, i < t.count {
                 let s = t[i]
                 if s.id < 0 { return -1 }
-                if s.count == count && s.words == w { return s.id }
+                if s.words.first == w.first && s.words.last == w.last && s.count == count && s.words == w {
+                    return s.id
+                }
                 i = (i &+ 1) & (WordTable.size - 1)
                 probes &+= 1
             }

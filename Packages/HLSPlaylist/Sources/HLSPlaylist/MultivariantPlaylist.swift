@@ -260,14 +260,18 @@ extension Playlist {
             version: nil, independentSegments: false, start: nil, variants: [], iFrameVariants: [], renditions: [],
             sessionData: [], sessionKeys: [], contentSteeringServerURI: nil, contentSteeringPathwayID: nil,
             variables: variables, diagnostics: [])
-        var pending: (AttributeList, Int)?
+        // The line of the EXT-X-STREAM-INF waiting for its URI, or -1 (its list is read when the URI comes, so no
+        // list is held between lines).
+        var pending = -1
+        // The directory resolved last for a URI with dot segments, kept for the next such URI (as segments do).
+        var directoryMemo = URIResolver.DirectoryMemo()
         // At most one variant per URI line; reserved once instead of grown by doubling.
         result.variants.reserveCapacity(lines.count / 2)
         for index in lines.indices {
             if let known = lines[index].storedKnownTag {
                 if known == .streamInf {
                     // The most common line: only its attribute list is needed.
-                    pending = lines[index].attributeListValue.map { ($0, index) }
+                    pending = index
                     continue
                 }
                 guard case .tag(let t) = lines[index].content else { continue }
@@ -309,8 +313,12 @@ extension Playlist {
                     result.contentSteeringPathwayID = t.attributes?.quotedString("PATHWAY-ID")
                 default: break
                 }
-            } else if lines[index].storedIsURI, let (a, tagIndex) = pending.take() {
-                let location = resolver.lazy(lines[index].uriBytes ?? [], substitute: { substitute($0, index) })
+            } else if lines[index].storedIsURI, pending >= 0 {
+                let tagIndex = pending
+                pending = -1
+                guard let a = lines[tagIndex].attributeListValue else { continue }
+                let location = resolver.lazy(
+                    lines[index].uriBytes ?? [], substitute: { substitute($0, index) }, memo: &directoryMemo)
                 result.variants.append(VariantStream(a, location: location, lineIndex: tagIndex, uriLineIndex: index))
             }
         }

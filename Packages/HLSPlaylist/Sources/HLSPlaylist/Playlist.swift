@@ -55,6 +55,9 @@ public struct PlaylistLine: Sendable, Hashable {
         case extinf(Double, hasTitle: Bool)
         case byteRange(ByteRangeSpec)
         case dateTime(DateTime)
+        /// A parsed attribute-list tag line read straight from the buffer (EXT-X-STREAM-INF): its tag and list,
+        /// kept without a ``Tag`` around them so the multivariant view reads the list without copying a tag.
+        case attributes(KnownTag, AttributeList)
     }
 
     init(bytes: ArraySlice<UInt8>, ending: LineEnding, content: Content) {
@@ -105,6 +108,15 @@ public struct PlaylistLine: Sendable, Hashable {
         storedIsURI = false
     }
 
+    /// A parsed attribute-list tag line of the known tag `known`.
+    init(bytes: ArraySlice<UInt8>, ending: LineEnding, known: KnownTag, attributes: AttributeList) {
+        self.bytes = bytes
+        self.ending = ending
+        self.stored = .attributes(known, attributes)
+        storedKnownTag = known
+        storedIsURI = false
+    }
+
     /// A parsed EXT-X-PROGRAM-DATE-TIME line.
     init(bytes: ArraySlice<UInt8>, ending: LineEnding, dateTime: DateTime) {
         self.bytes = bytes
@@ -141,6 +153,7 @@ public struct PlaylistLine: Sendable, Hashable {
         case .extinf(let duration, _): return .tag(Tag(.extinf, .extinf(PlaylistLine.extinfValue(bytes, duration))))
         case .byteRange(let b): return .tag(Tag(.byteRange, .byteRange(b)))
         case .dateTime(let d): return .tag(Tag(.programDateTime, .dateTime(d)))
+        case .attributes(let known, let list): return .tag(Tag(known, .attributes(list)))
         }
     }
 
@@ -235,8 +248,13 @@ public struct PlaylistLine: Sendable, Hashable {
     }
     /// The attribute list of an attribute-list tag line (nil for other lines), read without copying the tag.
     var attributeListValue: AttributeList? {
-        guard case .tag(let t) = stored, case .attributes(let list) = t.value else { return nil }
-        return list
+        switch stored {
+        case .attributes(_, let list): return list
+        case .tag(let t):
+            guard case .attributes(let list) = t.value else { return nil }
+            return list
+        default: return nil
+        }
     }
     /// The bytes of ``uri``: a view into the line's bytes.
     var uriBytes: ArraySlice<UInt8>? {
@@ -409,15 +427,27 @@ public struct PlaylistParser: Sendable {
         var lineNumber = 0
         var lineStart = start
         var highBits: UInt8 = 0
+        let lineFeeds = SIMD16<UInt8>(repeating: 0x0A)
         // Find each LF; the scan tracks whether the line held non-ASCII bytes (to validate UTF-8 only then).
         try source.withUnsafeBufferPointer { (buffer) throws(PlaylistError) in
             var i = start
             while lineStart < count {
                 i = lineStart
                 var highWord: UInt64 = 0
-                // Eight bytes at a time while no LF is among them (SWAR), then byte by byte.
+                // Sixteen bytes at a time while no LF is among them (one vector compare), then eight (SWAR), then
+                // byte by byte. Every load lies within the buffer: it starts at i with i + 16 (or 8) <= count.
                 if let base = buffer.baseAddress {
                     let raw = UnsafeRawPointer(base)
+                    var highVector = SIMD16<UInt8>()
+                    while i &+ 16 <= count {
+                        let v = raw.loadUnaligned(fromByteOffset: i, as: SIMD16<UInt8>.self)
+                        let lf = unsafeBitCast(v .== lineFeeds, to: SIMD2<UInt64>.self)
+                        if lf[0] | lf[1] != 0 { break }
+                        highVector |= v
+                        i &+= 16
+                    }
+                    let high = unsafeBitCast(highVector, to: SIMD2<UInt64>.self)
+                    highWord = high[0] | high[1]
                     while i &+ 8 <= count {
                         let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
                         let x = word ^ 0x0A0A_0A0A_0A0A_0A0A
@@ -467,7 +497,15 @@ public struct PlaylistParser: Sendable {
                 {
                     try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
                 }
-                if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
+                // The lines read straight from the buffer, else the general path. EXT-X-STREAM-INF is tried
+                // first when its eighth byte is the 'S' of "#EXT-X-S" (a byte that rules out EXTINF, BYTERANGE
+                // and PROGRAM-DATE-TIME lines, so they pay two byte tests for it).
+                if lineNumber > 1, contentEnd - lineStart >= 18, buffer[lineStart] == asciiHash,
+                    buffer[lineStart + 7] == 0x53,
+                    let line = try state.streamInfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
+                {
+                    lines.append(line)
+                } else if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
                     let line = state.extinfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
                         ?? state.segmentTagLine(buffer, lineStart, contentEnd, source, ending)
                 {
@@ -485,25 +523,26 @@ public struct PlaylistParser: Sendable {
 }
 
 extension PlaylistParser {
-    /// The number of LF bytes, eight at a time (exact: a byte counts only when it equals 0x0A).
+    /// The number of LF bytes, sixteen at a time (exact: a byte counts only when it equals 0x0A). Each load lies
+    /// within the buffer: it starts at i with i + 16 <= n.
     static func countLineFeeds(_ source: [UInt8]) -> Int {
         source.withUnsafeBytes { raw -> Int in
             let n = raw.count
             var count = 0
             var i = 0
-            while i &+ 8 <= n {
-                // Per-byte counters (at most 255 words, so no lane overflows), summed once per block.
-                var lanes: UInt64 = 0
-                var words = 0
-                while words < 255, i &+ 8 <= n {
-                    // One per LF byte.
-                    lanes &+= ByteScan.matches(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self), asciiLF) >> 7
-                    i &+= 8
-                    words &+= 1
+            let lf = SIMD16<UInt8>(repeating: asciiLF)
+            while i &+ 16 <= n {
+                // Per-byte counters (at most 255 blocks, so no lane overflows), summed once per run of blocks.
+                var lanes = SIMD16<UInt8>()
+                var blocks = 0
+                while blocks < 255, i &+ 16 <= n {
+                    // A matching lane of the mask is all ones (-1): subtracting it adds one.
+                    let v = raw.loadUnaligned(fromByteOffset: i, as: SIMD16<UInt8>.self)
+                    lanes &-= unsafeBitCast(v .== lf, to: SIMD16<UInt8>.self)
+                    i &+= 16
+                    blocks &+= 1
                 }
-                // Pairs of byte lanes into 16-bit lanes (each at most 510), then one multiplication sums them.
-                let pairs = (lanes & 0x00FF_00FF_00FF_00FF) &+ ((lanes >> 8) & 0x00FF_00FF_00FF_00FF)
-                count &+= Int(truncatingIfNeeded: (pairs &* 0x0001_0001_0001_0001) >> 48)
+                count &+= Int(SIMD16<UInt16>(truncatingIfNeeded: lanes).wrappedSum())
             }
             while i < n {
                 if raw[i] == asciiLF { count &+= 1 }
@@ -527,6 +566,8 @@ struct ParseState {
     var sawMedia = false
     var sawMultivariant = false
     var reportedMixed = false
+    /// Where the attribute lists of this parse keep their spans.
+    var spanArena = SpanArena(firstChunk: 16)
 
     init(parser: PlaylistParser) { self.parser = parser }
 
@@ -657,6 +698,52 @@ struct ParseState {
             return PlaylistLine(bytes: source[start..<end], ending: ending, dateTime: date)
         }
         return nil
+    }
+
+    /// `#EXT-X-STREAM-INF:<attribute-list>`, one per variant of a multivariant playlist, read straight from the
+    /// buffer: what ``parseTag(_:lineNumber:)`` does for this tag (counters, caps, the attribute list and its
+    /// diagnostics, in the same order), without finding the tag by name or slicing the line for it. Nil when the
+    /// line does not start with that name and a colon.
+    mutating func streamInfLine(
+        _ buffer: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ source: [UInt8],
+        _ ending: LineEnding, _ lineNumber: Int
+    ) throws(PlaylistError) -> PlaylistLine? {
+        // "#EXT-X-S" and "TREAM-IN" as little-endian words, then "F:".
+        guard let base = buffer.baseAddress, start >= 0, end <= buffer.count, end - start >= 18 else { return nil }
+        let raw = UnsafeRawPointer(base + start)
+        guard raw.loadUnaligned(as: UInt64.self) == 0x532D_582D_5458_4523,
+            raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == 0x4E49_2D4D_4145_5254,
+            base[start + 16] == 0x46, base[start + 17] == asciiColon
+        else { return nil }
+        sawMultivariant = true
+        try checkMixed(lineNumber)
+        variants += 1
+        pendingVariantLine = lineNumber
+        if variants > parser.limits.maxVariants {
+            throw PlaylistError(
+                .tooManyVariants, line: lineNumber, column: 1, "more than \(parser.limits.maxVariants) variants")
+        }
+        // The value: after the colon, trailing whitespace left out (it stays in the line's bytes).
+        let valueStart = start + 18
+        var valueEnd = end
+        while valueEnd > valueStart, ASCII.isWhitespace(base[valueEnd - 1]) { valueEnd -= 1 }
+        let list = try attributeList(source[valueStart..<valueEnd], lineNumber: lineNumber, column: 19)
+        return PlaylistLine(bytes: source[start..<end], ending: ending, known: .streamInf, attributes: list)
+    }
+
+    /// Parses an attribute-list value that starts at `column`, reporting its problems (or throwing at the cap).
+    mutating func attributeList(_ value: ArraySlice<UInt8>, lineNumber: Int, column: Int) throws(PlaylistError)
+        -> AttributeList
+    {
+        let (list, problems) = AttributeList.parse(
+            value, maxAttributes: parser.limits.maxAttributes, arena: &spanArena)
+        for p in problems {
+            if p.tooMany {
+                throw PlaylistError(.tooManyAttributes, line: lineNumber, column: column + p.offset, p.message)
+            }
+            try report(.malformedAttributeList, line: lineNumber, column: column + p.offset, p.message)
+        }
+        return list
     }
 
     @inline(__always)
@@ -796,15 +883,7 @@ struct ParseState {
             try report(.invalidValue, line: lineNumber, column: column, "\"\(t)\" is not an ISO 8601 date-time")
             return .text(t)
         case .attributeList:
-            let (list, problems) = AttributeList.parse(value, maxAttributes: parser.limits.maxAttributes)
-            for p in problems {
-                if p.tooMany {
-                    throw PlaylistError(
-                        .tooManyAttributes, line: lineNumber, column: column + p.offset, p.message)
-                }
-                try report(.malformedAttributeList, line: lineNumber, column: column + p.offset, p.message)
-            }
-            return .attributes(list)
+            return .attributes(try attributeList(value, lineNumber: lineNumber, column: column))
         case .cueValue:
             if let c = CueMarker(text: text(value)) { return .cue(c) }
             try report(.invalidValue, line: lineNumber, column: column, "unrecognised #\(known.rawValue) value")

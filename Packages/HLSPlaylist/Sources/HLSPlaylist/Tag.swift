@@ -374,19 +374,29 @@ public enum TagValue: Sendable, Hashable {
     case text(String)
 }
 
+/// The name of an unknown tag: one reference in a ``Tag`` instead of a string's two words (unknown tags are rare;
+/// known ones have none). Compared and hashed by its text.
+final class CustomName: Sendable, Hashable {
+    let text: String
+    init(_ text: String) { self.text = text }
+    static func == (a: CustomName, b: CustomName) -> Bool { a.text == b.text }
+    func hash(into hasher: inout Hasher) { hasher.combine(text) }
+}
+
 /// One tag line: its name (without `#`), the known tag it is if any, and its typed value.
 public struct Tag: Sendable, Hashable {
-    /// The name of an unknown tag (nil for known tags, whose name is their raw value).
-    private var customName: String?
+    /// The name of an unknown tag (nil for known tags, whose name is their raw value), boxed so that a tag, and
+    /// so every playlist line, is a word smaller (see ``CustomName``).
+    private var customName: CustomName?
     public var known: KnownTag?
     public var value: TagValue
 
     /// The tag name without the leading `#`.
     public var name: String {
-        get { known?.rawValue ?? customName ?? "" }
+        get { known?.rawValue ?? customName?.text ?? "" }
         set {
             known = KnownTag(rawValue: newValue)
-            customName = known == nil ? newValue : nil
+            customName = known == nil ? CustomName(newValue) : nil
         }
     }
 
@@ -397,7 +407,7 @@ public struct Tag: Sendable, Hashable {
     }
     public init(name: String, value: TagValue) {
         self.known = KnownTag(rawValue: name)
-        self.customName = known == nil ? name : nil
+        self.customName = known == nil ? CustomName(name) : nil
         self.value = value
     }
 

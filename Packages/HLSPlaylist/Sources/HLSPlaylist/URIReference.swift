@@ -416,16 +416,11 @@ struct LazyURI: Sendable, Hashable {
             return prefix.withUTF8 { p in
                 rest.withUnsafeBufferPointer { r in
                     String(unsafeUninitializedCapacity: p.count + r.count) { out in
-                        var k = 0
-                        for b in p {
-                            out[k] = b
-                            k &+= 1
-                        }
-                        for b in r {
-                            out[k] = b
-                            k &+= 1
-                        }
-                        return k
+                        // Two block copies; out holds p.count + r.count bytes, so both fit.
+                        guard let o = out.baseAddress else { return 0 }
+                        if let from = p.baseAddress { o.initialize(from: from, count: p.count) }
+                        if let from = r.baseAddress { (o + p.count).initialize(from: from, count: r.count) }
+                        return p.count + r.count
                     }
                 }
             }
