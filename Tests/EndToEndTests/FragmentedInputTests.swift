@@ -129,42 +129,6 @@ enum InputFixtures {
     }
 }
 
-/// Runs a program as `EndToEnd.run` does, but stops it (SIGKILL) when it has not ended after `seconds` and records
-/// the hang: a program that never ends fails the test instead of stalling the suite.
-func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    let ended = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in ended.signal() }
-    let outBox = Locked(Data())
-    let errBox = Locked(Data())
-    let read = DispatchGroup()
-    for (pipe, box) in [(out, outBox), (err, errBox)] {
-        read.enter()
-        Thread.detachNewThread {
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            box.withLock { $0 = data }
-            read.leave()
-        }
-    }
-    try process.run()
-    if ended.wait(timeout: .now() + seconds) == .timedOut {
-        Issue.record(
-            "\(executable.lastPathComponent) \(arguments.joined(separator: " ")): still running after \(seconds) s")
-        kill(process.processIdentifier, SIGKILL)
-        ended.wait()
-    }
-    read.wait()
-    return ProcessResult(
-        status: process.terminationStatus, stdout: outBox.withLock { $0 }, stderr: errBox.withLock { $0 })
-}
-
 @Suite(.serialized) struct FragmentedInputTests {
     let playback = FragmentedPlaybackTests()
 
@@ -217,7 +181,7 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
             "\(session.diagnostics)")
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = InputFixtures.folder.appendingPathComponent("input-mpeg2-audio.mp4").path
-        let result = try runBounded(tsplayer, ["remux", movie.path, output])
+        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
         #expect(result.status == 0, "\(result.err)")
         #expect(result.err.contains("remux: \(movie.path): PID 256 left out: "), "\(result.err)")
         let source = try playback.frameHashes(movie.path, "a:0")
@@ -233,7 +197,7 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
         let movie = try #require(InputFixtures.mpeg2Only)
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = InputFixtures.folder.appendingPathComponent("input-mpeg2-only.mp4").path
-        let result = try runBounded(tsplayer, ["remux", movie.path, output])
+        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
         #expect(result.status == 1, "\(result.status): \(result.err)")
         #expect(
             result.err
@@ -261,7 +225,7 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
         let (movie, offset) = try #require(InputFixtures.truncated)
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = InputFixtures.folder.appendingPathComponent("input-truncated.mp4").path
-        let result = try runBounded(tsplayer, ["remux", movie.path, output])
+        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
         #expect(result.status == 1, "\(result.err)")
         #expect(
             result.err
@@ -306,7 +270,7 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
             "input-garbage-inside.ts", bytes.prefix(cut) + Data(repeating: 0x55, count: 1000) + bytes.dropFirst(cut))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = input.path + ".mp4"
-        let remux = try runBounded(tsplayer, ["remux", input.path, output])
+        let remux = try EndToEnd.run(tsplayer, ["remux", input.path, output], timeout: 60)
         #expect(remux.status == 1, "\(remux.err)")
         #expect(
             remux.err == "remux: \(input.path): sync lost 1 time: 1000 bytes between packets were skipped\n",
@@ -344,13 +308,13 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
         for item in cases {
             let input = try InputFixtures.file(item.name, item.data)
             let output = input.path + ".mp4"
-            let remux = try runBounded(tsplayer, ["remux", input.path, output], seconds: 30)
+            let remux = try EndToEnd.run(tsplayer, ["remux", input.path, output], timeout: 30)
             #expect(remux.status == 2, "remux \(item.name): \(remux.status) \(remux.err)")
             #expect(remux.err == "Error: \(input.path): \(item.remux)\n", "remux \(item.name): \(remux.err)")
             #expect(
                 !FileManager.default.fileExists(atPath: output)
                     && !FileManager.default.fileExists(atPath: output + ".partial"), "\(item.name)")
-            let serve = try runBounded(tsplayer, ["serve", input.path, "--container", "fmp4"], seconds: 30)
+            let serve = try EndToEnd.run(tsplayer, ["serve", input.path, "--container", "fmp4"], timeout: 30)
             #expect(serve.status == 2, "serve \(item.name): \(serve.status) \(serve.err)")
             #expect(
                 serve.err.hasPrefix("Error: not an MPEG transport stream '\(input.path)': no MPEG-TS packets found")
@@ -358,7 +322,7 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
         }
         let packets = try InputFixtures.file("input-random-packets.ts", InputFixtures.random(1 << 20, sync: true))
         let output = packets.path + ".mp4"
-        let remux = try runBounded(tsplayer, ["remux", packets.path, output], seconds: 30)
+        let remux = try EndToEnd.run(tsplayer, ["remux", packets.path, output], timeout: 30)
         #expect(remux.status == 2, "remux: \(remux.status) \(remux.err)")
         #expect(
             remux.err
@@ -404,7 +368,7 @@ func runBounded(_ executable: URL, _ arguments: [String], seconds: Double = 60) 
         let input = try InputFixtures.file("input-random-payloads.ts", Data(bytes))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = input.path + ".mp4"
-        let remux = try runBounded(tsplayer, ["remux", input.path, output], seconds: 60)
+        let remux = try EndToEnd.run(tsplayer, ["remux", input.path, output], timeout: 60)
         #expect(remux.status == 1, "remux: \(remux.status) \(remux.err)")
         #expect(
             remux.err.hasPrefix("remux: \(input.path): ")

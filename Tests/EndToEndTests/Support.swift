@@ -36,13 +36,15 @@ enum EndToEnd {
         ExternalProgram.find(name, sourceLocation: sourceLocation)
     }
 
-    /// Runs a program to completion, feeding `input` on stdin; stdout and stderr are collected.
+    /// Runs a program to completion, feeding `input` on stdin; stdout and stderr are collected. With a `timeout`, a
+    /// program still running after it is killed and the hang recorded as a failure.
     static func run(
         _ executable: URL, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
-        currentDirectory: URL? = nil
+        currentDirectory: URL? = nil, timeout: Double? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> ProcessResult {
         try ExternalProgram.run(
-            executable, arguments, input: input, environment: environment, currentDirectory: currentDirectory)
+            executable, arguments, input: input, environment: environment, currentDirectory: currentDirectory,
+            timeout: timeout, sourceLocation: sourceLocation)
     }
 }
 

@@ -17,11 +17,28 @@ public enum ExternalProgram {
     }
 
     /// Runs a program to completion, feeding `input` on stdin; stdout and stderr are collected (both read at once,
-    /// so a chatty child never blocks on a full pipe).
+    /// so a chatty child never blocks on a full pipe). With a `timeout`, a program still running after that many
+    /// seconds is killed (SIGKILL) and recorded as a failure: a hang fails the test instead of stalling the suite.
     public static func run(
         _ executable: URL, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
-        currentDirectory: URL? = nil
+        currentDirectory: URL? = nil, timeout: Double? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> ProcessResult {
+        let (result, timedOut) = try runWithin(
+            timeout, executable, arguments, input: input, environment: environment, currentDirectory: currentDirectory)
+        if let timeout, timedOut {
+            Issue.record(
+                "\(executable.lastPathComponent) \(arguments.joined(separator: " ")): still running after \(timeout) s",
+                sourceLocation: sourceLocation)
+        }
+        return result
+    }
+
+    /// ``run(_:_:input:environment:currentDirectory:timeout:sourceLocation:)`` without recording: whether the
+    /// program was killed for running past `timeout` is returned beside its result.
+    static func runWithin(
+        _ timeout: Double?, _ executable: URL, _ arguments: [String], input: Data?, environment: [String: String]?,
+        currentDirectory: URL?
+    ) throws -> (ProcessResult, timedOut: Bool) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -35,20 +52,32 @@ public enum ExternalProgram {
         process.standardOutput = outPipe
         process.standardError = errPipe
         process.standardInput = inPipe
+        let ended = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in ended.signal() }
         try process.run()
+        let outBox = Locked(Data())
         let errBox = Locked(Data())
-        let errDone = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let data = errPipe.fileHandleForReading.readDataToEndOfFile()
-            errBox.withLock { $0 = data }
-            errDone.signal()
+        let read = DispatchGroup()
+        for (pipe, box) in [(outPipe, outBox), (errPipe, errBox)] {
+            read.enter()
+            Thread.detachNewThread {
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                box.withLock { $0 = data }
+                read.leave()
+            }
         }
         if let input { inPipe.fileHandleForWriting.write(input) }
         try? inPipe.fileHandleForWriting.close()
-        let out = outPipe.fileHandleForReading.readDataToEndOfFile()
+        var timedOut = false
+        if let timeout, ended.wait(timeout: .now() + timeout) == .timedOut {
+            timedOut = true
+            kill(process.processIdentifier, SIGKILL)
+        }
         process.waitUntilExit()
-        errDone.wait()
-        return ProcessResult(status: process.terminationStatus, stdout: out, stderr: errBox.withLock { $0 })
+        read.wait()
+        let result = ProcessResult(
+            status: process.terminationStatus, stdout: outBox.withLock { $0 }, stderr: errBox.withLock { $0 })
+        return (result, timedOut)
     }
 
     /// The first line a started process writes to `pipe`, without its line ending (or all it wrote, when it closed

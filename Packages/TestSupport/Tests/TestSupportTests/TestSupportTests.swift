@@ -1,6 +1,7 @@
 import Foundation
-import TestSupport
 import Testing
+
+@testable import TestSupport
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -133,5 +134,32 @@ import Testing
         let unused = LoopbackTCP.unusedPort()
         #expect(unused != 0)
         #expect(!LoopbackTCP.accepts(unused))
+    }
+}
+
+@Suite struct ExternalProgramTests {
+    @Test("a program runs to completion with its stdin, stdout, stderr and exit status")
+    func runsToCompletion() throws {
+        let sh = try #require(ExternalProgram.find("sh"))
+        let result = try ExternalProgram.run(
+            sh, ["-c", "tr a-z A-Z; echo oops >&2; exit 3"], input: Data("quiet\n".utf8), timeout: 30)
+        #expect(result.status == 3)
+        #expect(result.out == "QUIET\n")
+        #expect(String(decoding: result.stderr, as: UTF8.self) == "oops\n")
+    }
+
+    @Test("a program still running after its timeout is killed, and the hang is said")
+    func aHangIsKilled() throws {
+        let sleep = try #require(ExternalProgram.find("sleep"))
+        let start = Date()
+        let (result, timedOut) = try ExternalProgram.runWithin(
+            0.5, sleep, ["60"], input: nil, environment: nil, currentDirectory: nil)
+        #expect(timedOut)
+        #expect(Date().timeIntervalSince(start) < 20)
+        #expect(result.status == SIGKILL)
+        let (quick, quickTimedOut) = try ExternalProgram.runWithin(
+            30, sleep, ["0"], input: nil, environment: nil, currentDirectory: nil)
+        #expect(!quickTimedOut)
+        #expect(quick.status == 0)
     }
 }
