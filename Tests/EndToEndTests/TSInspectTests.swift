@@ -122,7 +122,8 @@ private let wrapModulus: Int64 = 1 << 33
     @Test(arguments: ["h264_aac.ts", "hevc_ac3.ts", "programs.ts", "m2ts.m2ts", "wrap.ts", "cut.ts"])
     func agrees(name: String) throws {
         let file = try TSFixtures.url(name)
-        guard let probe = try FFProbeReport.load(file), let ours = try InspectReport.load(file) else { return }
+        let probe = try #require(try FFProbeReport.load(file))
+        let ours = try #require(try InspectReport.load(file))
         // Streams and codecs.
         var ourCodecs: [Int: String] = [:]
         for stream in ours.streams {
@@ -225,7 +226,8 @@ private let wrapModulus: Int64 = 1 << 33
 
     @Test func keyframesMatchFFProbe() throws {
         let file = try TSFixtures.url("h264_aac.ts")
-        guard let tool = EndToEnd.product("tsinspect"), let probe = try FFProbeReport.load(file) else { return }
+        let tool = try #require(EndToEnd.product("tsinspect"))
+        let probe = try #require(try FFProbeReport.load(file))
         let result = try EndToEnd.run(tool, ["--keyframes", "--json", file.path])
         #expect(result.status == 0)
         let json = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
@@ -243,9 +245,9 @@ private let wrapModulus: Int64 = 1 << 33
     /// ffprobe flags, the duration (full scan and --probe) is ffprobe's within one frame, not a PES step more.
     @Test func mpeg2AndMultiFrameAudio() throws {
         let file = try TSFixtures.url("mpeg2_multiframe.ts")
-        guard let tool = EndToEnd.product("tsinspect"), let probe = try FFProbeReport.load(file),
-            let ours = try InspectReport.load(file)
-        else { return }
+        let tool = try #require(EndToEnd.product("tsinspect"))
+        let probe = try #require(try FFProbeReport.load(file))
+        let ours = try #require(try InspectReport.load(file))
         #expect(ours.status == 0)
         #expect(probe.codecs == [0x100: "mpeg2video", 0x101: "aac"])
         let theirKeyframes = probe.packets.filter { $0.pid == 0x100 && $0.keyframe }
@@ -302,7 +304,7 @@ private let wrapModulus: Int64 = 1 << 33
         let decode = try EndToEnd.run(ffmpeg, ["-v", "error", "-i", file.path, "-f", "null", "-"])
         #expect(decode.status == 0)
         #expect(decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
-        guard let probe = try FFProbeReport.load(file) else { return }
+        let probe = try #require(try FFProbeReport.load(file))
         #expect(probe.codecs == [0x100: "h264", 0x101: "aac"])
         let video = probe.packets.filter { $0.pid == 0x100 }.compactMap(\.pts)
         let audio = probe.packets.filter { $0.pid == 0x101 }.compactMap(\.pts)
@@ -425,7 +427,8 @@ private let wrapModulus: Int64 = 1 << 33
     }
 
     static func compare(_ file: URL, label: String, codecs: Set<String>) throws {
-        guard let theirs = try ffprobeFrames(file), let ours = try ourFrames(file) else { return }
+        let theirs = try #require(try ffprobeFrames(file), "\(label): ffprobe's packets")
+        let ours = try #require(try ourFrames(file), "\(label): tsinspect's frames")
         #expect(!theirs.frames.isEmpty, "\(label): ffprobe lists audio packets")
         #expect(Set(ours.frames.keys) == Set(theirs.frames.keys), "\(label): audio PIDs")
         for (pid, expected) in theirs.frames {
@@ -439,7 +442,8 @@ private let wrapModulus: Int64 = 1 << 33
             // ffprobe gives a position for the first packet of each PES: the PES's offset, as ours.
             #expect(ours.positions[pid] == theirs.positions[pid], "\(label) PID \(pid) PES offsets")
         }
-        if let probe = try FFProbeReport.load(file) {
+        do {
+            let probe = try #require(try FFProbeReport.load(file))
             #expect(Set(theirs.frames.keys.compactMap { probe.codecs[$0] }) == codecs, "\(label) codecs")
             // Video PES lines are still there, one per PES.
             let video = probe.packets.filter { !theirs.frames.keys.contains($0.pid) }.count
