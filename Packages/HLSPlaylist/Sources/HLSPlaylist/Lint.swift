@@ -165,6 +165,17 @@ struct LintContext {
             if line.isURI, line.bytes.contains(0x7B), line.text.contains("{$") {
                 need(8, "variable substitution", index)
             }
+            // The most common line, read from its bytes without building its tag: a parsed EXTINF needs version 3
+            // for a decimal duration and is checked for its comma (as tagConformance checks a built one).
+            if let extinf = line.parsedExtinfShape {
+                if extinf.decimal { need(3, "a decimal EXTINF duration", index) }
+                if !extinf.hasComma {
+                    add(
+                        .extinfSyntax, index, column: 9 + extinf.durationLength,
+                        "EXTINF needs a comma after the duration (#EXTINF:<duration>,[<title>])")
+                }
+                continue
+            }
             guard case .tag(let tag) = line.content, let known = tag.known else { continue }
             if known.appearsOnce {
                 if let first = seen[known] {
@@ -375,6 +386,11 @@ struct LintContext {
         var partInSegment = false
         var preloadHints: [(type: String, index: Int)] = []
         for (index, line) in lines.enumerated() {
+            // A parsed EXTINF line only marks its segment as having one (no tag built for it).
+            if line.parsedExtinfShape != nil {
+                sawExtinf = true
+                continue
+            }
             switch line.content {
             case .tag(let t):
                 switch t.known {
@@ -530,7 +546,7 @@ struct LintContext {
             if endListLine != nil {
                 add(.skipCanSkip, skipLine, "a playlist with EXT-X-ENDLIST is never a delta update")
             }
-            let removed = lines[skipLine].tag?.attributes?["RECENTLY-REMOVED-DATERANGES"] != nil
+            let removed = lines[skipLine].attributeListValue?["RECENTLY-REMOVED-DATERANGES"] != nil
             if removed, sc?.yesNo("CAN-SKIP-DATERANGES") != true {
                 add(
                     .skipCanSkip, skipLine,
@@ -539,7 +555,9 @@ struct LintContext {
             }
         }
         for (index, line) in lines.enumerated() where line.knownTag == .renditionReport {
-            guard let uri = line.tag?.attributes?.quotedString("URI"), URIReference(uri).scheme != nil else { continue }
+            guard let uri = line.attributeListValue?.quotedString("URI"), URIReference(uri).scheme != nil else {
+                continue
+            }
             add(
                 .renditionReportURI, index, column: column(of: "URI", inLine: index),
                 "the rendition report URI \"\(uri)\" must be relative to this playlist's URI")

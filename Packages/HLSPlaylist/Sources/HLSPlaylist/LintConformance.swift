@@ -33,7 +33,7 @@ extension LintContext {
         var imports: [String: String] = [:]
         var query: [String] = []
         for (index, line) in playlist.lines.enumerated() where line.knownTag == .define {
-            guard let a = line.tag?.attributes else { continue }
+            guard let a = line.attributeListValue else { continue }
             if parent == nil, playlist.kind == .media, let n = a.quotedString("IMPORT") {
                 imports[n] = "unchecked"
                 add(
@@ -249,7 +249,7 @@ extension LintContext {
         var aesWithoutIV = false
         var previousPart: (uri: String?, ranged: Bool)?
         for (index, line) in playlist.lines.enumerated() {
-            guard let known = line.knownTag, let a = line.tag?.attributes else { continue }
+            guard let known = line.knownTag, let a = line.attributeListValue else { continue }
             if known == .part {
                 let uri = a.quotedString("URI")
                 if let text = a.quotedString("BYTERANGE"), let spec = ByteRangeSpec.parse(Array(text.utf8)) {
@@ -311,7 +311,7 @@ extension LintContext {
         var sessionData: [String: Int] = [:]
         var sessionKeys: [String: Int] = [:]
         for (index, line) in playlist.lines.enumerated() {
-            guard let a = line.tag?.attributes else { continue }
+            guard let a = line.attributeListValue else { continue }
             if line.knownTag == .sessionData, let id = a.quotedString("DATA-ID") {
                 let key = id + "\u{1}" + (a.quotedString("LANGUAGE") ?? "")
                 if let first = sessionData[key] {

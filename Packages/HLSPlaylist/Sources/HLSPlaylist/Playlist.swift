@@ -247,6 +247,16 @@ public struct PlaylistLine: Sendable, Hashable {
         }
     }
     /// The attribute list of an attribute-list tag line (nil for other lines), read without copying the tag.
+    /// For an EXTINF line the parser read on its fast path: whether its duration has a decimal point, whether a
+    /// comma follows the duration, and the duration's length in bytes, read from the bytes without building the
+    /// line's tag (nil for any other line).
+    var parsedExtinfShape: (decimal: Bool, hasComma: Bool, durationLength: Int)? {
+        guard case .extinf = stored else { return nil }
+        let (comma, end) = PlaylistLine.extinfBounds(bytes)
+        let durationStart = bytes.startIndex + 8
+        return (bytes[durationStart..<comma].contains(0x2E), comma < end, comma - durationStart)
+    }
+
     var attributeListValue: AttributeList? {
         switch stored {
         case .attributes(_, let list): return list
