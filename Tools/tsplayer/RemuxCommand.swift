@@ -52,6 +52,7 @@ enum RemuxCommand {
     /// (which files joined end to end have) are said but do not count.
     @discardableResult
     static func remux(input: String, output: String, language: String?, label: String? = nil) throws -> Bool {
+        let name = label ?? input
         let file = try FileStreamer(path: input)
         defer { file.close() }
         let size = Int64(try file.size())
@@ -81,7 +82,7 @@ enum RemuxCommand {
             }
             pids = Set(layout.tracks.filter(\.isVideo).map(\.pid) + audio.map(\.pid))
         }
-        for item in layout.skipped { Output.log("remux: \(label ?? input): PID \(item.pid) left out: \(item.reason)") }
+        for item in layout.skipped { Output.log("remux: \(name): PID \(item.pid) left out: \(item.reason)") }
         let temporary = output + ".partial"
         guard FileManager.default.createFile(atPath: temporary, contents: nil),
             let handle = FileHandle(forWritingAtPath: temporary)
@@ -113,24 +114,24 @@ enum RemuxCommand {
         // out; continuity counter jumps (lost packets, or a join) are counted. The output holds what could be read.
         if statistics.truncatedBytes > 0 {
             Output.log(
-                "remux: \(label ?? input): the file ends inside a packet: its last \(statistics.truncatedBytes) bytes, "
+                "remux: \(name): the file ends inside a packet: its last \(statistics.truncatedBytes) bytes, "
                     + "from byte offset \(size - Int64(statistics.truncatedBytes)), are not a whole packet and were "
                     + "left out")
         }
         if statistics.syncLosses > 0 {
             Output.log(
-                "remux: \(label ?? input): sync lost \(statistics.syncLosses) "
+                "remux: \(name): sync lost \(statistics.syncLosses) "
                     + (statistics.syncLosses == 1 ? "time: " : "times: ")
                     + "\(statistics.skippedBytes) bytes between packets were skipped")
         }
         if statistics.pesErrors > 0 {
             Output.log(
-                "remux: \(label ?? input): \(statistics.pesErrors) PES packets with a bad header were left out (the "
+                "remux: \(name): \(statistics.pesErrors) PES packets with a bad header were left out (the "
                     + "frames they held are missing)")
         }
         if let first = statistics.firstContinuityErrors.first {
             Output.log(
-                "remux: \(label ?? input): \(statistics.continuityErrors) continuity counter jumps (packets lost, or "
+                "remux: \(name): \(statistics.continuityErrors) continuity counter jumps (packets lost, or "
                     + "files joined), the first on PID \(first.pid) at byte offset \(first.offset)")
         }
         try handle.close()

@@ -145,8 +145,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
 
     public init(_ attributes: [Attribute] = []) {
         var bytes: [UInt8] = []
-        var spans: [Span] = []
-        spans.reserveCapacity(attributes.count)
+        var arena = SpanArena(firstChunk: attributes.count)
         for (i, a) in attributes.enumerated() {
             if i > 0 { bytes.append(asciiComma) }
             let nameStart = bytes.count
@@ -155,14 +154,12 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
             bytes.append(asciiEquals)
             let valueStart = bytes.count
             bytes.append(contentsOf: a.valueBytes)
-            spans.append(
+            arena.append(
                 Span(
                     nameStart: nameStart, nameEnd: nameEnd, valueStart: valueStart, valueEnd: bytes.count,
                     nameID: a.nameID))
         }
         self.source = bytes[...]
-        var arena = SpanArena()
-        for span in spans { arena.append(span) }
         self.spans = arena.finish()
     }
     public init(arrayLiteral elements: Attribute...) { self.init(elements) }

@@ -487,12 +487,15 @@ struct LintContext {
                 }
             }
         }
-        if let partInfLine, lines.allSatisfy({ $0.knownTag != .serverControl }) {
+        // Looked for only in playlists that use it (low-latency ones): a scan of every line otherwise.
+        let serverControlLine =
+            partInfLine != nil || media.serverControl != nil ? lines.firstIndex { $0.knownTag == .serverControl } : nil
+        if let partInfLine, serverControlLine == nil {
             add(
                 .serverControl, partInfLine,
                 "EXT-X-PART-INF requires PART-HOLD-BACK, and there is no EXT-X-SERVER-CONTROL")
         }
-        if let sc = media.serverControl, let scLine = lines.firstIndex(where: { $0.knownTag == .serverControl }) {
+        if let sc = media.serverControl, let scLine = serverControlLine {
             if let t = target, let hb = sc.decimalFloat("HOLD-BACK"), hb < 3 * Double(t) {
                 add(
                     .serverControl, scLine, column: column(of: "HOLD-BACK", inLine: scLine),

@@ -246,7 +246,6 @@ public struct PlaylistLine: Sendable, Hashable {
         default: return nil
         }
     }
-    /// The attribute list of an attribute-list tag line (nil for other lines), read without copying the tag.
     /// For an EXTINF line the parser read on its fast path: whether its duration has a decimal point, whether a
     /// comma follows the duration, and the duration's length in bytes, read from the bytes without building the
     /// line's tag (nil for any other line).
@@ -257,6 +256,7 @@ public struct PlaylistLine: Sendable, Hashable {
         return (bytes[durationStart..<comma].contains(0x2E), comma < end, comma - durationStart)
     }
 
+    /// The attribute list of an attribute-list tag line (nil for other lines), read without copying the tag.
     var attributeListValue: AttributeList? {
         switch stored {
         case .attributes(_, let list): return list

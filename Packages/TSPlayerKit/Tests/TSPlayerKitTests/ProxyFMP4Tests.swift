@@ -121,19 +121,24 @@ import Testing
         #expect(FragmentedSlateTemplate.contentStart(segment: [1, 2, 3], initSection: initSection) == nil)
     }
 
-    /// Audio-only content (an AC-3 track, no video): no video track is found, so slates carry audio alone: the
-    /// init section declares the content's audio track only (its `trak` and `trex`, none of the template's video),
-    /// and a slate is silence on that track, continuing from where the anchor's audio ended, the frames that start
-    /// within the slot. ffmpeg decodes the slate after its init section without an error: 63 AC-3 frames on one
-    /// audio stream, no video.
-    @Test(.temporaryFolders) func audioOnlyContentGetsAudioOnlySlates() async throws {
-        let contentInit = try InitSegment(tracks: [
+    /// An init section of audio-only content: one 48 kHz stereo AC-3 track (ID 4).
+    static func stereoAC3Init() throws -> [UInt8] {
+        try InitSegment(tracks: [
             Track(
                 trackID: 4, timescale: 48000,
                 codec: .ac3(
                     AC3SpecificBox(fscod: 0, bsmod: 0, acmod: 2, lfeon: false, bitRateCode: 10),
                     channelCount: 2, sampleRate: 48000))
         ]).serialized()
+    }
+
+    /// Audio-only content (an AC-3 track, no video): no video track is found, so slates carry audio alone: the
+    /// init section declares the content's audio track only (its `trak` and `trex`, none of the template's video),
+    /// and a slate is silence on that track, continuing from where the anchor's audio ended, the frames that start
+    /// within the slot. ffmpeg decodes the slate after its init section without an error: 63 AC-3 frames on one
+    /// audio stream, no video.
+    @Test(.temporaryFolders) func audioOnlyContentGetsAudioOnlySlates() async throws {
+        let contentInit = try Self.stereoAC3Init()
         #expect(FragmentedSlateTemplate.videoTrack(initSection: contentInit) == nil)
         let audio = try #require(FragmentedSlateTemplate.audioTrack(initSection: contentInit))
         let maker = ProxySlateMaker()
@@ -192,13 +197,7 @@ import Testing
     /// converting them to ticks. Such a slot gets no slate, as for content with video; a slot within bounds still
     /// gets its silence.
     @Test func audioOnlySlotsOfAnyDurationOrOffsetDoNotTrap() async throws {
-        let contentInit = try InitSegment(tracks: [
-            Track(
-                trackID: 4, timescale: 48000,
-                codec: .ac3(
-                    AC3SpecificBox(fscod: 0, bsmod: 0, acmod: 2, lfeon: false, bitRateCode: 10),
-                    channelCount: 2, sampleRate: 48000))
-        ]).serialized()
+        let contentInit = try Self.stereoAC3Init()
         let audio = try #require(FragmentedSlateTemplate.audioTrack(initSection: contentInit))
         let anchor = FragmentedSlateTemplate.silentAudioFragment(
             audio: audio, firstDecodeTime: 96000, frames: 62, sequence: 7)
