@@ -283,8 +283,8 @@ func inspect(_ options: Options, inputPath: String) -> Never {
         do {
             let file = try FileStreamer(path: inputPath)
             fileSize = try file.size()
-            // The next chunk is read on a second thread while this one is scanned.
-            try PrefetchReader.read(file, bufferSize: readSize) { chunk in
+            // Two threads share the reading (FileStreamer.readAhead); the chunks come here in order.
+            try file.readAhead(chunkSize: readSize) { chunk in
                 keep(chunk)
                 demuxer.feed(chunk) { sink.handle($0) }
                 if printPTS { sink.out.flushIfLarge() }

@@ -82,3 +82,41 @@ func systemRename(_ from: String, _ to: String) -> Int32 {
 func systemFlock(_ fd: Int32, _ operation: Int32) -> Int32 {
     flock(fd, operation)
 }
+
+/// Starts a detached thread running `body`: the toolkit's one way to start a thread of its own (the HTTP server's
+/// event loops, ``FileStreamer/readAhead(from:length:chunkSize:_:)``'s reader). Throws what `pthread_create`
+/// returned when no thread could be started; `body` is then not run.
+public func startDetachedThread(_ body: @escaping @Sendable () -> Void) throws(Errno) {
+    final class Start: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let context = Unmanaged.passRetained(Start(body)).toOpaque()
+    // Glibc: `pthread_create(UnsafeMutablePointer<pthread_t>, …, @convention(c) (UnsafeMutableRawPointer?) ->
+    // UnsafeMutableRawPointer?, UnsafeMutableRawPointer?)`, with `pthread_t` an integer. Darwin's <pthread.h>:
+    // `pthread_t _Nullable * _Nonnull` (Swift: `UnsafeMutablePointer<pthread_t?>`, `pthread_t` a pointer) and a start
+    // routine `void * _Nullable (* _Nonnull)(void * _Nonnull)` (Swift: `(UnsafeMutableRawPointer) ->
+    // UnsafeMutableRawPointer?`). The routine binds its argument to an optional first, which compiles against both.
+    #if canImport(Darwin)
+        var thread: pthread_t?
+    #else
+        var thread = pthread_t()
+    #endif
+    let result = pthread_create(
+        &thread, nil,
+        { argument in
+            let pointer: UnsafeMutableRawPointer? = argument
+            guard let pointer else { return nil }
+            Unmanaged<Start>.fromOpaque(pointer).takeRetainedValue().body()
+            return nil
+        }, context)
+    guard result == 0 else {
+        Unmanaged<Start>.fromOpaque(context).release()
+        throw Errno(rawValue: result)
+    }
+    #if canImport(Darwin)
+        if let thread { _ = pthread_detach(thread) }
+    #else
+        _ = pthread_detach(thread)
+    #endif
+}

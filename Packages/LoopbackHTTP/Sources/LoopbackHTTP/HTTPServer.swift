@@ -170,8 +170,12 @@ public final class HTTPServer: Sendable {
         let shared = self.shared
         let listenerList = bound
         for handle in handles {
-            try startThread {
-                EventLoopRunner(handle: handle, shared: shared, listeners: listenerList).run()
+            do {
+                try startDetachedThread {
+                    EventLoopRunner(handle: handle, shared: shared, listeners: listenerList).run()
+                }
+            } catch {
+                throw HTTPServerError(.eventLoop, errno: error, message: "pthread_create")
             }
         }
         life.loops = handles

@@ -186,42 +186,6 @@ enum Platform {
     }
 }
 
-/// Starts a detached thread running `body`.
-func startThread(_ body: @escaping @Sendable () -> Void) throws(HTTPServerError) {
-    final class Start: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let context = Unmanaged.passRetained(Start(body)).toOpaque()
-    // Glibc: `pthread_create(UnsafeMutablePointer<pthread_t>, …, @convention(c) (UnsafeMutableRawPointer?) ->
-    // UnsafeMutableRawPointer?, UnsafeMutableRawPointer?)`, with `pthread_t` an integer. Darwin's <pthread.h>:
-    // `pthread_t _Nullable * _Nonnull` (Swift: `UnsafeMutablePointer<pthread_t?>`, `pthread_t` a pointer) and a start
-    // routine `void * _Nullable (* _Nonnull)(void * _Nonnull)` (Swift: `(UnsafeMutableRawPointer) ->
-    // UnsafeMutableRawPointer?`). The routine binds its argument to an optional first, which compiles against both.
-    #if canImport(Darwin)
-        var thread: pthread_t?
-    #else
-        var thread = pthread_t()
-    #endif
-    let result = pthread_create(
-        &thread, nil,
-        { argument in
-            let pointer: UnsafeMutableRawPointer? = argument
-            guard let pointer else { return nil }
-            Unmanaged<Start>.fromOpaque(pointer).takeRetainedValue().body()
-            return nil
-        }, context)
-    guard result == 0 else {
-        Unmanaged<Start>.fromOpaque(context).release()
-        throw HTTPServerError(.eventLoop, errno: Errno(rawValue: result), message: "pthread_create")
-    }
-    #if canImport(Darwin)
-        if let thread { _ = pthread_detach(thread) }
-    #else
-        _ = pthread_detach(thread)
-    #endif
-}
-
 /// `stat` fields the server needs, in one call.
 struct FileStatus: Equatable {
     var size: UInt64

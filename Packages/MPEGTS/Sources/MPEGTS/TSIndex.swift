@@ -48,32 +48,6 @@ public struct TSFileError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Reads a file sequentially in large chunks into one reused buffer.
-public enum TSFileReader {
-    /// Calls `body` with consecutive chunks of `file` from `offset` to the file's current end (or `length`
-    /// bytes). `body` returns false to stop early. Returns the number of bytes read.
-    @discardableResult
-    public static func read(
-        _ file: FileStreamer, from offset: UInt64 = 0, length: UInt64? = nil, bufferSize: Int = 4 << 20,
-        _ body: (UnsafeRawBufferPointer) -> Bool
-    ) throws(FileStreamerError) -> UInt64 {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bufferSize, 4096), alignment: 64)
-        defer { buffer.deallocate() }
-        var position = offset
-        var left = length ?? UInt64.max
-        while left > 0 {
-            let want = Int(min(UInt64(buffer.count), left))
-            let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<want]), at: position)
-            if count == 0 { break }
-            position += UInt64(count)
-            left -= UInt64(count)
-            if !body(UnsafeRawBufferPointer(rebasing: buffer[..<count])) { break }
-            if count < want { break }
-        }
-        return position - offset
-    }
-}
-
 /// The index of a transport stream file: programs, streams with their PTS range, duration, bitrate and the
 /// keyframes of the main stream (byte offset of the packet that starts each keyframe's PES, and its PTS).
 ///
@@ -176,20 +150,19 @@ public struct TSIndexer: Sendable {
         }
     }
 
-    /// Reads `file` from where the previous call stopped to its current end. Calls `progress` after each chunk;
-    /// returning false stops the scan (it can be resumed). With `finishAtEnd`, the index is completed at the end.
-    /// Returns whether the scan reached the end.
+    /// Reads `file` from where the previous call stopped to its current end, in chunks of `bufferSize` bytes that a
+    /// second thread helps read (``FileRange/FileStreamer/readAhead(from:length:chunkSize:_:)``). Calls `progress`
+    /// after each chunk; returning false stops the scan (it can be resumed). With `finishAtEnd`, the index is
+    /// completed at the end. Returns whether the scan reached the end.
     @discardableResult
     public mutating func scan(
-        _ file: FileStreamer, bufferSize: Int = 4 << 20, finishAtEnd: Bool = true,
+        _ file: FileStreamer, bufferSize: Int = 2 << 20, finishAtEnd: Bool = true,
         progress: (TSIndexProgress) -> Bool = { _ in true }
     ) throws(FileStreamerError) -> Bool {
         let size = try file.size()
         var stopped = false
         var copy = self
-        try TSFileReader.read(file, from: bytesIndexed, length: size - min(size, bytesIndexed), bufferSize: bufferSize)
-        {
-            chunk in
+        try file.readAhead(from: bytesIndexed, length: size - min(size, bytesIndexed), chunkSize: bufferSize) { chunk in
             copy.consume(chunk)
             let report = TSIndexProgress(
                 bytesIndexed: copy.bytesIndexed, fileSize: size, keyframes: copy.analyzer.keyframes.count,
@@ -232,7 +205,7 @@ public struct TSIndexer: Sendable {
 extension TSIndex {
     /// Indexes a whole file by a sequential scan.
     public static func build(
-        path: String, bufferSize: Int = 4 << 20, progress: (TSIndexProgress) -> Bool = { _ in true }
+        path: String, bufferSize: Int = 2 << 20, progress: (TSIndexProgress) -> Bool = { _ in true }
     ) throws(TSFileError) -> TSIndex {
         do {
             let file = try FileStreamer(path: path)

@@ -229,25 +229,20 @@ public final class TSPlaybackSession: PlaybackSource {
 
     private func buildIndex() {
         var indexer = TSIndexer()
-        let chunk = 4 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 64)
-        defer { buffer.deallocate() }
         do {
             let size = try file.size()
             let modified = try file.modificationTime()
-            var offset: UInt64 = 0
             var published: UInt64 = 0
-            while offset < size, !Task.isCancelled {
-                let count = try file.read(into: buffer, at: offset)
-                guard count > 0 else { break }
-                indexer.consume(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                offset += UInt64(count)
+            // Two threads share the reading (see FileStreamer.readAhead); the chunks come here in order.
+            try file.readAhead(length: size) { chunk in
+                indexer.consume(chunk)
                 // Publish the growing index every 32 MiB, so the playlist grows while the scan goes on.
-                if offset - published >= 32 << 20 {
-                    published = offset
+                if indexer.bytesIndexed - published >= 32 << 20 {
+                    published = indexer.bytesIndexed
                     let snapshot = indexer.index(fileSize: size, modificationTime: modified)
                     indexState.withLock { $0 = snapshot }
                 }
+                return !Task.isCancelled
             }
             guard !Task.isCancelled else { return }
             indexer.finish()
