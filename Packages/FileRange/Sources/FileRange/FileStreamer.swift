@@ -75,10 +75,19 @@ public struct FileStreamerError: Error, Hashable, Sendable, CustomStringConverti
 /// lock, so one streamer serves any number of Range requests at once.
 ///
 /// The size is read from the file on every call to ``size()``: a file that grows while it is served is seen growing.
+/// ``close()`` while calls are in flight lets them finish on the file they started on: the descriptor is closed when
+/// the last of them ends, so none of them can run on a descriptor number the process has since given to another file.
 public final class FileStreamer: Sendable {
     /// The path the file was opened from.
     public let path: String
-    private let descriptor: LockedValue<Int32>
+    private let descriptor: LockedValue<Descriptor>
+
+    /// The descriptor, the calls using it now, and whether ``close()`` was called.
+    private struct Descriptor {
+        var fd: Int32
+        var users = 0
+        var closing = false
+    }
 
     /// Opens `path` read-only.
     public init(path: String) throws(FileStreamerError) {
@@ -96,17 +105,34 @@ public final class FileStreamer: Sendable {
             throw FileStreamerError(
                 .cannotOpen, path: path, errno: (info.st_mode & S_IFMT) == S_IFDIR ? .isDirectory : error)
         }
-        self.descriptor = LockedValue(fd)
+        self.descriptor = LockedValue(Descriptor(fd: fd))
     }
 
     deinit {
         close()
     }
 
-    private func openDescriptor() throws(FileStreamerError) -> Int32 {
-        let fd = descriptor.withLock { $0 }
+    /// Starts a use of the descriptor, which stays open until the matching ``release()`` even if ``close()`` is
+    /// called meanwhile; throws `closed` once ``close()`` was called.
+    private func acquire() throws(FileStreamerError) -> Int32 {
+        let fd = descriptor.withLock { state -> Int32 in
+            guard !state.closing else { return -1 }
+            state.users += 1
+            return state.fd
+        }
         guard fd >= 0 else { throw FileStreamerError(.closed, path: path) }
         return fd
+    }
+
+    /// Ends a use of the descriptor; the last one after ``close()`` closes it.
+    private func release() {
+        let toClose = descriptor.withLock { state -> Int32 in
+            state.users -= 1
+            guard state.closing, state.users == 0 else { return -1 }
+            defer { state.fd = -1 }
+            return state.fd
+        }
+        if toClose >= 0 { _ = systemClose(toClose) }
     }
 
     /// The file's current size in bytes.
@@ -121,7 +147,8 @@ public final class FileStreamer: Sendable {
     }
 
     private func status() throws(FileStreamerError) -> stat {
-        let fd = try openDescriptor()
+        let fd = try acquire()
+        defer { release() }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             throw FileStreamerError(.systemError, path: path, errno: .current)
@@ -132,7 +159,8 @@ public final class FileStreamer: Sendable {
     /// Reads into `buffer` from `offset`, filling it unless the file ends first, and returns the number of bytes
     /// read. Reading at the end of the file returns 0; reading past it throws `offsetOutOfRange`.
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws(FileStreamerError) -> Int {
-        let fd = try openDescriptor()
+        let fd = try acquire()
+        defer { release() }
         guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
         var done = 0
         while done < buffer.count {
@@ -180,19 +208,24 @@ public final class FileStreamer: Sendable {
 
     /// Calls `body` with the open file descriptor, for calls such as `sendfile`. The descriptor stays owned by the
     /// streamer: do not close it or move its file position expectations beyond the call.
-    /// Throws `closed` when the streamer was closed, or what `body` throws.
+    /// Throws `closed` when the streamer was closed, or what `body` throws. The descriptor stays open until `body`
+    /// returns, even if ``close()`` is called meanwhile.
     public func withFileDescriptor<R>(_ body: (Int32) throws -> R) throws -> R {
-        try body(try openDescriptor())
+        let fd = try acquire()
+        defer { release() }
+        return try body(fd)
     }
 
-    /// Closes the file. Later calls throw `closed`; closing twice is harmless.
+    /// Closes the file: at once, or when the last call in flight ends. Later calls throw `closed`; closing twice is
+    /// harmless.
     public func close() {
-        let fd = descriptor.withLock { fd in
-            defer { fd = -1 }
-            return fd
+        let toClose = descriptor.withLock { state -> Int32 in
+            guard !state.closing else { return -1 }
+            state.closing = true
+            guard state.users == 0 else { return -1 }
+            defer { state.fd = -1 }
+            return state.fd
         }
-        if fd >= 0 {
-            _ = systemClose(fd)
-        }
+        if toClose >= 0 { _ = systemClose(toClose) }
     }
 }

@@ -42,6 +42,31 @@ import Testing
         #expect(throws: FileStreamerError.self) { try streamer.size() }
     }
 
+    /// `close()` while a call is in flight: the call keeps its descriptor, on its own file, to its end (before, the
+    /// descriptor was closed under it, and its number could be given to the next file the process opened); calls
+    /// after `close()` throw `closed`; the descriptor is closed when the call ends.
+    @Test func closeLetsCallsInFlightFinish() throws {
+        let bytes = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let path = try makeFile(bytes)
+        let streamer = try FileStreamer(path: path)
+        var own = stat()
+        #expect(stat(path, &own) == 0)
+        let used = try streamer.withFileDescriptor { fd -> Int32 in
+            streamer.close()
+            let closed = #expect(throws: FileStreamerError.self) { try streamer.read(at: 0, length: 1) }
+            #expect(closed?.code == .closed)
+            var buffer = [UInt8](repeating: 0, count: 100)
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 100, 4000) }
+            #expect(count == 100 && buffer == Array(bytes[4000..<4100]))
+            return fd
+        }
+        // Closed now: the number is free, or already another file's (tests run in parallel).
+        var after = stat()
+        let stillOurs = fstat(used, &after) == 0 && after.st_ino == own.st_ino && after.st_dev == own.st_dev
+        #expect(!stillOurs)
+        streamer.close()
+    }
+
     @Test func seesTheFileGrow() throws {
         let path = try makeFile([1, 2, 3])
         let streamer = try FileStreamer(path: path)
