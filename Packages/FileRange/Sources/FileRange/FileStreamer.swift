@@ -71,8 +71,8 @@ public struct FileStreamerError: Error, Hashable, Sendable, CustomStringConverti
     }
 }
 
-/// A read-only file read at absolute offsets with `pread`: concurrent readers share no file position and take no
-/// lock, so one streamer serves any number of Range requests at once.
+/// A read-only file read at absolute offsets with `pread`: concurrent readers share no file position (a lock only
+/// counts the calls in flight), so one streamer serves any number of Range requests at once.
 ///
 /// The size is read from the file on every call to ``size()``: a file that grows while it is served is seen growing.
 /// ``close()`` while calls are in flight lets them finish on the file they started on: the descriptor is closed when
@@ -219,13 +219,13 @@ public final class FileStreamer: Sendable {
     /// Closes the file: at once, or when the last call in flight ends. Later calls throw `closed`; closing twice is
     /// harmless.
     public func close() {
-        let toClose = descriptor.withLock { state -> Int32 in
-            guard !state.closing else { return -1 }
+        // Closing counts as one more use, whose release closes the descriptor if no other use is left.
+        let first = descriptor.withLock { state -> Bool in
+            guard !state.closing else { return false }
             state.closing = true
-            guard state.users == 0 else { return -1 }
-            defer { state.fd = -1 }
-            return state.fd
+            state.users += 1
+            return true
         }
-        if toClose >= 0 { _ = systemClose(toClose) }
+        if first { release() }
     }
 }

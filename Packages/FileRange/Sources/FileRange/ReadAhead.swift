@@ -20,13 +20,7 @@ extension FileStreamer {
         let chunkSize = max(chunkSize, 4096)
         let ring = ReadAheadRing(file: self, from: offset, length: length ?? UInt64.max, chunkSize: chunkSize)
         defer { ring.deallocate() }
-        if ring.chunkCount > 1 {
-            do {
-                try startDetachedThread { [ring] in ring.readerThread() }
-            } catch {
-                ring.readerStopped()
-            }
-        } else {
+        if ring.chunkCount < 2 || (try? startDetachedThread { [ring] in ring.readerThread() }) == nil {
             ring.readerStopped()
         }
         return try ring.drain(body)
@@ -66,7 +60,7 @@ private final class ReadAheadRing: @unchecked Sendable {
         var callerWaits = false
     }
 
-    static let slotCount = 6
+    static let maximumSlots = 6
 
     let file: FileStreamer
     let start: UInt64
@@ -74,6 +68,8 @@ private final class ReadAheadRing: @unchecked Sendable {
     let chunkSize: Int
     /// The number of chunks `length` makes (`Int.max` for "to the end of the file").
     let chunkCount: Int
+    /// Slots in the ring: six, or fewer when the read has fewer chunks.
+    let slotCount: Int
     let buffers: UnsafeMutableRawBufferPointer
     let slots: UnsafeMutablePointer<SlotState>
     let state: LockedValue<State>
@@ -87,27 +83,25 @@ private final class ReadAheadRing: @unchecked Sendable {
         self.chunkSize = chunkSize
         let chunks = length / UInt64(chunkSize) + (length % UInt64(chunkSize) == 0 ? 0 : 1)
         chunkCount = Int(clamping: chunks)
-        let slotCount = min(Self.slotCount, max(chunkCount, 1))
+        slotCount = min(Self.maximumSlots, max(chunkCount, 1))
         buffers = .allocate(byteCount: chunkSize * slotCount, alignment: 4096)
-        slots = .allocate(capacity: Self.slotCount)
-        slots.initialize(repeating: .empty, count: Self.slotCount)
+        slots = .allocate(capacity: slotCount)
+        slots.initialize(repeating: .empty, count: slotCount)
         state = LockedValue(State(endChunk: chunkCount))
     }
 
     func deallocate() {
         buffers.deallocate()
-        slots.deinitialize(count: Self.slotCount)
+        slots.deinitialize(count: slotCount)
         slots.deallocate()
     }
-
-    private var slotsInUse: Int { buffers.count / chunkSize }
 
     /// Claims the next chunk if its slot is free and the data goes on; nil otherwise.
     private func claim(_ state: inout State) -> Int? {
         let chunk = state.nextClaim
-        guard !state.stopped, chunk < state.endChunk, chunk < state.consumed + slotsInUse else { return nil }
+        guard !state.stopped, chunk < state.endChunk, chunk < state.consumed + slotCount else { return nil }
         state.nextClaim += 1
-        slots[chunk % slotsInUse] = .reading
+        slots[chunk % slotCount] = .reading
         return chunk
     }
 
@@ -115,7 +109,7 @@ private final class ReadAheadRing: @unchecked Sendable {
     private func read(_ chunk: Int) {
         let offset = UInt64(chunk) * UInt64(chunkSize)
         let want = Int(min(UInt64(chunkSize), length - offset))
-        let slot = chunk % slotsInUse
+        let slot = chunk % slotCount
         let buffer = UnsafeMutableRawBufferPointer(rebasing: buffers[slot * chunkSize..<slot * chunkSize + want])
         var result = SlotState.filled(count: 0, error: nil)
         do throws(FileStreamerError) {
@@ -174,7 +168,7 @@ private final class ReadAheadRing: @unchecked Sendable {
         var failure: FileStreamerError?
         var chunk = 0
         consuming: while chunk < chunkCount {
-            let slot = chunk % slotsInUse
+            let slot = chunk % slotCount
             let step = state.withLock { state -> Step in
                 switch slots[slot] {
                 case .filled(let count, let error): return .give(count: count, error: error)
