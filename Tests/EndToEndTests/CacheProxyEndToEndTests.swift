@@ -63,44 +63,33 @@ enum CacheProxyOrigin {
 
 /// A running `tsplayer cache-proxy` and the local URL it printed.
 final class CacheProxyProcess {
-    let process = Process()
+    let child: ChildProcess
     let localURL: String
 
     init?(_ url: String, cacheDirectory: URL, sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return nil }
-        process.executableURL = tool
-        process.arguments = [
-            "cache-proxy", url, "-H", "Authorization: Bearer \(CacheProxyOrigin.token)", "--cache-dir",
-            cacheDirectory.path, "--allow-private",
-        ]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let line = EndToEnd.firstLine(of: out)
+        child = try ChildProcess(
+            tool,
+            [
+                "cache-proxy", url, "-H", "Authorization: Bearer \(CacheProxyOrigin.token)", "--cache-dir",
+                cacheDirectory.path, "--allow-private",
+            ])
+        let line = child.lines(1, within: 20).first ?? ""
         guard line.hasPrefix("http://127.0.0.1:") else {
             Issue.record("cache-proxy printed '\(line)'", sourceLocation: sourceLocation)
-            kill(process.processIdentifier, SIGKILL)
+            child.stop(grace: 0)
             return nil
         }
         localURL = line
     }
 
-    func kill9() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+    func kill9() { child.stop(grace: 0) }
 
+    /// Interrupts it (as Ctrl-C does), SIGKILL if it has not ended within 5 s.
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGINT)
-            process.waitUntilExit()
-        }
+        child.send(SIGINT)
+        child.stop()
     }
-
-    deinit { kill9() }
 }
 
 /// A new cache folder that the running test removes when it ends (its suite must be marked `.temporaryFolders`).
@@ -221,14 +210,12 @@ struct CacheProxyEndToEndTests {
         let file = CacheProxyFixtures.bytes("clip.ts")
         let proxy = try #require(try CacheProxyProcess(url, cacheDirectory: cache))
         let curl = try #require(EndToEnd.tool("curl"))
-        let reader = Process()
-        reader.executableURL = curl
-        reader.arguments = ["-s", "-o", "/dev/null", proxy.localURL]
-        try reader.run()
+        let reader = try ChildProcess(curl, ["-s", "-o", "/dev/null", proxy.localURL])
         // The origin sends 512 KiB/s per connection (the proxy reads ahead on two): kill it mid-transfer.
         usleep(2_200_000)
         proxy.kill9()
-        reader.waitUntilExit()
+        reader.waitForExit(within: 30)
+        reader.stop()
 
         // Every range the map claims holds the origin's bytes.
         let names = try FileManager.default.contentsOfDirectory(atPath: cache.path)
@@ -269,20 +256,19 @@ struct CacheProxyEndToEndTests {
             (size / 2, size), (size / 3, size * 5 / 6), (size * 3 / 5, size * 2 / 3), (size / 10, size),
         ]
         let outputs = cacheProxyTempDirectory()
-        var readers: [Process] = []
+        var readers: [ChildProcess] = []
         for (index, span) in spans.enumerated() {
-            let reader = Process()
-            reader.executableURL = curl
-            reader.arguments = [
-                "-sf", "-r", "\(span.0)-\(span.1 - 1)", "-o", outputs.appendingPathComponent("\(index)").path,
-                proxy.localURL,
-            ]
-            try reader.run()
-            readers.append(reader)
+            readers.append(
+                try ChildProcess(
+                    curl,
+                    [
+                        "-sf", "-r", "\(span.0)-\(span.1 - 1)", "-o", outputs.appendingPathComponent("\(index)").path,
+                        proxy.localURL,
+                    ]))
         }
-        for reader in readers { reader.waitUntilExit() }
+        for reader in readers { #expect(reader.waitForExit(within: 120)) }
         for (index, span) in spans.enumerated() {
-            #expect(readers[index].terminationStatus == 0)
+            #expect(readers[index].process.terminationStatus == 0)
             let got = try Data(contentsOf: outputs.appendingPathComponent("\(index)"))
             #expect(got == file.subdata(in: span.0..<span.1), "reader \(index) \(span)")
         }

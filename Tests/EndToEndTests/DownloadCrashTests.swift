@@ -26,18 +26,10 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         var killed = 0
         for _ in 0..<Self.kills {
-            let process = Process()
-            process.executableURL = tool
-            process.arguments = arguments
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let download = try ChildProcess(tool, arguments, stopSignal: SIGKILL)
             usleep(UInt32.random(in: 50_000...400_000, using: &generator))
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                killed += 1
-            }
-            process.waitUntilExit()
+            if download.isRunning { killed += 1 }
+            download.stop(grace: 0)
         }
         #expect(killed >= Self.kills / 2, "the download finished before most kills: slow the origin down")
         let final = try EndToEnd.run(tool, arguments)

@@ -208,16 +208,10 @@ import Testing
         defer { nginx.stop() }
         let store = Self.store(fixtures)
         let arguments = ["download", nginx.url("slow/www/ts/index.m3u8"), "-o", store.url.path, "--id", "int"]
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let download = try ChildProcess(tool, arguments, stopSignal: SIGINT)
         usleep(500_000)
-        kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 130)
+        download.stop()
+        #expect(download.process.terminationStatus == 130)
         let list = try DownloadTool.run(["tasks", "--store", store.url.path, "--json"])
         let tasks = (try? JSONSerialization.jsonObject(with: list?.stdout ?? Data())) as? [[String: Any]]
         #expect(tasks?.first?["state"] as? String == "paused")

@@ -11,38 +11,21 @@ import Testing
 #endif
 
 @Suite(.temporaryFolders) struct DownloadProcessesTests {
-    /// A `tsplayer` process started in the background, its stderr going to a file.
+    /// A `tsplayer` process started in the background.
     final class Runner {
-        let process = Process()
-        let errorLog: URL
+        let child: ChildProcess
 
         init?(_ arguments: [String], folder: URL, sourceLocation: SourceLocation = #_sourceLocation) throws {
             guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return nil }
-            errorLog = folder.appendingPathComponent("stderr-\(UUID().uuidString).log")
-            _ = FileManager.default.createFile(atPath: errorLog.path, contents: nil)
-            process.executableURL = tool
-            process.arguments = arguments
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: errorLog)
-            try process.run()
+            child = try ChildProcess(tool, arguments, stopSignal: SIGKILL)
         }
 
-        var pid: Int32 { process.processIdentifier }
-        var stderr: String { (try? String(contentsOf: errorLog, encoding: .utf8)) ?? "" }
+        var process: Process { child.process }
+        var pid: Int32 { child.pid }
+        var stderr: String { child.stderr }
 
         /// Waits up to `seconds` for the process to end; true when it did.
-        func waitForExit(seconds: Double) -> Bool {
-            let deadline = Date().addingTimeInterval(seconds)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            return !process.isRunning
-        }
-
-        deinit {
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
+        func waitForExit(seconds: Double) -> Bool { child.waitForExit(within: seconds) }
     }
 
     static func list(_ store: URL) throws -> [[String: Any]] {

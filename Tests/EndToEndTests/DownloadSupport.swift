@@ -195,21 +195,12 @@ enum DownloadTool {
         store: String, id: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: (String) throws -> Void
     ) throws {
         guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return }
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = tool
-        process.arguments = ["tasks", "play", id, "--store", store]
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let url = EndToEnd.firstLine(of: output)
+        let play = try ChildProcess(tool, ["tasks", "play", id, "--store", store], stopSignal: SIGINT)
+        let url = play.lines(1, within: 20).first ?? ""
         #expect(url.hasPrefix("http://127.0.0.1:"), "tasks play printed \(url)", sourceLocation: sourceLocation)
         defer {
-            kill(process.processIdentifier, SIGINT)
-            for _ in 0..<100 where process.isRunning { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, sourceLocation: sourceLocation)
+            play.stop(grace: 2)
+            #expect(play.process.terminationStatus == 0, sourceLocation: sourceLocation)
         }
         try body(url)
     }

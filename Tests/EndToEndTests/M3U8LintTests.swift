@@ -276,25 +276,17 @@ enum PlaylistFixtures {
         try vod.write(to: root.appendingPathComponent("valid/byterange-vod.m3u8"))
         // http.server answers /valid/moved with a redirect to /valid/moved/ and serves index.html there.
         try vod.write(to: root.appendingPathComponent("valid/moved/index.html"))
-        let server = Process()
-        server.executableURL = python
-        server.arguments = ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.path]
-        let out = Pipe()
-        server.standardOutput = out
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { server.terminate() }
-        var port: Int?
-        var buffer = Data()
-        let deadline = Date().addingTimeInterval(20)
-        while port == nil, Date() < deadline {
-            buffer += out.fileHandleForReading.availableData
-            let text = String(decoding: buffer, as: UTF8.self)
-            if let range = text.range(of: "port "), let end = text[range.upperBound...].firstIndex(of: " ") {
-                port = Int(text[range.upperBound..<end])
-            }
-        }
-        let p = try #require(port)
+        // http.server's handler on an ephemeral port that this script prints itself (not http.server's wording).
+        let script = """
+            import functools, http.server, sys
+            handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            print(server.server_address[1], flush=True)
+            server.serve_forever()
+            """
+        let server = try ChildProcess(python, ["-c", script, root.path])
+        defer { server.stop() }
+        let p = try #require(Int(server.lines(1, within: 20).first ?? ""), "\(server.stderr)")
         let url = "http://127.0.0.1:\(p)/valid/byterange-vod.m3u8"
         let result = try EndToEnd.run(tool, ["--dump-json", url])
         #expect(result.status == 0, "\(result.err)")

@@ -2,6 +2,7 @@
 // (TestSupport's LoopbackTCP: the socket type constant, SIGPIPE, sockaddr_in's length field), and another process's
 // open descriptors (/proc/<pid>/fd on Linux; lsof(8) on Darwin, which has no /proc).
 import Foundation
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -43,15 +44,9 @@ enum Platform {
     /// descriptors only (not cwd, txt and the other lsof pseudo-descriptors), in the form of ``descriptors(of:)``.
     /// Darwin's way; built everywhere so that a Linux run can hold it against /proc.
     static func lsofDescriptors(of pid: Int32, lsof: URL) -> [String] {
-        let process = Process()
-        process.executableURL = lsof
-        process.arguments = ["-n", "-P", "-a", "-p", String(pid), "-F", "ftn"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return [] }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        guard let listed = try? EndToEnd.run(lsof, ["-n", "-P", "-a", "-p", String(pid), "-F", "ftn"], timeout: 60)
+        else { return [] }
+        let data = listed.stdout
         var result: [String] = []
         var descriptor: Int?
         var type = ""

@@ -47,8 +47,3 @@ enum EndToEnd {
             timeout: timeout, sourceLocation: sourceLocation)
     }
 }
-
-extension EndToEnd {
-    /// The first line a started process writes to `pipe`, without its line ending. Blocks until then.
-    static func firstLine(of pipe: Pipe) -> String { ExternalProgram.firstLine(of: pipe) }
-}

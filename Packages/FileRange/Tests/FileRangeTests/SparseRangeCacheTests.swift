@@ -83,18 +83,12 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         var claimedAfterKills: [UInt64] = []
         for round in 0..<25 {
-            let process = Process()
-            process.executableURL = writer
-            process.arguments = [dataPath, String(round + 1)]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
+            let child = try ChildProcess(writer, [dataPath, String(round + 1)], stopSignal: SIGKILL)
             // Wait for "ready" (its first write is durable), then let it write for a random while before killing it.
-            _ = output.fileHandleForReading.availableData
+            _ = child.lines(1, within: 20)
             usleep(UInt32.random(in: 2_000...60_000, using: &generator))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal, "round \(round): the writer ended by itself")
+            child.stop(grace: 0)
+            #expect(child.process.terminationReason == .uncaughtSignal, "round \(round): the writer ended by itself")
 
             let cache = try SparseRangeCache(dataPath: dataPath)
             for range in cache.available {

@@ -80,17 +80,43 @@ public enum ExternalProgram {
         return (result, timedOut)
     }
 
-    /// The first line a started process writes to `pipe`, without its line ending (or all it wrote, when it closed
-    /// the pipe before a line ending). Blocks until then.
-    public static func firstLine(of pipe: Pipe) -> String {
-        var buffer = Data()
-        while !buffer.contains(UInt8(ascii: "\n")) {
-            let more = pipe.fileHandleForReading.availableData
-            if more.isEmpty { break }
-            buffer.append(more)
+    /// The audio ffmpeg decodes from `file` (its first audio stream, every channel, as 16-bit PCM in a WAV file, the
+    /// format its `volumedetect` filter measures in): the sample rate and channel count it decodes to, and the
+    /// largest absolute sample value (0 for digital silence). Nil, with a failure recorded, when ffmpeg fails or
+    /// decodes no sample.
+    public static func decodedAudio(
+        _ ffmpeg: URL, _ file: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> (sampleRate: Int, channels: Int, peak: Int)? {
+        let decoded = try run(
+            ffmpeg, ["-v", "error", "-i", file, "-map", "0:a:0", "-acodec", "pcm_s16le", "-f", "wav", "-"],
+            timeout: 120, sourceLocation: sourceLocation)
+        let wav = [UInt8](decoded.stdout)
+        func number(_ at: Int, _ width: Int) -> Int {
+            (0..<width).reduce(0) { $0 | Int(wav[at + $1]) << (8 * $1) }
         }
-        let text = String(decoding: buffer, as: UTF8.self)
-        return String(text.prefix { $0 != "\n" && $0 != "\r\n" }).trimmingCharacters(in: .whitespaces)
+        // RIFF, its size, WAVE; then chunks of a four-letter name and a 32-bit size ("fmt ", maybe "LIST", "data").
+        var format: (rate: Int, channels: Int)?
+        var at = 12
+        while decoded.status == 0, wav.count >= 12, at + 8 <= wav.count {
+            let name = String(decoding: wav[at..<(at + 4)], as: UTF8.self)
+            let size = number(at + 4, 4)
+            at += 8
+            if name == "fmt ", at + 8 <= wav.count {
+                format = (number(at + 4, 4), number(at + 2, 2))
+            } else if name == "data", let format {
+                var peak = 0
+                var i = at
+                while i + 1 < wav.count {
+                    peak = max(peak, abs(Int(Int16(bitPattern: UInt16(number(i, 2))))))
+                    i += 2
+                }
+                if i > at { return (format.rate, format.channels, peak) }
+                break
+            }
+            at += size  // (a piped WAV says 0xFFFFFFFF for "data" only, which is the last chunk)
+        }
+        Issue.record("ffmpeg decoded no audio from \(file): \(decoded.err)", sourceLocation: sourceLocation)
+        return nil
     }
 }
 

@@ -11,8 +11,7 @@ public import Testing
 
 /// The fault origin, stopped by closing its stdin.
 public final class FaultOrigin {
-    let process = Process()
-    let input = Pipe()
+    let child: ChildProcess
     public let port: Int
     /// The origin's request log: one line per request, its path, status and fault.
     public let log: URL
@@ -23,18 +22,9 @@ public final class FaultOrigin {
         guard let python = ExternalProgram.find("python3", sourceLocation: sourceLocation) else { return nil }
         log = TemporaryFolderRegistry.make(prefix: "origin-", sourceLocation: sourceLocation).appendingPathComponent(
             "origin.log")
-        let output = Pipe()
-        process.executableURL = python
-        process.arguments =
-            [
-                Self.script.path, "--root",
-                root.path, "--log", log.path,
-            ] + arguments
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let text = ExternalProgram.firstLine(of: output)
+        child = try ChildProcess(
+            python, [Self.script.path, "--root", root.path, "--log", log.path] + arguments, standardInput: true)
+        let text = child.lines(1, within: 20).first ?? ""
         guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
             Issue.record("the fault origin did not start: \(text)", sourceLocation: sourceLocation)
             return nil
@@ -52,13 +42,10 @@ public final class FaultOrigin {
     }
 
     public func stop() {
-        // Closing stdin stops it; SIGKILL if not (a child of a test thread may have SIGTERM blocked).
-        try? input.fileHandleForWriting.close()
-        for _ in 0..<100 where process.isRunning { usleep(20_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        // Closing stdin stops it; then the signals (a child of a test thread may have SIGTERM blocked).
+        child.closeInput()
+        child.waitForExit(within: 2)
+        child.stop(grace: 0.5)
     }
 
     /// The origin stops with the test; its log goes with the test's temporary folders (the suite using it must be

@@ -27,7 +27,7 @@ public final class NginxOrigin {
     public let port: UInt16
     public let directory: URL
     public var accessLog: URL { directory.appendingPathComponent("access.log") }
-    private var process: Process?
+    private var process: ChildProcess?
 
     public init?(
         root: URL, slowRate: String = "1m", requiredAuthorization: String? = nil,
@@ -76,12 +76,10 @@ public final class NginxOrigin {
                 """
             let configURL = directory.appendingPathComponent("nginx.conf")
             try Data(config.utf8).write(to: configURL)
-            let process = Process()
-            process.executableURL = nginx
-            process.arguments = ["-c", configURL.path, "-e", directory.appendingPathComponent("error.log").path]
-            process.standardError = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            // Single-process nginx started from a test thread inherits a signal mask that blocks SIGTERM: SIGKILL it.
+            let process = try ChildProcess(
+                nginx, ["-c", configURL.path, "-e", directory.appendingPathComponent("error.log").path],
+                stopSignal: SIGKILL)
             // Ready when it answers; a port in use makes it exit.
             for _ in 0..<100 {
                 if !process.isRunning { break }
@@ -96,10 +94,7 @@ public final class NginxOrigin {
                 running = true
                 break
             }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
+            process.stop()
         }
         port = chosen
         if chosen == 0 {
@@ -111,11 +106,7 @@ public final class NginxOrigin {
     public func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
 
     public func stop() {
-        // Single-process nginx started from a test thread inherits a signal mask that blocks SIGTERM: SIGKILL it.
-        if let process, process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process?.stop()
     }
 
     /// nginx is stopped before its folder (config, logs, temp files) is removed.
