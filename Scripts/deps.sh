@@ -53,4 +53,32 @@ if (( ${#missing_pip[@]} )); then
     python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "${missing_pip[@]}" >/dev/null \
         || { echo "deps: could not pip install ${missing_pip[*]}" >&2; exit 1; }
 fi
+
+# Versions the tests need at least (a program older than that fails its tests in ways that say nothing of why):
+# ffmpeg 5.1 for -fps_mode, and the framemd5 frame lists with -enc_time_base; curl 7.36 for --next with
+# %{num_connects}; GStreamer 1.18 for playbin's hlsdemux of fMP4. Each found version is printed.
+version_of() {  # the number after "version" in a program's first line, else its first dotted number
+    local line
+    line=$("$@" 2>/dev/null | head -n 1 || true)
+    if [[ "$line" =~ version\ ([0-9]+\.[0-9]+(\.[0-9]+)?) ]] || [[ "$line" =~ ([0-9]+\.[0-9]+(\.[0-9]+)?) ]]; then
+        echo "${BASH_REMATCH[1]}"
+    fi
+}
+at_least() {  # at_least FOUND MINIMUM
+    [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" == "$2" ]]
+}
+found=()
+too_old=()
+for entry in "ffmpeg:5.1:ffmpeg -version" "curl:7.36:curl --version" "gst-launch-1.0:1.18:gst-launch-1.0 --version"; do
+    IFS=: read -r name minimum command <<<"$entry"
+    read -r -a words <<<"$command"
+    version=$(version_of "${words[@]}")
+    found+=("$name ${version:-unknown}")
+    if [[ -z "$version" ]] || ! at_least "$version" "$minimum"; then too_old+=("$name ${version:-unknown} (needs $minimum)"); fi
+done
+echo "deps: found ${found[*]}" >&2
+if (( ${#too_old[@]} )); then
+    echo "deps: too old for the tests: ${too_old[*]}" >&2
+    exit 1
+fi
 exit 0

@@ -70,18 +70,60 @@ fi
 step "Every fuzzer, a short smoke run each (Scripts/fuzz.sh; long campaigns are run by hand)"
 Scripts/fuzz.sh --smoke "${FUZZ_SMOKE_SECONDS:-10}"
 
+# Processes still running whose environment carries the marker `TSPLAYERKIT_TEST_RUN=$1`: what a run started (the
+# test runner hands its environment to everything it starts) and did not stop. Linux only (/proc).
+run_leftovers() {
+    local dir
+    [[ -d /proc/self ]] || return 0
+    for dir in /proc/[0-9]*; do
+        [[ ${dir#/proc/} == "$$" ]] && continue
+        if { tr '\0' '\n' <"$dir/environ"; } 2>/dev/null | grep -qxF "TSPLAYERKIT_TEST_RUN=$1"; then
+            echo "${dir#/proc/}"
+        fi
+    done
+}
+run_id="run-$$-$RANDOM"
+
+step "The leftover-process check finds a process left running (its self-test)"
+TSPLAYERKIT_TEST_RUN="$run_id-self-test" sleep 120 &
+planted=$!
+found=$(run_leftovers "$run_id-self-test")
+kill "$planted" 2>/dev/null || true
+wait "$planted" 2>/dev/null || true
+if [[ "$found" != "$planted" ]]; then
+    echo "test.sh: the leftover check did not find the planted process $planted (found: ${found:-nothing})" >&2
+    exit 1
+fi
+
 # Serially: several suites drive servers with blocking socket clients from async tests, and on a 2-core machine
 # Swift's cooperative pool has two threads; two such tests at once leave a server's async handlers no thread to run
 # on until a timeout fires.
 step "Every test (swift test at the root, one test at a time)"
-log="$(mktemp)"
+results="$(mktemp -d)"
 set +e
-swift test --no-parallel -Xswiftc -warnings-as-errors 2>&1 | tee "$log" | grep -vE '^\[[0-9]+/[0-9]+\]|^(􀟈|◇|↳)|Test .* started\.$'
+TSPLAYERKIT_TEST_RUN="$run_id" swift test --no-parallel -Xswiftc -warnings-as-errors \
+    --xunit-output "$results/results.xml" 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]|^(􀟈|◇|↳)|Test .* started\.$'
 status=${PIPESTATUS[0]}
 set -e
-passed=$(grep -E '^✔ Test .* passed' "$log" | grep -vc '^✔ Test run with' || true)
-failed=$(grep -cE '^✘ Test .* (failed|recorded)' "$log" || true)
-rm -f "$log"
+
+step "Nothing the tests started is still running"
+left=""
+for _ in $(seq 1 20); do
+    left=$(run_leftovers "$run_id")
+    [[ -z "$left" ]] && break
+    sleep 0.5
+done
+if [[ -n "$left" ]]; then
+    echo "test.sh: processes started by the tests outlived them:" >&2
+    for pid in $left; do
+        echo "  $pid: $({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | cut -c1-200)" >&2
+        kill -9 "$pid" 2>/dev/null || true
+    done
+    status=1
+fi
+
 printf '\n==> done in %ss\n' "$((SECONDS - start))"
-echo "tests: $passed passed, $failed failed"
+# The counts come from the test results (one test case, one test), not from the lines the run prints.
+Scripts/test-results.py "$results/results.xml" || status=1
+rm -rf "$results"
 exit "$status"
