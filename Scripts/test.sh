@@ -53,6 +53,9 @@ swift build --build-tests -Xswiftc -warnings-as-errors >/dev/null  # fails here 
 step "Apple glue against the AVFoundation stand-in (and the check can fail)"
 Scripts/check-apple-glue.sh
 
+step "Every library and tool type-checked against a real iOS SDK when there is one (and the check can fail)"
+Scripts/check-ios-sdk.sh --self-test
+
 if [[ $standalone == 1 ]]; then
     # TSPlayerKit depends on every other package by path, so building it on its own builds every library through
     # its own package's manifest; the test targets are the same sources the root builds, and check-manifests.sh

@@ -231,3 +231,18 @@ package struct Command: Sendable {
         return lines
     }
 }
+
+extension Command {
+    /// The process's arguments after its name; a tool reads them once, at its entry point. They come from
+    /// `CommandLine.argc` and `unsafeArgv`, which every standard library the tools build with declares read-only:
+    /// the iOS 16 and 17 SDKs declare `CommandLine.arguments` a mutable static, which Swift 6 refuses to read.
+    package static func processArguments() -> [String] {
+        let count = Int(CommandLine.argc)
+        var arguments: [String] = []
+        for index in 1..<max(1, count) {
+            guard let argument = CommandLine.unsafeArgv[index] else { break }
+            arguments.append(String(cString: argument))
+        }
+        return arguments
+    }
+}

@@ -109,7 +109,7 @@ func displayName(_ input: String) -> String { input == "-" ? "<stdin>" : input }
 
 let options: Options
 do {
-    options = try readOptions(command.parseOrExit(Array(CommandLine.arguments.dropFirst())))
+    options = try readOptions(command.parseOrExit(Command.processArguments()))
 } catch {
     command.usageError(error.message)
 }
@@ -170,14 +170,17 @@ func runIPTV() -> Int32 {
             var began = false
             do {
                 while true {
-                    let read = chunk.withUnsafeMutableBytes { raw in
-                        Result { () throws(FileSystemError) -> Int in try reader.read(into: raw) }
+                    let read: Result<Int, FileSystemError> = chunk.withUnsafeMutableBytes { raw in
+                        do throws(FileSystemError) {
+                            return .success(try reader.read(into: raw))
+                        } catch {
+                            return .failure(error)
+                        }
                     }
                     let n: Int
-                    do throws(FileSystemError) {
-                        n = try read.get()
-                    } catch {
-                        throw IO.unreadable(error)
+                    switch read {
+                    case .success(let count): n = count
+                    case .failure(let error): throw IO.unreadable(error)
                     }
                     if options.benchmark != nil {
                         if n == 0 {

@@ -131,7 +131,7 @@ func readOptions(_ parsed: ParsedArguments) throws(UsageError) -> Options {
 
 let options: Options
 do {
-    options = try readOptions(command.parseOrExit(Array(CommandLine.arguments.dropFirst())))
+    options = try readOptions(command.parseOrExit(Command.processArguments()))
 } catch {
     command.usageError(error.message)
 }

@@ -32,7 +32,7 @@ enum TSPlayerTool {
         footer: "  See 'tsplayer help <subcommand>' for detailed help.")
 
     static func main() async {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        let arguments = Command.processArguments()
         guard let first = arguments.first else { command.usageError("missing subcommand") }
         if first == "help" {
             let named = arguments.dropFirst().first

@@ -1,10 +1,19 @@
 // Test-only stand-in for Apple's AVFoundation, compiled only on Linux (the module is named `AVFoundation` so that
 // TSPlayerKit's `#if canImport(AVFoundation)` glue compiles there unchanged). It declares only the subset of the API
-// that the glue uses, spelled as Apple's current documentation declares it (the 2026 pages, which already list
-// symbols of the 27-series SDKs): `AVPlayerItem` is `@MainActor` with `nonisolated` convenience initialisers
-// `init(url:)` and `init(asset: any AVAsset & Sendable)`, while `init(asset: AVAsset)` and `asset` stay main-actor
-// isolated; `AVAsset` is not `Sendable`; `AVURLAsset`, `AVAssetResourceLoader` and the three loading-request classes
-// are `Sendable`; `AVAssetResourceLoaderDelegate` refines `NSObjectProtocol` only.
+// that the glue uses. `AVPlayerItem` and `AVPlayer` follow Apple's current documentation (the 2026 pages, which
+// already list symbols of the 27-series SDKs): `AVPlayerItem` is `@MainActor` with `nonisolated` convenience
+// initialisers `init(url:)` and `init(asset: any AVAsset & Sendable)`, while `init(asset: AVAsset)` and `asset` stay
+// main-actor isolated; `AVAsset` is not `Sendable`, `AVURLAsset` is. The resource loader follows the iOS 16 and 17
+// SDKs, the oldest the toolkit supports (AVAssetResourceLoader.h of the iOS 17.4 SDK, read for this): neither
+// `AVAssetResourceLoader` nor the three loading-request classes are `Sendable` (the iOS 18 SDK's overlay makes the
+// requests `Sendable` from iOS 18 only), so the glue is checked under the rule that holds on every supported system;
+// every resource-loader class is unavailable on watchOS; `allowedContentTypes` is a nullable array of identifiers,
+// and "if allowedContentTypes is nonnil and the contentType property is not in allowedContentTypes, an exception
+// will be raised": the stand-in's `finishLoading()` then records the exception and does not finish the request
+// (see `standInException`), so a test waiting for the request fails. `AVAssetResourceLoaderDelegate` refines
+// `NSObjectProtocol` only. Every call the glue makes on a delivered request is checked against the queue the
+// delegate was given (`standInCallsOffDelegateQueue`): Apple calls the delegate there and promises nothing about
+// the requests anywhere else before iOS 18.
 //
 // Where the stand-in cannot match Apple:
 // - Objective-C `optional` protocol requirements do not exist on Linux, so the two delegate methods are ordinary
@@ -14,7 +23,10 @@
 //   two live in FoundationNetworking. Apple's AVFoundation re-exports Foundation (so `public import AVFoundation`
 //   makes `NSObject` and `URL` public in the glue); this module re-exports Foundation and FoundationNetworking.
 // - Apple's Sendable classes are imported from Objective-C; these non-final Swift subclasses of `NSObject` can only
-//   be `@unchecked Sendable` (their mutable state is guarded by an `NSLock`).
+//   be `@unchecked Sendable`. Every class guards its mutable state with an `NSLock`, so that tests may read what the
+//   glue did from their own task (the non-Sendable ones too; the compiler still treats those as non-Sendable).
+// - `AVAssetResourceLoader` hands a request to its delegate queue itself (in Objective-C, outside Swift's checks);
+//   `standInDeliver` and `standInCancel` do that through `nonisolated(unsafe)` constants.
 // - `dispatch_queue_t` does not exist on Linux; the stand-in spells it `DispatchQueue`, the type it aliases on Apple.
 // - `weak` (on `AVAssetResourceLoader.delegate`) and `@NSCopying` (on `AVAssetResourceLoadingRequest.response`)
 //   cannot be written on lock-guarded computed properties; the storage is weak and the setter copies instead.
@@ -82,7 +94,8 @@ open class AVPlayerItem: NSObject {
 }
 
 /// Stand-in for the object that passes an asset's resource requests to a delegate on a dispatch queue.
-open class AVAssetResourceLoader: NSObject, @unchecked Sendable {
+@available(watchOS, unavailable)
+open class AVAssetResourceLoader: NSObject {
     private let lock = NSLock()
     private weak var storedDelegate: (any AVAssetResourceLoaderDelegate)?
     private var storedQueue: DispatchQueue?
@@ -112,10 +125,13 @@ open class AVAssetResourceLoader: NSObject, @unchecked Sendable {
     /// Stand-in only: asks the delegate, on its queue, whether it will load `loadingRequest`; false without one.
     public func standInDeliver(_ loadingRequest: AVAssetResourceLoadingRequest) async -> Bool {
         guard let queue = delegateQueue else { return false }
+        loadingRequest.standInSetDelegateQueue(queue)
+        nonisolated(unsafe) let loader = self
+        nonisolated(unsafe) let request = loadingRequest
         return await withCheckedContinuation { continuation in
             queue.async {
-                let delegate = self.delegate
-                let handled = delegate?.resourceLoader(self, shouldWaitForLoadingOfRequestedResource: loadingRequest)
+                let delegate = loader.delegate
+                let handled = delegate?.resourceLoader(loader, shouldWaitForLoadingOfRequestedResource: request)
                 continuation.resume(returning: handled ?? false)
             }
         }
@@ -125,9 +141,11 @@ open class AVAssetResourceLoader: NSObject, @unchecked Sendable {
     public func standInCancel(_ loadingRequest: AVAssetResourceLoadingRequest) async {
         loadingRequest.standInMarkCancelled()
         guard let queue = delegateQueue else { return }
+        nonisolated(unsafe) let loader = self
+        nonisolated(unsafe) let request = loadingRequest
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
-                self.delegate?.resourceLoader(self, didCancel: loadingRequest)
+                loader.delegate?.resourceLoader(loader, didCancel: request)
                 continuation.resume()
             }
         }
@@ -135,6 +153,7 @@ open class AVAssetResourceLoader: NSObject, @unchecked Sendable {
 }
 
 /// Stand-in for the methods a resource loader calls to hand requests to the app.
+@available(watchOS, unavailable)
 public protocol AVAssetResourceLoaderDelegate: NSObjectProtocol {
     /// Returns whether the delegate takes on `loadingRequest` (and will finish it later).
     func resourceLoader(
@@ -163,8 +182,34 @@ extension AVAssetResourceLoaderDelegate {
     ) {}
 }
 
+/// The queue a delivered request's delegate runs on, and whether a call came from elsewhere; shared by a request
+/// and its two parts.
+final class StandInQueueCheck: @unchecked Sendable {
+    private static let key = DispatchSpecificKey<ObjectIdentifier>()
+    private let lock = NSLock()
+    private var queue: DispatchQueue?
+    private var offQueue = 0
+
+    /// Marks `queue` so that calls made on it can be told apart from calls made elsewhere.
+    func set(_ queue: DispatchQueue) {
+        queue.setSpecific(key: Self.key, value: ObjectIdentifier(queue))
+        lock.withLock { self.queue = queue }
+    }
+
+    /// Counts the call if the request was delivered and this is not its delegate queue.
+    func check() {
+        lock.withLock {
+            guard let queue else { return }
+            if DispatchQueue.getSpecific(key: Self.key) != ObjectIdentifier(queue) { offQueue += 1 }
+        }
+    }
+
+    var callsOffQueue: Int { lock.withLock { offQueue } }
+}
+
 /// Stand-in for one request from a resource loader; it records how the delegate answered it.
-open class AVAssetResourceLoadingRequest: NSObject, @unchecked Sendable {
+@available(watchOS, unavailable)
+open class AVAssetResourceLoadingRequest: NSObject {
     private struct State {
         var isFinished = false
         var isCancelled = false
@@ -172,7 +217,10 @@ open class AVAssetResourceLoadingRequest: NSObject, @unchecked Sendable {
         var redirect: URLRequest?
         var finishError: (any Error)?
         var finishCount = 0
+        var exception: String?
     }
+
+    private let queueCheck = StandInQueueCheck()
 
     private let lock = NSLock()
     private var state = State()
@@ -221,8 +269,16 @@ open class AVAssetResourceLoadingRequest: NSObject, @unchecked Sendable {
         set { lock.withLock { state.redirect = newValue } }
     }
 
-    /// Marks the request as successfully finished.
+    /// Marks the request as successfully finished; refuses, as Apple's raises an exception, when the content
+    /// information has a type outside its non-nil `allowedContentTypes` (the request then stays unfinished).
     public func finishLoading() {
+        queueCheck.check()
+        if let information = contentInformationRequest, let allowed = information.allowedContentTypes,
+            !allowed.contains(information.contentType ?? "")
+        {
+            let type = information.contentType ?? "nil"
+            return lock.withLock { state.exception = "contentType \(type) is not in allowedContentTypes \(allowed)" }
+        }
         lock.withLock {
             state.isFinished = true
             state.finishCount += 1
@@ -231,6 +287,7 @@ open class AVAssetResourceLoadingRequest: NSObject, @unchecked Sendable {
 
     /// Marks the request as finished with `error`.
     public func finishLoading(with error: (any Error)?) {
+        queueCheck.check()
         lock.withLock {
             state.isFinished = true
             state.finishError = error
@@ -252,19 +309,40 @@ open class AVAssetResourceLoadingRequest: NSObject, @unchecked Sendable {
     public func standInMarkCancelled() {
         lock.withLock { state.isCancelled = true }
     }
+
+    /// Stand-in only: what Apple's `finishLoading()` would have raised an exception for, if it was called so.
+    public var standInException: String? {
+        lock.withLock { state.exception }
+    }
+
+    /// Stand-in only: how many calls on the request or its two parts were made off the delegate queue after it was
+    /// delivered with `standInDeliver`.
+    public var standInCallsOffDelegateQueue: Int { queueCheck.callsOffQueue }
+
+    func standInSetDelegateQueue(_ queue: DispatchQueue) {
+        queueCheck.set(queue)
+        contentInformationRequest?.queueCheck = queueCheck
+        dataRequest?.queueCheck = queueCheck
+    }
 }
 
 /// Stand-in for the part of a loading request that asks what the resource is; it keeps what the delegate sets.
-open class AVAssetResourceLoadingContentInformationRequest: NSObject, @unchecked Sendable {
+@available(watchOS, unavailable)
+open class AVAssetResourceLoadingContentInformationRequest: NSObject {
     private struct State {
         var contentType: String?
         var contentLength: Int64 = 0
         var isByteRangeAccessSupported = false
         var isEntireLengthAvailableOnDemand = false
+        var queueCheck: StandInQueueCheck?
     }
 
     private let lock = NSLock()
     private var state = State()
+    var queueCheck: StandInQueueCheck? {
+        get { lock.withLock { state.queueCheck } }
+        set { lock.withLock { state.queueCheck = newValue } }
+    }
 
     /// The uniform type identifiers that `contentType` may take, or nil when any is accepted.
     public let allowedContentTypes: [String]?
@@ -278,31 +356,49 @@ open class AVAssetResourceLoadingContentInformationRequest: NSObject, @unchecked
     /// The uniform type identifier of the resource's data.
     public var contentType: String? {
         get { lock.withLock { state.contentType } }
-        set { lock.withLock { state.contentType = newValue } }
+        set {
+            queueCheck?.check()
+            lock.withLock { state.contentType = newValue }
+        }
     }
 
     /// The resource's length in bytes.
     public var contentLength: Int64 {
         get { lock.withLock { state.contentLength } }
-        set { lock.withLock { state.contentLength = newValue } }
+        set {
+            queueCheck?.check()
+            lock.withLock { state.contentLength = newValue }
+        }
     }
 
     /// Whether arbitrary byte ranges of the resource can be requested.
     public var isByteRangeAccessSupported: Bool {
         get { lock.withLock { state.isByteRangeAccessSupported } }
-        set { lock.withLock { state.isByteRangeAccessSupported = newValue } }
+        set {
+            queueCheck?.check()
+            lock.withLock { state.isByteRangeAccessSupported = newValue }
+        }
     }
 
     /// Whether all of the resource's data is available at once (cached or local).
     public var isEntireLengthAvailableOnDemand: Bool {
         get { lock.withLock { state.isEntireLengthAvailableOnDemand } }
-        set { lock.withLock { state.isEntireLengthAvailableOnDemand = newValue } }
+        set {
+            queueCheck?.check()
+            lock.withLock { state.isEntireLengthAvailableOnDemand = newValue }
+        }
     }
 }
 
 /// Stand-in for the part of a loading request that asks for bytes; it accumulates what the delegate provides.
-open class AVAssetResourceLoadingDataRequest: NSObject, @unchecked Sendable {
+@available(watchOS, unavailable)
+open class AVAssetResourceLoadingDataRequest: NSObject {
     private let lock = NSLock()
+    private var check: StandInQueueCheck?
+    var queueCheck: StandInQueueCheck? {
+        get { lock.withLock { check } }
+        set { lock.withLock { check = newValue } }
+    }
     private var offset: Int64
     private var received = Data()
     private var responses = 0
@@ -330,6 +426,7 @@ open class AVAssetResourceLoadingDataRequest: NSObject, @unchecked Sendable {
 
     /// Provides the next `data.count` bytes, advancing `currentOffset`.
     public func respond(with data: Data) {
+        queueCheck?.check()
         lock.withLock {
             received.append(data)
             offset += Int64(data.count)
@@ -358,6 +455,9 @@ open class AVPlayer: NSObject {
     public var currentItem: AVPlayerItem? { item }
     /// The playback rate: 1 after ``play()``, 0 after ``pause()``.
     public private(set) var rate: Float = 0
+    /// Whether the player waits to minimise stalls before it plays (Apple's default, true); Apple asks for false
+    /// when a resource loader supplies the media data.
+    public var automaticallyWaitsToMinimizeStalling = true
 
     /// Creates a player for `item`.
     public nonisolated init(playerItem item: AVPlayerItem?) {

@@ -100,9 +100,11 @@ public enum FileSystem {
         var result: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let read = buffer.withUnsafeMutableBytes { raw in
-                Result { () throws(Errno) -> Int in
-                    try retryingOnInterrupt { systemRead(fd, raw.baseAddress, raw.count) }
+            let read: Result<Int, Errno> = buffer.withUnsafeMutableBytes { raw in
+                do throws(Errno) {
+                    return .success(try retryingOnInterrupt { systemRead(fd, raw.baseAddress, raw.count) })
+                } catch {
+                    return .failure(error)
                 }
             }
             let count: Int
@@ -233,10 +235,18 @@ public final class SequentialFileReader {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let result = chunk.withUnsafeMutableBytes { raw in
-                Result { () throws(FileSystemError) -> Int in try read(into: raw) }
+            let result: Result<Int, FileSystemError> = chunk.withUnsafeMutableBytes { raw in
+                do throws(FileSystemError) {
+                    return .success(try read(into: raw))
+                } catch {
+                    return .failure(error)
+                }
             }
-            let count = try result.get()
+            let count: Int
+            switch result {
+            case .success(let n): count = n
+            case .failure(let error): throw error
+            }
             if count == 0 { return out }
             out.append(contentsOf: chunk[0..<count])
             if out.count > limit { throw FileSystemError(.fileTooLarge, path: path) }

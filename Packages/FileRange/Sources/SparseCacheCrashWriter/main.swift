@@ -16,7 +16,9 @@ func patternByte(at offset: UInt64) -> UInt8 {
     UInt8(truncatingIfNeeded: (offset &* 0x9E37_79B1) >> 11) | 1
 }
 
-let arguments = CommandLine.arguments
+// From argc/argv, which every standard library declares read-only (the iOS 16 and 17 SDKs declare
+// `CommandLine.arguments` a mutable static, which Swift 6 refuses to read); argv[0] included.
+let arguments = (0..<Int(CommandLine.argc)).map { CommandLine.unsafeArgv[$0].map { String(cString: $0) } ?? "" }
 guard arguments.count == 3, let seed = UInt64(arguments[2]) else {
     print("usage: SparseCacheCrashWriter DATA-PATH SEED")
     exit(64)

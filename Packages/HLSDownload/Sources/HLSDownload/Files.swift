@@ -146,7 +146,10 @@ enum Blocking {
                 }
             }
         }
-        return try result.get()
+        switch result {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        }
     }
 }
 

@@ -393,22 +393,27 @@ extension Playlist {
                 }
                 nextDate = date.map { $0.secondsSince1970 + duration }
                 for i in parts.indices { parts[i].mediaSequence = sequence }
+                // The title and parts are moved out with swap, which leaves them empty for the next segment, not with
+                // `consume`: any `consume` in this function crashes Swift 6.3's type checker when the standard
+                // library is the iOS 16/17 SDKs' (Scripts/check-ios-sdk.sh). `location` and `date` end here.
+                var title = ""
+                swap(&title, &extinfTitle)
+                var segmentParts: [PartialSegment] = []
+                swap(&segmentParts, &parts)
                 segments.append(
                     MediaSegment(
-                        location: consume location, duration: duration, title: consume extinfTitle, byteRange: range,
+                        location: location, duration: duration, title: title, byteRange: range,
                         keys: keys, map: map, discontinuity: discontinuity,
                         discontinuitySequence: discontinuitySequence, mediaSequence: sequence,
-                        programDateTime: consume date, hasOwnProgramDateTime: ownDate != nil, gap: gap,
-                        bitrate: byteRangeSpec == nil ? bitrate : nil, parts: consume parts,
+                        programDateTime: date, hasOwnProgramDateTime: ownDate != nil, gap: gap,
+                        bitrate: byteRangeSpec == nil ? bitrate : nil, parts: segmentParts,
                         lineRange: (firstLine ?? index)..<(index + 1)))
                 sequence = sequence &+ 1
                 extinfDuration = nil
-                extinfTitle = ""
                 byteRangeSpec = nil
                 discontinuity = false
                 gap = false
                 if ownDate != nil { ownDate = nil }
-                parts = []
                 if previousPartRange != nil { previousPartRange = nil }
                 firstLine = nil
             }

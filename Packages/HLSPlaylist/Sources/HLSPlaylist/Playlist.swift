@@ -439,94 +439,102 @@ public struct PlaylistParser: Sendable {
         var highBits: UInt8 = 0
         let lineFeeds = SIMD16<UInt8>(repeating: 0x0A)
         // Find each LF; the scan tracks whether the line held non-ASCII bytes (to validate UTF-8 only then).
-        try source.withUnsafeBufferPointer { (buffer) throws(PlaylistError) in
-            var i = start
-            while lineStart < count {
-                i = lineStart
-                var highWord: UInt64 = 0
-                // Sixteen bytes at a time while no LF is among them (one vector compare), then eight (SWAR), then
-                // byte by byte. Every load lies within the buffer: it starts at i with i + 16 (or 8) <= count.
-                if let base = buffer.baseAddress {
-                    let raw = UnsafeRawPointer(base)
-                    var highVector = SIMD16<UInt8>()
-                    while i &+ 16 <= count {
-                        let v = raw.loadUnaligned(fromByteOffset: i, as: SIMD16<UInt8>.self)
-                        let lf = unsafeBitCast(v .== lineFeeds, to: SIMD2<UInt64>.self)
-                        if lf[0] | lf[1] != 0 { break }
-                        highVector |= v
-                        i &+= 16
-                    }
-                    let high = unsafeBitCast(highVector, to: SIMD2<UInt64>.self)
-                    highWord = high[0] | high[1]
-                    while i &+ 8 <= count {
-                        let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                        let x = word ^ 0x0A0A_0A0A_0A0A_0A0A
-                        let found = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
-                        if found != 0 {
-                            #if _endian(little)
-                                // The lowest flagged byte is the first LF (flags above it may be false).
-                                let before = found.trailingZeroBitCount >> 3
-                                if before > 0 { highWord |= word & (UInt64.max >> UInt64(64 &- 8 &* before)) }
-                                i &+= before
-                            #endif
-                            break
+        // A Result, not a typed-throws closure: the iOS 16/17 SDKs' standard library declares
+        // withUnsafeBufferPointer with an untyped `rethrows`.
+        let scanned: Result<Void, PlaylistError> = source.withUnsafeBufferPointer { buffer in
+            do throws(PlaylistError) {
+                var i = start
+                while lineStart < count {
+                    i = lineStart
+                    var highWord: UInt64 = 0
+                    // Sixteen bytes at a time while no LF is among them (one vector compare), then eight (SWAR), then
+                    // byte by byte. Every load lies within the buffer: it starts at i with i + 16 (or 8) <= count.
+                    if let base = buffer.baseAddress {
+                        let raw = UnsafeRawPointer(base)
+                        var highVector = SIMD16<UInt8>()
+                        while i &+ 16 <= count {
+                            let v = raw.loadUnaligned(fromByteOffset: i, as: SIMD16<UInt8>.self)
+                            let lf = unsafeBitCast(v .== lineFeeds, to: SIMD2<UInt64>.self)
+                            if lf[0] | lf[1] != 0 { break }
+                            highVector |= v
+                            i &+= 16
                         }
-                        highWord |= word
-                        i &+= 8
+                        let high = unsafeBitCast(highVector, to: SIMD2<UInt64>.self)
+                        highWord = high[0] | high[1]
+                        while i &+ 8 <= count {
+                            let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                            let x = word ^ 0x0A0A_0A0A_0A0A_0A0A
+                            let found = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
+                            if found != 0 {
+                                #if _endian(little)
+                                    // The lowest flagged byte is the first LF (flags above it may be false).
+                                    let before = found.trailingZeroBitCount >> 3
+                                    if before > 0 { highWord |= word & (UInt64.max >> UInt64(64 &- 8 &* before)) }
+                                    i &+= before
+                                #endif
+                                break
+                            }
+                            highWord |= word
+                            i &+= 8
+                        }
                     }
-                }
-                highBits = highWord & 0x8080_8080_8080_8080 != 0 ? 0x80 : 0
-                while i < count {
-                    let b = buffer[i]
-                    if b == asciiLF { break }
-                    highBits |= b
-                    i += 1
-                }
-                lineNumber += 1
-                guard lineNumber <= limits.maxLines else {
-                    throw PlaylistError(
-                        .tooManyLines, line: lineNumber, column: 1, "more than \(limits.maxLines) lines")
-                }
-                var contentEnd = i
-                var ending = LineEnding.none
-                if i < count {
-                    ending = .lf
-                    if contentEnd > lineStart && buffer[contentEnd - 1] == asciiCR {
-                        contentEnd -= 1
-                        ending = .crlf
+                    highBits = highWord & 0x8080_8080_8080_8080 != 0 ? 0x80 : 0
+                    while i < count {
+                        let b = buffer[i]
+                        if b == asciiLF { break }
+                        highBits |= b
+                        i += 1
                     }
+                    lineNumber += 1
+                    guard lineNumber <= limits.maxLines else {
+                        throw PlaylistError(
+                            .tooManyLines, line: lineNumber, column: 1, "more than \(limits.maxLines) lines")
+                    }
+                    var contentEnd = i
+                    var ending = LineEnding.none
+                    if i < count {
+                        ending = .lf
+                        if contentEnd > lineStart && buffer[contentEnd - 1] == asciiCR {
+                            contentEnd -= 1
+                            ending = .crlf
+                        }
+                    }
+                    guard contentEnd - lineStart <= limits.maxLineLength else {
+                        throw PlaylistError(
+                            .lineTooLong, line: lineNumber, column: limits.maxLineLength + 1,
+                            "line is \(contentEnd - lineStart) bytes; the limit is \(limits.maxLineLength)")
+                    }
+                    // The line's slice of the source is made once, where its line is built (one retain per line).
+                    if highBits & 0x80 != 0,
+                        !isWellFormedUTF8(UnsafeBufferPointer(rebasing: buffer[lineStart..<contentEnd]))
+                    {
+                        try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
+                    }
+                    // The lines read straight from the buffer, else the general path. EXT-X-STREAM-INF is tried
+                    // first when its eighth byte is the 'S' of "#EXT-X-S" (a byte that rules out EXTINF, BYTERANGE
+                    // and PROGRAM-DATE-TIME lines, so they pay two byte tests for it).
+                    if lineNumber > 1, contentEnd - lineStart >= 18, buffer[lineStart] == asciiHash,
+                        buffer[lineStart + 7] == 0x53,
+                        let line = try state.streamInfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
+                    {
+                        lines.append(line)
+                    } else if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
+                        let line = state.extinfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
+                            ?? state.segmentTagLine(buffer, lineStart, contentEnd, source, ending)
+                    {
+                        lines.append(line)
+                    } else {
+                        lines.append(
+                            try state.classify(source[lineStart..<contentEnd], ending: ending, lineNumber: lineNumber))
+                    }
+                    lineStart = i + 1
                 }
-                guard contentEnd - lineStart <= limits.maxLineLength else {
-                    throw PlaylistError(
-                        .lineTooLong, line: lineNumber, column: limits.maxLineLength + 1,
-                        "line is \(contentEnd - lineStart) bytes; the limit is \(limits.maxLineLength)")
-                }
-                // The line's slice of the source is made once, where its line is built (one retain per line).
-                if highBits & 0x80 != 0,
-                    !isWellFormedUTF8(UnsafeBufferPointer(rebasing: buffer[lineStart..<contentEnd]))
-                {
-                    try state.report(.invalidUTF8, line: lineNumber, column: 1, "line is not valid UTF-8")
-                }
-                // The lines read straight from the buffer, else the general path. EXT-X-STREAM-INF is tried
-                // first when its eighth byte is the 'S' of "#EXT-X-S" (a byte that rules out EXTINF, BYTERANGE
-                // and PROGRAM-DATE-TIME lines, so they pay two byte tests for it).
-                if lineNumber > 1, contentEnd - lineStart >= 18, buffer[lineStart] == asciiHash,
-                    buffer[lineStart + 7] == 0x53,
-                    let line = try state.streamInfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
-                {
-                    lines.append(line)
-                } else if lineNumber > 1, contentEnd - lineStart >= 8, buffer[lineStart] == asciiHash,
-                    let line = state.extinfLine(buffer, lineStart, contentEnd, source, ending, lineNumber)
-                        ?? state.segmentTagLine(buffer, lineStart, contentEnd, source, ending)
-                {
-                    lines.append(line)
-                } else {
-                    lines.append(
-                        try state.classify(source[lineStart..<contentEnd], ending: ending, lineNumber: lineNumber))
-                }
-                lineStart = i + 1
+            } catch {
+                return .failure(error)
             }
+            return .success(())
         }
+        if case .failure(let error) = scanned { throw error }
         try state.finish(lineCount: lineNumber, lines: lines)
         return Playlist(lines: lines, hasByteOrderMark: bom, diagnostics: state.diagnostics)
     }

@@ -93,7 +93,19 @@ public struct HTTPChunkedDecoder: Sendable {
 
     /// Decodes from the start of `bytes`.
     public mutating func decode(_ bytes: [UInt8]) throws(HTTPChunkedError) -> (step: Step, consumed: Int) {
-        try bytes.withUnsafeBufferPointer { (buffer) throws(HTTPChunkedError) in try decode(buffer) }
+        // A Result, not a typed-throws closure: the iOS 16/17 SDKs' standard library declares
+        // withUnsafeBufferPointer with an untyped `rethrows`.
+        let result: Result<(step: Step, consumed: Int), HTTPChunkedError> = bytes.withUnsafeBufferPointer { buffer in
+            do throws(HTTPChunkedError) {
+                return .success(try decode(buffer))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        }
     }
 
     /// Decodes from the start of `buffer`: returns what it found and how many bytes it consumed.

@@ -503,6 +503,7 @@ final class EventLoopRunner {
                 respond(body(request), on: connection)
             case .async(let body):
                 let responder = laterAnswer(on: connection)
+                let request = request  // a constant: the task's closure is @Sendable and may not capture a var
                 Task { responder.respond(await body(request)) }
             case .deferred(let body):
                 body(request, laterAnswer(on: connection))

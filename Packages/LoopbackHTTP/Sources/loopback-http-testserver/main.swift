@@ -22,7 +22,11 @@ var logRequests = false
     var bytes = Array(text.utf8)
     _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
 }
-let arguments = Array(CommandLine.arguments.dropFirst())
+// From argc/argv, which every standard library declares read-only (the iOS 16 and 17 SDKs declare
+// `CommandLine.arguments` a mutable static, which Swift 6 refuses to read).
+let arguments = (1..<max(1, Int(CommandLine.argc))).map {
+    CommandLine.unsafeArgv[$0].map { String(cString: $0) } ?? ""
+}
 var position = 0
 @MainActor func value() -> String {
     guard position < arguments.count else {

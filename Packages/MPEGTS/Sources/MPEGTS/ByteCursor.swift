@@ -177,5 +177,8 @@ func withBytes<R>(_ array: [UInt8], _ body: (UnsafeRawBufferPointer) throws(MPEG
             return .failure(error)
         }
     }
-    return try result.get()
+    switch result {
+    case .success(let value): return value
+    case .failure(let error): throw error
+    }
 }
