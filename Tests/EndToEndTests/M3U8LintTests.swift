@@ -256,6 +256,24 @@ enum PlaylistFixtures {
         #expect((channels[2]["kodiProps"] as? [String: String])?["inputstream"] == "inputstream.adaptive")
         #expect(channels[3]["group"] as? String == "Music")
         #expect(result.err.contains(":14:9: warning: #EXTINF duration is not a number; entry skipped"))
+        #expect(channels.map { $0["nameSource"] as? String } == ["title", "title", "title", "title", "title"])
+
+        // As found in the wild: a bare URL line is an entry named after its URL (the JSON says so), attribute names
+        // are read in any case and printed in lower case, a quoted Kodi header value loses its quotes.
+        let wild = try #require(try lint(["--iptv-json", PlaylistFixtures.path("iptv/wild.m3u")]))
+        #expect(wild.status == 0)
+        #expect(wild.err.isEmpty, "\(wild.err)")
+        let w = try json(wild.stdout)
+        #expect(w["header"] as? [String: String] == ["url-tvg": "http://epg.example.com/guide.xml", "tvg-shift": "+1"])
+        let found = try #require(w["channels"] as? [[String: Any]])
+        #expect(found.map { $0["name"] as? String } == ["news.m3u8", "Sport HD", "radio", ""])
+        #expect(found.map { $0["nameSource"] as? String } == ["url", "title", "url", "none"])
+        #expect(
+            found[1]["attributes"] as? [String: String] == [
+                "tvg-id": "sport.uk", "group-title": "Sports", "tvg-name": "Sport",
+            ])
+        #expect(found[1]["userAgent"] as? String == "Mozilla/5.0 (X11; Linux x86_64)")
+        #expect(found[2]["userAgent"] as? String == "VLC/3.0")
 
         let formatted = try #require(try lint(["--format", "quirks/crlf.m3u8"]))
         #expect(formatted.status == 0)

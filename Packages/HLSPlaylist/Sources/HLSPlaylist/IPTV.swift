@@ -9,17 +9,33 @@ public struct IPTVLine: Sendable, Hashable {
 
 /// The `#EXTM3U` header of an extended M3U channel list and its attributes (`url-tvg`, `x-tvg-url`, `catchup`…).
 public struct IPTVHeader: Sendable, Hashable {
+    /// The attributes in order, each under its lower-case name (`URL-TVG` and `url-tvg` are one name).
     public var attributes: [(name: String, value: String)]
+    /// The spelling a name was first written in, by lower-case name, for names not written in lower case.
+    public var attributeSpellings: [String: String]
     public var line: IPTVLine?
 
+    /// Names are stored in lower case; a name written otherwise keeps its spelling in ``attributeSpellings``.
     public init(attributes: [(name: String, value: String)] = [], line: IPTVLine? = nil) {
-        self.attributes = attributes
+        (self.attributes, self.attributeSpellings) = IPTVAttributeNames.folded(attributes)
         self.line = line
     }
-    public subscript(name: String) -> String? { attributes.first { $0.name == name }?.value }
+
+    init(folded attributes: [(name: String, value: String)], spellings: [String: String], line: IPTVLine?) {
+        self.attributes = attributes
+        self.attributeSpellings = spellings
+        self.line = line
+    }
+
+    /// The value of the first attribute called `name`, compared without regard to case.
+    public subscript(name: String) -> String? {
+        let key = IPTVAttributeNames.lowercased(name)
+        return attributes.first { $0.name == key }?.value
+    }
 
     public static func == (a: IPTVHeader, b: IPTVHeader) -> Bool {
         a.line == b.line && a.attributes.elementsEqual(b.attributes) { $0.name == $1.name && $0.value == $1.value }
+            && a.attributeSpellings == b.attributeSpellings
     }
     public func hash(into hasher: inout Hasher) { hasher.combine(line) }
 }
@@ -30,8 +46,14 @@ public struct IPTVChannel: Sendable, Hashable {
     public var url: String
     /// The EXTINF duration (`-1` or `0` for live channels).
     public var duration: Double
-    /// The EXTINF attributes in order (`tvg-id`, `tvg-name`, `tvg-logo`, `group-title`, `tvg-chno`, `catchup`…).
+    /// Where ``name`` comes from.
+    public var nameSource: NameSource
+    /// The EXTINF attributes in order (`tvg-id`, `tvg-name`, `tvg-logo`, `group-title`, `tvg-chno`, `catchup`…),
+    /// each under its lower-case name: `TVG-ID`, `Tvg-Id` and `tvg-id` are one name.
     public var attributes: [(name: String, value: String)]
+    /// The spelling a name was first written in, by lower-case name, for names not written in lower case (used
+    /// when the entry is rendered from its values; ``lines`` keep the source as it was).
+    public var attributeSpellings: [String: String]
     /// `group-title`, or the `#EXTGRP` value when there is no group-title.
     public var group: String?
     /// From `#EXTVLCOPT:http-user-agent=` or the `User-Agent` of `#EXTHTTP`.
@@ -49,12 +71,28 @@ public struct IPTVChannel: Sendable, Hashable {
     /// 1-based line number of the entry's first line.
     public var lineNumber: Int
 
+    /// Where a channel's name comes from.
+    public enum NameSource: String, Sendable, Hashable {
+        /// The EXTINF title, after the first comma outside quotes (or the name given in code).
+        case title
+        /// The `tvg-name` attribute of an EXTINF line with no title.
+        case tvgName = "tvg-name"
+        /// The URL: its last path segment, or the whole URL when it has none. A bare URL line (no `#EXTINF`) and an
+        /// EXTINF line that names nothing at all (`#EXTINF:-1,`) are named so.
+        case url
+        /// Nothing names the channel: ``name`` is empty.
+        case none
+    }
+
+    /// Attribute names are stored in lower case; a name written otherwise keeps its spelling in
+    /// ``attributeSpellings``.
     public init(name: String, url: String, duration: Double = -1, attributes: [(name: String, value: String)] = []) {
         self.name = name
+        self.nameSource = name.isEmpty ? .none : .title
         self.url = url
         self.duration = duration
-        self.attributes = attributes
-        self.group = attributes.first { $0.name == "group-title" }?.value
+        (self.attributes, self.attributeSpellings) = IPTVAttributeNames.folded(attributes)
+        self.group = self.attributes.first { $0.name == "group-title" }?.value
         self.httpHeaders = []
         self.kodiProps = []
         self.vlcOpts = []
@@ -62,13 +100,18 @@ public struct IPTVChannel: Sendable, Hashable {
         self.lineNumber = 0
     }
 
-    public subscript(attribute: String) -> String? { attributes.first { $0.name == attribute }?.value }
+    /// The value of the first attribute called `attribute`, compared without regard to case.
+    public subscript(attribute: String) -> String? {
+        let key = IPTVAttributeNames.lowercased(attribute)
+        return attributes.first { $0.name == key }?.value
+    }
 
     public static func == (a: IPTVChannel, b: IPTVChannel) -> Bool {
         func same(_ x: [(name: String, value: String)], _ y: [(name: String, value: String)]) -> Bool {
             x.elementsEqual(y) { $0.name == $1.name && $0.value == $1.value }
         }
-        return a.name == b.name && a.url == b.url && a.duration == b.duration && same(a.attributes, b.attributes)
+        return a.name == b.name && a.nameSource == b.nameSource && a.url == b.url && a.duration == b.duration
+            && same(a.attributes, b.attributes) && a.attributeSpellings == b.attributeSpellings
             && a.group == b.group && a.userAgent == b.userAgent && a.referrer == b.referrer
             && same(a.httpHeaders, b.httpHeaders) && same(a.kodiProps, b.kodiProps) && same(a.vlcOpts, b.vlcOpts)
             && a.lines == b.lines && a.lineNumber == b.lineNumber
@@ -81,7 +124,7 @@ public struct IPTVChannel: Sendable, Hashable {
     /// The entry rendered canonically (for channels built in code): EXTINF with quoted attributes, options, URL.
     public var renderedLines: [String] {
         var extinf = "#EXTINF:" + Numbers.formatShort(duration)
-        for a in attributes { extinf += " " + a.name + "=\"" + a.value + "\"" }
+        for a in attributes { extinf += " " + (attributeSpellings[a.name] ?? a.name) + "=\"" + a.value + "\"" }
         var out = [extinf + "," + name]
         for o in vlcOpts { out.append("#EXTVLCOPT:" + o.name + "=" + o.value) }
         for o in kodiProps { out.append("#KODIPROP:" + o.name + "=" + o.value) }
@@ -280,7 +323,8 @@ public struct IPTVStreamParser: Sendable {
         if lineNumber == 1, IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.extm3uPrefix) {
             // The header line is kept for the whole parse: a copy, so it does not pin the caller's chunk.
             let own = IPTVLine(bytes: ArraySlice(Array(content)), ending: lineEnding)
-            header = IPTVHeader(attributes: IPTVStreamParser.attributes(trimmed.dropFirst(7)).0, line: own)
+            let read = IPTVStreamParser.attributes(trimmed.dropFirst(7))
+            header = IPTVHeader(folded: read.attributes, spellings: read.spellings, line: own)
             return
         }
         if pendingLines.isEmpty {
@@ -330,15 +374,16 @@ public struct IPTVStreamParser: Sendable {
             }
             return
         }
-        // A URL line. In a list without an #EXTM3U header a bare URL is a channel of its own (plain M3U).
-        if !hasCurrent && header.line == nil && !skippingEntry {
+        // A URL line. A bare URL, with no #EXTINF before it, is a channel of its own, as VLC and Kodi play it (a
+        // plain M3U list is nothing else), named after its URL.
+        if !hasCurrent && !skippingEntry {
             current = IPTVChannel(name: "", url: "")
             current.group = extgrp
             hasCurrent = true
             applyPendingOptions()
         }
         guard hasCurrent else {
-            report(lineNumber, 1, "URL without #EXTINF; entry skipped")
+            report(lineNumber, 1, "URL of the entry whose #EXTINF could not be read; skipped with it")
             pendingOptions = nil
             skippingEntry = false
             return
@@ -349,6 +394,7 @@ public struct IPTVStreamParser: Sendable {
         current.url = url
         if current.name.isEmpty && current.duration == -1 && current.attributes.isEmpty {
             current.name = IPTVURL.displayName(url)
+            current.nameSource = .url
         }
         // Kodi's `url|Name=value&...` headers belong to this URL: they win over the entry's options.
         for (name, value) in pipeHeaders { current.setHeader(name, value, overriding: true) }
@@ -364,7 +410,8 @@ public struct IPTVStreamParser: Sendable {
 
     /// Moves the options held before the entry's first line into the entry.
     private mutating func applyPendingOptions() {
-        guard let pre = pendingOptions.take() else { return }
+        guard let pre = pendingOptions else { return }
+        pendingOptions = nil
         current.vlcOpts = pre.vlcOpts + current.vlcOpts
         current.kodiProps = pre.kodiProps + current.kodiProps
         current.httpHeaders = pre.httpHeaders + current.httpHeaders
@@ -378,7 +425,9 @@ public struct IPTVStreamParser: Sendable {
         if hasCurrent {
             body(&current)
         } else {
-            var held = pendingOptions.take() ?? IPTVChannel(name: "", url: "")
+            // Taken out of the optional before the change, so the held entry is not copied.
+            var held = pendingOptions ?? IPTVChannel(name: "", url: "")
+            pendingOptions = nil
             body(&held)
             pendingOptions = held
         }
@@ -414,17 +463,23 @@ public struct IPTVStreamParser: Sendable {
             report(lineNumber, 9, "#EXTINF duration is not a number; entry skipped")
             return false
         }
-        let (attributes, titleStart) = IPTVStreamParser.attributes(value[i...])
+        let read = IPTVStreamParser.attributes(value[i...])
         var name = ""
-        if let titleStart {
+        var source = IPTVChannel.NameSource.title
+        if let titleStart = read.titleStart {
             var title = value[titleStart...]
             while let f = title.first, ASCII.isWhitespace(f) { title = title.dropFirst() }
             name = String(decoding: title, as: UTF8.self)
         } else {
-            name = attributes.first { $0.name == "tvg-name" }?.value ?? ""
+            name = read.attributes.first { $0.name == "tvg-name" }?.value ?? ""
+            source = .tvgName
         }
-        current = IPTVChannel(name: name, url: "", duration: duration, attributes: attributes)
-        if current.group == nil { current.group = extgrp }
+        current = IPTVChannel(name: "", url: "", duration: duration)
+        current.name = name
+        current.nameSource = name.isEmpty ? .none : source
+        current.attributes = read.attributes
+        current.attributeSpellings = read.spellings
+        current.group = read.attributes.first { $0.name == "group-title" }?.value ?? extgrp
         return true
     }
 
@@ -434,19 +489,25 @@ public struct IPTVStreamParser: Sendable {
         return (String(decoding: b[..<eq], as: UTF8.self), String(decoding: b[(eq + 1)...], as: UTF8.self))
     }
 
-    /// Reads `key="value" key='value' key=value key= ...` up to the first comma outside quotes. Returns the attributes and the
-    /// index just past that comma (nil when there is none). A quote closes a value only when followed by the end,
-    /// a comma, or spaces and then another `key=` or a comma, so stray quotes inside values survive.
-    static func attributes(_ slice: ArraySlice<UInt8>) -> ([(name: String, value: String)], ArraySlice<UInt8>.Index?) {
+    /// Reads `key="value" key='value' key=value key= ...` up to the first comma outside quotes. Returns the attributes
+    /// (names in lower case), the spellings of names not written in lower case, and the index just past that comma
+    /// (nil when there is none). A quote closes a value only when followed by the end, a comma, or spaces and then
+    /// another `key=` or a comma, so stray quotes inside values survive.
+    static func attributes(_ slice: ArraySlice<UInt8>) -> (
+        attributes: [(name: String, value: String)], spellings: [String: String], titleStart: ArraySlice<UInt8>.Index?
+    ) {
         let base = slice.startIndex
-        let (list, title) = slice.withUnsafeBufferPointer { attributes($0) }
-        return (list, title.map { base + $0 })
+        let (list, spellings, title) = slice.withUnsafeBufferPointer { attributes($0) }
+        return (list, spellings, title.map { base + $0 })
     }
 
     /// The same over a buffer (indices from 0), so the scanning loops carry no bounds checks.
-    private static func attributes(_ b: UnsafeBufferPointer<UInt8>) -> ([(name: String, value: String)], Int?) {
+    private static func attributes(_ b: UnsafeBufferPointer<UInt8>) -> (
+        [(name: String, value: String)], [String: String], Int?
+    ) {
         var out: [(name: String, value: String)] = []
         out.reserveCapacity(8)
+        var spellings: [String: String] = [:]
         var i = b.startIndex
         let end = b.endIndex
         // The next key as found while deciding that a quote closed the previous value (start and `=`), so it is
@@ -454,7 +515,7 @@ public struct IPTVStreamParser: Sendable {
         var knownKey = (start: -1, equals: -1)
         while i < end {
             let c = b[i]
-            if c == asciiComma { return (out, i + 1) }
+            if c == asciiComma { return (out, spellings, i + 1) }
             if ASCII.isWhitespace(c) {
                 i += 1
                 continue
@@ -466,7 +527,11 @@ public struct IPTVStreamParser: Sendable {
                 while i < end, !IPTVStreamParser.endsKey(b[i]) { i += 1 }
             }
             guard i < end, b[i] == asciiEquals else { continue }  // a stray token: skipped
-            let key = IPTVAttributeNames.name(UnsafeBufferPointer(rebasing: b[keyStart..<i]))
+            let (key, spelling) = IPTVAttributeNames.name(UnsafeBufferPointer(rebasing: b[keyStart..<i]))
+            // Only the first spelling of a name counts (looked at only for a name with an upper-case letter).
+            if let spelling, spellings[key] == nil, !out.contains(where: { $0.name == key }) {
+                spellings[key] = spelling
+            }
             i += 1
             if i < end, b[i] == asciiQuote || b[i] == asciiApostrophe {
                 let quote = b[i]
@@ -502,7 +567,7 @@ public struct IPTVStreamParser: Sendable {
                 out.append((key, String(decoding: UnsafeBufferPointer(rebasing: b[valueStart..<i]), as: UTF8.self)))
             }
         }
-        return (out, nil)
+        return (out, spellings, nil)
     }
 
     /// Whether the quote at `quote` closes a value; when it does because another `key=` follows, also where that
@@ -601,7 +666,8 @@ enum JSONObjectReader {
 }
 
 /// The attribute names IPTV lists use most, as string constants: a parsed name that is one of them shares the
-/// constant instead of becoming a new string.
+/// constant instead of becoming a new string. Names are matched without regard to ASCII case and stored in lower
+/// case.
 enum IPTVAttributeNames {
     static let common: [String] = [
         "tvg-id", "tvg-name", "tvg-logo", "tvg-chno", "tvg-shift", "tvg-url", "tvg-country", "tvg-language",
@@ -614,22 +680,52 @@ enum IPTVAttributeNames {
         return table
     }()
 
-    /// The name for `bytes`: a shared constant when it is a common name, a new string otherwise.
-    static func name(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+    /// The lower-case name for `bytes` (a shared constant when it is a common name, a new string otherwise), and
+    /// the name as written when that is not all lower case.
+    static func name(_ bytes: UnsafeBufferPointer<UInt8>) -> (name: String, spelling: String?) {
         let count = bytes.count
+        var upper = false
+        for k in 0..<count where bytes[k] &- 0x41 < 26 { upper = true }
+        let spelling = upper ? String(decoding: bytes, as: UTF8.self) : nil
         if count < table.count, count > 0 {
             for entry in table[count] {
+                // The constants are lower case: a byte matches when it equals the constant's, or its upper case.
                 let equal = entry.bytes.withUnsafeBufferPointer { e in
                     var k = 0
                     while k < count {
-                        if e[k] != bytes[k] { return false }
+                        let c = bytes[k]
+                        if e[k] != (c &- 0x41 < 26 ? c | 0x20 : c) { return false }
                         k &+= 1
                     }
                     return true
                 }
-                if equal { return entry.name }
+                if equal { return (entry.name, spelling) }
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        guard upper else { return (String(decoding: bytes, as: UTF8.self), nil) }
+        return (String(decoding: bytes.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self), spelling)
+    }
+
+    /// `name` with ASCII letters in lower case (the same string when it has no upper-case letter).
+    static func lowercased(_ name: String) -> String {
+        guard name.utf8.contains(where: { $0 &- 0x41 < 26 }) else { return name }
+        return String(decoding: name.utf8.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// Attributes with their names in lower case, and the spellings of names that were not.
+    static func folded(_ attributes: [(name: String, value: String)]) -> (
+        [(name: String, value: String)], [String: String]
+    ) {
+        var spellings: [String: String] = [:]
+        var folded: [(name: String, value: String)] = []
+        folded.reserveCapacity(attributes.count)
+        for a in attributes {
+            let name = lowercased(a.name)
+            if name != a.name, spellings[name] == nil, !folded.contains(where: { $0.name == name }) {
+                spellings[name] = a.name
+            }
+            folded.append((name, a.value))
+        }
+        return (folded, spellings)
     }
 }
