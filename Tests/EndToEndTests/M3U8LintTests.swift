@@ -92,12 +92,15 @@ enum PlaylistFixtures {
         #expect(stdin.out.hasPrefix("<stdin>:1:1: error: the first line must be #EXTM3U [HLS-HEADER] (4.4.1.1)\n"))
     }
 
-    /// Every invalid fixture reports its rule on its line through the binary too (JSON output).
+    /// Every invalid fixture reports its rule on its line through the binary too (JSON output): `RULE@LINE.m3u8`,
+    /// and the enumerated values' `cases/CASE.RULE@LINE.m3u8`.
     @Test func jsonFindingsForEveryInvalidFixture() throws {
-        for path in PlaylistFixtures.files("invalid") + PlaylistFixtures.files("invalid/live")
+        let cases = PlaylistFixtures.files("invalid/cases")
+        #expect(!cases.isEmpty)
+        for path in PlaylistFixtures.files("invalid") + PlaylistFixtures.files("invalid/live") + cases
         where !path.hasSuffix(".previous.m3u8") {
             let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-            let parts = name.split(separator: "@")
+            let parts = (name.split(separator: ".").last ?? "").split(separator: "@")
             let rule = String(parts[0])
             let line = Int(parts[1]) ?? -1
             var arguments = ["--json", path]
