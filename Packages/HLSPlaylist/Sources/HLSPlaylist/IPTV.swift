@@ -11,20 +11,34 @@ public struct IPTVLine: Sendable, Hashable {
 public struct IPTVHeader: Sendable, Hashable {
     /// The attributes in order, each under its lower-case name (`URL-TVG` and `url-tvg` are one name).
     public var attributes: [(name: String, value: String)]
-    /// The spelling a name was first written in, by lower-case name, for names not written in lower case.
-    public var attributeSpellings: [String: String]
     public var line: IPTVLine?
+    /// Spellings given in code (nil: read from ``line`` when asked for).
+    private var spellings: [String: String]?
 
     /// Names are stored in lower case; a name written otherwise keeps its spelling in ``attributeSpellings``.
     public init(attributes: [(name: String, value: String)] = [], line: IPTVLine? = nil) {
-        (self.attributes, self.attributeSpellings) = IPTVAttributeNames.folded(attributes)
+        (self.attributes, self.spellings) = IPTVAttributeNames.folded(attributes)
         self.line = line
     }
 
-    init(folded attributes: [(name: String, value: String)], spellings: [String: String], line: IPTVLine?) {
+    /// Attributes whose names are already in lower case, their spellings in `line`.
+    init(folded attributes: [(name: String, value: String)], line: IPTVLine?) {
         self.attributes = attributes
-        self.attributeSpellings = spellings
         self.line = line
+    }
+
+    /// The spelling a name was first written in, by lower-case name, for names not written in lower case: read from
+    /// the header line when asked for (parsing keeps the line, not a copy of its names).
+    public var attributeSpellings: [String: String] {
+        get {
+            if let spellings { return spellings }
+            guard let line else { return [:] }
+            var text = line.bytes
+            while let f = text.first, ASCII.isWhitespace(f) { text = text.dropFirst() }
+            return IPTVAttributeNames.spellings(
+                IPTVStreamParser.attributes(text.dropFirst(7), folding: false).attributes)
+        }
+        set { spellings = newValue }
     }
 
     /// The value of the first attribute called `name`, compared without regard to case.
@@ -35,7 +49,7 @@ public struct IPTVHeader: Sendable, Hashable {
 
     public static func == (a: IPTVHeader, b: IPTVHeader) -> Bool {
         a.line == b.line && a.attributes.elementsEqual(b.attributes) { $0.name == $1.name && $0.value == $1.value }
-            && a.attributeSpellings == b.attributeSpellings
+            && a.spellings == b.spellings
     }
     public func hash(into hasher: inout Hasher) { hasher.combine(line) }
 }
@@ -51,9 +65,8 @@ public struct IPTVChannel: Sendable, Hashable {
     /// The EXTINF attributes in order (`tvg-id`, `tvg-name`, `tvg-logo`, `group-title`, `tvg-chno`, `catchup`…),
     /// each under its lower-case name: `TVG-ID`, `Tvg-Id` and `tvg-id` are one name.
     public var attributes: [(name: String, value: String)]
-    /// The spelling a name was first written in, by lower-case name, for names not written in lower case (used
-    /// when the entry is rendered from its values; ``lines`` keep the source as it was).
-    public var attributeSpellings: [String: String]
+    /// Spellings given in code (nil: read from ``lines`` when asked for).
+    private var spellings: [String: String]?
     /// `group-title`, or the `#EXTGRP` value when there is no group-title.
     public var group: String?
     /// From `#EXTVLCOPT:http-user-agent=` or the `User-Agent` of `#EXTHTTP`.
@@ -91,13 +104,48 @@ public struct IPTVChannel: Sendable, Hashable {
         self.nameSource = name.isEmpty ? .none : .title
         self.url = url
         self.duration = duration
-        (self.attributes, self.attributeSpellings) = IPTVAttributeNames.folded(attributes)
+        (self.attributes, self.spellings) = IPTVAttributeNames.folded(attributes)
         self.group = self.attributes.first { $0.name == "group-title" }?.value
         self.httpHeaders = []
         self.kodiProps = []
         self.vlcOpts = []
         self.lines = []
         self.lineNumber = 0
+    }
+
+    /// A channel whose attribute names are already in lower case (as the parser reads them).
+    init(name: String, nameSource: NameSource, duration: Double, folded attributes: [(name: String, value: String)]) {
+        self.name = name
+        self.nameSource = nameSource
+        self.url = ""
+        self.duration = duration
+        self.attributes = attributes
+        self.group = attributes.first { $0.name == "group-title" }?.value
+        self.httpHeaders = []
+        self.kodiProps = []
+        self.vlcOpts = []
+        self.lines = []
+        self.lineNumber = 0
+    }
+
+    /// The spelling a name was first written in, by lower-case name, for names not written in lower case (used
+    /// when the entry is rendered from its values; ``lines`` keep the source as it was). Read from the entry's
+    /// EXTINF line when asked for: parsing keeps the line, not a copy of its names.
+    public var attributeSpellings: [String: String] {
+        get {
+            if let spellings { return spellings }
+            // The entry's EXTINF is its last one (lines of a skipped entry before it are kept with it).
+            for line in lines.reversed() {
+                var text = line.bytes
+                while let f = text.first, ASCII.isWhitespace(f) { text = text.dropFirst() }
+                guard text.starts(with: "#EXTINF:".utf8) else { continue }
+                var i = text.startIndex + 8
+                while i < text.endIndex, text[i] != asciiSpace, text[i] != asciiComma, text[i] != asciiTab { i += 1 }
+                return IPTVAttributeNames.spellings(IPTVStreamParser.attributes(text[i...], folding: false).attributes)
+            }
+            return [:]
+        }
+        set { spellings = newValue }
     }
 
     /// The value of the first attribute called `attribute`, compared without regard to case.
@@ -111,7 +159,7 @@ public struct IPTVChannel: Sendable, Hashable {
             x.elementsEqual(y) { $0.name == $1.name && $0.value == $1.value }
         }
         return a.name == b.name && a.nameSource == b.nameSource && a.url == b.url && a.duration == b.duration
-            && same(a.attributes, b.attributes) && a.attributeSpellings == b.attributeSpellings
+            && same(a.attributes, b.attributes) && a.spellings == b.spellings
             && a.group == b.group && a.userAgent == b.userAgent && a.referrer == b.referrer
             && same(a.httpHeaders, b.httpHeaders) && same(a.kodiProps, b.kodiProps) && same(a.vlcOpts, b.vlcOpts)
             && a.lines == b.lines && a.lineNumber == b.lineNumber
@@ -323,8 +371,7 @@ public struct IPTVStreamParser: Sendable {
         if lineNumber == 1, IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.extm3uPrefix) {
             // The header line is kept for the whole parse: a copy, so it does not pin the caller's chunk.
             let own = IPTVLine(bytes: ArraySlice(Array(content)), ending: lineEnding)
-            let read = IPTVStreamParser.attributes(trimmed.dropFirst(7))
-            header = IPTVHeader(folded: read.attributes, spellings: read.spellings, line: own)
+            header = IPTVHeader(folded: IPTVStreamParser.attributes(trimmed.dropFirst(7)).attributes, line: own)
             return
         }
         if pendingLines.isEmpty {
@@ -474,12 +521,9 @@ public struct IPTVStreamParser: Sendable {
             name = read.attributes.first { $0.name == "tvg-name" }?.value ?? ""
             source = .tvgName
         }
-        current = IPTVChannel(name: "", url: "", duration: duration)
-        current.name = name
-        current.nameSource = name.isEmpty ? .none : source
-        current.attributes = read.attributes
-        current.attributeSpellings = read.spellings
-        current.group = read.attributes.first { $0.name == "group-title" }?.value ?? extgrp
+        if name.isEmpty { source = .none }
+        current = IPTVChannel(name: name, nameSource: source, duration: duration, folded: read.attributes)
+        if current.group == nil { current.group = extgrp }
         return true
     }
 
@@ -490,24 +534,23 @@ public struct IPTVStreamParser: Sendable {
     }
 
     /// Reads `key="value" key='value' key=value key= ...` up to the first comma outside quotes. Returns the attributes
-    /// (names in lower case), the spellings of names not written in lower case, and the index just past that comma
-    /// (nil when there is none). A quote closes a value only when followed by the end, a comma, or spaces and then
-    /// another `key=` or a comma, so stray quotes inside values survive.
-    static func attributes(_ slice: ArraySlice<UInt8>) -> (
-        attributes: [(name: String, value: String)], spellings: [String: String], titleStart: ArraySlice<UInt8>.Index?
+    /// (names in lower case, unless `folding` is false) and the index just past that comma (nil when there is none).
+    /// A quote closes a value only when followed by the end, a comma, or spaces and then another `key=` or a comma,
+    /// so stray quotes inside values survive.
+    static func attributes(_ slice: ArraySlice<UInt8>, folding: Bool = true) -> (
+        attributes: [(name: String, value: String)], titleStart: ArraySlice<UInt8>.Index?
     ) {
         let base = slice.startIndex
-        let (list, spellings, title) = slice.withUnsafeBufferPointer { attributes($0) }
-        return (list, spellings, title.map { base + $0 })
+        let (list, title) = slice.withUnsafeBufferPointer { attributes($0, folding: folding) }
+        return (list, title.map { base + $0 })
     }
 
     /// The same over a buffer (indices from 0), so the scanning loops carry no bounds checks.
-    private static func attributes(_ b: UnsafeBufferPointer<UInt8>) -> (
-        [(name: String, value: String)], [String: String], Int?
+    private static func attributes(_ b: UnsafeBufferPointer<UInt8>, folding: Bool) -> (
+        [(name: String, value: String)], Int?
     ) {
         var out: [(name: String, value: String)] = []
         out.reserveCapacity(8)
-        var spellings: [String: String] = [:]
         var i = b.startIndex
         let end = b.endIndex
         // The next key as found while deciding that a quote closed the previous value (start and `=`), so it is
@@ -515,7 +558,7 @@ public struct IPTVStreamParser: Sendable {
         var knownKey = (start: -1, equals: -1)
         while i < end {
             let c = b[i]
-            if c == asciiComma { return (out, spellings, i + 1) }
+            if c == asciiComma { return (out, i + 1) }
             if ASCII.isWhitespace(c) {
                 i += 1
                 continue
@@ -527,11 +570,8 @@ public struct IPTVStreamParser: Sendable {
                 while i < end, !IPTVStreamParser.endsKey(b[i]) { i += 1 }
             }
             guard i < end, b[i] == asciiEquals else { continue }  // a stray token: skipped
-            let (key, spelling) = IPTVAttributeNames.name(UnsafeBufferPointer(rebasing: b[keyStart..<i]))
-            // Only the first spelling of a name counts (looked at only for a name with an upper-case letter).
-            if let spelling, spellings[key] == nil, !out.contains(where: { $0.name == key }) {
-                spellings[key] = spelling
-            }
+            let name = UnsafeBufferPointer(rebasing: b[keyStart..<i])
+            let key = folding ? IPTVAttributeNames.name(name) : String(decoding: name, as: UTF8.self)
             i += 1
             if i < end, b[i] == asciiQuote || b[i] == asciiApostrophe {
                 let quote = b[i]
@@ -567,7 +607,7 @@ public struct IPTVStreamParser: Sendable {
                 out.append((key, String(decoding: UnsafeBufferPointer(rebasing: b[valueStart..<i]), as: UTF8.self)))
             }
         }
-        return (out, spellings, nil)
+        return (out, nil)
     }
 
     /// Whether the quote at `quote` closes a value; when it does because another `key=` follows, also where that
@@ -680,30 +720,60 @@ enum IPTVAttributeNames {
         return table
     }()
 
-    /// The lower-case name for `bytes` (a shared constant when it is a common name, a new string otherwise), and
-    /// the name as written when that is not all lower case.
-    static func name(_ bytes: UnsafeBufferPointer<UInt8>) -> (name: String, spelling: String?) {
+    /// The lower-case name for `bytes`: a shared constant when it is a common name in any case, a new string
+    /// otherwise. A name already in lower case (the usual one) is compared byte for byte, as before names were
+    /// folded.
+    @inline(__always)
+    static func name(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        if let constant = common(bytes, folding: false) { return constant }
+        return uncommonName(bytes)
+    }
+
+    /// A name that is not a common one as written: a common one in another case, or a new string.
+    @inline(never)
+    private static func uncommonName(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         let count = bytes.count
-        var upper = false
-        for k in 0..<count where bytes[k] &- 0x41 < 26 { upper = true }
-        let spelling = upper ? String(decoding: bytes, as: UTF8.self) : nil
-        if count < table.count, count > 0 {
-            for entry in table[count] {
-                // The constants are lower case: a byte matches when it equals the constant's, or its upper case.
-                let equal = entry.bytes.withUnsafeBufferPointer { e in
-                    var k = 0
-                    while k < count {
-                        let c = bytes[k]
-                        if e[k] != (c &- 0x41 < 26 ? c | 0x20 : c) { return false }
-                        k &+= 1
-                    }
-                    return true
-                }
-                if equal { return (entry.name, spelling) }
-            }
+        var k = 0
+        while k < count, bytes[k] &- 0x41 >= 26 { k &+= 1 }
+        guard k < count else { return String(decoding: bytes, as: UTF8.self) }
+        if let constant = common(bytes, folding: true) { return constant }
+        return String(unsafeUninitializedCapacity: count) { out in
+            for n in 0..<count { out[n] = bytes[n] &- 0x41 < 26 ? bytes[n] | 0x20 : bytes[n] }
+            return count
         }
-        guard upper else { return (String(decoding: bytes, as: UTF8.self), nil) }
-        return (String(decoding: bytes.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self), spelling)
+    }
+
+    /// The common name `bytes` spell, compared byte for byte or, `folding`, with upper-case letters read as lower
+    /// case (the constants are lower case).
+    @inline(__always)
+    private static func common(_ bytes: UnsafeBufferPointer<UInt8>, folding: Bool) -> String? {
+        let count = bytes.count
+        guard count < table.count, count > 0 else { return nil }
+        for entry in table[count] {
+            let equal = entry.bytes.withUnsafeBufferPointer { e in
+                var k = 0
+                while k < count {
+                    let c = bytes[k]
+                    if e[k] != (folding && c &- 0x41 < 26 ? c | 0x20 : c) { return false }
+                    k &+= 1
+                }
+                return true
+            }
+            if equal { return entry.name }
+        }
+        return nil
+    }
+
+    /// The spellings of names as written (`attributes` read without folding) that are not all lower case: the
+    /// first spelling of each name, by its lower-case name.
+    static func spellings(_ written: [(name: String, value: String)]) -> [String: String] {
+        var out: [String: String] = [:]
+        var seen: Set<String> = []
+        for a in written {
+            let name = lowercased(a.name)
+            if seen.insert(name).inserted, name != a.name { out[name] = a.name }
+        }
+        return out
     }
 
     /// `name` with ASCII letters in lower case (the same string when it has no upper-case letter).
@@ -712,20 +782,11 @@ enum IPTVAttributeNames {
         return String(decoding: name.utf8.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
-    /// Attributes with their names in lower case, and the spellings of names that were not.
+    /// Attributes with their names in lower case, and the spellings of names that were not (nil when none).
     static func folded(_ attributes: [(name: String, value: String)]) -> (
-        [(name: String, value: String)], [String: String]
+        [(name: String, value: String)], [String: String]?
     ) {
-        var spellings: [String: String] = [:]
-        var folded: [(name: String, value: String)] = []
-        folded.reserveCapacity(attributes.count)
-        for a in attributes {
-            let name = lowercased(a.name)
-            if name != a.name, spellings[name] == nil, !folded.contains(where: { $0.name == name }) {
-                spellings[name] = a.name
-            }
-            folded.append((name, a.value))
-        }
-        return (folded, spellings)
+        guard attributes.contains(where: { lowercased($0.name) != $0.name }) else { return (attributes, nil) }
+        return (attributes.map { (lowercased($0.name), $0.value) }, spellings(attributes))
     }
 }

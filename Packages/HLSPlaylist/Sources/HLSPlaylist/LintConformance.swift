@@ -172,7 +172,8 @@ extension LintContext {
     /// slash-separated list of specifiers (a video channel or a projection specifier); ALLOWED-CPC is a
     /// comma-separated list of entries, each a KEYFORMAT, a colon and slash-separated CPC labels of A-Z, 0-9 and -.
     private mutating func variantLists(_ a: AttributeList, _ index: Int) {
-        if let layout = a.quotedString("REQ-VIDEO-LAYOUT") {
+        // Found by name id (no name lookup per variant: most variants have neither).
+        if let at = a.firstPosition(ofNameID: Self.layoutID), let layout = a.quotedString(at: at) {
             let specifiers = layout.split(separator: ",", omittingEmptySubsequences: false).flatMap {
                 $0.split(separator: "/", omittingEmptySubsequences: false)
             }
@@ -183,7 +184,7 @@ extension LintContext {
                         + Self.videoLayoutSpecifiers.joined(separator: ", "))
             }
         }
-        if let cpc = a.quotedString("ALLOWED-CPC") {
+        if let at = a.firstPosition(ofNameID: Self.allowedCPCID), let cpc = a.quotedString(at: at) {
             for entry in cpc.split(separator: ",", omittingEmptySubsequences: false) {
                 // A KEYFORMAT may hold colons itself (urn:uuid:...): the labels follow the last one.
                 let colon = entry.lastIndex(of: ":")
@@ -203,6 +204,9 @@ extension LintContext {
             }
         }
     }
+
+    private static let layoutID = AttributeNames.id("REQ-VIDEO-LAYOUT")
+    private static let allowedCPCID = AttributeNames.id("ALLOWED-CPC")
 
     /// The specifiers of REQ-VIDEO-LAYOUT: video channels (4.4.6.2), then projections.
     static let videoLayoutSpecifiers = [
