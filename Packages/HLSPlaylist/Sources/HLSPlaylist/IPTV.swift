@@ -134,6 +134,8 @@ public struct IPTVChannel: Sendable, Hashable {
     public var attributeSpellings: [String: String] {
         get {
             if let spellings { return spellings }
+            // A bare URL has no attributes (lines before it may be a skipped entry's).
+            guard !attributes.isEmpty else { return [:] }
             // The entry's EXTINF is its last one (lines of a skipped entry before it are kept with it).
             for line in lines.reversed() {
                 var text = line.bytes

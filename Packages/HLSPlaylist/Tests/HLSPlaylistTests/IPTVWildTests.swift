@@ -59,8 +59,9 @@ import Testing
         #expect(extinfOnly.map(\.group) == ["G", nil])
         #expect(bare.channels.map(\.nameSource) == [.url, .url, .url])
         // The URL of an unreadable EXTINF is skipped with it.
-        let broken = try IPTVPlaylist("#EXTINF:x,Broken\nhttp://h/broken\nhttp://h/next\n")
+        let broken = try IPTVPlaylist("#EXTINF:x TVG-ID=\"b\",Broken\nhttp://h/broken\nhttp://h/next\n")
         #expect(broken.channels.map(\.url) == ["http://h/next"])
+        #expect(broken.channels.map(\.attributeSpellings) == [[:]])
         #expect(broken.diagnostics.map(\.line) == [1, 2])
     }
 
