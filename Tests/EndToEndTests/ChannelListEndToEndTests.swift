@@ -190,9 +190,10 @@ import Testing
     }
 
     /// `tsplayer proxy LIST --all-channels`: the local list names every channel as the source does (title, tvg-id,
-    /// group, the header's guide URL), leaves out a channel without an http(s) URL (with a warning), and each
-    /// channel, one per header source, plays through the proxy with its own headers: ffmpeg reads each, and every
-    /// upstream request carried both headers. A left-out channel's route is 404.
+    /// group, the header's guide URL, attribute names as the source spells them), leaves out a channel without an
+    /// http(s) URL (with a warning), and each channel, one per header source (a quoted Kodi header value and a bare
+    /// URL line among them), plays through the proxy with its own headers: ffmpeg reads each, and every upstream
+    /// request carried both headers, unquoted (the origin refuses any other value). A left-out channel's route is 404.
     @Test func proxyServesAWholeList() throws {
         guard let tsplayer = EndToEnd.product("tsplayer"), let ffmpeg = EndToEnd.tool("ffmpeg"),
             let curl = EndToEnd.tool("curl"), let fixtures = DownloadFixtures.get(),
@@ -207,8 +208,10 @@ import Testing
                 + "#EXTINF:-1 tvg-id=\"http\",HTTP Channel\n#EXTGRP:Grouped\n"
                 + "#EXTHTTP:{\"User-Agent\":\"\(Self.agent)\",\"Referer\":\"\(Self.referer)\"}\n\(url)\n"
                 + "#EXTINF:-1,Relative\nrelative.m3u8\n"
-                + "#EXTINF:-1 tvg-id=\"pipe\",Pipe Channel\n"
-                + "\(url)|User-Agent=KodiTest%2F1.0&Referer=http%3A%2F%2Freferrer.example%2Fpage\n",
+                + "#EXTINF:-1 TVG-ID=\"pipe\",Pipe Channel\n"
+                + "\(url)|User-Agent=\"KodiTest/1.0\"&Referer=http%3A%2F%2Freferrer.example%2Fpage\n"
+                // A bare URL line (no #EXTINF) is a channel too, named after its URL.
+                + "\(url)|User-Agent=KodiTest%2F1.0&Referer=%22http%3A%2F%2Freferrer.example%2Fpage%22\n",
             in: DownloadTool.temporaryStore())
         let proxy = try ProxyTestProcess(tsplayer, ["proxy", file, "--all-channels", "--allow-private"])
         defer { proxy.stop() }
@@ -220,10 +223,11 @@ import Testing
                 == "#EXTM3U x-tvg-url=\"http://guide.example/epg.xml\"\n"
                 + "#EXTINF:-1 tvg-id=\"vlc\" group-title=\"Tests\",VLC Channel\n\(base)1/index.m3u8\n"
                 + "#EXTINF:-1 tvg-id=\"http\" group-title=\"Grouped\",HTTP Channel\n\(base)2/index.m3u8\n"
-                + "#EXTINF:-1 tvg-id=\"pipe\",Pipe Channel\n\(base)4/index.m3u8\n", "\(local.out)")
+                + "#EXTINF:-1 TVG-ID=\"pipe\",Pipe Channel\n\(base)4/index.m3u8\n"
+                + "#EXTINF:-1,index.m3u8\n\(base)5/index.m3u8\n", "\(local.out)")
         let playlist = fixtures.www.appendingPathComponent("aes/index.m3u8")
         let expected = Set(["/aes/index.m3u8"] + DownloadFixtures.references(playlist).map { "/aes/" + $0 })
-        for n in [1, 2, 4] {
+        for n in [1, 2, 4, 5] {
             let before = FailFastEndToEndTests.requests(origin).count
             let read = try EndToEnd.run(
                 ffmpeg,

@@ -92,12 +92,15 @@ enum PlaylistFixtures {
         #expect(stdin.out.hasPrefix("<stdin>:1:1: error: the first line must be #EXTM3U [HLS-HEADER] (4.4.1.1)\n"))
     }
 
-    /// Every invalid fixture reports its rule on its line through the binary too (JSON output).
+    /// Every invalid fixture reports its rule on its line through the binary too (JSON output): `RULE@LINE.m3u8`,
+    /// and the enumerated values' `cases/CASE.RULE@LINE.m3u8`.
     @Test func jsonFindingsForEveryInvalidFixture() throws {
-        for path in PlaylistFixtures.files("invalid") + PlaylistFixtures.files("invalid/live")
+        let cases = PlaylistFixtures.files("invalid/cases")
+        #expect(!cases.isEmpty)
+        for path in PlaylistFixtures.files("invalid") + PlaylistFixtures.files("invalid/live") + cases
         where !path.hasSuffix(".previous.m3u8") {
             let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-            let parts = name.split(separator: "@")
+            let parts = (name.split(separator: ".").last ?? "").split(separator: "@")
             let rule = String(parts[0])
             let line = Int(parts[1]) ?? -1
             var arguments = ["--json", path]
@@ -256,6 +259,24 @@ enum PlaylistFixtures {
         #expect((channels[2]["kodiProps"] as? [String: String])?["inputstream"] == "inputstream.adaptive")
         #expect(channels[3]["group"] as? String == "Music")
         #expect(result.err.contains(":14:9: warning: #EXTINF duration is not a number; entry skipped"))
+        #expect(channels.map { $0["nameSource"] as? String } == ["title", "title", "title", "title", "title"])
+
+        // As found in the wild: a bare URL line is an entry named after its URL (the JSON says so), attribute names
+        // are read in any case and printed in lower case, a quoted Kodi header value loses its quotes.
+        let wild = try #require(try lint(["--iptv-json", PlaylistFixtures.path("iptv/wild.m3u")]))
+        #expect(wild.status == 0)
+        #expect(wild.err.isEmpty, "\(wild.err)")
+        let w = try json(wild.stdout)
+        #expect(w["header"] as? [String: String] == ["url-tvg": "http://epg.example.com/guide.xml", "tvg-shift": "+1"])
+        let found = try #require(w["channels"] as? [[String: Any]])
+        #expect(found.map { $0["name"] as? String } == ["news.m3u8", "Sport HD", "radio", ""])
+        #expect(found.map { $0["nameSource"] as? String } == ["url", "title", "url", "none"])
+        #expect(
+            found[1]["attributes"] as? [String: String] == [
+                "tvg-id": "sport.uk", "group-title": "Sports", "tvg-name": "Sport",
+            ])
+        #expect(found[1]["userAgent"] as? String == "Mozilla/5.0 (X11; Linux x86_64)")
+        #expect(found[2]["userAgent"] as? String == "VLC/3.0")
 
         let formatted = try #require(try lint(["--format", "quirks/crlf.m3u8"]))
         #expect(formatted.status == 0)

@@ -283,6 +283,8 @@ enum Dump {
         j.object { j in
             j.key("name")
             j.string(c.name)
+            j.key("nameSource")
+            j.string(c.nameSource.rawValue)
             j.key("url")
             j.string(c.url)
             j.key("duration")

@@ -80,8 +80,11 @@ final class ChannelListProxy: PlaybackSource {
             if let group = channel.group, channel["group-title"] == nil {
                 attributes.append((name: "group-title", value: group))
             }
-            return IPTVChannel(
+            var local = IPTVChannel(
                 name: channel.name, url: base + "\(n)/index.m3u8", duration: channel.duration, attributes: attributes)
+            // Attribute names as the source list spells them (`TVG-ID` stays `TVG-ID`).
+            local.attributeSpellings = channel.attributeSpellings
+            return local
         }
         out.trailingLines = []
         if out.header.line == nil {

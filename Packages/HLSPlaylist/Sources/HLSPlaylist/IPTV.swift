@@ -9,17 +9,47 @@ public struct IPTVLine: Sendable, Hashable {
 
 /// The `#EXTM3U` header of an extended M3U channel list and its attributes (`url-tvg`, `x-tvg-url`, `catchup`…).
 public struct IPTVHeader: Sendable, Hashable {
+    /// The attributes in order, each under its lower-case name (`URL-TVG` and `url-tvg` are one name).
     public var attributes: [(name: String, value: String)]
     public var line: IPTVLine?
+    /// Spellings given in code (nil: read from ``line`` when asked for).
+    private var spellings: [String: String]?
 
+    /// Names are stored in lower case; a name written otherwise keeps its spelling in ``attributeSpellings``.
     public init(attributes: [(name: String, value: String)] = [], line: IPTVLine? = nil) {
+        (self.attributes, self.spellings) = IPTVAttributeNames.folded(attributes)
+        self.line = line
+    }
+
+    /// Attributes whose names are already in lower case, their spellings in `line`.
+    init(folded attributes: [(name: String, value: String)], line: IPTVLine?) {
         self.attributes = attributes
         self.line = line
     }
-    public subscript(name: String) -> String? { attributes.first { $0.name == name }?.value }
+
+    /// The spelling a name was first written in, by lower-case name, for names not written in lower case: read from
+    /// the header line when asked for (parsing keeps the line, not a copy of its names).
+    public var attributeSpellings: [String: String] {
+        get {
+            if let spellings { return spellings }
+            guard let line else { return [:] }
+            var text = line.bytes
+            while let f = text.first, ASCII.isWhitespace(f) { text = text.dropFirst() }
+            return IPTVAttributeNames.spellings(
+                IPTVStreamParser.attributes(text.dropFirst(7), folding: false).attributes)
+        }
+        set { spellings = newValue }
+    }
+
+    /// The value of the first attribute called `name`, compared without regard to case.
+    public subscript(name: String) -> String? {
+        let key = IPTVAttributeNames.lowercased(name)
+        return attributes.first { $0.name == key }?.value
+    }
 
     public static func == (a: IPTVHeader, b: IPTVHeader) -> Bool {
         a.line == b.line && a.attributes.elementsEqual(b.attributes) { $0.name == $1.name && $0.value == $1.value }
+            && a.spellings == b.spellings
     }
     public func hash(into hasher: inout Hasher) { hasher.combine(line) }
 }
@@ -30,8 +60,13 @@ public struct IPTVChannel: Sendable, Hashable {
     public var url: String
     /// The EXTINF duration (`-1` or `0` for live channels).
     public var duration: Double
-    /// The EXTINF attributes in order (`tvg-id`, `tvg-name`, `tvg-logo`, `group-title`, `tvg-chno`, `catchup`…).
+    /// Where ``name`` comes from.
+    public var nameSource: NameSource
+    /// The EXTINF attributes in order (`tvg-id`, `tvg-name`, `tvg-logo`, `group-title`, `tvg-chno`, `catchup`…),
+    /// each under its lower-case name: `TVG-ID`, `Tvg-Id` and `tvg-id` are one name.
     public var attributes: [(name: String, value: String)]
+    /// Spellings given in code (nil: read from ``lines`` when asked for).
+    private var spellings: [String: String]?
     /// `group-title`, or the `#EXTGRP` value when there is no group-title.
     public var group: String?
     /// From `#EXTVLCOPT:http-user-agent=` or the `User-Agent` of `#EXTHTTP`.
@@ -49,9 +84,40 @@ public struct IPTVChannel: Sendable, Hashable {
     /// 1-based line number of the entry's first line.
     public var lineNumber: Int
 
+    /// Where a channel's name comes from.
+    public enum NameSource: String, Sendable, Hashable {
+        /// The EXTINF title, after the first comma outside quotes (or the name given in code).
+        case title
+        /// The `tvg-name` attribute of an EXTINF line with no title.
+        case tvgName = "tvg-name"
+        /// The URL: its last path segment, or the whole URL when it has none. A bare URL line (no `#EXTINF`) and an
+        /// EXTINF line that names nothing at all (`#EXTINF:-1,`) are named so.
+        case url
+        /// Nothing names the channel: ``name`` is empty.
+        case none
+    }
+
+    /// Attribute names are stored in lower case; a name written otherwise keeps its spelling in
+    /// ``attributeSpellings``.
     public init(name: String, url: String, duration: Double = -1, attributes: [(name: String, value: String)] = []) {
         self.name = name
+        self.nameSource = name.isEmpty ? .none : .title
         self.url = url
+        self.duration = duration
+        (self.attributes, self.spellings) = IPTVAttributeNames.folded(attributes)
+        self.group = self.attributes.first { $0.name == "group-title" }?.value
+        self.httpHeaders = []
+        self.kodiProps = []
+        self.vlcOpts = []
+        self.lines = []
+        self.lineNumber = 0
+    }
+
+    /// A channel whose attribute names are already in lower case (as the parser reads them).
+    init(name: String, nameSource: NameSource, duration: Double, folded attributes: [(name: String, value: String)]) {
+        self.name = name
+        self.nameSource = nameSource
+        self.url = ""
         self.duration = duration
         self.attributes = attributes
         self.group = attributes.first { $0.name == "group-title" }?.value
@@ -62,13 +128,40 @@ public struct IPTVChannel: Sendable, Hashable {
         self.lineNumber = 0
     }
 
-    public subscript(attribute: String) -> String? { attributes.first { $0.name == attribute }?.value }
+    /// The spelling a name was first written in, by lower-case name, for names not written in lower case (used
+    /// when the entry is rendered from its values; ``lines`` keep the source as it was). Read from the entry's
+    /// EXTINF line when asked for: parsing keeps the line, not a copy of its names.
+    public var attributeSpellings: [String: String] {
+        get {
+            if let spellings { return spellings }
+            // A bare URL has no attributes (lines before it may be a skipped entry's).
+            guard !attributes.isEmpty else { return [:] }
+            // The entry's EXTINF is its last one (lines of a skipped entry before it are kept with it).
+            for line in lines.reversed() {
+                var text = line.bytes
+                while let f = text.first, ASCII.isWhitespace(f) { text = text.dropFirst() }
+                guard text.starts(with: "#EXTINF:".utf8) else { continue }
+                var i = text.startIndex + 8
+                while i < text.endIndex, text[i] != asciiSpace, text[i] != asciiComma, text[i] != asciiTab { i += 1 }
+                return IPTVAttributeNames.spellings(IPTVStreamParser.attributes(text[i...], folding: false).attributes)
+            }
+            return [:]
+        }
+        set { spellings = newValue }
+    }
+
+    /// The value of the first attribute called `attribute`, compared without regard to case.
+    public subscript(attribute: String) -> String? {
+        let key = IPTVAttributeNames.lowercased(attribute)
+        return attributes.first { $0.name == key }?.value
+    }
 
     public static func == (a: IPTVChannel, b: IPTVChannel) -> Bool {
         func same(_ x: [(name: String, value: String)], _ y: [(name: String, value: String)]) -> Bool {
             x.elementsEqual(y) { $0.name == $1.name && $0.value == $1.value }
         }
-        return a.name == b.name && a.url == b.url && a.duration == b.duration && same(a.attributes, b.attributes)
+        return a.name == b.name && a.nameSource == b.nameSource && a.url == b.url && a.duration == b.duration
+            && same(a.attributes, b.attributes) && a.spellings == b.spellings
             && a.group == b.group && a.userAgent == b.userAgent && a.referrer == b.referrer
             && same(a.httpHeaders, b.httpHeaders) && same(a.kodiProps, b.kodiProps) && same(a.vlcOpts, b.vlcOpts)
             && a.lines == b.lines && a.lineNumber == b.lineNumber
@@ -81,7 +174,7 @@ public struct IPTVChannel: Sendable, Hashable {
     /// The entry rendered canonically (for channels built in code): EXTINF with quoted attributes, options, URL.
     public var renderedLines: [String] {
         var extinf = "#EXTINF:" + Numbers.formatShort(duration)
-        for a in attributes { extinf += " " + a.name + "=\"" + a.value + "\"" }
+        for a in attributes { extinf += " " + (attributeSpellings[a.name] ?? a.name) + "=\"" + a.value + "\"" }
         var out = [extinf + "," + name]
         for o in vlcOpts { out.append("#EXTVLCOPT:" + o.name + "=" + o.value) }
         for o in kodiProps { out.append("#KODIPROP:" + o.name + "=" + o.value) }
@@ -280,7 +373,7 @@ public struct IPTVStreamParser: Sendable {
         if lineNumber == 1, IPTVStreamParser.hasPrefix(trimmed, IPTVStreamParser.extm3uPrefix) {
             // The header line is kept for the whole parse: a copy, so it does not pin the caller's chunk.
             let own = IPTVLine(bytes: ArraySlice(Array(content)), ending: lineEnding)
-            header = IPTVHeader(attributes: IPTVStreamParser.attributes(trimmed.dropFirst(7)).0, line: own)
+            header = IPTVHeader(folded: IPTVStreamParser.attributes(trimmed.dropFirst(7)).attributes, line: own)
             return
         }
         if pendingLines.isEmpty {
@@ -330,15 +423,16 @@ public struct IPTVStreamParser: Sendable {
             }
             return
         }
-        // A URL line. In a list without an #EXTM3U header a bare URL is a channel of its own (plain M3U).
-        if !hasCurrent && header.line == nil && !skippingEntry {
+        // A URL line. A bare URL, with no #EXTINF before it, is a channel of its own, as VLC and Kodi play it (a
+        // plain M3U list is nothing else), named after its URL.
+        if !hasCurrent && !skippingEntry {
             current = IPTVChannel(name: "", url: "")
             current.group = extgrp
             hasCurrent = true
             applyPendingOptions()
         }
         guard hasCurrent else {
-            report(lineNumber, 1, "URL without #EXTINF; entry skipped")
+            report(lineNumber, 1, "URL of the entry whose #EXTINF could not be read; skipped with it")
             pendingOptions = nil
             skippingEntry = false
             return
@@ -349,6 +443,7 @@ public struct IPTVStreamParser: Sendable {
         current.url = url
         if current.name.isEmpty && current.duration == -1 && current.attributes.isEmpty {
             current.name = IPTVURL.displayName(url)
+            current.nameSource = .url
         }
         // Kodi's `url|Name=value&...` headers belong to this URL: they win over the entry's options.
         for (name, value) in pipeHeaders { current.setHeader(name, value, overriding: true) }
@@ -364,7 +459,8 @@ public struct IPTVStreamParser: Sendable {
 
     /// Moves the options held before the entry's first line into the entry.
     private mutating func applyPendingOptions() {
-        guard let pre = pendingOptions.take() else { return }
+        guard let pre = pendingOptions else { return }
+        pendingOptions = nil
         current.vlcOpts = pre.vlcOpts + current.vlcOpts
         current.kodiProps = pre.kodiProps + current.kodiProps
         current.httpHeaders = pre.httpHeaders + current.httpHeaders
@@ -378,7 +474,9 @@ public struct IPTVStreamParser: Sendable {
         if hasCurrent {
             body(&current)
         } else {
-            var held = pendingOptions.take() ?? IPTVChannel(name: "", url: "")
+            // Taken out of the optional before the change, so the held entry is not copied.
+            var held = pendingOptions ?? IPTVChannel(name: "", url: "")
+            pendingOptions = nil
             body(&held)
             pendingOptions = held
         }
@@ -414,16 +512,19 @@ public struct IPTVStreamParser: Sendable {
             report(lineNumber, 9, "#EXTINF duration is not a number; entry skipped")
             return false
         }
-        let (attributes, titleStart) = IPTVStreamParser.attributes(value[i...])
+        let read = IPTVStreamParser.attributes(value[i...])
         var name = ""
-        if let titleStart {
+        var source = IPTVChannel.NameSource.title
+        if let titleStart = read.titleStart {
             var title = value[titleStart...]
             while let f = title.first, ASCII.isWhitespace(f) { title = title.dropFirst() }
             name = String(decoding: title, as: UTF8.self)
         } else {
-            name = attributes.first { $0.name == "tvg-name" }?.value ?? ""
+            name = read.attributes.first { $0.name == "tvg-name" }?.value ?? ""
+            source = .tvgName
         }
-        current = IPTVChannel(name: name, url: "", duration: duration, attributes: attributes)
+        if name.isEmpty { source = .none }
+        current = IPTVChannel(name: name, nameSource: source, duration: duration, folded: read.attributes)
         if current.group == nil { current.group = extgrp }
         return true
     }
@@ -434,17 +535,22 @@ public struct IPTVStreamParser: Sendable {
         return (String(decoding: b[..<eq], as: UTF8.self), String(decoding: b[(eq + 1)...], as: UTF8.self))
     }
 
-    /// Reads `key="value" key='value' key=value key= ...` up to the first comma outside quotes. Returns the attributes and the
-    /// index just past that comma (nil when there is none). A quote closes a value only when followed by the end,
-    /// a comma, or spaces and then another `key=` or a comma, so stray quotes inside values survive.
-    static func attributes(_ slice: ArraySlice<UInt8>) -> ([(name: String, value: String)], ArraySlice<UInt8>.Index?) {
+    /// Reads `key="value" key='value' key=value key= ...` up to the first comma outside quotes. Returns the attributes
+    /// (names in lower case, unless `folding` is false) and the index just past that comma (nil when there is none).
+    /// A quote closes a value only when followed by the end, a comma, or spaces and then another `key=` or a comma,
+    /// so stray quotes inside values survive.
+    static func attributes(_ slice: ArraySlice<UInt8>, folding: Bool = true) -> (
+        attributes: [(name: String, value: String)], titleStart: ArraySlice<UInt8>.Index?
+    ) {
         let base = slice.startIndex
-        let (list, title) = slice.withUnsafeBufferPointer { attributes($0) }
+        let (list, title) = slice.withUnsafeBufferPointer { attributes($0, folding: folding) }
         return (list, title.map { base + $0 })
     }
 
     /// The same over a buffer (indices from 0), so the scanning loops carry no bounds checks.
-    private static func attributes(_ b: UnsafeBufferPointer<UInt8>) -> ([(name: String, value: String)], Int?) {
+    private static func attributes(_ b: UnsafeBufferPointer<UInt8>, folding: Bool) -> (
+        [(name: String, value: String)], Int?
+    ) {
         var out: [(name: String, value: String)] = []
         out.reserveCapacity(8)
         var i = b.startIndex
@@ -466,7 +572,8 @@ public struct IPTVStreamParser: Sendable {
                 while i < end, !IPTVStreamParser.endsKey(b[i]) { i += 1 }
             }
             guard i < end, b[i] == asciiEquals else { continue }  // a stray token: skipped
-            let key = IPTVAttributeNames.name(UnsafeBufferPointer(rebasing: b[keyStart..<i]))
+            let name = UnsafeBufferPointer(rebasing: b[keyStart..<i])
+            let key = folding ? IPTVAttributeNames.name(name) : String(decoding: name, as: UTF8.self)
             i += 1
             if i < end, b[i] == asciiQuote || b[i] == asciiApostrophe {
                 let quote = b[i]
@@ -601,7 +708,8 @@ enum JSONObjectReader {
 }
 
 /// The attribute names IPTV lists use most, as string constants: a parsed name that is one of them shares the
-/// constant instead of becoming a new string.
+/// constant instead of becoming a new string. Names are matched without regard to ASCII case and stored in lower
+/// case.
 enum IPTVAttributeNames {
     static let common: [String] = [
         "tvg-id", "tvg-name", "tvg-logo", "tvg-chno", "tvg-shift", "tvg-url", "tvg-country", "tvg-language",
@@ -614,22 +722,73 @@ enum IPTVAttributeNames {
         return table
     }()
 
-    /// The name for `bytes`: a shared constant when it is a common name, a new string otherwise.
+    /// The lower-case name for `bytes`: a shared constant when it is a common name in any case, a new string
+    /// otherwise. A name already in lower case (the usual one) is compared byte for byte, as before names were
+    /// folded.
+    @inline(__always)
     static func name(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        if let constant = common(bytes, folding: false) { return constant }
+        return uncommonName(bytes)
+    }
+
+    /// A name that is not a common one as written: a common one in another case, or a new string.
+    @inline(never)
+    private static func uncommonName(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         let count = bytes.count
-        if count < table.count, count > 0 {
-            for entry in table[count] {
-                let equal = entry.bytes.withUnsafeBufferPointer { e in
-                    var k = 0
-                    while k < count {
-                        if e[k] != bytes[k] { return false }
-                        k &+= 1
-                    }
-                    return true
-                }
-                if equal { return entry.name }
-            }
+        var k = 0
+        while k < count, bytes[k] &- 0x41 >= 26 { k &+= 1 }
+        guard k < count else { return String(decoding: bytes, as: UTF8.self) }
+        if let constant = common(bytes, folding: true) { return constant }
+        return String(unsafeUninitializedCapacity: count) { out in
+            for n in 0..<count { out[n] = bytes[n] &- 0x41 < 26 ? bytes[n] | 0x20 : bytes[n] }
+            return count
         }
-        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The common name `bytes` spell, compared byte for byte or, `folding`, with upper-case letters read as lower
+    /// case (the constants are lower case).
+    @inline(__always)
+    private static func common(_ bytes: UnsafeBufferPointer<UInt8>, folding: Bool) -> String? {
+        let count = bytes.count
+        guard count < table.count, count > 0 else { return nil }
+        for entry in table[count] {
+            let equal = entry.bytes.withUnsafeBufferPointer { e in
+                var k = 0
+                while k < count {
+                    let c = bytes[k]
+                    if e[k] != (folding && c &- 0x41 < 26 ? c | 0x20 : c) { return false }
+                    k &+= 1
+                }
+                return true
+            }
+            if equal { return entry.name }
+        }
+        return nil
+    }
+
+    /// The spellings of names as written (`attributes` read without folding) that are not all lower case: the
+    /// first spelling of each name, by its lower-case name.
+    static func spellings(_ written: [(name: String, value: String)]) -> [String: String] {
+        var out: [String: String] = [:]
+        var seen: Set<String> = []
+        for a in written {
+            let name = lowercased(a.name)
+            if seen.insert(name).inserted, name != a.name { out[name] = a.name }
+        }
+        return out
+    }
+
+    /// `name` with ASCII letters in lower case (the same string when it has no upper-case letter).
+    static func lowercased(_ name: String) -> String {
+        guard name.utf8.contains(where: { $0 &- 0x41 < 26 }) else { return name }
+        return String(decoding: name.utf8.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// Attributes with their names in lower case, and the spellings of names that were not (nil when none).
+    static func folded(_ attributes: [(name: String, value: String)]) -> (
+        [(name: String, value: String)], [String: String]?
+    ) {
+        guard attributes.contains(where: { lowercased($0.name) != $0.name }) else { return (attributes, nil) }
+        return (attributes.map { (lowercased($0.name), $0.value) }, spellings(attributes))
     }
 }

@@ -67,19 +67,19 @@ extension IPTVHeader {
 
 /// The URL line of an IPTV entry.
 enum IPTVURL {
-    /// Splits Kodi's `url|Name=value&Name=value` form into the URL and its percent-decoded headers. A `|` is not
-    /// allowed unencoded in a URL (RFC 3986 §2), so the first one with a `Name=` after it starts the headers;
-    /// `&` and further `|` separate them.
+    /// Splits Kodi's `url|Name=value&Name=value` form into the URL and its headers, names and values decoded as
+    /// Kodi decodes them (``kodiDecoded(_:)``). A `|` is not allowed unencoded in a URL (RFC 3986 §2), so the first
+    /// one with a `Name=` after it starts the headers; `&` and further `|` separate them.
     static func split(_ line: ArraySlice<UInt8>) -> (url: String, headers: [(String, String)]) {
         guard let bar = line.firstIndex(of: 0x7C) else { return (String(decoding: line, as: UTF8.self), []) }
         var headers: [(String, String)] = []
         for field in line[(bar + 1)...].split(whereSeparator: { $0 == 0x26 || $0 == 0x7C }) {
             guard let equals = field.firstIndex(of: asciiEquals), equals > field.startIndex else { continue }
-            let name = percentDecoded(field[..<equals])
+            let name = kodiDecoded(field[..<equals])
             guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != asciiColon }) else {
                 continue
             }
-            headers.append((name, percentDecoded(field[(equals + 1)...])))
+            headers.append((name, kodiDecoded(field[(equals + 1)...])))
         }
         guard !headers.isEmpty else { return (String(decoding: line, as: UTF8.self), []) }
         var url = line[..<bar]
@@ -87,8 +87,10 @@ enum IPTVURL {
         return (String(decoding: url, as: UTF8.self), headers)
     }
 
-    /// `%XX` escapes decoded (a malformed escape is kept as it is); `+` stays a plus.
-    static func percentDecoded(_ bytes: ArraySlice<UInt8>) -> String {
+    /// A name or value of a Kodi header suffix as Kodi reads it: `%XX` escapes decoded (a malformed escape is kept
+    /// as it is) and `+` read as a space (Kodi's `CURL::Decode`); then one pair of double quotes around the whole
+    /// value, as lists write `User-Agent="Mozilla/5.0 (...)"`, is taken off, so the quotes do not go upstream.
+    static func kodiDecoded(_ bytes: ArraySlice<UInt8>) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var i = bytes.startIndex
@@ -99,9 +101,12 @@ enum IPTVURL {
                 out.append(high << 4 | low)
                 i += 3
             } else {
-                out.append(bytes[i])
+                out.append(bytes[i] == 0x2B ? asciiSpace : bytes[i])
                 i += 1
             }
+        }
+        if out.count >= 2, out[0] == asciiQuote, out[out.count - 1] == asciiQuote {
+            return String(decoding: out[1..<(out.count - 1)], as: UTF8.self)
         }
         return String(decoding: out, as: UTF8.self)
     }

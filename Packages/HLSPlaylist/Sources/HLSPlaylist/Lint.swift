@@ -188,6 +188,13 @@ struct LintContext {
             case .version:
                 versionLine = index
                 declaredVersion = tag.decimalInteger ?? 1
+            case .playlistType:
+                // RFC 8216bis 4.4.3.5: the value is an enumerated-string, EVENT or VOD.
+                if let type = tag.enumeratedString, type != "EVENT", type != "VOD" {
+                    add(
+                        .attributeEnumeration, index, column: 22,
+                        "EXT-X-PLAYLIST-TYPE:\(type) is not one of EVENT, VOD")
+                }
             case .extinf:
                 if let e = tag.extinf, e.durationText.contains(".") { need(3, "a decimal EXTINF duration", index) }
             case .byteRange: need(4, "EXT-X-BYTERANGE", index)

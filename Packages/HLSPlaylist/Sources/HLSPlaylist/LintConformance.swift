@@ -95,7 +95,10 @@ extension LintContext {
             }
         case .media:
             mediaTag(a, index)
-        case .streamInf, .iFrameStreamInf, .contentSteering:
+        case .streamInf, .iFrameStreamInf:
+            identifiers(a, index, ["STABLE-VARIANT-ID": "+/=", "PATHWAY-ID": ""])
+            variantLists(a, index)
+        case .contentSteering:
             identifiers(a, index, ["STABLE-VARIANT-ID": "+/=", "PATHWAY-ID": ""])
         case .dateRange:
             dateRangeTag(a, index)
@@ -128,11 +131,30 @@ extension LintContext {
                 "INSTREAM-ID \"\(id)\" is none of CC1-CC4 and SERVICE1-SERVICE63")
         }
         if type == "AUDIO", let channels = a.quotedString("CHANNELS") {
-            let count = channels.split(separator: "/", omittingEmptySubsequences: false).first.map { Array($0.utf8) }
-            if count.flatMap({ Numbers.decimalInteger($0) }) == nil {
+            // RFC 8216bis 4.4.6.1: count / audio coding identifiers (or "-") / channel usage indicators.
+            let parameters = channels.split(separator: "/", omittingEmptySubsequences: false)
+            let at = column(of: "CHANNELS", inLine: index)
+            if parameters.first.flatMap({ Numbers.decimalInteger(Array($0.utf8)) }) == nil {
                 add(
-                    .mediaChannels, index, column: column(of: "CHANNELS", inLine: index),
+                    .mediaChannels, index, column: at,
                     "CHANNELS \"\(channels)\" must start with the channel count as a decimal-integer")
+            } else if parameters.count > 1,
+                parameters[1].split(separator: ",", omittingEmptySubsequences: false).contains(where: {
+                    $0.isEmpty || !$0.utf8.allSatisfy(isLabelCharacter)
+                })
+            {
+                add(
+                    .mediaChannels, index, column: at,
+                    "CHANNELS \"\(channels)\": the audio coding identifiers \"\(parameters[1])\" may use only A-Z, 0-9 "
+                        + "and - (\"-\" alone when the audio is not object-based)")
+            } else if parameters.count > 2,
+                let bad = parameters[2].split(separator: ",", omittingEmptySubsequences: false).first(where: {
+                    !["BINAURAL", "IMMERSIVE", "DOWNMIX"].contains($0)
+                })
+            {
+                add(
+                    .mediaChannels, index, column: at,
+                    "CHANNELS \"\(channels)\": usage indicator \"\(bad)\" is none of BINAURAL, IMMERSIVE, DOWNMIX")
             }
         }
         // RFC 8216bis 4.4.6.1: BIT-DEPTH, SAMPLE-RATE and CHANNELS MUST NOT be present unless TYPE is AUDIO.
@@ -145,6 +167,51 @@ extension LintContext {
         }
         identifiers(a, index, ["STABLE-RENDITION-ID": "+/="])
     }
+
+    /// RFC 8216bis 4.4.6.2: REQ-VIDEO-LAYOUT is a comma-separated list of view presentation entries, each a
+    /// slash-separated list of specifiers (a video channel or a projection specifier); ALLOWED-CPC is a
+    /// comma-separated list of entries, each a KEYFORMAT, a colon and slash-separated CPC labels of A-Z, 0-9 and -.
+    private mutating func variantLists(_ a: AttributeList, _ index: Int) {
+        // Found by name id (no name lookup per variant: most variants have neither).
+        if let at = a.firstPosition(ofNameID: Self.layoutID), let layout = a.quotedString(at: at) {
+            let specifiers = layout.split(separator: ",", omittingEmptySubsequences: false).flatMap {
+                $0.split(separator: "/", omittingEmptySubsequences: false)
+            }
+            if let bad = specifiers.first(where: { !Self.videoLayoutSpecifiers.contains(String($0)) }) {
+                add(
+                    .videoLayout, index, column: column(of: "REQ-VIDEO-LAYOUT", inLine: index),
+                    "REQ-VIDEO-LAYOUT specifier \"\(bad)\" is none of "
+                        + Self.videoLayoutSpecifiers.joined(separator: ", "))
+            }
+        }
+        if let at = a.firstPosition(ofNameID: Self.allowedCPCID), let cpc = a.quotedString(at: at) {
+            for entry in cpc.split(separator: ",", omittingEmptySubsequences: false) {
+                // A KEYFORMAT may hold colons itself (urn:uuid:...): the labels follow the last one.
+                let colon = entry.lastIndex(of: ":")
+                let labels = colon.map {
+                    entry[entry.index(after: $0)...].split(separator: "/", omittingEmptySubsequences: false)
+                }
+                let good =
+                    colon.map { $0 > entry.startIndex } == true
+                    && labels?.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy(isLabelCharacter) }) == true
+                if !good {
+                    add(
+                        .allowedCPC, index, column: column(of: "ALLOWED-CPC", inLine: index),
+                        "ALLOWED-CPC entry \"\(entry)\" is not KEYFORMAT:LABEL[/LABEL...] with labels of A-Z, 0-9 and -"
+                    )
+                    break
+                }
+            }
+        }
+    }
+
+    private static let layoutID = AttributeNames.id("REQ-VIDEO-LAYOUT")
+    private static let allowedCPCID = AttributeNames.id("ALLOWED-CPC")
+
+    /// The specifiers of REQ-VIDEO-LAYOUT: video channels (4.4.6.2), then projections.
+    static let videoLayoutSpecifiers = [
+        "CH-STEREO", "CH-MONO", "PROJ-RECT", "PROJ-EQUI", "PROJ-HEQU", "PROJ-PRIM", "PROJ-AIV",
+    ]
 
     static func validInstreamID(_ id: String) -> Bool {
         if id.hasPrefix("CC") { return ["CC1", "CC2", "CC3", "CC4"].contains(id) }
@@ -361,6 +428,11 @@ extension LintContext {
             }
         }
     }
+}
+
+/// A character of a CPC label or an audio coding identifier: A-Z, 0-9 or -.
+private func isLabelCharacter(_ b: UInt8) -> Bool {
+    (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || b == 0x2D
 }
 
 private func isAlphanumeric(_ b: UInt8) -> Bool {

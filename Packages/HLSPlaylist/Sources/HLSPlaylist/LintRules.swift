@@ -56,7 +56,7 @@ extension LintRule {
         summary: "attribute values have their type")
     public static let attributeEnumeration = LintRule(
         id: "HLS-ATTR-ENUM", severity: .error, section: "4.4",
-        summary: "enumerated values are allowed ones")
+        summary: "enumerated attribute values and EXT-X-PLAYLIST-TYPE are allowed ones")
     public static let tagOnce = LintRule(
         id: "HLS-TAG-ONCE", severity: .error, section: "4.4",
         summary: "single-use tags appear once")
@@ -225,7 +225,9 @@ extension LintRule {
         summary: "INSTREAM-ID is CC1 to CC4 or SERVICE1 to SERVICE63")
     public static let mediaChannels = LintRule(
         id: "HLS-MEDIA-CHANNELS", severity: .error, section: "4.4.6.1",
-        summary: "an AUDIO rendition's CHANNELS starts with a decimal-integer channel count")
+        summary:
+            "an AUDIO rendition's CHANNELS starts with a decimal-integer channel count; its audio coding identifiers "
+            + "use A-Z, 0-9 and -; its usage indicators are BINAURAL, IMMERSIVE and DOWNMIX")
     public static let mediaDefaultUnique = LintRule(
         id: "HLS-MEDIA-DEFAULT-UNIQUE", severity: .error, section: "4.4.6.1.1",
         summary: "at most one rendition of a group has DEFAULT=YES")
@@ -268,6 +270,14 @@ extension LintRule {
     public static let valuePositive = LintRule(
         id: "HLS-VALUE-POSITIVE", severity: .error, section: "4.4",
         summary: "EXT-X-TARGETDURATION is at least 1; SCORE is positive")
+    public static let videoLayout = LintRule(
+        id: "HLS-VIDEO-LAYOUT", severity: .error, section: "4.4.6.2",
+        summary:
+            "REQ-VIDEO-LAYOUT entries are /-separated specifiers: CH-STEREO, CH-MONO, PROJ-RECT, PROJ-EQUI, PROJ-HEQU, "
+            + "PROJ-PRIM, PROJ-AIV")
+    public static let allowedCPC = LintRule(
+        id: "HLS-ALLOWED-CPC", severity: .error, section: "4.4.6.2",
+        summary: "ALLOWED-CPC entries are a KEYFORMAT, a colon and /-separated CPC labels of A-Z, 0-9 and -")
     public static let mediaAudioAttributes = LintRule(
         id: "HLS-MEDIA-AUDIO-ATTR", severity: .error, section: "4.4.6.1",
         summary: "BIT-DEPTH, SAMPLE-RATE and CHANNELS only for AUDIO renditions")
@@ -288,6 +298,6 @@ extension LintRule {
         .mediaSubtitlesURI, .mediaInstreamID, .mediaChannels, .mediaDefaultUnique, .mediaAutoselectUnique,
         .closedCaptionsNone, .identifierCharacters, .sessionDataDuplicate, .sessionKeyDuplicate, .dateRangeDuration,
         .dateRangeCue, .interstitial, .variablesUnchecked, .livePlaylistType, .liveShortWindow,
-        .liveUnchecked, .valuePositive, .mediaAudioAttributes,
+        .liveUnchecked, .valuePositive, .mediaAudioAttributes, .videoLayout, .allowedCPC,
     ]
 }

@@ -736,6 +736,7 @@ struct ParseState {
         sawMultivariant = true
         try checkMixed(lineNumber)
         variants += 1
+        try variantAfterVariant(lineNumber)
         pendingVariantLine = lineNumber
         if variants > parser.limits.maxVariants {
             throw PlaylistError(
@@ -828,6 +829,7 @@ struct ParseState {
             pendingSegmentLine = lineNumber
         } else if known == .streamInf {
             variants += 1
+            try variantAfterVariant(lineNumber)
             pendingVariantLine = lineNumber
         } else if known == .iFrameStreamInf {
             variants += 1
@@ -909,6 +911,16 @@ struct ParseState {
         case .text:
             return .text(text(value))
         }
+    }
+
+    /// An EXT-X-STREAM-INF while the one before still waits for its URI: that variant has none (RFC 8216bis
+    /// 4.4.6.2), and would vanish without a word.
+    @inline(__always)
+    mutating func variantAfterVariant(_ lineNumber: Int) throws(PlaylistError) {
+        guard pendingVariantLine != 0 else { return }
+        try report(
+            .truncatedVariant, line: pendingVariantLine, column: 1,
+            "EXT-X-STREAM-INF is followed by another EXT-X-STREAM-INF (line \(lineNumber)) instead of its URI")
     }
 
     mutating func finish(lineCount: Int, lines: [PlaylistLine]) throws(PlaylistError) {

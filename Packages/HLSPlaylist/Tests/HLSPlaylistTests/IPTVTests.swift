@@ -57,13 +57,29 @@ import Testing
         #expect(channel.name == "Title, more")
     }
 
-    @Test func losslessWrite() throws {
-        let bytes = try Fixtures.bytes("iptv/channels.m3u")
+    @Test(arguments: ["iptv/channels.m3u", "iptv/wild.m3u"])
+    func losslessWrite(fixture: String) throws {
+        let bytes = try Fixtures.bytes(fixture)
         let list = try IPTVPlaylist(bytes: bytes)
         #expect(list.write() == bytes)
     }
 
-    @Test(arguments: ["iptv/channels.m3u", "quirks/bom-no-final-newline.m3u8", "quirks/crlf.m3u8"])
+    /// The list as found in the wild: bare URL lines, attribute names in any case, a quoted Kodi header value.
+    @Test func wildListAsAClientSeesIt() throws {
+        let list = try IPTVPlaylist(bytes: try Fixtures.bytes("iptv/wild.m3u"))
+        #expect(list.header.guideURLs == ["http://epg.example.com/guide.xml"])
+        #expect(list.header.tvgShift == 1)
+        #expect(list.channels.map(\.name) == ["news.m3u8", "Sport HD", "radio", ""])
+        #expect(list.channels.map(\.nameSource) == [.url, .title, .url, .none])
+        #expect(list.channels[1]["tvg-id"] == "sport.uk")
+        #expect(list.channels[1].group == "Sports")
+        #expect(list.channels[1].userAgent == "Mozilla/5.0 (X11; Linux x86_64)")
+        #expect(list.channels[1].referrer == "http://site.example/")
+        #expect(list.channels[2].userAgent == "VLC/3.0")
+        #expect(list.diagnostics.isEmpty)
+    }
+
+    @Test(arguments: ["iptv/channels.m3u", "iptv/wild.m3u", "quirks/bom-no-final-newline.m3u8", "quirks/crlf.m3u8"])
     func chunkedParsingMatchesOneShot(fixture: String) throws {
         let bytes = try Fixtures.bytes(fixture)
         let whole = try IPTVPlaylist(bytes: bytes)
@@ -85,8 +101,9 @@ import Testing
         }
     }
 
-    @Test func everyPrefixParsesWithoutTrapping() throws {
-        let bytes = try Fixtures.bytes("iptv/channels.m3u")
+    @Test(arguments: ["iptv/channels.m3u", "iptv/wild.m3u"])
+    func everyPrefixParsesWithoutTrapping(fixture: String) throws {
+        let bytes = try Fixtures.bytes(fixture)
         for n in 0...bytes.count {
             let prefix = Array(bytes[0..<n])
             let list = try IPTVPlaylist(bytes: prefix)

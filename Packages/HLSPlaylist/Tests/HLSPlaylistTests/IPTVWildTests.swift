@@ -57,13 +57,107 @@ import Testing
         let extinfOnly = try channels("#EXTINF:-1 group-title=\"G\",News\nhttp://h/n\n#EXTINF:-1,Sport\nhttp://h/s\n")
         #expect(extinfOnly.map(\.name) == ["News", "Sport"])
         #expect(extinfOnly.map(\.group) == ["G", nil])
-        // With a header, a URL without #EXTINF is still reported and skipped, as is the URL of an unreadable EXTINF.
-        let headed = try IPTVPlaylist("#EXTM3U\nhttp://h/stray\n#EXTINF:-1,Fine\nhttp://h/fine\n")
-        #expect(headed.channels.map(\.name) == ["Fine"])
-        #expect(headed.diagnostics.map(\.line) == [2])
-        let broken = try IPTVPlaylist("#EXTINF:x,Broken\nhttp://h/broken\nhttp://h/next\n")
+        #expect(bare.channels.map(\.nameSource) == [.url, .url, .url])
+        // The URL of an unreadable EXTINF is skipped with it.
+        let broken = try IPTVPlaylist("#EXTINF:x TVG-ID=\"b\",Broken\nhttp://h/broken\nhttp://h/next\n")
         #expect(broken.channels.map(\.url) == ["http://h/next"])
+        #expect(broken.channels.map(\.attributeSpellings) == [[:]])
         #expect(broken.diagnostics.map(\.line) == [1, 2])
+    }
+
+    /// A URL line with no #EXTINF before it is an entry in a list with a header too (VLC and Kodi play it), named
+    /// after its URL, with the options held before it; the list still writes back byte for byte.
+    @Test func bareURLLinesAreEntriesInAListWithAHeader() throws {
+        let text =
+            "#EXTM3U x-tvg-url=\"http://e/g.xml\"\nhttp://h/live/stray.m3u8?t=1\n#EXTINF:-1,Fine\nhttp://h/fine\n"
+            + "#EXTVLCOPT:http-user-agent=UA\n#EXTGRP:Radio\nhttp://h/\nhttp://h/x.ts|Referer=http%3A%2F%2Fr%2F\n"
+        let list = try IPTVPlaylist(text)
+        #expect(
+            list.channels.map(\.url) == ["http://h/live/stray.m3u8?t=1", "http://h/fine", "http://h/", "http://h/x.ts"])
+        #expect(list.channels.map(\.name) == ["stray.m3u8", "Fine", "http://h/", "x.ts"])
+        #expect(list.channels.map(\.nameSource) == [.url, .title, .url, .url])
+        #expect(list.channels.map(\.lineNumber) == [2, 3, 5, 8])
+        #expect(list.channels[2].userAgent == "UA")
+        #expect(list.channels[2].group == "Radio")
+        #expect(list.channels[3].referrer == "http://r/")
+        #expect(list.channels.map(\.duration) == [-1, -1, -1, -1])
+        #expect(list.diagnostics.isEmpty)
+        #expect(list.write() == Array(text.utf8))
+    }
+
+    /// The name's source: the title, else tvg-name, else nothing (an empty name); an EXTINF that names nothing and
+    /// has no attributes is named after its URL, as a bare URL is.
+    @Test func theNameSaysWhereItCameFrom() throws {
+        let list = try IPTVPlaylist(
+            "#EXTM3U\n#EXTINF:-1 tvg-name=\"TVG\",Title\nhttp://h/1\n#EXTINF:-1 tvg-name=\"TVG\"\nhttp://h/2\n"
+                + "#EXTINF:-1 tvg-id=\"x\",\nhttp://h/3\n#EXTINF:-1,\nhttp://h/a/four.m3u8\n")
+        #expect(list.channels.map(\.name) == ["Title", "TVG", "", "four.m3u8"])
+        #expect(list.channels.map(\.nameSource) == [.title, .tvgName, .none, .url])
+        #expect(IPTVChannel(name: "", url: "http://h/").nameSource == .none)
+        #expect(IPTVChannel(name: "N", url: "http://h/").nameSource == .title)
+    }
+
+    /// Attribute names are one name whatever their case: stored and looked up in lower case, the first spelling kept
+    /// for writing, and the list written back byte for byte.
+    @Test func attributeNamesAreMatchedWithoutRegardToCase() throws {
+        let text =
+            "#EXTM3U URL-TVG=\"http://e/1.xml\" X-Tvg-Url=\"http://e/2.xml\" Tvg-Shift=\"+2\"\n"
+            + "#EXTINF:-1 TVG-ID=\"bbc1\" Group-Title=\"News\" tvg-NAME=\"BBC\" TVG-CHNO=\"7\" Custom-Attr=\"v\","
+            + "BBC One\nhttp://h/b\n#EXTINF:-1 tvg-id=\"lower\" TVG-ID=\"upper\",Two\nhttp://h/2\n"
+        let list = try IPTVPlaylist(text)
+        #expect(list.header.attributes.map(\.name) == ["url-tvg", "x-tvg-url", "tvg-shift"])
+        #expect(list.header["url-tvg"] == "http://e/1.xml")
+        #expect(list.header["URL-TVG"] == "http://e/1.xml")
+        #expect(list.header.guideURLs == ["http://e/1.xml", "http://e/2.xml"])
+        #expect(list.header.tvgShift == 2)
+        #expect(list.header.attributeSpellings["x-tvg-url"] == "X-Tvg-Url")
+        let one = list.channels[0]
+        #expect(one.attributes.map(\.name) == ["tvg-id", "group-title", "tvg-name", "tvg-chno", "custom-attr"])
+        #expect(one["tvg-id"] == "bbc1")
+        #expect(one["Tvg-Id"] == "bbc1")
+        #expect(one["custom-attr"] == "v")
+        #expect(one.group == "News")
+        #expect(
+            one.attributeSpellings == [
+                "tvg-id": "TVG-ID", "group-title": "Group-Title", "tvg-name": "tvg-NAME", "tvg-chno": "TVG-CHNO",
+                "custom-attr": "Custom-Attr",
+            ])
+        // Two spellings of one name: both values kept, the first is the value, the first spelling is kept.
+        let two = list.channels[1]
+        #expect(two.attributes.map(\.name) == ["tvg-id", "tvg-id"])
+        #expect(two["TVG-ID"] == "lower")
+        #expect(two.attributeSpellings.isEmpty)
+        #expect(list.write() == Array(text.utf8))
+        // Rendered from its values (as a list built in code is), a channel keeps the names as the source spelled them.
+        var rebuilt = IPTVChannel(name: one.name, url: "http://local/1", attributes: one.attributes)
+        rebuilt.attributeSpellings = one.attributeSpellings
+        #expect(
+            rebuilt.renderedLines.first
+                == "#EXTINF:-1 TVG-ID=\"bbc1\" Group-Title=\"News\" tvg-NAME=\"BBC\" TVG-CHNO=\"7\" Custom-Attr=\"v\",BBC One"
+        )
+        // A channel built in code with upper-case names stores them the same way.
+        let coded = IPTVChannel(name: "C", url: "http://h/c", attributes: [("Group-Title", "G"), ("tvg-id", "c")])
+        #expect(coded.group == "G")
+        #expect(coded.attributes.map(\.name) == ["group-title", "tvg-id"])
+        #expect(coded.renderedLines.first == "#EXTINF:-1 Group-Title=\"G\" tvg-id=\"c\",C")
+    }
+
+    /// Quoted values in Kodi's pipe headers lose their quotes, and names and values are decoded as Kodi decodes
+    /// them (`%XX` and `+` as a space), so neither the quotes nor the escapes go upstream.
+    @Test func quotedKodiHeaderValuesAreUnquotedAndDecoded() throws {
+        let list = try channels(
+            "#EXTM3U\n#EXTINF:-1,Q\nhttp://h/q.m3u8|User-Agent=\"Mozilla/5.0 (Windows NT 10.0; Win64; x64)\"&"
+                + "Referer=\"https%3A%2F%2Fsite.example%2F\"&X-Plus=a+b%2Bc&X-Encoded=%22q%22&X-Lone=\"open&X-Empty=\"\"\n"
+        )
+        let q = try #require(list.first)
+        #expect(q.url == "http://h/q.m3u8")
+        #expect(q.userAgent == "Mozilla/5.0 (Windows NT 10.0; Win64; x64)")
+        #expect(q.referrer == "https://site.example/")
+        #expect(
+            headers(q) == [
+                "User-Agent: Mozilla/5.0 (Windows NT 10.0; Win64; x64)", "Referer: https://site.example/",
+                "X-Plus: a b+c", "X-Encoded: q", "X-Lone: \"open", "X-Empty: ",
+            ])
     }
 
     @Test func crlfAndAByteOrderMark() throws {

@@ -59,6 +59,18 @@ import Testing
         let variant = try Playlist(bytes: Array("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\n".utf8))
         #expect(variant.diagnostics.map(\.error.code) == [.truncatedVariant])
         #expect(PlaylistLinter().lint(variant).map(\.rule).contains(.variantURI))
+        // A variant followed by another variant instead of its URI: reported on its own line (it used to vanish).
+        let twice = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\n#EXT-X-STREAM-INF:BANDWIDTH=2\nb.m3u8\n"
+        let doubled = try Playlist(twice)
+        #expect(doubled.diagnostics.map(\.error.code) == [.truncatedVariant])
+        #expect(doubled.diagnostics.map(\.line) == [2])
+        #expect(PlaylistLinter().lint(doubled).contains { $0.rule == .variantURI && $0.line == 2 })
+        #expect(throws: PlaylistError.self) { try Playlist(twice, strict: true) }
+        // A blank line between does not change it; nor does a second tag too short for the parser's fast path.
+        let spaced = try Playlist("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\n\n#EXT-X-STREAM-INF:BANDWIDTH=2\nb.m3u8\n")
+        #expect(spaced.diagnostics.map(\.line) == [2])
+        let short = try Playlist("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\n#EXT-X-STREAM-INF\nb.m3u8\n")
+        #expect(short.diagnostics.contains { $0.error.code == .truncatedVariant && $0.line == 2 })
         let segment = try Playlist(bytes: Array("#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\n".utf8))
         #expect(segment.diagnostics.map(\.error.code) == [.truncated])
         #expect(PlaylistLinter().lint(segment).map(\.rule).contains(.segmentURI))
@@ -141,6 +153,67 @@ import Testing
             let name = file.deletingPathExtension().lastPathComponent
             let id = name.hasSuffix(".previous") ? String(name.dropLast(".previous".count)) : name
             #expect(ids.contains(id), "valid-twins/\(file.lastPathComponent) names no rule")
+        }
+    }
+
+    /// The rule and line an invalid fixture names: `RULE@LINE.m3u8`, or `CASE.RULE@LINE.m3u8` in `invalid/cases/`.
+    static func ruleAndLine(_ file: URL) -> (rule: String, line: Int)? {
+        let name = file.deletingPathExtension().lastPathComponent
+        guard let spec = name.split(separator: ".").last, let at = spec.firstIndex(of: "@"),
+            let line = Int(spec[spec.index(after: at)...])
+        else { return nil }
+        return (String(spec[..<at]), line)
+    }
+
+    /// The pass over every enumerated value of RFC 8216bis (attributes, EXT-X-PLAYLIST-TYPE, the lists inside
+    /// quoted-strings) and the cases that share a rule with another check: the manual's "Enumerated values" table
+    /// gives each its rule, an invalid fixture on which that rule fires at the line the name gives, and a valid twin
+    /// (the invalid fixture with the one thing fixed) on which it does not fire and which raises no error or warning
+    /// at all. Every file of `invalid/cases/` and `valid-twins/cases/` is in the table.
+    @Test func everyEnumeratedValueHasAFixtureAtItsLineAndAValidTwin() throws {
+        let manual = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../../../Documentation/m3u8lint.md").standardized
+        let text = try String(contentsOf: manual, encoding: .utf8)
+        var inTable = false
+        var rows: [(rule: String, fixture: String, twin: String)] = []
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("#") { inTable = line == "### Enumerated values" }
+            guard inTable, line.hasPrefix("| `") else { continue }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().map {
+                $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            }
+            guard cells.count >= 6 else { continue }
+            rows.append((cells[3], cells[4], cells[5]))
+        }
+        #expect(rows.count >= 35, "rows of the table: \(rows.count)")
+        let ids = Set(PlaylistLinter.rules.map(\.id))
+        for row in rows {
+            #expect(ids.contains(row.rule), "\(row.fixture): no rule \(row.rule)")
+            let file = Fixtures.root.appendingPathComponent("invalid/" + row.fixture)
+            guard let (rule, line) = Self.ruleAndLine(file), FileManager.default.fileExists(atPath: file.path) else {
+                Issue.record("no fixture invalid/\(row.fixture)")
+                continue
+            }
+            #expect(rule == row.rule, "\(row.fixture) is named for \(rule), the table says \(row.rule)")
+            let findings = PlaylistLinter().lint(try Playlist(bytes: try Fixtures.bytes(file)))
+            #expect(findings.contains { $0.rule.id == rule && $0.line == line }, "\(row.fixture): \(findings)")
+            let twin = Fixtures.root.appendingPathComponent("valid-twins/" + row.twin)
+            guard FileManager.default.fileExists(atPath: twin.path) else {
+                Issue.record("no valid twin valid-twins/\(row.twin)")
+                continue
+            }
+            let twinFindings = PlaylistLinter().lint(try Playlist(bytes: try Fixtures.bytes(twin)))
+            let left = twinFindings.filter { $0.rule.id == rule || $0.severity != .info }
+            #expect(left.isEmpty, "\(row.twin): \(left.map(\.description))")
+        }
+        let fixtures = Set(rows.map(\.fixture))
+        for file in Fixtures.files("invalid/cases") {
+            #expect(
+                fixtures.contains("cases/" + file.lastPathComponent), "\(file.lastPathComponent) is not in the table")
+        }
+        let twins = Set(rows.map(\.twin))
+        for file in Fixtures.files("valid-twins/cases") {
+            #expect(twins.contains("cases/" + file.lastPathComponent), "\(file.lastPathComponent) is not in the table")
         }
     }
 
