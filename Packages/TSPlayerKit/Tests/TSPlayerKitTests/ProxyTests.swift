@@ -159,6 +159,59 @@ import Testing
         #expect(response.header("Location") == origin.base + "/a.ts")
     }
 
+    /// Redirect mode sends the player only where stream mode would fetch: a segment URI of another scheme, or
+    /// (without allowPrivateUpstreams) on a private address in any of its forms, is answered 502 with no Location.
+    @Test func redirectModeRefusesWhatStreamModeRefuses() async throws {
+        let origin = try await ProxyTestOrigin()
+        let refused = ["file:///etc/passwd", "gopher://127.0.0.1:70/1", "ftp://127.0.0.1/a.ts"]
+        origin.set(
+            "/vod.m3u8",
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n" + (["a.ts"] + refused).map { "#EXTINF:4,\n\($0)\n" }.joined()
+                + "#EXT-X-ENDLIST\n")
+        let proxy = makeProxy(origin, path: "/vod.m3u8") { $0.segmentMode = .redirect }
+        let url = try await proxy.start()
+        var strictOptions = AdStrippingProxy.Options()
+        strictOptions.segmentMode = .redirect
+        strictOptions.fetch.retries = 0
+        let strict = AdStrippingProxy(url: origin.base + "/vod.m3u8", options: strictOptions)
+        let strictURL = try await strict.start()
+        defer {
+            Task {
+                await proxy.stop()
+                await strict.stop()
+                await origin.stop()
+            }
+        }
+        let media = try Playlist(try await ProxyTestClient.get(url).text).media(url: url)
+        #expect(media.segments.count == 1 + refused.count)
+        let good = try await ProxyTestClient.get(media.segments[0].uri)
+        #expect(good.status == 302)
+        #expect(good.header("Location") == origin.base + "/a.ts")
+        for (segment, target) in zip(media.segments.dropFirst(), refused) {
+            let answer = try await ProxyTestClient.get(segment.uri)
+            #expect(answer.status == 502, "\(target)")
+            #expect(answer.header("Location") == nil, "\(target)")
+        }
+        // A proxy that refuses private upstreams refuses to send the player to one too (routes set directly: it
+        // cannot fetch a playlist from this loopback origin).
+        let privateTargets = [
+            origin.base + "/a.ts", "http://localhost:\(origin.port)/a.ts", "http://10.1.2.3/a.ts",
+            "http://[::127.0.0.1]:\(origin.port)/a.ts", "http://[::ffff:127.0.0.1]:\(origin.port)/a.ts",
+            "http://[64:ff9b::7f00:1]/a.ts", "http://[fec0::1]/a.ts", "http://[ff02::1]/a.ts", "http://[fd00::1]/a.ts",
+        ]
+        let ids = strict.streams.multivariant.withLock { table in
+            privateTargets.map { table.routes.id(for: $0, kind: .segment, now: ProxyClock.now) }
+        }
+        let base = strictURL.replacingOccurrences(of: "master.m3u8", with: "s/")
+        for (id, target) in zip(ids, privateTargets) {
+            let answer = try await ProxyTestClient.get(base + id + ".ts")
+            #expect(answer.status == 502, "\(target)")
+            #expect(answer.header("Location") == nil, "\(target)")
+            #expect(answer.text.contains("address not allowed"), "\(target): \(answer.text)")
+        }
+        #expect(origin.log.withLock { $0 }.filter { $0 == "/a.ts" }.isEmpty)
+    }
+
     @Test func upstreamFailuresBecome502WithAReason() async throws {
         let origin = try await ProxyTestOrigin()
         origin.set("/html.m3u8", "\u{FEFF}<!DOCTYPE html><html>error</html>", contentType: "text/html")
