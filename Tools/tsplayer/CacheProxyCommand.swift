@@ -42,7 +42,7 @@ enum CacheProxyCommand {
             .flag("--allow-private", help: "Allow origins on loopback and private addresses."),
             .flag("--list", help: "List what the cache holds: fraction held, size in bytes, URL."),
             .flag("--json", help: "With --list, print JSON."),
-        ])
+        ] + ParsedArguments.credentialOptions)
 
     static let subcommand = Subcommand(
         command: command, abstract: "Serve a remote media file with headers, cached on disk.", run: run)
@@ -63,6 +63,8 @@ enum CacheProxyCommand {
             options.server.cors = CORSOptions(allowedOrigin: origin)
         }
         options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
+        options.fetch.secretHeaders = parsed.secretHeaders(command)
+        options.fetch.credentialHosts = parsed.credentialHosts(command)
         options.fetch.onRetry = ErrorText.showRetry
 
         let proxy: CachingMediaProxy

@@ -62,7 +62,7 @@ enum DownloadCommand {
                 "--max-bytes", value: "n", help: "Live: stop recording after this many bytes.",
                 expects: "a whole number of bytes", example: "1000000000"),
             .flag("--json", help: "Print progress as JSON lines on stdout."),
-        ])
+        ] + ParsedArguments.credentialOptions)
 
     static let subcommand = Subcommand(
         command: command, abstract: "Download an HLS stream for offline playback.", run: run)
@@ -104,6 +104,8 @@ enum DownloadCommand {
         options.userAgent =
             parsed.value("--user-agent") ?? urlHeaders.first { $0.name.lowercased() == "user-agent" }?.value
         options.skipMissingSegments = parsed.flag("--skip-missing")
+        options.secretHeaders = parsed.secretHeaders(command)
+        options.credentialHosts = parsed.credentialHosts(command)
         if let seconds = parsed.number(command, "--max-duration") {
             guard seconds > 0 else {
                 command.usageError("max duration must be a positive number of seconds, not \(seconds)")

@@ -43,7 +43,7 @@ enum ProxyCommand {
             .value(
                 "--mode", value: "mode",
                 help: "stream (relay segments with the headers) or redirect (302 to the origin, which then gets no "
-                    + "extra headers) (default: stream)."),
+                    + "extra headers; only to what stream mode would fetch) (default: stream)."),
             .value(
                 "--port", value: "port", help: "The loopback port to listen on (default: an ephemeral port).",
                 expects: "a number from 0 to 65535", example: "8080"),
@@ -54,7 +54,7 @@ enum ProxyCommand {
                 expects: "'*' or an origin such as http://127.0.0.1:8000", example: "http://localhost:8000"),
             .flag("--explain", help: "Print each poll's decisions on stderr."),
             .flag("--allow-private", help: "Allow upstreams on loopback and private addresses."),
-        ])
+        ] + ParsedArguments.credentialOptions)
 
     static let subcommand = Subcommand(
         command: command, abstract: "Proxy a remote HLS stream with its ads removed.", run: run)
@@ -133,6 +133,8 @@ enum ProxyCommand {
             options.server.cors = CORSOptions(allowedOrigin: origin)
         }
         options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
+        options.fetch.secretHeaders = parsed.secretHeaders(command)
+        options.fetch.credentialHosts = parsed.credentialHosts(command)
         return options
     }
 

@@ -7,11 +7,17 @@ public struct HTTPClientRequest: Hashable, Sendable {
     /// The caller's fields, in order; the client owns `Host`, `Connection`, `Accept-Encoding`, `Content-Length`
     /// and `Transfer-Encoding` and drops those (and any field with a line break) from the list.
     public var headers: HTTPHeaders
+    /// Where the credentials among ``headers`` may go, checked on this URL and on every redirect target; nil: the
+    /// scope of credentials given with ``url`` itself (sent to its host only).
+    public var credentials: CredentialScope?
 
-    public init(url: String, method: HTTPMethod = .get, headers: HTTPHeaders = [:]) {
+    public init(
+        url: String, method: HTTPMethod = .get, headers: HTTPHeaders = [:], credentials: CredentialScope? = nil
+    ) {
         self.url = url
         self.method = method
         self.headers = headers
+        self.credentials = credentials
     }
 
     /// The first value of a field, matched case-insensitively.

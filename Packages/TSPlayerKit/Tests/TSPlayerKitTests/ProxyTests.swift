@@ -212,6 +212,72 @@ import Testing
         #expect(origin.log.withLock { $0 }.filter { $0 == "/a.ts" }.isEmpty)
     }
 
+    /// The stream's credentials (Authorization, Cookie, Proxy-Authorization, the secret X-Api-Key) reach its own
+    /// host only: a segment and a key the playlist names on another host name (`localhost` beside `127.0.0.1`), and
+    /// a segment that redirects there, get the harmless headers only; allowed by name, that host gets them all.
+    @Test func credentialsGoOnlyToTheStreamsHost() async throws {
+        for allowing in [false, true] {
+            let origin = try await ProxyTestOrigin()
+            let other = try await ProxyTestOrigin()
+            let elsewhere = "http://localhost:\(other.port)"
+            origin.set(
+                "/vod.m3u8",
+                """
+                #EXTM3U
+                #EXT-X-TARGETDURATION:4
+                #EXT-X-KEY:METHOD=AES-128,URI="\(elsewhere)/k.key"
+                #EXTINF:4,
+                a.ts
+                #EXTINF:4,
+                \(elsewhere)/b.ts
+                #EXTINF:4,
+                r.ts
+                #EXT-X-ENDLIST
+
+                """)
+            origin.set("/a.ts", bytes: [0x47], contentType: "video/mp2t")
+            origin.redirect("/r.ts", to: elsewhere + "/r.ts")
+            other.set("/b.ts", bytes: [0x47], contentType: "video/mp2t")
+            other.set("/r.ts", bytes: [0x47], contentType: "video/mp2t")
+            other.set("/k.key", bytes: [UInt8](repeating: 1, count: 16), contentType: "application/octet-stream")
+            let proxy = makeProxy(origin, path: "/vod.m3u8") { options in
+                options.fetch.headers += [
+                    (name: "Cookie", value: "c=secret"), (name: "Proxy-Authorization", value: "Basic secret"),
+                    (name: "X-Api-Key", value: "secret-key"), (name: "Referer", value: "http://site.example/"),
+                    (name: "Origin", value: "http://site.example"),
+                ]
+                options.fetch.secretHeaders = ["X-API-KEY"]
+                if allowing { options.fetch.credentialHosts = ["LocalHost"] }
+            }
+            let url = try await proxy.start()
+            let text = try await ProxyTestClient.get(url).text
+            let media = try Playlist(text).media(url: url)
+            #expect(media.segments.count == 3)
+            for segment in media.segments {
+                #expect(try await ProxyTestClient.get(segment.uri).status == 200, "\(segment.uri)")
+            }
+            let keyURI = try #require(media.segments.first?.keys.first?.uri)
+            #expect(try await ProxyTestClient.get(keyURI).body.count == 16)
+            let own = origin.received.withLock { $0 }
+            let foreign = other.received.withLock { $0 }
+            #expect(Set(own.map(\.path)) == ["/vod.m3u8", "/a.ts", "/r.ts"])
+            #expect(Set(foreign.map(\.path)) == ["/k.key", "/b.ts", "/r.ts"])
+            let secrets = ["Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key"]
+            for (path, headers) in own {
+                for name in secrets { #expect(headers[name] != nil, "\(name) on \(path)") }
+            }
+            for (path, headers) in foreign {
+                for name in secrets { #expect((headers[name] != nil) == allowing, "\(name) on \(path)") }
+                #expect(headers["Referer"] == "http://site.example/", "\(path)")
+                #expect(headers["Origin"] == "http://site.example", "\(path)")
+                #expect(headers["User-Agent"] == "ProxyTests/1", "\(path)")
+            }
+            await proxy.stop()
+            await origin.stop()
+            await other.stop()
+        }
+    }
+
     @Test func upstreamFailuresBecome502WithAReason() async throws {
         let origin = try await ProxyTestOrigin()
         origin.set("/html.m3u8", "\u{FEFF}<!DOCTYPE html><html>error</html>", contentType: "text/html")
