@@ -133,7 +133,9 @@ enum IPAddress {
                 if compressed { tail += v4 } else { head += v4 }
                 break
             }
-            guard !group.isEmpty, group.count <= 4, let value = UInt16(group, radix: 16) else { return nil }
+            // Hex digits only (`UInt16(_:radix:)` alone would take a sign).
+            let hex = group.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }
+            guard !group.isEmpty, group.count <= 4, hex, let value = UInt16(group, radix: 16) else { return nil }
             let pair = [UInt8(value >> 8), UInt8(value & 0xFF)]
             if compressed { tail += pair } else { head += pair }
             if next.hasPrefix("::") {
