@@ -112,6 +112,18 @@ import Testing
         }
     }
 
+    /// A header name that is not a token, or a host given as a URL, is bad usage (exit 64) in every command that
+    /// takes them.
+    @Test func credentialOptionsAreChecked() throws {
+        let url = "http://127.0.0.1:\(ScriptedOrigin.unusedPort())/x.m3u8"
+        for command in ["download", "proxy", "cache-proxy"] {
+            for bad in [["--secret-header", "bad name"], ["--send-credentials-to", "http://cdn.example/"]] {
+                let result = try #require(try DownloadTool.run([command, url] + bad))
+                #expect(result.status == 64, "\(command) \(bad): \(result.err)")
+            }
+        }
+    }
+
     /// `proxy --mode redirect` answers 302 only for what stream mode would fetch: `file:`, `gopher:` and `ftp:`
     /// segment URIs get 502 and no Location.
     @Test func proxyRedirectModeRefusesOtherSchemes() throws {

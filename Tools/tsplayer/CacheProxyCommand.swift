@@ -23,7 +23,8 @@ enum CacheProxyCommand {
         options: [
             .value(
                 "-H", "--header", value: "header",
-                help: "An extra request header, 'Name: value' (repeatable); sent with every request."),
+                help: "An extra request header, 'Name: value' (repeatable); sent with every request, credentials "
+                    + "(Authorization, Cookie, Proxy-Authorization, --secret-header) only to <url>'s host."),
             .value(
                 "--cache-dir", value: "dir",
                 help: "The cache folder (default: $XDG_CACHE_HOME/tsplayer/media, else ~/.cache/tsplayer/media; on "

@@ -45,7 +45,10 @@ enum DownloadCommand {
             .value(
                 "--subtitles", value: "policy", help: "A language, all, none, or auto (default: none).",
                 expects: "a language, all, none or auto", example: "en"),
-            .value("-H", "--header", value: "header", help: "'Name: value' sent on every request; repeatable."),
+            .value(
+                "-H", "--header", value: "header",
+                help: "'Name: value' sent on every request; repeatable. Credentials (Authorization, Cookie, "
+                    + "Proxy-Authorization, --secret-header) go to <url>'s host only."),
             .value("--user-agent", value: "ua", help: "The User-Agent sent on every request."),
             .value(
                 "--concurrency", value: "n", help: "Concurrent requests (default: 8).",

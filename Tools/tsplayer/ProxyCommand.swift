@@ -37,7 +37,8 @@ enum ProxyCommand {
                     + "through the proxy, each with the headers the list gives it."),
             .value(
                 "-H", "--header", value: "header",
-                help: "An extra request header, 'Name: value' (repeatable); sent with every request."),
+                help: "An extra request header, 'Name: value' (repeatable); sent with every request, credentials "
+                    + "(Authorization, Cookie, Proxy-Authorization, --secret-header) only to <url>'s host."),
             .value("--user-agent", value: "ua", help: "The User-Agent for every upstream request."),
             .value("--referer", value: "url", help: "A Referer for every upstream request."),
             .value(
