@@ -74,12 +74,6 @@ struct Fetcher: Sendable {
         self.headers = HTTPHeaders(fields: headers)
     }
 
-    /// A GET of `url` with the task's headers, its credentials only where ``credentials`` allows them (the client
-    /// asks the same scope again at every redirect).
-    func request(_ url: String) -> HTTPClientRequest {
-        HTTPClientRequest(url: url, headers: credentials.fields(headers, for: url), credentials: credentials)
-    }
-
     /// What one attempt decided.
     private enum Outcome {
         case done
@@ -161,7 +155,8 @@ struct Fetcher: Sendable {
         var result: [UInt8] = []
         try await withRetries(url: url) {
             result = []
-            let response = try await transport.send(request(url))
+            let response = try await transport.send(
+                HTTPClientRequest(url: url, headers: headers, credentials: credentials))
             if let error = Self.classify(status: response.status, url: url, isKey: false) {
                 guard (200..<300).contains(response.status) else { throw error }
             } else {
@@ -265,7 +260,7 @@ struct Fetcher: Sendable {
                 // Received in full before an interruption, never renamed: nothing to fetch.
                 return try await finalize(existing)
             }
-            var request = self.request(job.url)
+            var request = HTTPClientRequest(url: job.url, headers: headers, credentials: credentials)
             let start = (job.rangeOffset ?? 0) + existing
             if let length = job.rangeLength {
                 let end = (job.rangeOffset ?? 0) + length - 1

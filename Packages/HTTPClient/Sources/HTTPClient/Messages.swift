@@ -11,12 +11,15 @@ public struct HTTPClientRequest: Hashable, Sendable {
     /// scope of credentials given with ``url`` itself (sent to its host only).
     public var credentials: CredentialScope?
 
+    /// A request for `url`; with `credentials`, the secret fields among `headers` are left out at once when `url` is
+    /// not in that scope (so any transport sends only what it may), and the client asks the scope again at every
+    /// redirect.
     public init(
         url: String, method: HTTPMethod = .get, headers: HTTPHeaders = [:], credentials: CredentialScope? = nil
     ) {
         self.url = url
         self.method = method
-        self.headers = headers
+        self.headers = credentials.map { $0.fields(headers, for: url) } ?? headers
         self.credentials = credentials
     }
 
