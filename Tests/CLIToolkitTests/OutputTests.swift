@@ -98,6 +98,19 @@ import Testing
         #expect(silent.render("a", now: 0) == nil)
     }
 
+    /// Log and error lines quote remote and client text: control characters a terminal would act on are shown as
+    /// `\xNN`; tab, line feed and other text (UTF-8 included) are kept.
+    @Test func controlCharactersAreShownNotSent() {
+        #expect(Output.printable("plain text, tab\tand\nline é ✓") == "plain text, tab\tand\nline é ✓")
+        #expect(
+            Output.printable("a\u{1B}[2Jb\rc\u{0}d\u{7F}e\u{9B}f\u{85}g") == "a\\x1b[2Jb\\x0dc\\x00d\\x7fe\\x9bf\\x85g")
+        var line = ProgressLine(fd: 2, plainInterval: 1, terminal: true)
+        _ = line.render("10%", now: 0)
+        #expect(
+            line.renderMessage("retrying: http://h/\u{1B}]0;title\u{7}")
+                == "\r\u{1B}[Kretrying: http://h/\\x1b]0;title\\x07\n")
+    }
+
     @Test func exitCodesAndVersion() {
         #expect(
             [ExitCode.success, ExitCode.failure, ExitCode.unreadable, ExitCode.usage, ExitCode.interrupted] == [

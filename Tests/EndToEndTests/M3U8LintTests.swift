@@ -566,6 +566,8 @@ enum PlaylistFixtures {
 final class ScriptedOrigin: Sendable {
     let port: UInt16
     let paths = LockedValue<[String]>([])
+    /// Each request's head (request line and fields), in order.
+    let heads = LockedValue<[String]>([])
     private let listener: Int32
     private let held = LockedValue<[Int32]>([])
 
@@ -592,6 +594,7 @@ final class ScriptedOrigin: Sendable {
         }
         let path = String(decoding: head, as: UTF8.self).split(separator: " ").dropFirst().first.map(String.init) ?? ""
         paths.withLock { $0.append(path) }
+        heads.withLock { $0.append(String(decoding: head, as: UTF8.self)) }
         guard let bytes = reply(path) else {
             held.withLock { $0.append(client) }
             return

@@ -28,11 +28,34 @@ package enum Output {
     /// Writes `text` and a line feed to `fd`, in one write (a reading process sees the whole line at once).
     package static func line(_ text: String, to fd: Int32 = 1) { write(text + "\n", to: fd) }
 
-    /// Writes a line to standard error.
-    package static func log(_ text: String) { line(text, to: 2) }
+    /// Writes a line to standard error, its control characters shown (``printable(_:)``).
+    package static func log(_ text: String) { line(printable(text), to: 2) }
 
-    /// Writes `Error: message` on standard error.
-    package static func error(_ message: String) { line("Error: \(message)", to: 2) }
+    /// Writes `Error: message` on standard error, its control characters shown (``printable(_:)``).
+    package static func error(_ message: String) { line("Error: \(printable(message))", to: 2) }
+
+    /// `text` with the control characters a terminal would act on shown as `\xNN`: C0 other than tab and line feed
+    /// (ESC, CR, NUL...), DEL and C1 (U+0080-U+009F, CSI among them). Log and error lines quote what remote
+    /// origins and local clients sent (URLs, paths); none of it may move the cursor, recolour or retitle the
+    /// operator's terminal, or overwrite a line.
+    package static func printable(_ text: String) -> String {
+        let acts = { (v: UInt32) -> Bool in (v < 0x20 && v != 0x09 && v != 0x0A) || (v >= 0x7F && v <= 0x9F) }
+        guard text.unicodeScalars.contains(where: { acts($0.value) }) else { return text }
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 8)
+        let digits = Array("0123456789abcdef")
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            if acts(v) {
+                out += "\\x"
+                out.append(digits[Int(v >> 4)])
+                out.append(digits[Int(v & 0x0F)])
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
 
     /// Prints `Error: message` on standard error and exits with `status`.
     package static func fail(_ message: String, status: Int32) -> Never {

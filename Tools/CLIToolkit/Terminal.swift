@@ -59,11 +59,12 @@ package struct ProgressLine: Sendable {
         return text.map { $0 + "\n" }
     }
 
-    /// The text that puts `message` on a line of its own (a retry, a warning): on a terminal the progress line is
-    /// erased first, and the next update draws it again below the message.
+    /// The text that puts `message` on a line of its own (a retry, a warning), its control characters shown
+    /// (``Output/printable(_:)``): on a terminal the progress line is erased first, and the next update draws it
+    /// again below the message.
     package mutating func renderMessage(_ message: String) -> String {
         defer { drawn = false }
-        return (terminal && drawn ? "\r\u{1B}[K" : "") + message + "\n"
+        return (terminal && drawn ? "\r\u{1B}[K" : "") + Output.printable(message) + "\n"
     }
 
     /// Writes `message` as a line of its own without breaking the progress line.

@@ -23,7 +23,8 @@ enum CacheProxyCommand {
         options: [
             .value(
                 "-H", "--header", value: "header",
-                help: "An extra request header, 'Name: value' (repeatable); sent with every request."),
+                help: "An extra request header, 'Name: value' (repeatable); sent with every request, credentials "
+                    + "(Authorization, Cookie, Proxy-Authorization, --secret-header) only to <url>'s host."),
             .value(
                 "--cache-dir", value: "dir",
                 help: "The cache folder (default: $XDG_CACHE_HOME/tsplayer/media, else ~/.cache/tsplayer/media; on "
@@ -42,7 +43,7 @@ enum CacheProxyCommand {
             .flag("--allow-private", help: "Allow origins on loopback and private addresses."),
             .flag("--list", help: "List what the cache holds: fraction held, size in bytes, URL."),
             .flag("--json", help: "With --list, print JSON."),
-        ])
+        ] + ParsedArguments.credentialOptions)
 
     static let subcommand = Subcommand(
         command: command, abstract: "Serve a remote media file with headers, cached on disk.", run: run)
@@ -63,6 +64,8 @@ enum CacheProxyCommand {
             options.server.cors = CORSOptions(allowedOrigin: origin)
         }
         options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
+        options.fetch.secretHeaders = parsed.secretHeaders(command)
+        options.fetch.credentialHosts = parsed.credentialHosts(command)
         options.fetch.onRetry = ErrorText.showRetry
 
         let proxy: CachingMediaProxy

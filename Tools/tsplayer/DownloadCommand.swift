@@ -45,7 +45,10 @@ enum DownloadCommand {
             .value(
                 "--subtitles", value: "policy", help: "A language, all, none, or auto (default: none).",
                 expects: "a language, all, none or auto", example: "en"),
-            .value("-H", "--header", value: "header", help: "'Name: value' sent on every request; repeatable."),
+            .value(
+                "-H", "--header", value: "header",
+                help: "'Name: value' sent on every request; repeatable. Credentials (Authorization, Cookie, "
+                    + "Proxy-Authorization, --secret-header) go to <url>'s host only."),
             .value("--user-agent", value: "ua", help: "The User-Agent sent on every request."),
             .value(
                 "--concurrency", value: "n", help: "Concurrent requests (default: 8).",
@@ -62,7 +65,7 @@ enum DownloadCommand {
                 "--max-bytes", value: "n", help: "Live: stop recording after this many bytes.",
                 expects: "a whole number of bytes", example: "1000000000"),
             .flag("--json", help: "Print progress as JSON lines on stdout."),
-        ])
+        ] + ParsedArguments.credentialOptions)
 
     static let subcommand = Subcommand(
         command: command, abstract: "Download an HLS stream for offline playback.", run: run)
@@ -104,6 +107,8 @@ enum DownloadCommand {
         options.userAgent =
             parsed.value("--user-agent") ?? urlHeaders.first { $0.name.lowercased() == "user-agent" }?.value
         options.skipMissingSegments = parsed.flag("--skip-missing")
+        options.secretHeaders = parsed.secretHeaders(command)
+        options.credentialHosts = parsed.credentialHosts(command)
         if let seconds = parsed.number(command, "--max-duration") {
             guard seconds > 0 else {
                 command.usageError("max duration must be a positive number of seconds, not \(seconds)")

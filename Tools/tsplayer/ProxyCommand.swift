@@ -37,13 +37,14 @@ enum ProxyCommand {
                     + "through the proxy, each with the headers the list gives it."),
             .value(
                 "-H", "--header", value: "header",
-                help: "An extra request header, 'Name: value' (repeatable); sent with every request."),
+                help: "An extra request header, 'Name: value' (repeatable); sent with every request, credentials "
+                    + "(Authorization, Cookie, Proxy-Authorization, --secret-header) only to <url>'s host."),
             .value("--user-agent", value: "ua", help: "The User-Agent for every upstream request."),
             .value("--referer", value: "url", help: "A Referer for every upstream request."),
             .value(
                 "--mode", value: "mode",
                 help: "stream (relay segments with the headers) or redirect (302 to the origin, which then gets no "
-                    + "extra headers) (default: stream)."),
+                    + "extra headers; only to what stream mode would fetch) (default: stream)."),
             .value(
                 "--port", value: "port", help: "The loopback port to listen on (default: an ephemeral port).",
                 expects: "a number from 0 to 65535", example: "8080"),
@@ -54,7 +55,7 @@ enum ProxyCommand {
                 expects: "'*' or an origin such as http://127.0.0.1:8000", example: "http://localhost:8000"),
             .flag("--explain", help: "Print each poll's decisions on stderr."),
             .flag("--allow-private", help: "Allow upstreams on loopback and private addresses."),
-        ])
+        ] + ParsedArguments.credentialOptions)
 
     static let subcommand = Subcommand(
         command: command, abstract: "Proxy a remote HLS stream with its ads removed.", run: run)
@@ -133,6 +134,8 @@ enum ProxyCommand {
             options.server.cors = CORSOptions(allowedOrigin: origin)
         }
         options.fetch.allowPrivateUpstreams = parsed.flag("--allow-private")
+        options.fetch.secretHeaders = parsed.secretHeaders(command)
+        options.fetch.credentialHosts = parsed.credentialHosts(command)
         return options
     }
 

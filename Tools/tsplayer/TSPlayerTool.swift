@@ -76,6 +76,54 @@ extension ParsedArguments {
         }
     }
 
+    /// The options that say where credentials may go: `--secret-header` (repeatable) marks a header name as a
+    /// credential, like Authorization, Cookie and Proxy-Authorization; `--send-credentials-to` (repeatable) names a
+    /// host that gets them besides the origin's.
+    static let credentialOptions: [Option] = [
+        .value(
+            "--secret-header", value: "name",
+            help: "A header that carries a credential (repeatable): sent to <url>'s host only, like Authorization, "
+                + "Cookie and Proxy-Authorization.",
+            expects: "a header name", example: "X-Api-Key"),
+        .value(
+            "--send-credentials-to", value: "host",
+            help: "Also send the credentials (Authorization, Cookie, Proxy-Authorization, --secret-header) to this "
+                + "host (repeatable); by default only <url>'s host gets them.",
+            expects: "a host name or address, without scheme or port", example: "cdn.example.com"),
+    ]
+
+    /// `--secret-header`: header names (tokens).
+    func secretHeaders(_ command: Command) -> [String] {
+        values("--secret-header").map { name in
+            let trimmed = name.trimmingCharacters(in: .whitespaces)
+            // A field name is a token (RFC 9110 §5.1): letters, digits and !#$%&'*+-.^_`|~.
+            let token = trimmed.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+            }
+            guard !trimmed.isEmpty, token else {
+                command.usageError(invalid("--secret-header", name).message)
+            }
+            return trimmed
+        }
+    }
+
+    /// `--send-credentials-to`: host names or addresses (`cdn.example.com`, `127.0.0.1`, `[::1]`).
+    func credentialHosts(_ command: Command) -> [String] {
+        values("--send-credentials-to").map { host in
+            let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
+            let ok =
+                !host.isEmpty
+                && host.utf8.allSatisfy { byte in
+                    (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                        || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+                        || (bracketed && (byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]") || byte == 0x3A))
+                }
+            guard ok else { command.usageError(invalid("--send-credentials-to", host).message) }
+            return host
+        }
+    }
+
     /// The one `<url>` argument, an absolute http(s) URL.
     func httpURL(_ command: Command) -> String {
         guard positionals.count == 1, let url = positionals.first else {

@@ -18,10 +18,19 @@
 ///
 /// With `durable` false nothing is flushed: the replacement is still all-or-nothing for readers, but a power loss may
 /// lose it (for hints whose loss only costs work, such as a resume validator or a progress figure).
-public func writeFileAtomically(_ bytes: [UInt8], to path: String, durable: Bool = true) throws(Errno) {
+///
+/// The new file has permissions `mode` (`0o644` by default; `0o600` for a file that holds credentials) whatever the
+/// process's umask, from its creation on, so replacing a file also replaces looser permissions it had.
+public func writeFileAtomically(_ bytes: [UInt8], to path: String, durable: Bool = true, mode: UInt16 = 0o644)
+    throws(Errno)
+{
     let temporary = path + atomicWriteMarker + "\(getpid())-\(AtomicFileCounter.next())"
-    let fd = try retryingOnInterrupt { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+    let permissions = mode_t(mode & 0o777)
+    let fd = try retryingOnInterrupt { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, permissions) }
     do throws(Errno) {
+        // The umask may have narrowed the mode (never widened it): set it exactly. Best effort: a file system
+        // without permissions (FAT) refuses, and has nothing to protect with them.
+        _ = fchmod(fd, permissions)
         try writeAll(bytes, to: fd)
         if durable { try syncToStorage(fd) }
     } catch {

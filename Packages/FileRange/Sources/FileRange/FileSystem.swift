@@ -29,6 +29,18 @@ public enum FileSystem {
         return stat(path, &info) == 0
     }
 
+    /// The permission bits of `path` (`0o644`), or nil when it does not exist.
+    public static func permissions(_ path: String) -> UInt16? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return UInt16(truncatingIfNeeded: info.st_mode & 0o7777)
+    }
+
+    /// Sets the permission bits of `path`.
+    public static func setPermissions(_ path: String, _ mode: UInt16) throws(FileSystemError) {
+        guard chmod(path, mode_t(mode & 0o7777)) == 0 else { throw FileSystemError(Errno.current, path: path) }
+    }
+
     /// The size of the regular file at `path`, or nil when there is none.
     public static func regularFileSize(_ path: String) -> UInt64? {
         var info = stat()
@@ -36,12 +48,13 @@ public enum FileSystem {
         return UInt64(clamping: info.st_size)
     }
 
-    /// Creates `path` and every missing folder above it (`mkdir -p`).
-    public static func createFolders(_ path: String) throws(FileSystemError) {
+    /// Creates `path` and every missing folder above it (`mkdir -p`), each with permissions `mode` less the umask
+    /// (`0o700` for a folder that holds credentials); folders that exist keep theirs.
+    public static func createFolders(_ path: String, mode: UInt16 = 0o755) throws(FileSystemError) {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             current += "/" + component
-            if mkdir(current, 0o755) != 0 {
+            if mkdir(current, mode_t(mode & 0o777)) != 0 {
                 let error = Errno.current
                 if error != .fileExists { throw FileSystemError(error, path: current) }
             }

@@ -44,6 +44,10 @@ public actor DownloadManager {
     private var watcher: Task<Void, Never>?
 
     static let storeName = "tasks.json"
+    /// The store file's permissions: it holds the tasks' headers, credentials among them.
+    static let storeFileMode: UInt16 = 0o600
+    /// The permissions of a store root this creates.
+    static let storeFolderMode: UInt16 = 0o700
     /// A small file kept beside the store so that a pause on a full disk can still be recorded.
     static let reserveName = ".reserve"
     /// The lock that makes a read-modify-write of the store safe between processes.
@@ -90,7 +94,13 @@ public actor DownloadManager {
         self.transport = transport ?? Self.client(configuration)
         self.clock = clock
         (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
-        try Files.makeDirectories(root)
+        // The store holds the tasks' request headers (bearer tokens, cookies): a root this creates is the user's
+        // alone (0700), and the store file is 0600, also when an older version left it readable by others.
+        try Files.makeDirectories(root, mode: Self.storeFolderMode)
+        let storePath = root + "/" + Self.storeName
+        if let mode = FileSystem.permissions(storePath), mode & 0o077 != 0 {
+            try? FileSystem.setPermissions(storePath, Self.storeFileMode)
+        }
         removeAtomicWriteLeftovers(in: root)
         Self.ensureReserve(root)
         if let document = try Self.readStore(root) {
@@ -652,7 +662,8 @@ public actor DownloadManager {
         let counters = TaskCounters()
         counters.values.withLock { $0.bytesDone = 0 }
         let fetcher = Fetcher(
-            options: record.options, configuration: configuration, transport: transport, clock: clock)
+            url: record.url, options: record.options, configuration: configuration, transport: transport,
+            clock: clock)
         let folder = storeRoot + "/" + record.folder
         let concurrency = max(1, record.options.maxConcurrentRequests ?? configuration.maxConcurrentRequests)
         let skipMissing = record.options.skipMissingSegments
@@ -1009,7 +1020,7 @@ public actor DownloadManager {
             } catch {
                 throw DownloadError(.fileSystem, "cannot encode the task store: \(error)")
             }
-            try Files.writeAtomically([UInt8](data), to: storeRoot + "/" + Self.storeName)
+            try Files.writeAtomically([UInt8](data), to: storeRoot + "/" + Self.storeName, mode: Self.storeFileMode)
         }
     }
 

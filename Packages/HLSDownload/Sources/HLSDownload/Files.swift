@@ -21,9 +21,10 @@ enum Files {
     /// The size of a regular file, or nil when it does not exist.
     static func size(_ path: String) -> UInt64? { FileSystem.regularFileSize(path) }
 
-    static func makeDirectories(_ path: String) throws(DownloadError) {
+    /// Creates `path` and the folders above it, each with `mode` (less the umask); existing ones keep theirs.
+    static func makeDirectories(_ path: String, mode: UInt16 = 0o755) throws(DownloadError) {
         do {
-            try FileSystem.createFolders(path)
+            try FileSystem.createFolders(path, mode: mode)
         } catch {
             throw Self.error(error, "creating the folder")
         }
@@ -63,10 +64,10 @@ enum Files {
         }
     }
 
-    /// Writes `bytes` to `path` atomically and durably (FileRange's one atomic writer).
-    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(DownloadError) {
+    /// Writes `bytes` to `path` atomically and durably (FileRange's one atomic writer), as a file with `mode`.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt16 = 0o644) throws(DownloadError) {
         do {
-            try writeFileAtomically(bytes, to: path)
+            try writeFileAtomically(bytes, to: path, mode: mode)
         } catch {
             throw Self.error(error, "writing", path: path)
         }

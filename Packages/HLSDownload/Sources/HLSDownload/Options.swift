@@ -82,8 +82,15 @@ public struct DownloadOptions: Hashable, Sendable, Codable {
     public var variant: VariantPolicy = .best
     public var audio: RenditionPolicy = .automatic
     public var subtitles: RenditionPolicy = .none
-    /// Sent on every request: playlists, segments, keys and maps.
+    /// Sent on every request: playlists, segments, keys and maps. Those that carry credentials (`Authorization`,
+    /// `Proxy-Authorization`, `Cookie` and ``secretHeaders``) go only to the host of the task's URL and to
+    /// ``credentialHosts``, through redirects too (see `CredentialScope`); the others go everywhere.
     public var headers: [HTTPHeaders.Field] = []
+    /// Header names that carry credentials besides `Authorization`, `Proxy-Authorization` and `Cookie` (an
+    /// `X-Api-Key`, say): withheld like them from other hosts.
+    public var secretHeaders: [String] = []
+    /// Hosts that get the credentials too, besides the host of the task's URL (names as in URLs).
+    public var credentialHosts: [String] = []
     /// Sent as `User-Agent` on every request when set.
     public var userAgent: String?
     /// Concurrent requests for this task; nil uses the manager's default.
@@ -97,6 +104,22 @@ public struct DownloadOptions: Hashable, Sendable, Codable {
     public var maxBytes: UInt64?
 
     public init() {}
+
+    /// Decodes options saved by any version: a member an older store lacks takes its default.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        variant = try c.decodeIfPresent(VariantPolicy.self, forKey: .variant) ?? .best
+        audio = try c.decodeIfPresent(RenditionPolicy.self, forKey: .audio) ?? .automatic
+        subtitles = try c.decodeIfPresent(RenditionPolicy.self, forKey: .subtitles) ?? .none
+        headers = try c.decodeIfPresent([HTTPHeaders.Field].self, forKey: .headers) ?? []
+        secretHeaders = try c.decodeIfPresent([String].self, forKey: .secretHeaders) ?? []
+        credentialHosts = try c.decodeIfPresent([String].self, forKey: .credentialHosts) ?? []
+        userAgent = try c.decodeIfPresent(String.self, forKey: .userAgent)
+        maxConcurrentRequests = try c.decodeIfPresent(Int.self, forKey: .maxConcurrentRequests)
+        skipMissingSegments = try c.decodeIfPresent(Bool.self, forKey: .skipMissingSegments) ?? false
+        maxDuration = try c.decodeIfPresent(Double.self, forKey: .maxDuration)
+        maxBytes = try c.decodeIfPresent(UInt64.self, forKey: .maxBytes)
+    }
 
     /// The text that identifies the selection, used to derive a stable task id.
     var selectionKey: String {

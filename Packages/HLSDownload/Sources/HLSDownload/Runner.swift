@@ -45,16 +45,20 @@ struct Fetcher: Sendable {
     var retry: RetryPolicy
     var onRetry: (@Sendable (RetryEvent) -> Void)?
     var headers: HTTPHeaders
+    /// Where the credentials among ``headers`` may go: the host of the task's URL and the allowed hosts.
+    var credentials: CredentialScope
     var maxPlaylistBytes: Int
     var stallTimeout: Double
     var stallMinimumRate: Double
     var firstFetchTimeout: Double
 
     init(
-        options: DownloadOptions, configuration: DownloadManagerConfiguration, transport: any HTTPTransport,
-        clock: any RetryClock
+        url: String, options: DownloadOptions, configuration: DownloadManagerConfiguration,
+        transport: any HTTPTransport, clock: any RetryClock
     ) {
         self.transport = transport
+        self.credentials = CredentialScope(
+            origin: url, allowedHosts: options.credentialHosts, secretFields: options.secretHeaders)
         self.clock = clock
         self.retry = configuration.retry
         self.onRetry = configuration.onRetry
@@ -151,7 +155,8 @@ struct Fetcher: Sendable {
         var result: [UInt8] = []
         try await withRetries(url: url) {
             result = []
-            let response = try await transport.send(HTTPClientRequest(url: url, headers: headers))
+            let response = try await transport.send(
+                HTTPClientRequest(url: url, headers: headers, credentials: credentials))
             if let error = Self.classify(status: response.status, url: url, isKey: false) {
                 guard (200..<300).contains(response.status) else { throw error }
             } else {
@@ -255,7 +260,7 @@ struct Fetcher: Sendable {
                 // Received in full before an interruption, never renamed: nothing to fetch.
                 return try await finalize(existing)
             }
-            var request = HTTPClientRequest(url: job.url, headers: headers)
+            var request = HTTPClientRequest(url: job.url, headers: headers, credentials: credentials)
             let start = (job.rangeOffset ?? 0) + existing
             if let length = job.rangeLength {
                 let end = (job.rangeOffset ?? 0) + length - 1

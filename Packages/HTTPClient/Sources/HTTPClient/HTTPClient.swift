@@ -141,6 +141,10 @@ public final class HTTPClient: HTTPTransport {
     {
         let target = try Target(request.url)
         guard !target.secure, configuration.upstreamProxy == nil else { return nil }
+        var request = request
+        if let scope = request.credentials, !scope.allows(request.url) {
+            request.headers = scope.withoutSecrets(request.headers)
+        }
         let head = requestHead(target, request)
         var reused = pool.take(target.key)
         while true {
@@ -174,23 +178,23 @@ public final class HTTPClient: HTTPTransport {
         return pool.idleCount(target.key)
     }
 
-    /// The fields that carry credentials, sent only to the origin of the URL they were given with.
-    static let credentialFields = ["Authorization", "Proxy-Authorization", "Cookie"]
-
     /// The one redirect loop: runs `exchange` on each plain-http URL, or `secure` on https (and everything with an
     /// upstream proxy), following redirects (when ``HTTPClientConfiguration/followsRedirects``) up to
-    /// ``HTTPClientConfiguration/maxRedirects``, to http(s) targets only; a redirect to another origin drops
-    /// ``credentialFields``.
+    /// ``HTTPClientConfiguration/maxRedirects``, to http(s) targets only. The request's ``CredentialScope`` (its own
+    /// URL's when it has none) is asked before every exchange: a URL it does not allow gets the request without its
+    /// secret fields, and they stay dropped for the rest of the redirects.
     private func followingRedirects<Response>(
         _ request: HTTPClientRequest,
         secure: (HTTPClientRequest) async throws -> (Response, status: Int, location: String?),
         exchange: (Target, HTTPClientRequest) async throws -> (Response, status: Int, location: String?)
     ) async throws -> Response {
         var forwarded = request
+        let scope = request.credentials ?? CredentialScope(origin: request.url)
         var redirects = 0
         while true {
             try Task.checkCancellation()
             let target = try Target(forwarded.url)
+            if !scope.allows(forwarded.url) { forwarded.headers = scope.withoutSecrets(forwarded.headers) }
             let (response, status, location): (Response, Int, String?)
             do {
                 if target.secure || configuration.upstreamProxy != nil {
@@ -213,12 +217,6 @@ public final class HTTPClient: HTTPTransport {
                 guard scheme == "http" || scheme == "https" else {
                     throw HTTPClientError(
                         .tooManyRedirects, "a redirect to \(next), which is not an http(s) URL", url: request.url)
-                }
-                // Credentials go to the origin they were given for only: a redirect to another scheme, host or
-                // port drops them (the caller's other fields, User-Agent and Referer included, travel on).
-                let nextTarget = try Target(next)
-                if nextTarget.secure != target.secure || nextTarget.key != target.key {
-                    for name in Self.credentialFields { forwarded.headers.remove(name: name) }
                 }
                 forwarded.url = next
                 if status == 303 { forwarded.method = .get }

@@ -7,11 +7,20 @@ public struct HTTPClientRequest: Hashable, Sendable {
     /// The caller's fields, in order; the client owns `Host`, `Connection`, `Accept-Encoding`, `Content-Length`
     /// and `Transfer-Encoding` and drops those (and any field with a line break) from the list.
     public var headers: HTTPHeaders
+    /// Where the credentials among ``headers`` may go, checked on this URL and on every redirect target; nil: the
+    /// scope of credentials given with ``url`` itself (sent to its host only).
+    public var credentials: CredentialScope?
 
-    public init(url: String, method: HTTPMethod = .get, headers: HTTPHeaders = [:]) {
+    /// A request for `url`; with `credentials`, the secret fields among `headers` are left out at once when `url` is
+    /// not in that scope (so any transport sends only what it may), and the client asks the scope again at every
+    /// redirect.
+    public init(
+        url: String, method: HTTPMethod = .get, headers: HTTPHeaders = [:], credentials: CredentialScope? = nil
+    ) {
         self.url = url
         self.method = method
-        self.headers = headers
+        self.headers = credentials.map { $0.fields(headers, for: url) } ?? headers
+        self.credentials = credentials
     }
 
     /// The first value of a field, matched case-insensitively.

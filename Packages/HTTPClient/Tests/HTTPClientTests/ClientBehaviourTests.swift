@@ -218,11 +218,11 @@ struct ClientBehaviourTests {
         #expect(origin.paths.withLock { $0 }.count == 2 + 6)
     }
 
-    /// A redirect to the same origin keeps every field the caller gave; one to another origin (here another port)
-    /// keeps User-Agent and Referer but drops Authorization, Proxy-Authorization and Cookie.
+    /// A redirect to the same host keeps every field the caller gave; one to another host (here `localhost`
+    /// beside `127.0.0.1`) keeps User-Agent and Referer but drops Authorization, Proxy-Authorization and Cookie.
     @Test func credentialsStayWithTheirOrigin() async throws {
         let other = try RawOrigin { _ in .bytes(Self.response("ok"), close: false) }
-        let otherURL = other.url("/elsewhere")
+        let otherURL = "http://localhost:\(other.port)/elsewhere"
         let origin = try RawOrigin { path in
             switch path {
             case "/start":

@@ -12,16 +12,97 @@ public struct CORSOptions: Sendable, Hashable {
     }
 }
 
-/// One finished exchange, for the access-log hook. The path never contains a session token.
+/// One finished exchange, for the access-log hook. The path never contains a session token, nor a byte a terminal
+/// or a log reader could take for anything but text.
 public struct AccessLogEntry: Sendable {
     public var method: String
-    /// The path (without the query), with any session token replaced by `{token}`.
+    /// The path (without the query) as it travels: percent-encoded, every byte outside visible ASCII and every `%`
+    /// of a decoded segment escaped as `%XX` (a `%0a` or `%1b` the client sent is logged as such, never as a line
+    /// break or an escape sequence), and any segment that is a session token, or shaped like one (32 hex digits,
+    /// also when percent-encoded), replaced by `{token}`, whatever the answer (a 421 for a foreign `Host`, a 400).
     public var path: String
     public var status: Int
     /// Body bytes written.
     public var bytesSent: UInt64
     public var duration: Duration
     public var remoteAddress: String
+
+    init(method: String, path: String, status: Int, bytesSent: UInt64, duration: Duration, remoteAddress: String) {
+        self.method = Self.loggable(method)
+        self.path = Self.loggable(path: path)
+        self.status = status
+        self.bytesSent = bytesSent
+        self.duration = duration
+        self.remoteAddress = Self.loggable(remoteAddress)
+    }
+
+    /// A path in its wire form as the log shows it: token-shaped segments as `{token}`, and any byte outside
+    /// visible ASCII as `%XX` (a path that arrived on the wire has none; a caller's decoded one may).
+    static func loggable(path: String) -> String {
+        var out = ""
+        var first = true
+        for segment in path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+            if !first { out += "/" }
+            first = false
+            if isTokenShaped(segment) {
+                out += "{token}"
+            } else {
+                out += escaped(segment, escapingPercent: false)
+            }
+        }
+        return out
+    }
+
+    /// A decoded path segment in wire form: bytes outside visible ASCII, `%` and `/` as `%XX`.
+    static func encoded(segment: String) -> String {
+        escaped(segment.utf8, escapingPercent: true, escapingSlash: true)
+    }
+
+    /// Text with every byte outside visible ASCII as `%XX`.
+    static func loggable(_ text: String) -> String { escaped(text.utf8, escapingPercent: false) }
+
+    private static func escaped(
+        _ bytes: some Collection<UInt8>, escapingPercent: Bool, escapingSlash: Bool = false
+    ) -> String {
+        let plain = { (byte: UInt8) -> Bool in
+            byte > 0x20 && byte < 0x7F && !(escapingPercent && byte == 0x25) && !(escapingSlash && byte == 0x2F)
+        }
+        if bytes.allSatisfy(plain) { return String(decoding: bytes, as: UTF8.self) }
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 8)
+        for byte in bytes {
+            if plain(byte) {
+                out.append(byte)
+            } else {
+                out += [0x25, digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Whether a segment is 32 hex digits (either case), as itself or once percent-decoded.
+    private static func isTokenShaped(_ segment: some Collection<UInt8>) -> Bool {
+        let isHex = { (byte: UInt8) -> Bool in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+        }
+        if segment.count == 32 { return segment.allSatisfy(isHex) }
+        guard segment.count > 32, segment.count <= 96, segment.contains(0x25) else { return false }
+        var decoded: [UInt8] = []
+        var iterator = segment.makeIterator()
+        while let byte = iterator.next() {
+            if byte == 0x25 {
+                guard let high = iterator.next(), let low = iterator.next(), isHex(high), isHex(low) else {
+                    return false
+                }
+                let value = { (b: UInt8) -> UInt8 in b <= 0x39 ? b - 0x30 : (b | 0x20) - 0x61 + 10 }
+                decoded.append(value(high) << 4 | value(low))
+            } else {
+                decoded.append(byte)
+            }
+        }
+        return decoded.count == 32 && decoded.allSatisfy(isHex)
+    }
 }
 
 /// How a ``HTTPServer`` binds, what it accepts and how it answers.

@@ -275,7 +275,9 @@ public struct Router: Sendable {
             guard let (parameters, wildcard, session) = Router.match(route, decoded) else { continue }
             if route.method == lookupMethod {
                 let logPath: String? =
-                    session == nil ? nil : "/{token}/" + decoded.dropFirst().joined(separator: "/")
+                    session == nil
+                    ? nil
+                    : "/{token}/" + decoded.dropFirst().map(AccessLogEntry.encoded(segment:)).joined(separator: "/")
                 return .handler(
                     route.handler, parameters: parameters, wildcard: wildcard, session: session, logPath: logPath)
             }
@@ -292,7 +294,7 @@ public struct Router: Sendable {
         {
             return .handler(
                 .immediate { _ in .error(.notFound) }, parameters: [:], wildcard: [], session: nil,
-                logPath: "/{token}/" + decoded.dropFirst().joined(separator: "/"))
+                logPath: "/{token}/" + decoded.dropFirst().map(AccessLogEntry.encoded(segment:)).joined(separator: "/"))
         }
         return .notFound
     }

@@ -69,4 +69,41 @@ struct SessionTokenSetTests {
         #expect(all.last?.path == "/{token}/index.m3u8")
         #expect(!all.contains { $0.path.contains(token.value) })
     }
+
+    /// Requests the server refuses before routing (421 for a foreign Host, 400 for a malformed path) are logged
+    /// without their token too, as is a token sent percent-encoded or in upper case; decoded control bytes (`%1b`,
+    /// `%0a`, `%00`, `%0d`) and a decoded `%` reach the log escaped, never raw.
+    @Test func accessLogRedactsRefusedRequestsAndEscapesControlBytes() async throws {
+        let sessions = SessionTokenSet()
+        let token = SessionToken.random()
+        sessions.insert(token)
+        let entries = LockedValue<[AccessLogEntry]>([])
+        let app = Self.application(sessions) { entry in entries.withLock { $0.append(entry) } }
+        let encoded = token.value.utf8.prefix(4).map { "%" + String($0, radix: 16) }.joined() + token.value.dropFirst(4)
+        try await withServer(app) { port, _ in
+            for (target, host) in [
+                ("/\(token.value)/index.m3u8", "evil.example"),
+                ("/\(token.value)/%zz/index.m3u8", "127.0.0.1"),
+                ("/\(token.value)/a%1b[2J%0aGET%20/forged%20200%00%0d%25.ts", "127.0.0.1"),
+                ("/\(encoded)/x.ts", "127.0.0.1"),
+                ("/\(token.value.uppercased())/x.ts", "evil.example"),
+                ("http://127.0.0.1/\(token.value)/abs.ts", "127.0.0.1"),
+            ] {
+                let client = try RawClient(port: port)
+                client.send("GET \(target) HTTP/1.1\r\nHost: \(host)\r\n\r\n")
+                _ = client.readResponse()
+            }
+        }
+        let all = entries.withLock { $0 }
+        #expect(all.map(\.status) == [421, 400, 200, 200, 421, 200])
+        #expect(
+            all.map(\.path) == [
+                "/{token}/index.m3u8", "/{token}/%zz/index.m3u8", "/{token}/a%1B[2J%0AGET%20/forged%20200%00%0D%25.ts",
+                "/{token}/x.ts", "/{token}/x.ts", "/{token}/abs.ts",
+            ])
+        for entry in all {
+            #expect(!entry.path.lowercased().contains(token.value), "\(entry.path)")
+            #expect(entry.path.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }, "\(entry.path)")
+        }
+    }
 }

@@ -11,7 +11,10 @@ public import LoopbackHTTP
 /// only in their query never share a route). Media playlists are fetched on every poll and cleaned by HLSAdFilter:
 /// VOD breaks are removed, live ad segments become `/<token>/slate/<playlist>/<msn>.ts`. Segments are relayed as a
 /// stream (Range, Content-Type, Content-Length passed through) or answered with a 302 to the upstream URL
-/// (`redirect` mode: the player then fetches them itself, without the configured headers). Upstream failures
+/// (`redirect` mode: the player then fetches them itself, without the configured headers; only to an http(s) URL
+/// that stream mode would fetch, anything else answers 502). The configured credentials (`Authorization`, `Cookie`,
+/// `Proxy-Authorization`, ``RemoteFetchOptions/secretHeaders``) go only to the stream's host and the
+/// ``RemoteFetchOptions/credentialHosts``; other headers go to every host. Upstream failures
 /// answer 502 (504 for timeouts) with the reason in the body; a live playlist that stops changing is reported as
 /// an ``Event/stalled(playlist:seconds:)`` event.
 ///
@@ -111,8 +114,8 @@ public final class AdStrippingProxy: Sendable {
     /// The proxy's source on ``server`` while it is started.
     private let mounted = LockedValue<DeferredSource?>(nil)
 
-    /// A proxy for `url`; `fetcher` (made from `options.fetch` when nil) fetches every upstream request; `server`
-    /// serves it once started.
+    /// A proxy for `url`; `fetcher` (made from `options.fetch` when nil, with `url` as its credential origin unless
+    /// the options name one) fetches every upstream request; `server` serves it once started.
     public init(
         url: String, options: Options = Options(), fetcher: RemotePlaylistFetcher? = nil,
         server: PlaybackServer = .shared
@@ -120,7 +123,15 @@ public final class AdStrippingProxy: Sendable {
         self.upstreamURL = url
         self.options = options
         self.token = SessionToken.random()
-        self.fetcher = fetcher ?? RemotePlaylistFetcher(options: options.fetch)
+        self.fetcher =
+            fetcher
+            ?? RemotePlaylistFetcher(
+                options: {
+                    // The stream's credentials go to its host (and the hosts allowed), not to every host it names.
+                    var fetch = options.fetch
+                    if fetch.credentialOrigin == nil { fetch.credentialOrigin = url }
+                    return fetch
+                }())
         self.server = server
         self.mode = LockedValue(options.segmentMode)
         (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))

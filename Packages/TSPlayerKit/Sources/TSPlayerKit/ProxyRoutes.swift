@@ -111,6 +111,13 @@ extension AdStrippingProxy {
 
     private func segment(_ url: String, request: HTTPRequest) async -> HTTPResponse {
         if segmentMode == .redirect {
+            // The player follows the redirect itself, so it may be sent only where stream mode would fetch: an
+            // http(s) URL on an address the policy allows (never `file:`, `gopher:` or a private address).
+            do throws(ProxyError) {
+                try fetcher.policy.check(url)
+            } catch {
+                return failure(error)
+            }
             var response = HTTPResponse(status: .found)
             response.headers.add(name: "Location", value: url)
             return response

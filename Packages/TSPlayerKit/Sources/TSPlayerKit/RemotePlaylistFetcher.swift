@@ -92,7 +92,18 @@ public struct RemoteFetchOptions: Sendable {
     /// Sent as `User-Agent` on every request.
     public var userAgent: String = "tsplayer/0.1"
     /// Extra headers (Authorization, Cookie, Referer, ...) sent on every request: playlists, segments, keys, maps.
+    /// Those that carry credentials (`Authorization`, `Proxy-Authorization`, `Cookie` and ``secretHeaders``) go only
+    /// to the host of ``credentialOrigin`` and to ``credentialHosts`` (see `CredentialScope`); the others go
+    /// everywhere.
     public var headers: [(name: String, value: String)] = []
+    /// Header names that carry credentials besides `Authorization`, `Proxy-Authorization` and `Cookie` (an
+    /// `X-Api-Key`, say): withheld like them from other hosts.
+    public var secretHeaders: [String] = []
+    /// Hosts that get the credentials too, besides the origin's (names as in URLs: `cdn.example.com`, `[::1]`).
+    public var credentialHosts: [String] = []
+    /// The URL the credentials were given for: its host gets them. The ad-stripping proxy sets it to the stream's
+    /// URL when it makes its fetcher; nil: each request's own URL (so only a redirect to another host drops them).
+    public var credentialOrigin: String?
     /// Seconds without a response or data before a request fails.
     public var timeout: Double = 10
     /// Extra attempts for transient failures (before any byte of the body was relayed).
@@ -149,9 +160,14 @@ public final class RemotePlaylistFetcher: Sendable {
     public let options: RemoteFetchOptions
     let client: HTTPClient
     let policy: UpstreamPolicy
+    /// The credential scope of ``RemoteFetchOptions/credentialOrigin``, when set.
+    let originScope: CredentialScope?
 
     public init(options: RemoteFetchOptions = RemoteFetchOptions()) {
         self.options = options
+        self.originScope = options.credentialOrigin.map {
+            CredentialScope(origin: $0, allowedHosts: options.credentialHosts, secretFields: options.secretHeaders)
+        }
         self.policy = UpstreamPolicy(allowPrivate: options.allowPrivateUpstreams)
         var configuration = HTTPClientConfiguration()
         configuration.idleTimeout = options.timeout
@@ -212,8 +228,7 @@ public final class RemotePlaylistFetcher: Sendable {
             try policy.check(url)
             let answer: HTTPWholeResponse?
             do {
-                answer = try client.fetchBlocking(
-                    HTTPClientRequest(url: url, headers: requestFields([])), maxBytes: options.maxPlaylistBytes)
+                answer = try client.fetchBlocking(request(url, []), maxBytes: options.maxPlaylistBytes)
             } catch {
                 throw Self.map(error, url: url)
             }
@@ -293,8 +308,7 @@ public final class RemotePlaylistFetcher: Sendable {
         try policy.check(url)
         let response: HTTPWholeResponse
         do {
-            response = try await client.fetch(
-                HTTPClientRequest(url: url, headers: requestFields(extraHeaders)), maxBytes: maxBytes)
+            response = try await client.fetch(request(url, extraHeaders), maxBytes: maxBytes)
         } catch {
             throw Self.map(error, url: url)
         }
@@ -334,7 +348,7 @@ public final class RemotePlaylistFetcher: Sendable {
     func send(_ url: String, headers: [(name: String, value: String)]) async throws(ProxyError) -> RemoteStream {
         try policy.check(url)
         do {
-            let response = try await client.send(HTTPClientRequest(url: url, headers: requestFields(headers)))
+            let response = try await client.send(request(url, headers))
             // Dropping the body (the last reference to the stream) ends the transfer and closes its connection.
             return RemoteStream(
                 head: Self.head(response.status, response.headers, url: response.url ?? url), body: response.body,
@@ -358,6 +372,17 @@ public final class RemotePlaylistFetcher: Sendable {
     /// The head of an answer as the proxies use it.
     static func head(_ status: Int, _ headers: HTTPHeaders, url: String) -> RemoteHead {
         RemoteHead(status: status, headers: headers.map { (name: $0.name, value: $0.value) }, finalURL: url)
+    }
+
+    /// A GET of `url` with ``requestFields(_:)`` and the credential scope of the options.
+    func request(_ url: String, _ headers: [(name: String, value: String)]) -> HTTPClientRequest {
+        HTTPClientRequest(url: url, headers: requestFields(headers), credentials: credentialScope(for: url))
+    }
+
+    /// Where the credentials among the configured headers may go, for a request of `url`.
+    func credentialScope(for url: String) -> CredentialScope {
+        originScope
+            ?? CredentialScope(origin: url, allowedHosts: options.credentialHosts, secretFields: options.secretHeaders)
     }
 
     /// The header fields of a request: the user agent, the configured headers, then the caller's (a later field

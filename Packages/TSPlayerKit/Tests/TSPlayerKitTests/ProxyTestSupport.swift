@@ -17,6 +17,8 @@ final class ProxyTestOrigin: Sendable {
     }
     let resources = Locked<[String: Resource]>([:])
     let log = Locked<[String]>([])
+    /// Each request's path and header fields, in order.
+    let received = Locked<[(path: String, headers: HTTPHeaders)]>([])
     let requiredAuthorization: String?
     private let server: HTTPServer
     let port: UInt16
@@ -26,9 +28,11 @@ final class ProxyTestOrigin: Sendable {
         var router = Router()
         let resources = self.resources
         let log = self.log
+        let received = self.received
         router.getImmediate("/**") { request in
             let path = String(request.path) + (request.query.map { "?" + $0 } ?? "")
             log.withLock { $0.append(path) }
+            received.withLock { $0.append((path: path, headers: request.headers)) }
             if let required = requiredAuthorization, request.headers["Authorization"] != required {
                 return .text("forbidden", status: .forbidden)
             }

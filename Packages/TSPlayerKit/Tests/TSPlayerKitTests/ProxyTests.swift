@@ -159,6 +159,125 @@ import Testing
         #expect(response.header("Location") == origin.base + "/a.ts")
     }
 
+    /// Redirect mode sends the player only where stream mode would fetch: a segment URI of another scheme, or
+    /// (without allowPrivateUpstreams) on a private address in any of its forms, is answered 502 with no Location.
+    @Test func redirectModeRefusesWhatStreamModeRefuses() async throws {
+        let origin = try await ProxyTestOrigin()
+        let refused = ["file:///etc/passwd", "gopher://127.0.0.1:70/1", "ftp://127.0.0.1/a.ts"]
+        origin.set(
+            "/vod.m3u8",
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n" + (["a.ts"] + refused).map { "#EXTINF:4,\n\($0)\n" }.joined()
+                + "#EXT-X-ENDLIST\n")
+        let proxy = makeProxy(origin, path: "/vod.m3u8") { $0.segmentMode = .redirect }
+        let url = try await proxy.start()
+        var strictOptions = AdStrippingProxy.Options()
+        strictOptions.segmentMode = .redirect
+        strictOptions.fetch.retries = 0
+        let strict = AdStrippingProxy(url: origin.base + "/vod.m3u8", options: strictOptions)
+        let strictURL = try await strict.start()
+        defer {
+            Task {
+                await proxy.stop()
+                await strict.stop()
+                await origin.stop()
+            }
+        }
+        let media = try Playlist(try await ProxyTestClient.get(url).text).media(url: url)
+        #expect(media.segments.count == 1 + refused.count)
+        let good = try await ProxyTestClient.get(media.segments[0].uri)
+        #expect(good.status == 302)
+        #expect(good.header("Location") == origin.base + "/a.ts")
+        for (segment, target) in zip(media.segments.dropFirst(), refused) {
+            let answer = try await ProxyTestClient.get(segment.uri)
+            #expect(answer.status == 502, "\(target)")
+            #expect(answer.header("Location") == nil, "\(target)")
+        }
+        // A proxy that refuses private upstreams refuses to send the player to one too (routes set directly: it
+        // cannot fetch a playlist from this loopback origin).
+        let privateTargets = [
+            origin.base + "/a.ts", "http://localhost:\(origin.port)/a.ts", "http://10.1.2.3/a.ts",
+            "http://[::127.0.0.1]:\(origin.port)/a.ts", "http://[::ffff:127.0.0.1]:\(origin.port)/a.ts",
+            "http://[64:ff9b::7f00:1]/a.ts", "http://[fec0::1]/a.ts", "http://[ff02::1]/a.ts", "http://[fd00::1]/a.ts",
+        ]
+        let ids = strict.streams.multivariant.withLock { table in
+            privateTargets.map { table.routes.id(for: $0, kind: .segment, now: ProxyClock.now) }
+        }
+        let base = strictURL.replacingOccurrences(of: "master.m3u8", with: "s/")
+        for (id, target) in zip(ids, privateTargets) {
+            let answer = try await ProxyTestClient.get(base + id + ".ts")
+            #expect(answer.status == 502, "\(target)")
+            #expect(answer.header("Location") == nil, "\(target)")
+            #expect(answer.text.contains("address not allowed"), "\(target): \(answer.text)")
+        }
+        #expect(origin.log.withLock { $0 }.filter { $0 == "/a.ts" }.isEmpty)
+    }
+
+    /// The stream's credentials (Authorization, Cookie, Proxy-Authorization, the secret X-Api-Key) reach its own
+    /// host only: a segment and a key the playlist names on another host name (`localhost` beside `127.0.0.1`), and
+    /// a segment that redirects there, get the harmless headers only; allowed by name, that host gets them all.
+    @Test func credentialsGoOnlyToTheStreamsHost() async throws {
+        for allowing in [false, true] {
+            let origin = try await ProxyTestOrigin()
+            let other = try await ProxyTestOrigin()
+            let elsewhere = "http://localhost:\(other.port)"
+            origin.set(
+                "/vod.m3u8",
+                """
+                #EXTM3U
+                #EXT-X-TARGETDURATION:4
+                #EXT-X-KEY:METHOD=AES-128,URI="\(elsewhere)/k.key"
+                #EXTINF:4,
+                a.ts
+                #EXTINF:4,
+                \(elsewhere)/b.ts
+                #EXTINF:4,
+                r.ts
+                #EXT-X-ENDLIST
+
+                """)
+            origin.set("/a.ts", bytes: [0x47], contentType: "video/mp2t")
+            origin.redirect("/r.ts", to: elsewhere + "/r.ts")
+            other.set("/b.ts", bytes: [0x47], contentType: "video/mp2t")
+            other.set("/r.ts", bytes: [0x47], contentType: "video/mp2t")
+            other.set("/k.key", bytes: [UInt8](repeating: 1, count: 16), contentType: "application/octet-stream")
+            let proxy = makeProxy(origin, path: "/vod.m3u8") { options in
+                options.fetch.headers += [
+                    (name: "Cookie", value: "c=secret"), (name: "Proxy-Authorization", value: "Basic secret"),
+                    (name: "X-Api-Key", value: "secret-key"), (name: "Referer", value: "http://site.example/"),
+                    (name: "Origin", value: "http://site.example"),
+                ]
+                options.fetch.secretHeaders = ["X-API-KEY"]
+                if allowing { options.fetch.credentialHosts = ["LocalHost"] }
+            }
+            let url = try await proxy.start()
+            let text = try await ProxyTestClient.get(url).text
+            let media = try Playlist(text).media(url: url)
+            #expect(media.segments.count == 3)
+            for segment in media.segments {
+                #expect(try await ProxyTestClient.get(segment.uri).status == 200, "\(segment.uri)")
+            }
+            let keyURI = try #require(media.segments.first?.keys.first?.uri)
+            #expect(try await ProxyTestClient.get(keyURI).body.count == 16)
+            let own = origin.received.withLock { $0 }
+            let foreign = other.received.withLock { $0 }
+            #expect(Set(own.map(\.path)) == ["/vod.m3u8", "/a.ts", "/r.ts"])
+            #expect(Set(foreign.map(\.path)) == ["/k.key", "/b.ts", "/r.ts"])
+            let secrets = ["Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key"]
+            for (path, headers) in own {
+                for name in secrets { #expect(headers[name] != nil, "\(name) on \(path)") }
+            }
+            for (path, headers) in foreign {
+                for name in secrets { #expect((headers[name] != nil) == allowing, "\(name) on \(path)") }
+                #expect(headers["Referer"] == "http://site.example/", "\(path)")
+                #expect(headers["Origin"] == "http://site.example", "\(path)")
+                #expect(headers["User-Agent"] == "ProxyTests/1", "\(path)")
+            }
+            await proxy.stop()
+            await origin.stop()
+            await other.stop()
+        }
+    }
+
     @Test func upstreamFailuresBecome502WithAReason() async throws {
         let origin = try await ProxyTestOrigin()
         origin.set("/html.m3u8", "\u{FEFF}<!DOCTYPE html><html>error</html>", contentType: "text/html")
