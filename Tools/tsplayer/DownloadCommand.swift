@@ -143,9 +143,10 @@ enum DownloadCommand {
             let id = parsed.value("--id") ?? DownloadManager.stableID(url: url, options: options)
             isNew = await manager.task(id) == nil
             info = try await manager.createTask(id: id, url: url, options: options)
-            // Paused, stopped or queued (a run killed right after queueing it): run it now. A task another process
-            // runs is refused here, before anything is written.
-            if info.state != .completed { try await manager.resume(info.id) }
+            // An existing task that is paused, stopped or queued (a run killed right after queueing it): run it now.
+            // A task another process runs is refused here, before anything is written. A new task was queued by
+            // createTask; resuming it too would run it a second time if its first run had already failed.
+            if !isNew, info.state != .completed { try await manager.resume(info.id) }
         } catch {
             Output.error(ErrorText.describe(error))
             return ErrorText.exitCode(error)
