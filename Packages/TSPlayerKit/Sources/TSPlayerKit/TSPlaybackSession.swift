@@ -51,6 +51,11 @@ public final class TSPlaybackSession: PlaybackSource {
     public let diagnostics: [String]
 
     let file: FileStreamer
+    /// Where the file's first packet starts (0 unless the file begins in the middle of a packet).
+    let firstPacketOffset: UInt64
+    /// Whether `media.ts` is the file's own bytes (188-byte packets from byte 0, sent zero-copy); otherwise it is
+    /// the file's packets as plain 188-byte TS, made on the fly (see ``servedLayout()``).
+    let servesFileAsIs: Bool
     let presentation: FragmentedPresentation?
     /// Segments the caller gave (a file of concatenated segments); nil when the file is indexed instead.
     let givenSegments: [PlannedSegment]?
@@ -96,6 +101,9 @@ public final class TSPlaybackSession: PlaybackSource {
             throw PlaybackError(.notTransportStream, path: path, detail: Self.probeProblem(error))
         }
         indexState = LockedValue(TSIndex.loadSidecar(for: path))
+        let first = Self.firstPacket(file)
+        firstPacketOffset = first.offset
+        servesFileAsIs = first.size == .standard && first.offset == 0
         givenSegments = nil
         givenTimelines = [:]
         givenResets = []
@@ -103,7 +111,14 @@ public final class TSPlaybackSession: PlaybackSource {
         let choice = Self.chooseContainer(options.container, file: file, probe: probe)
         container = choice.presentation == nil ? .ts : .fmp4
         presentation = choice.presentation
-        diagnostics = choice.diagnostics
+        var notes = choice.diagnostics
+        if first.size != .standard {
+            notes.append("the file's \(first.size.length)-byte packets are served as 188-byte TS packets")
+        }
+        if first.offset > 0 {
+            notes.append("the \(first.offset) bytes before the file's first whole packet are left out")
+        }
+        diagnostics = notes
     }
 
     /// Opens a file of concatenated TS segments whose byte ranges and durations the caller knows; nothing is
@@ -134,6 +149,9 @@ public final class TSPlaybackSession: PlaybackSource {
         }
         let given = try SegmentInfo.validated(segments, fileSize: size, path: path)
         givenSegments = given
+        // Given segments are byte ranges of the file as it is.
+        firstPacketOffset = 0
+        servesFileAsIs = true
         indexState = LockedValue(nil)
         codecDetails = Self.readCodecDetails(file)
         var choice = Self.chooseContainer(options.container, file: file, probe: probe)
@@ -156,6 +174,14 @@ public final class TSPlaybackSession: PlaybackSource {
         container = choice.presentation == nil ? .ts : .fmp4
         presentation = choice.presentation
         diagnostics = ["the segments are given, not indexed"] + choice.diagnostics
+    }
+
+    /// The size and offset of the file's first packet, from its first 64 KiB (188 at 0 when none is found there).
+    static func firstPacket(_ file: FileStreamer) -> (size: PacketSize, offset: UInt64) {
+        guard let head = try? file.read(at: 0, length: 64 << 10), let found = PacketSize.detect(in: head),
+            let offset = UInt64(exactly: found.offset)
+        else { return (.standard, 0) }
+        return (found.size, offset)
     }
 
     /// Codec details of the audio and video streams, from the first 2 MiB of the file (video first).
@@ -336,10 +362,12 @@ public final class TSPlaybackSession: PlaybackSource {
         builder.iFramesOnly = true
         builder.independentSegments = true
         let resets = discontinuities
+        let layout = servesFileAsIs ? nil : index?.layout
         builder.segments = frames.map { frame in
-            MediaPlaylistBuilder.Segment(
+            let served = Self.served(frame, layout: layout)
+            return MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: frame.duration,
-                byteRange: HLSPlaylist.ByteRange(length: frame.length, offset: frame.offset),
+                byteRange: HLSPlaylist.ByteRange(length: served.length, offset: served.offset),
                 discontinuity: resets.contains(frame.offset))
         }
         return builder.build().text
@@ -428,10 +456,12 @@ public final class TSPlaybackSession: PlaybackSource {
         var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
         builder.independentSegments = true
         let resets = discontinuities
+        let layout = servesFileAsIs ? nil : index?.layout
         builder.segments = segments.map { segment in
-            MediaPlaylistBuilder.Segment(
+            let served = Self.served(segment, layout: layout)
+            return MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: segment.duration,
-                byteRange: HLSPlaylist.ByteRange(length: segment.length, offset: segment.offset),
+                byteRange: HLSPlaylist.ByteRange(length: served.length, offset: served.offset),
                 discontinuity: resets.contains(segment.offset))
         }
         return builder.build().text
@@ -441,7 +471,8 @@ public final class TSPlaybackSession: PlaybackSource {
     public func multivariantPlaylist() -> String {
         var builder = MultivariantPlaylistBuilder()
         builder.independentSegments = true
-        let planned = segments
+        let layout = servesFileAsIs ? nil : index?.layout
+        let planned = segments.map { Self.served($0, layout: layout) }
         let peak = planned.map { $0.duration > 0 ? Double($0.length * 8) / $0.duration : 0 }.max() ?? 0
         let totalDuration = planned.reduce(0) { $0 + $1.duration }
         let totalBytes = planned.reduce(UInt64(0)) { $0 + $1.length }
@@ -461,7 +492,7 @@ public final class TSPlaybackSession: PlaybackSource {
                 codecs: codecs.isEmpty ? nil : codecs.joined(separator: ","), resolution: resolution,
                 frameRate: video?.frameRate.map { ($0 * 1000).rounded() / 1000 })
         ]
-        if let frames = iFrameSegments, !frames.isEmpty {
+        if let frames = iFrameSegments?.map({ Self.served($0, layout: layout) }), !frames.isEmpty {
             let peakIFrame = frames.map { Double($0.length * 8) / $0.duration }.max() ?? 1
             let iFrameBits = frames.reduce(0) { $0 + Double($1.length * 8) }
             let iFrameDuration = frames.reduce(0) { $0 + $1.duration }
@@ -489,6 +520,7 @@ public final class TSPlaybackSession: PlaybackSource {
             guard let text = iFramePlaylist() else { return .error(.notFound) }
             return .bytes(Array(text.utf8), contentType: "application/vnd.apple.mpegurl")
         case "media.ts":
+            guard servesFileAsIs else { return servedPacketsResponse(request) }
             do {
                 return try .file(file, contentType: "video/mp2t")
             } catch {
