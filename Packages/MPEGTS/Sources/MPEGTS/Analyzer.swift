@@ -241,6 +241,19 @@ public struct TSAnalyzer: Sendable {
         guard index >= 0 else { return }
         if reference == nil, let first = info.dts ?? info.pts { reference = first }
         guard let reference, let ticks = orderedStreams[index].record(info, reference: reference) else { return }
+        if keyframes.isEmpty, recordKeyframes, let current = keyframePID, current != info.pid, info.isKeyframe {
+            // A PID the PMT lists that never carries a packet is no keyframe stream: the first stream of the same
+            // program and kind (a video, or audio where there is no video) that shows a keyframe takes its place.
+            let currentIndex = Int(indexByPID[Int(current & 0x1FFF)])
+            let stream = orderedStreams[index]
+            if currentIndex < 0
+                || (orderedStreams[currentIndex].pesCount == 0
+                    && orderedStreams[currentIndex].programNumber == stream.programNumber
+                    && orderedStreams[currentIndex].codec.kind == stream.codec.kind)
+            {
+                keyframePID = info.pid
+            }
+        }
         if info.isKeyframe && info.pid == keyframePID, let pts = info.pts {
             keyframes.append(Keyframe(offset: info.offset, pts: pts, ticks: ticks))
         }

@@ -10,11 +10,24 @@ extension TSPlaybackSession {
     static let layoutHeadBytes = 8 << 20
 
     /// Chooses how to serve the file: TS byte ranges, or a fragmented MP4 presentation; and says why.
-    static func chooseContainer(_ requested: PlaybackContainer, file: FileStreamer, probe: TSProbe)
-        -> (presentation: FragmentedPresentation?, diagnostics: [String])
-    {
+    static func chooseContainer(
+        _ requested: PlaybackContainer, file: FileStreamer, probe: TSProbe, present: Set<UInt16>? = nil
+    ) -> (presentation: FragmentedPresentation?, diagnostics: [String]) {
         var notes: [String] = []
-        let streams = probe.programs.flatMap(\.streams)
+        // An audio or video PID a program map table lists but the file's first 2 MiB never carry (a ghost) counts
+        // for nothing: it is named, and left out of the choice and of fragmented MP4.
+        let listed = probe.programs.flatMap(\.streams)
+        let ghosts = listed.filter { stream in
+            (stream.codec.kind == .audio || stream.codec.kind == .video)
+                && present.map { !$0.contains(stream.pid) } ?? false
+        }
+        for ghost in ghosts {
+            notes.append(
+                "PID \(ghost.pid): \(ghost.codec.name), listed in the program map table but not found in the file's "
+                    + "first 2 MiB, is left out")
+        }
+        let ghostPIDs = Set(ghosts.map(\.pid))
+        let streams = listed.filter { !ghostPIDs.contains($0.pid) }
         for stream in streams {
             let codec = stream.codec
             if [Codec.mpeg1Video, .mpeg2Video, .mpeg4Video].contains(codec) {
@@ -54,7 +67,7 @@ extension TSPlaybackSession {
         do {
             let size = try file.size()
             let head = try file.read(at: 0, length: Int(min(UInt64(layoutHeadBytes), size)))
-            let layout = try TSProgramLayout(head: head)
+            let layout = try TSProgramLayout(head: head, leavingOut: ghostPIDs)
             let presentation = try FragmentedPresentation(layout: layout, file: file)
             var why: [String] = []
             if hasHEVC { why.append("HEVC goes in fMP4 as hvc1") }

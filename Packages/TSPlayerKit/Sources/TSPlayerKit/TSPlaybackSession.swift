@@ -107,8 +107,9 @@ public final class TSPlaybackSession: PlaybackSource {
         givenSegments = nil
         givenTimelines = [:]
         givenResets = []
-        codecDetails = Self.readCodecDetails(file)
-        let choice = Self.chooseContainer(options.container, file: file, probe: probe)
+        let head = Self.readHead(file)
+        codecDetails = head.details
+        let choice = Self.chooseContainer(options.container, file: file, probe: probe, present: head.present)
         container = choice.presentation == nil ? .ts : .fmp4
         presentation = choice.presentation
         var notes = choice.diagnostics
@@ -153,8 +154,9 @@ public final class TSPlaybackSession: PlaybackSource {
         firstPacketOffset = 0
         servesFileAsIs = true
         indexState = LockedValue(nil)
-        codecDetails = Self.readCodecDetails(file)
-        var choice = Self.chooseContainer(options.container, file: file, probe: probe)
+        let head = Self.readHead(file)
+        codecDetails = head.details
+        var choice = Self.chooseContainer(options.container, file: file, probe: probe, present: head.present)
         var timelines: [UInt64: TSTimeline] = [:]
         var resets: Set<UInt64> = []
         if let presentation = choice.presentation {
@@ -186,12 +188,19 @@ public final class TSPlaybackSession: PlaybackSource {
 
     /// Codec details of the audio and video streams, from the first 2 MiB of the file (video first).
     static func readCodecDetails(_ file: FileStreamer) -> [CodecDetails] {
-        guard let head = try? file.read(at: 0, length: 2 << 20) else { return [] }
+        readHead(file).details
+    }
+
+    /// What the first 2 MiB of the file show: codec details of the audio and video streams (video first), and the
+    /// audio and video PIDs that carried a PES there (nil when the head cannot be read).
+    static func readHead(_ file: FileStreamer) -> (details: [CodecDetails], present: Set<UInt16>?) {
+        guard let head = try? file.read(at: 0, length: 2 << 20) else { return ([], nil) }
         var indexer = TSIndexer(scanKeyframes: false)
         head.withUnsafeBytes { indexer.consume($0) }
         let streams = indexer.analyzer.orderedStreams.filter { $0.codec.kind == .video || $0.codec.kind == .audio }
-        return streams.sorted { ($0.codec.kind == .video ? 0 : 1) < ($1.codec.kind == .video ? 0 : 1) }
+        let details = streams.sorted { ($0.codec.kind == .video ? 0 : 1) < ($1.codec.kind == .video ? 0 : 1) }
             .compactMap(\.details)
+        return (details, Set(streams.filter { $0.pesCount > 0 }.map(\.pid)))
     }
 
     deinit {
