@@ -124,8 +124,10 @@ public struct TSIndexer: Sendable {
     public private(set) var isFinished = false
     private var runs = PacketRunRecorder()
 
-    public init(scanKeyframes: Bool = true) {
+    /// An indexer; with `program`, the keyframes are those of that program's first video (else audio) stream.
+    public init(scanKeyframes: Bool = true, program: UInt16? = nil) {
         demuxer = Demuxer(options: DemuxOptions(scanKeyframes: scanKeyframes))
+        analyzer.keyframeProgram = program
     }
 
     /// Feeds the next bytes of the file.

@@ -11,12 +11,19 @@ extension TSPlaybackSession {
 
     /// Chooses how to serve the file: TS byte ranges, or a fragmented MP4 presentation; and says why.
     static func chooseContainer(
-        _ requested: PlaybackContainer, file: FileStreamer, probe: TSProbe, present: Set<UInt16>? = nil
+        _ requested: PlaybackContainer, file: FileStreamer, probe: TSProbe, present: Set<UInt16>? = nil,
+        program: UInt16? = nil
     ) -> (presentation: FragmentedPresentation?, diagnostics: [String]) {
         var notes: [String] = []
+        // In a file of several programs only the chosen one counts; TS byte ranges would carry every program (RFC
+        // 8216 wants one a segment), so it is served as fMP4 when that is possible.
+        let programs = probe.programs.filter { table in program.map { $0 == table.programNumber } ?? true }
+        if let program {
+            notes.append("program \(program) of \(probe.programs.count) is played")
+        }
         // An audio or video PID a program map table lists but the file's first 2 MiB never carry (a ghost) counts
         // for nothing: it is named, and left out of the choice and of fragmented MP4.
-        let listed = probe.programs.flatMap(\.streams)
+        let listed = programs.flatMap(\.streams)
         let ghosts = listed.filter { stream in
             (stream.codec.kind == .audio || stream.codec.kind == .video)
                 && present.map { !$0.contains(stream.pid) } ?? false
@@ -58,7 +65,7 @@ extension TSPlaybackSession {
                     nil, ["served as TS for players other than AVPlayer: the video cannot be decoded by it"] + notes
                 )
             }
-            if !hasHEVC && audioCount <= 1 {
+            if !hasHEVC && audioCount <= 1 && program == nil {
                 return (nil, ["served as TS: H.264 and one audio track play from TS byte ranges"] + notes)
             }
         case .fmp4:
@@ -67,11 +74,14 @@ extension TSPlaybackSession {
         do {
             let size = try file.size()
             let head = try file.read(at: 0, length: Int(min(UInt64(layoutHeadBytes), size)))
-            let layout = try TSProgramLayout(head: head, leavingOut: ghostPIDs)
+            let layout = try TSProgramLayout(head: head, leavingOut: ghostPIDs, program: program)
             let presentation = try FragmentedPresentation(layout: layout, file: file)
             var why: [String] = []
             if hasHEVC { why.append("HEVC goes in fMP4 as hvc1") }
             if audioCount > 1 { why.append("\(audioCount) audio tracks become renditions") }
+            if program != nil && requested == .auto {
+                why.append("TS byte ranges would carry every program")
+            }
             if requested == .fmp4 { why.append("asked for") }
             let left = layout.skipped.map { "PID \($0.pid) left out: \($0.reason)" }
             return (presentation, ["served as fragmented MP4: " + why.joined(separator: ", ")] + left + notes)

@@ -26,12 +26,20 @@ public final class TSPlaybackSession: PlaybackSource {
         public var writesSidecar: Bool = true
         /// TS byte ranges, fragmented MP4 segments, or the one AVPlayer needs (the default).
         public var container: PlaybackContainer = .auto
+        /// The program to play in a file of several (the PAT's program_number); nil: the first program with video,
+        /// else the first with audio. A number the file does not have fails with
+        /// ``PlaybackError/Code/unknownProgram``.
+        public var program: UInt16?
 
         /// Default options.
-        public init(segmentDuration: Double = 6, writesSidecar: Bool = true, container: PlaybackContainer = .auto) {
+        public init(
+            segmentDuration: Double = 6, writesSidecar: Bool = true, container: PlaybackContainer = .auto,
+            program: UInt16? = nil
+        ) {
             self.segmentDuration = segmentDuration
             self.writesSidecar = writesSidecar
             self.container = container
+            self.program = program
         }
     }
 
@@ -49,6 +57,8 @@ public final class TSPlaybackSession: PlaybackSource {
     public let container: PlaybackContainer
     /// Why the container was chosen, and streams that AVPlayer cannot play or that are left out.
     public let diagnostics: [String]
+    /// The program played, in a file of several programs (nil when the file has one).
+    public let program: UInt16?
 
     let file: FileStreamer
     /// Where the file's first packet starts (0 unless the file begins in the middle of a packet).
@@ -100,16 +110,25 @@ public final class TSPlaybackSession: PlaybackSource {
         } catch {
             throw PlaybackError(.notTransportStream, path: path, detail: Self.probeProblem(error))
         }
-        indexState = LockedValue(TSIndex.loadSidecar(for: path))
+        let chosen = try Self.chooseProgram(options.program, probe: probe, path: path)
+        program = chosen
+        // A sidecar made for another program's keyframes is not this one's.
+        let programPIDs = Set(probe.programs.first { $0.programNumber == chosen }?.streams.map(\.pid) ?? [])
+        indexState = LockedValue(
+            TSIndex.loadSidecar(for: path).flatMap { index in
+                guard chosen != nil, let pid = index.keyframePID else { return index }
+                return programPIDs.contains(pid) ? index : nil
+            })
         let first = Self.firstPacket(file)
         firstPacketOffset = first.offset
         servesFileAsIs = first.size == .standard && first.offset == 0
         givenSegments = nil
         givenTimelines = [:]
         givenResets = []
-        let head = Self.readHead(file)
+        let head = Self.readHead(file, program: chosen.map { _ in programPIDs })
         codecDetails = head.details
-        let choice = Self.chooseContainer(options.container, file: file, probe: probe, present: head.present)
+        let choice = Self.chooseContainer(
+            options.container, file: file, probe: probe, present: head.present, program: chosen)
         container = choice.presentation == nil ? .ts : .fmp4
         presentation = choice.presentation
         var notes = choice.diagnostics
@@ -153,6 +172,7 @@ public final class TSPlaybackSession: PlaybackSource {
         // Given segments are byte ranges of the file as it is.
         firstPacketOffset = 0
         servesFileAsIs = true
+        program = nil
         indexState = LockedValue(nil)
         let head = Self.readHead(file)
         codecDetails = head.details
@@ -178,6 +198,31 @@ public final class TSPlaybackSession: PlaybackSource {
         diagnostics = ["the segments are given, not indexed"] + choice.diagnostics
     }
 
+    /// The program to play: `requested` when the file has it (else ``PlaybackError/Code/unknownProgram`` listing
+    /// the programs), or the first program with video, else the first with audio; nil for a file of one program.
+    static func chooseProgram(_ requested: UInt16?, probe: TSProbe, path: String) throws(PlaybackError) -> UInt16? {
+        let programs = probe.programs
+        if let requested {
+            guard programs.contains(where: { $0.programNumber == requested }) else {
+                let listed = programs.map { table in
+                    let codecs = table.streams.filter { $0.codec.kind == .video || $0.codec.kind == .audio }
+                        .map(\.codec.name)
+                    return "\(table.programNumber)" + (codecs.isEmpty ? "" : " (\(codecs.joined(separator: ", ")))")
+                }
+                throw PlaybackError(
+                    .unknownProgram, path: path,
+                    detail: "program \(requested) is not in the file; its programs: "
+                        + (listed.isEmpty ? "none found" : listed.joined(separator: ", ")))
+            }
+            return programs.count > 1 ? requested : nil
+        }
+        guard programs.count > 1 else { return nil }
+        let chosen =
+            programs.first { $0.streams.contains { $0.codec.kind == .video } }
+            ?? programs.first { $0.streams.contains { $0.codec.kind == .audio } } ?? programs.first
+        return chosen?.programNumber
+    }
+
     /// The size and offset of the file's first packet, from its first 64 KiB (188 at 0 when none is found there).
     static func firstPacket(_ file: FileStreamer) -> (size: PacketSize, offset: UInt64) {
         guard let head = try? file.read(at: 0, length: 64 << 10), let found = PacketSize.detect(in: head),
@@ -193,11 +238,15 @@ public final class TSPlaybackSession: PlaybackSource {
 
     /// What the first 2 MiB of the file show: codec details of the audio and video streams (video first), and the
     /// audio and video PIDs that carried a PES there (nil when the head cannot be read).
-    static func readHead(_ file: FileStreamer) -> (details: [CodecDetails], present: Set<UInt16>?) {
+    static func readHead(_ file: FileStreamer, program: Set<UInt16>? = nil) -> (
+        details: [CodecDetails], present: Set<UInt16>?
+    ) {
         guard let head = try? file.read(at: 0, length: 2 << 20) else { return ([], nil) }
         var indexer = TSIndexer(scanKeyframes: false)
         head.withUnsafeBytes { indexer.consume($0) }
-        let streams = indexer.analyzer.orderedStreams.filter { $0.codec.kind == .video || $0.codec.kind == .audio }
+        let streams = indexer.analyzer.orderedStreams.filter {
+            ($0.codec.kind == .video || $0.codec.kind == .audio) && (program?.contains($0.pid) ?? true)
+        }
         let details = streams.sorted { ($0.codec.kind == .video ? 0 : 1) < ($1.codec.kind == .video ? 0 : 1) }
             .compactMap(\.details)
         return (details, Set(streams.filter { $0.pesCount > 0 }.map(\.pid)))
@@ -263,7 +312,7 @@ public final class TSPlaybackSession: PlaybackSource {
     }
 
     private func buildIndex() {
-        var indexer = TSIndexer()
+        var indexer = TSIndexer(program: program)
         do {
             let size = try file.size()
             let modified = try file.modificationTime()
@@ -452,8 +501,10 @@ public final class TSPlaybackSession: PlaybackSource {
     /// frame) is exact; an audio PES often carries several frames, so its last step overstates the audio's end.
     /// Without video, the index's own end.
     static func presentationEndTicks(_ index: TSIndex) -> Int64? {
+        let keyframeVideo = index.streams.first { $0.pid == index.keyframePID && $0.codec.kind == .video }
         guard let start = index.firstPTS,
-            let video = index.streams.first(where: { $0.codec.kind == .video && $0.durationTicks != nil }),
+            let video = keyframeVideo.flatMap({ $0.durationTicks == nil ? nil : $0 })
+                ?? index.streams.first(where: { $0.codec.kind == .video && $0.durationTicks != nil }),
             let videoFirst = video.firstPTS, let videoDuration = video.durationTicks
         else { return index.durationTicks }
         return start.distance(to: videoFirst) + videoDuration
