@@ -67,4 +67,56 @@ import Testing
         let bad = try EndToEnd.run(tool, ["serve", file.path, "--program", "x"], timeout: 30)
         #expect(bad.status == 64, "\(bad.err)")
     }
+
+    /// Served as TS (`--container ts`): each segment is its own resource holding program 2's packets alone, every
+    /// PAT naming program 2 alone; ffmpeg decodes the served HLS to program 2's frames and samples; lint-clean.
+    @Test func programServedAsFilteredTS() throws {
+        let file = try #require(Self.programs)
+        let server = try ServerProcess(
+            arguments: [file.path, "--segment-duration", "1", "--container", "ts", "--program", "2", "-v"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        let base = String(master.dropLast("master.m3u8".count))
+        let playlist = try waitForEndList(base + "index.m3u8")
+        let uris = playlist.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(uris.count >= 3 && uris.allSatisfy { $0.hasPrefix("program/") }, "\(playlist)")
+        // The file's PIDs: program 1 has PMT 0x1000, streams 0x100 and 0x101; program 2 PMT 0x1001, 0x102, 0x103.
+        var pids = Set<Int>()
+        for uri in uris {
+            let bytes = [UInt8](try fetchBytes(base + uri))
+            #expect(!bytes.isEmpty && bytes.count % 188 == 0, "\(uri)")
+            var position = 0
+            while position + 188 <= bytes.count {
+                #expect(bytes[position] == 0x47, "\(uri) at \(position)")
+                let pid = Int(bytes[position + 1] & 0x1F) << 8 | Int(bytes[position + 2])
+                pids.insert(pid)
+                if pid == 0 {
+                    // pointer 0, table 0, section_length 13: one program, number 2.
+                    #expect(bytes[position + 7] == 13 && bytes[position + 13] == 0 && bytes[position + 14] == 2)
+                }
+                position += 188
+            }
+        }
+        #expect(
+            pids.isSuperset(of: [0, 0x1001, 0x102, 0x103]) && pids.isDisjoint(with: [0x1000, 0x100, 0x101]), "\(pids)")
+        var text = try fetch(master)
+        for _ in 0..<50 where !text.contains("I-FRAME-STREAM-INF") {
+            usleep(100_000)
+            text = try fetch(master)
+        }
+        #expect(text.contains("RESOLUTION=160x120"), "\(text)")
+        // The I-frame playlist: one resource per keyframe (PAT, PMT, the picture), one picture each.
+        let iFrames = try fetch(base + "iframes.m3u8")
+        let iFrameURIs = iFrames.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(iFrameURIs.count >= 4 && iFrameURIs.allSatisfy { $0.hasPrefix("program-iframe/") }, "\(iFrames)")
+        #expect(try decodedFrames(base + "iframes.m3u8")["video"] == iFrameURIs.count)
+        let check = FragmentedPlaybackTests()
+        for (source, served) in [("p:2:v", "v:0"), ("p:2:a", "a:0")] {
+            let frames = try check.frameHashes(file.path, source)
+            #expect(!frames.isEmpty)
+            #expect(try check.frameHashes(master, served) == frames, "program 2 \(source)")
+        }
+        for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try check.lint(url) }
+        #expect(server.logText.contains("TS segments carry program 2 alone"), "\(server.logText)")
+    }
 }

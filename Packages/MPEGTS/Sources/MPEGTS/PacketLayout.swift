@@ -158,3 +158,72 @@ struct PacketRunRecorder: Sendable {
         return PacketLayout(packetSize: packetSize, runs: runs)
     }
 }
+
+/// Keeps one program's packets of a transport stream and replaces each PAT with one that names that program alone
+/// (ISO/IEC 13818-1 2.4.4.3), so that the output is a single-program transport stream (RFC 8216 3.3 wants one
+/// program per segment). One table lookup per packet, nothing allocated per packet.
+public struct ProgramFilter: Sendable {
+    /// The program kept.
+    public let programNumber: UInt16
+    private let keep: [Bool]
+    /// The PAT packet's payload: pointer_field, the section, stuffing.
+    private let patPayload: [UInt8]
+
+    /// A filter for program `programNumber`, whose PMT is on `pmtPID`, keeping `pids` (its streams and PCR PID) too.
+    public init(programNumber: UInt16, pmtPID: UInt16, pids: some Sequence<UInt16>, transportStreamID: UInt16 = 1) {
+        self.programNumber = programNumber
+        var keep = Array(repeating: false, count: 8192)
+        keep[Int(pmtPID & 0x1FFF)] = true
+        for pid in pids { keep[Int(pid & 0x1FFF)] = true }
+        keep[0] = false
+        self.keep = keep
+        // table_id 0, section_syntax_indicator 1, section_length 13: five header bytes, one entry, the CRC.
+        var section: [UInt8] = [
+            0x00, 0xB0, 13, UInt8(transportStreamID >> 8), UInt8(transportStreamID & 0xFF), 0xC1, 0x00, 0x00,
+            UInt8(programNumber >> 8), UInt8(programNumber & 0xFF), 0xE0 | UInt8((pmtPID >> 8) & 0x1F),
+            UInt8(pmtPID & 0xFF),
+        ]
+        let crc = CRC32MPEG2.checksum(section)
+        section += [UInt8(crc >> 24), UInt8((crc >> 16) & 0xFF), UInt8((crc >> 8) & 0xFF), UInt8(crc & 0xFF)]
+        patPayload = [0x00] + section + Array(repeating: 0xFF, count: 184 - 1 - section.count)
+    }
+
+    /// A PAT packet naming the program alone.
+    public func patPacket(continuityCounter: UInt8 = 0) -> [UInt8] {
+        [0x47, 0x40, 0x00, 0x10 | (continuityCounter & 0x0F)] + patPayload
+    }
+
+    /// Whether the filter keeps `pid`'s packets (PAT packets are rewritten, not kept).
+    public func keeps(_ pid: UInt16) -> Bool { keep[Int(pid & 0x1FFF)] }
+
+    /// Appends the kept packets among the whole packets of `packets` (each `packetSize` bytes, its 188 bytes at
+    /// `syncOffset`) to `output`: the program's packets as they are, each PAT packet that starts a section as one
+    /// naming the program alone (with the original's continuity counter). Packets without a sync byte, other
+    /// programs' packets and PAT continuations are left out. Returns the packets appended.
+    public func append(
+        _ packets: UnsafeRawBufferPointer, packetSize: Int, syncOffset: Int, to output: inout [UInt8]
+    ) -> Int {
+        guard packetSize >= 188, syncOffset >= 0, syncOffset + 188 <= packetSize else { return 0 }
+        var appended = 0
+        var position = 0
+        while position + packetSize <= packets.count {
+            let start = position + syncOffset
+            position += packetSize
+            guard packets[start] == 0x47 else { continue }
+            let pid = Int(packets[start + 1] & 0x1F) << 8 | Int(packets[start + 2])
+            if pid == 0 {
+                guard packets[start + 1] & 0x40 != 0 else { continue }
+                output.append(0x47)
+                output.append(0x40)
+                output.append(0x00)
+                output.append(0x10 | (packets[start + 3] & 0x0F))
+                output.append(contentsOf: patPayload)
+                appended += 1
+            } else if keep[pid] {
+                output.append(contentsOf: UnsafeRawBufferPointer(rebasing: packets[start..<(start + 188)]))
+                appended += 1
+            }
+        }
+        return appended
+    }
+}

@@ -229,4 +229,34 @@ import Testing
         let index = indexer.index(fileSize: UInt64(file.count), modificationTime: (0, 0))
         #expect(try TSIndex(serialized: index.serialized()) == index)
     }
+
+    /// A program filter keeps the program's packets, drops another program's, and rewrites the PAT to name the
+    /// program alone (a valid section: the demuxer reads it with no CRC error).
+    @Test func programFilterKeepsOneProgram() throws {
+        let plain = StreamBuilder.typical(frames: 6)
+        var demuxer = Demuxer()
+        _ = demuxer.feed(plain)
+        _ = demuxer.finish()
+        let entry = try #require(demuxer.programAssociation?.programs.first)
+        let map = try #require(demuxer.programMaps[entry.programNumber])
+        let filter = ProgramFilter(
+            programNumber: entry.programNumber, pmtPID: entry.pmtPID, pids: map.streams.map(\.pid) + [map.pcrPID])
+        // Another program's packet (PID 0x0777) after every tenth packet, and a broken packet without sync.
+        var input: [UInt8] = []
+        for packet in 0..<(plain.count / 188) {
+            input += plain[(packet * 188)..<(packet * 188 + 188)]
+            if packet % 10 == 0 { input += [0x47, 0x07, 0x77, 0x10] + Array(repeating: 0xAA, count: 184) }
+        }
+        input += Array(repeating: 0x00, count: 188)
+        var output: [UInt8] = []
+        let kept = input.withUnsafeBytes { filter.append($0, packetSize: 188, syncOffset: 0, to: &output) }
+        #expect(kept == plain.count / 188 && output.count == plain.count / 188 * 188)
+        var check = Demuxer()
+        _ = check.feed(output)
+        _ = check.finish()
+        #expect(check.programAssociation?.programs == [entry])
+        #expect(check.statistics.crcErrors == 0)
+        #expect(check.statistics(pid: 0x0777).packets == 0)
+        #expect(filter.patPacket().count == 188)
+    }
 }

@@ -114,3 +114,81 @@ struct ServedPackets: AsyncSequence, Sendable {
         AsyncIterator(sequence: self, position: range.offset)
     }
 }
+
+/// One program of several, served as TS: each media segment is its own resource (`program/<n>.ts`), the segment's
+/// packets of that program alone with a PAT that names it alone (``ProgramFilter``), made on request from the
+/// index's packet runs.
+extension TSPlaybackSession {
+    /// Whether TS segments are filtered to ``program`` (a file of several programs served as TS).
+    var filtersProgram: Bool {
+        program != nil && presentation == nil && givenSegments == nil
+    }
+
+    /// The filter for ``program``: its PMT PID from the index, its streams and PCR PID from the probe's PMT.
+    func programFilter() -> ProgramFilter? {
+        guard let program, let index,
+            let entry = index.programs.first(where: { $0.programNumber == program })
+        else { return nil }
+        let table = probe.programs.first { $0.programNumber == program }
+        let pids =
+            entry.streamPIDs + [entry.pcrPID] + (table?.streams.map(\.pid) ?? []) + (table.map { [$0.pcrPID] } ?? [])
+        return ProgramFilter(programNumber: program, pmtPID: entry.pmtPID, pids: pids)
+    }
+
+    /// `program/<n>.ts`: media segment `n` filtered to the program; `program-iframe/<n>.ts`: I-frame `n`, after a
+    /// PAT naming the program alone and the program's PMT packet (the first in the file), so that it can be read on
+    /// its own. Range is answered from the bytes made.
+    func programSegmentResponse(_ name: String, iFrame: Bool) -> HTTPResponse {
+        guard name.hasSuffix(".ts"), let number = Int(name.dropLast(3)), number >= 0 else {
+            return .error(.notFound)
+        }
+        let planned = iFrame ? (iFrameSegments ?? []) : segments
+        guard number < planned.count, let filter = programFilter() else { return .error(.notFound) }
+        let layout = servedLayout()
+        var output: [UInt8] = []
+        if iFrame {
+            guard let tables = programTables(filter, layout: layout) else { return .error(.notFound) }
+            output = tables
+        }
+        let range = Self.served(planned[number], layout: layout)
+        output.reserveCapacity(output.count + Int(clamping: range.length / 2))
+        var position = range.offset
+        let end = range.offset + range.length
+        while position < end, let found = layout.locate(servedOffset: position) {
+            let packets = Int(Swift.min(found.packetsLeft, (end - position + 187) / 188, 2048))
+            guard let bytes = try? file.read(at: found.packetOffset, length: packets * layout.packetSize),
+                bytes.count == packets * layout.packetSize
+            else { return .error(.internalServerError) }
+            _ = bytes.withUnsafeBytes {
+                filter.append($0, packetSize: layout.packetSize, syncOffset: layout.syncOffset, to: &output)
+            }
+            position += UInt64(packets * 188)
+        }
+        return .bytes(output, contentType: "video/mp2t")
+    }
+
+    /// A PAT naming the program alone and the program's first PMT packet in the file (looked for in its first
+    /// 4 MiB), for I-frame segments; nil when there is none.
+    func programTables(_ filter: ProgramFilter, layout: PacketLayout) -> [UInt8]? {
+        guard let program, let index, let pmtPID = index.programs.first(where: { $0.programNumber == program })?.pmtPID
+        else { return nil }
+        var position: UInt64 = 0
+        let limit = Swift.min(layout.servedLength, 4 << 20)
+        while position < limit, let found = layout.locate(servedOffset: position) {
+            let packets = Int(Swift.min(found.packetsLeft, 1024))
+            guard let bytes = try? file.read(at: found.packetOffset, length: packets * layout.packetSize) else {
+                return nil
+            }
+            var offset = layout.syncOffset
+            while offset + 188 <= bytes.count {
+                let pid = UInt16(bytes[offset + 1] & 0x1F) << 8 | UInt16(bytes[offset + 2])
+                if bytes[offset] == 0x47, pid == pmtPID, bytes[offset + 1] & 0x40 != 0 {
+                    return filter.patPacket() + bytes[offset..<(offset + 188)]
+                }
+                offset += layout.packetSize
+            }
+            position += UInt64(packets * 188)
+        }
+        return nil
+    }
+}

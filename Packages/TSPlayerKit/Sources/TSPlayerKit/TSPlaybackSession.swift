@@ -132,6 +132,10 @@ public final class TSPlaybackSession: PlaybackSource {
         container = choice.presentation == nil ? .ts : .fmp4
         presentation = choice.presentation
         var notes = choice.diagnostics
+        if let chosen, choice.presentation == nil {
+            notes.append(
+                "TS segments carry program \(chosen) alone, filtered as they are served")
+        }
         if first.size != .standard {
             notes.append("the file's \(first.size.length)-byte packets are served as 188-byte TS packets")
         }
@@ -421,7 +425,13 @@ public final class TSPlaybackSession: PlaybackSource {
         builder.independentSegments = true
         let resets = discontinuities
         let layout = servesFileAsIs ? nil : index?.layout
-        builder.segments = frames.map { frame in
+        let filters = filtersProgram
+        builder.segments = frames.enumerated().map { number, frame in
+            if filters {
+                return MediaPlaylistBuilder.Segment(
+                    uri: "program-iframe/\(number).ts", duration: frame.duration,
+                    discontinuity: resets.contains(frame.offset))
+            }
             let served = Self.served(frame, layout: layout)
             return MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: frame.duration,
@@ -517,7 +527,14 @@ public final class TSPlaybackSession: PlaybackSource {
         builder.independentSegments = true
         let resets = discontinuities
         let layout = servesFileAsIs ? nil : index?.layout
-        builder.segments = segments.map { segment in
+        let filters = filtersProgram
+        builder.segments = segments.enumerated().map { number, segment in
+            // One program of several: each segment its own resource, filtered to that program.
+            if filters {
+                return MediaPlaylistBuilder.Segment(
+                    uri: "program/\(number).ts", duration: segment.duration,
+                    discontinuity: resets.contains(segment.offset))
+            }
             let served = Self.served(segment, layout: layout)
             return MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: segment.duration,
@@ -570,6 +587,9 @@ public final class TSPlaybackSession: PlaybackSource {
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         let route = request.wildcardSegments
         if let presentation, let response = respondFragmented(route, presentation) { return response }
+        if route.count == 2, route[0] == "program" || route[0] == "program-iframe", filtersProgram {
+            return programSegmentResponse(route[1], iFrame: route[0] == "program-iframe")
+        }
         guard route.count == 1 else { return .error(.notFound) }
         switch route[0] {
         case "master.m3u8":

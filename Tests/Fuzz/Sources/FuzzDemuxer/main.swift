@@ -63,6 +63,14 @@ func checkLayout(_ bytes: UnsafeRawBufferPointer) {
         print("chunked indexing gives other packet runs than one shot")
         abort()
     }
+    // A program filter over the input's packets never traps and writes whole packets.
+    var filtered: [UInt8] = []
+    let kept = ProgramFilter(programNumber: 1, pmtPID: 0x1000, pids: [0x100, 0x101]).append(
+        bytes, packetSize: layout.packetSize, syncOffset: layout.syncOffset, to: &filtered)
+    guard filtered.count == kept * 188 else {
+        print("the program filter wrote \(filtered.count) bytes for \(kept) packets")
+        abort()
+    }
     var served: UInt64 = 0
     for run in layout.runs {
         guard run.servedOffset == served, run.packets > 0,
