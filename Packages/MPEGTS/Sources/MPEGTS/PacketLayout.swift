@@ -7,13 +7,19 @@ public struct PacketRun: Hashable, Sendable {
     public var servedOffset: UInt64
     /// Whole packets in the run.
     public var packets: UInt64
+    /// Bytes per packet in the run: 188, 192 or 204 (a file joined from others may change size between runs).
+    public var packetSize: Int
 
     /// A run.
-    public init(fileOffset: UInt64, servedOffset: UInt64, packets: UInt64) {
+    public init(fileOffset: UInt64, servedOffset: UInt64, packets: UInt64, packetSize: Int = 188) {
         self.fileOffset = fileOffset
         self.servedOffset = servedOffset
         self.packets = packets
+        self.packetSize = packetSize
     }
+
+    /// Where the 188 bytes start inside one of the run's packets in the file (4 for 192-byte packets, else 0).
+    public var syncOffset: Int { packetSize == 192 ? 4 : 0 }
 }
 
 /// How a file's packets look as plain 188-byte MPEG-TS (the served view): each packet's 188 bytes (without the
@@ -23,7 +29,7 @@ public struct PacketRun: Hashable, Sendable {
 /// The runs come from the index's scan (``TSIndexer``), so mapping a range of the view to the file's bytes reads
 /// nothing. Offsets outside every run map to the start of the next run (or the view's end).
 public struct PacketLayout: Hashable, Sendable {
-    /// Bytes per packet in the file: 188, 192 or 204.
+    /// Bytes per packet in the file: 188, 192 or 204 (the last run's; each run has its own).
     public var packetSize: Int
     /// The runs, in file order; their served offsets follow on without a gap.
     public var runs: [PacketRun]
@@ -46,14 +52,13 @@ public struct PacketLayout: Hashable, Sendable {
     /// Whether the served view is the file itself (188-byte packets from byte 0, no gap), so its bytes can be sent
     /// as they are.
     public var isIdentity: Bool {
-        packetSize == 188 && runs.count <= 1 && (runs.first?.fileOffset ?? 0) == 0
+        packetSize == 188 && runs.count <= 1 && (runs.first.map { $0.fileOffset == 0 && $0.packetSize == 188 } ?? true)
     }
 
     /// The served offset of the packet that holds file byte `offset` (a packet's first byte maps to its first
     /// served byte; a byte inside a packet to that packet's start); an offset before, between or after the runs to
     /// the start of the next run (the view's end after the last).
     public func servedOffset(ofFileOffset offset: UInt64) -> UInt64 {
-        let size = UInt64(packetSize)
         // The last run that starts at or before `offset`.
         var low = 0
         var high = runs.count
@@ -63,14 +68,17 @@ public struct PacketLayout: Hashable, Sendable {
         }
         guard low > 0 else { return 0 }
         let run = runs[low - 1]
-        let packet = (offset - run.fileOffset) / size
+        let packet = (offset - run.fileOffset) / UInt64(max(run.packetSize, 1))
         if packet < run.packets { return run.servedOffset + packet * 188 }
         return run.servedOffset + run.packets * 188
     }
 
     /// Where served byte `offset` lies in the file: the file offset of its packet, the byte within the packet's 188,
-    /// and the packets from that one to the end of its run (at least 1). Nil at or past the view's end.
-    public func locate(servedOffset offset: UInt64) -> (packetOffset: UInt64, within: Int, packetsLeft: UInt64)? {
+    /// the packets from that one to the end of its run (at least 1), and the run's packet size. Nil at or past the
+    /// view's end.
+    public func locate(servedOffset offset: UInt64) -> (
+        packetOffset: UInt64, within: Int, packetsLeft: UInt64, packetSize: Int
+    )? {
         var low = 0
         var high = runs.count
         while low < high {
@@ -82,18 +90,21 @@ public struct PacketLayout: Hashable, Sendable {
         let packet = (offset - run.servedOffset) / 188
         guard packet < run.packets else { return nil }
         return (
-            run.fileOffset + packet * UInt64(packetSize), Int((offset - run.servedOffset) % 188), run.packets - packet
+            run.fileOffset + packet * UInt64(run.packetSize), Int((offset - run.servedOffset) % 188),
+            run.packets - packet,
+            run.packetSize
         )
     }
 
-    /// Appends the served bytes of the whole packets in `packets` (read from the file at a packet boundary) to
-    /// `output`, leaving out the first `skip` served bytes and stopping after `limit` bytes. Returns the bytes
-    /// appended. A trailing partial packet is ignored.
+    /// Appends the served bytes of the whole packets in `packets` (read from the file at a packet boundary of a run
+    /// of `packetSize`-byte packets) to `output`, leaving out the first `skip` served bytes and stopping after
+    /// `limit` bytes. Returns the bytes appended. A trailing partial packet is ignored.
     public func appendServed(
-        _ packets: UnsafeRawBufferPointer, skip: Int, limit: Int, to output: inout [UInt8]
+        _ packets: UnsafeRawBufferPointer, packetSize: Int, skip: Int, limit: Int, to output: inout [UInt8]
     ) -> Int {
+        guard packetSize == 188 || packetSize == 192 || packetSize == 204 else { return 0 }
         let size = packetSize
-        let sync = syncOffset
+        let sync = packetSize == 192 ? 4 : 0
         var skip = max(0, skip)
         var left = max(0, limit)
         var position = 0
@@ -115,7 +126,7 @@ public struct PacketLayout: Hashable, Sendable {
 /// Records the packet runs a demuxer reports (its ``DemuxEvent/synchronized(_:offset:)`` events and sync losses).
 struct PacketRunRecorder: Sendable {
     private(set) var closed: [PacketRun] = []
-    private var open: (fileOffset: UInt64, servedOffset: UInt64)?
+    private var open: (fileOffset: UInt64, servedOffset: UInt64, packetSize: Int)?
     private var servedEnd: UInt64 = 0
     private(set) var packetSize = 188
 
@@ -127,7 +138,7 @@ struct PacketRunRecorder: Sendable {
             guard let start = UInt64(exactly: offset) else { return }
             close(at: start)
             packetSize = size.length
-            open = (start, servedEnd)
+            open = (start, servedEnd, size.length)
         case .error(let error) where error.code == .syncLost:
             guard let offset = error.offset, let end = UInt64(exactly: offset) else { return }
             close(at: end)
@@ -138,9 +149,12 @@ struct PacketRunRecorder: Sendable {
 
     private mutating func close(at end: UInt64) {
         guard let run = open else { return }
-        let packets = end > run.fileOffset ? (end - run.fileOffset) / UInt64(packetSize) : 0
+        let packets = end > run.fileOffset ? (end - run.fileOffset) / UInt64(run.packetSize) : 0
         if packets > 0 {
-            closed.append(PacketRun(fileOffset: run.fileOffset, servedOffset: run.servedOffset, packets: packets))
+            closed.append(
+                PacketRun(
+                    fileOffset: run.fileOffset, servedOffset: run.servedOffset, packets: packets,
+                    packetSize: run.packetSize))
             servedEnd = run.servedOffset + packets * 188
         }
         open = nil
@@ -150,9 +164,12 @@ struct PacketRunRecorder: Sendable {
     func layout(end: UInt64) -> PacketLayout {
         var runs = closed
         if let run = open, end > run.fileOffset {
-            let packets = (end - run.fileOffset) / UInt64(packetSize)
+            let packets = (end - run.fileOffset) / UInt64(run.packetSize)
             if packets > 0 {
-                runs.append(PacketRun(fileOffset: run.fileOffset, servedOffset: run.servedOffset, packets: packets))
+                runs.append(
+                    PacketRun(
+                        fileOffset: run.fileOffset, servedOffset: run.servedOffset, packets: packets,
+                        packetSize: run.packetSize))
             }
         }
         return PacketLayout(packetSize: packetSize, runs: runs)

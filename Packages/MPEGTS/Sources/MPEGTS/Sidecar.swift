@@ -26,7 +26,9 @@ extension TSIndex {
                     + "\(stream.codec.kind.rawValue) \(stream.pesCount) \(optional(stream.firstPTS?.value)) "
                     + "\(optional(stream.lastPTS?.value)) \(optional(stream.durationTicks))")
         }
-        for run in packetRuns { lines.append("run \(run.fileOffset) \(run.servedOffset) \(run.packets)") }
+        for run in packetRuns {
+            lines.append("run \(run.fileOffset) \(run.servedOffset) \(run.packets) \(run.packetSize)")
+        }
         for keyframe in keyframes { lines.append("k \(keyframe.offset) \(keyframe.pts.value) \(keyframe.ticks)") }
         lines.append("end")
         return Array((lines.joined(separator: "\n") + "\n").utf8)
@@ -104,7 +106,9 @@ extension TSIndex {
                 guard let pts = try timestamp(2) else { throw fail("keyframe without PTS") }
                 keyframes.append(Keyframe(offset: try int(1), pts: pts, ticks: try int(3)))
             case "run":
-                let run = PacketRun(fileOffset: try int(1), servedOffset: try int(2), packets: try int(3))
+                let run = PacketRun(
+                    fileOffset: try int(1), servedOffset: try int(2), packets: try int(3), packetSize: try int(4))
+                guard PacketSize(length: run.packetSize) != nil else { throw fail("packet size \(run.packetSize)") }
                 let (end, overflow) = run.packets.multipliedReportingOverflow(by: 188)
                 guard !overflow, run.servedOffset <= UInt64.max - end,
                     runs.last.map({ $0.servedOffset + $0.packets * 188 == run.servedOffset }) ?? (run.servedOffset == 0)

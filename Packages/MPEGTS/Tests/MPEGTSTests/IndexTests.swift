@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func malformedSidecarsAreRejected() throws {
-        let index = try TSIndex(serialized: Array("tsindex 3\nsize 10\nrun 4 0 2\nrun 600 376 1\nend\n".utf8))
+        let index = try TSIndex(serialized: Array("tsindex 3\nsize 10\nrun 4 0 2 192\nrun 600 376 1 188\nend\n".utf8))
         #expect(index.fileSize == 10)
         #expect(index.packetRuns.count == 2)
         let bad = [
@@ -88,8 +88,9 @@ import Testing
             "tsindex 3\nsize x\nend\n", "tsindex 3\nsize 1\n", "tsindex 3\nsize 1\nk 5 99999999999 0\nend\n",
             "tsindex 3\nsize 1\nbogus\nend\n",
             // Packet runs whose served offsets do not follow on, or overflow.
-            "tsindex 3\nsize 1\nrun 0 188 1\nend\n", "tsindex 3\nsize 1\nrun 0 0 2\nrun 400 188 1\nend\n",
-            "tsindex 3\nsize 1\nrun 0 0 18446744073709551615\nend\n", "tsindex 3\nsize 1\nrun 0 0\nend\n",
+            "tsindex 3\nsize 1\nrun 0 188 1 188\nend\n", "tsindex 3\nsize 1\nrun 0 0 2 188\nrun 400 188 1 188\nend\n",
+            "tsindex 3\nsize 1\nrun 0 0 18446744073709551615 188\nend\n", "tsindex 3\nsize 1\nrun 0 0 1\nend\n",
+            "tsindex 3\nsize 1\nrun 0 0 1 190\nend\n",
         ]
         for text in bad {
             #expect(throws: TSFileError.self, "\(text)") { _ = try TSIndex(serialized: Array(text.utf8)) }
@@ -218,7 +219,8 @@ import Testing
                 let from = Int(found.packetOffset)
                 let bytes = Array(file[from..<min(file.count, from + packets * packetSize)])
                 let added = bytes.withUnsafeBytes {
-                    layout.appendServed($0, skip: found.within, limit: length - served.count, to: &served)
+                    layout.appendServed(
+                        $0, packetSize: found.packetSize, skip: found.within, limit: length - served.count, to: &served)
                 }
                 #expect(added > 0)
                 at += UInt64(added)
@@ -258,5 +260,37 @@ import Testing
         #expect(check.statistics.crcErrors == 0)
         #expect(check.statistics(pid: 0x0777).packets == 0)
         #expect(filter.patPacket().count == 188)
+    }
+
+    /// A 192-byte recording joined to a 188-byte one (`cat a.m2ts b.ts`): each run keeps its own packet size, and
+    /// the served view is both parts' 188-byte packets.
+    @Test func servedViewFollowsAPacketSizeChange() throws {
+        let built = StreamBuilder.typical(frames: 12)
+        let plain = Array(built[..<(built.count / 188 * 188)])
+        let count = plain.count / 188
+        var file: [UInt8] = []
+        for packet in 0..<count {
+            if packet < count / 2 { file += [0, 0, 0, 0] }
+            file += plain[(packet * 188)..<(packet * 188 + 188)]
+        }
+        var indexer = TSIndexer()
+        file.withUnsafeBytes { indexer.consume($0) }
+        indexer.finish()
+        let layout = indexer.index(fileSize: UInt64(file.count), modificationTime: (0, 0)).layout
+        #expect(layout.runs.map(\.packetSize).first == 192 && layout.runs.map(\.packetSize).last == 188)
+        var served: [UInt8] = []
+        var at: UInt64 = 0
+        while let found = layout.locate(servedOffset: at) {
+            let from = Int(found.packetOffset)
+            let bytes = Array(file[from..<(from + Int(found.packetsLeft) * found.packetSize)])
+            at += UInt64(
+                bytes.withUnsafeBytes {
+                    layout.appendServed($0, packetSize: found.packetSize, skip: found.within, limit: .max, to: &served)
+                })
+        }
+        // The packet where the size changes is lost to the resynchronisation at most; everything else is there.
+        #expect(served.count >= plain.count - 2 * 188 && served.count % 188 == 0)
+        #expect(served.prefix(188 * (count / 2 - 1)) == plain.prefix(188 * (count / 2 - 1)))
+        #expect(served.suffix(188 * (count / 2 - 1)) == plain.suffix(188 * (count / 2 - 1)))
     }
 }

@@ -13,14 +13,14 @@ extension TSPlaybackSession {
         let index = self.index
         var layout = index?.layout ?? PacketLayout(packetSize: probe.packetSize, runs: [])
         guard index?.isComplete != true, let size = try? file.size() else { return layout }
-        let packetSize = UInt64(layout.packetSize)
         if let last = layout.runs.last {
-            let extra = size > last.fileOffset ? (size - last.fileOffset) / packetSize : 0
+            let extra = size > last.fileOffset ? (size - last.fileOffset) / UInt64(last.packetSize) : 0
             layout.runs[layout.runs.count - 1].packets = max(last.packets, extra)
         } else if size > firstPacketOffset {
             layout.runs = [
                 PacketRun(
-                    fileOffset: firstPacketOffset, servedOffset: 0, packets: (size - firstPacketOffset) / packetSize)
+                    fileOffset: firstPacketOffset, servedOffset: 0,
+                    packets: (size - firstPacketOffset) / UInt64(layout.packetSize), packetSize: layout.packetSize)
             ]
         }
         return layout
@@ -97,12 +97,13 @@ struct ServedPackets: AsyncSequence, Sendable {
             // The packets that hold the next served bytes, at most 256 KiB of output a step.
             let needed = (UInt64(found.within) + Swift.min(wanted, 256 << 10) + 187) / 188
             let packets = Int(Swift.min(needed, found.packetsLeft))
-            let bytes = try sequence.file.read(at: found.packetOffset, length: packets * layout.packetSize)
+            let bytes = try sequence.file.read(at: found.packetOffset, length: packets * found.packetSize)
             var output: [UInt8] = []
             output.reserveCapacity(packets * 188)
             let limit = Int(Swift.min(wanted, UInt64(packets * 188)))
             let added = bytes.withUnsafeBytes {
-                layout.appendServed($0, skip: found.within, limit: limit, to: &output)
+                layout.appendServed(
+                    $0, packetSize: found.packetSize, skip: found.within, limit: limit, to: &output)
             }
             guard added > 0 else { throw ReadFailure(offset: found.packetOffset) }
             position += UInt64(added)
@@ -156,11 +157,12 @@ extension TSPlaybackSession {
         let end = range.offset + range.length
         while position < end, let found = layout.locate(servedOffset: position) {
             let packets = Int(Swift.min(found.packetsLeft, (end - position + 187) / 188, 2048))
-            guard let bytes = try? file.read(at: found.packetOffset, length: packets * layout.packetSize),
-                bytes.count == packets * layout.packetSize
+            let size = found.packetSize
+            guard let bytes = try? file.read(at: found.packetOffset, length: packets * size),
+                bytes.count == packets * size
             else { return .error(.internalServerError) }
             _ = bytes.withUnsafeBytes {
-                filter.append($0, packetSize: layout.packetSize, syncOffset: layout.syncOffset, to: &output)
+                filter.append($0, packetSize: size, syncOffset: size == 192 ? 4 : 0, to: &output)
             }
             position += UInt64(packets * 188)
         }
@@ -176,16 +178,17 @@ extension TSPlaybackSession {
         let limit = Swift.min(layout.servedLength, 4 << 20)
         while position < limit, let found = layout.locate(servedOffset: position) {
             let packets = Int(Swift.min(found.packetsLeft, 1024))
-            guard let bytes = try? file.read(at: found.packetOffset, length: packets * layout.packetSize) else {
+            let size = found.packetSize
+            guard let bytes = try? file.read(at: found.packetOffset, length: packets * size) else {
                 return nil
             }
-            var offset = layout.syncOffset
+            var offset = size == 192 ? 4 : 0
             while offset + 188 <= bytes.count {
                 let pid = UInt16(bytes[offset + 1] & 0x1F) << 8 | UInt16(bytes[offset + 2])
                 if bytes[offset] == 0x47, pid == pmtPID, bytes[offset + 1] & 0x40 != 0 {
                     return filter.patPacket() + bytes[offset..<(offset + 188)]
                 }
-                offset += layout.packetSize
+                offset += size
             }
             position += UInt64(packets * 188)
         }

@@ -74,7 +74,7 @@ func checkLayout(_ bytes: UnsafeRawBufferPointer) {
     var served: UInt64 = 0
     for run in layout.runs {
         guard run.servedOffset == served, run.packets > 0,
-            run.fileOffset + run.packets * UInt64(layout.packetSize) <= size
+            run.fileOffset + run.packets * UInt64(run.packetSize) <= size
         else {
             print("packet runs do not follow on or lie outside the input: \(layout.runs)")
             abort()
@@ -82,11 +82,11 @@ func checkLayout(_ bytes: UnsafeRawBufferPointer) {
         served += run.packets * 188
         var packet: UInt64 = 0
         while packet < run.packets {
-            let fileOffset = run.fileOffset + packet * UInt64(layout.packetSize)
+            let fileOffset = run.fileOffset + packet * UInt64(run.packetSize)
             guard layout.servedOffset(ofFileOffset: fileOffset) == run.servedOffset + packet * 188,
                 let found = layout.locate(servedOffset: run.servedOffset + packet * 188),
                 found.packetOffset == fileOffset, found.within == 0,
-                bytes[Int(fileOffset) + layout.syncOffset] == 0x47
+                found.packetSize == run.packetSize, bytes[Int(fileOffset) + run.syncOffset] == 0x47
             else {
                 print("served packet \(packet) of run \(run) does not map to a packet that starts with 0x47")
                 abort()
