@@ -298,12 +298,12 @@ enum InputFixtures {
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let text = Data(String(repeating: "this is not a transport stream\n", count: 2000).utf8)
         let cases: [(name: String, data: Data, remux: String)] = [
-            ("input-garbage.txt", text, "not an MPEG-TS file (no sync byte at its start)"),
+            ("input-garbage.txt", text, "not an MPEG-TS file (no packets at its start)"),
             (
                 "input-random.bin", InputFixtures.random(1 << 20, sync: false),
-                "not an MPEG-TS file (no sync byte at its start)"
+                "not an MPEG-TS file (no packets at its start)"
             ),
-            ("input-empty.ts", Data(), "not an MPEG-TS file (no sync byte at its start)"),
+            ("input-empty.ts", Data(), "not an MPEG-TS file (no packets at its start)"),
         ]
         for item in cases {
             let input = try InputFixtures.file(item.name, item.data)

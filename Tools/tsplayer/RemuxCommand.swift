@@ -57,8 +57,13 @@ enum RemuxCommand {
         defer { file.close() }
         let size = Int64(try file.size())
         let head = try file.read(at: 0, length: Int(min(Int64(8 << 20), size)))
-        guard head.first == 0x47 || (head.count > 4 && head[4] == 0x47) else {
-            throw RemuxError("not an MPEG-TS file (no sync byte at its start)", status: ExitCode.unreadable)
+        // Packets of 188, 192 or 204 bytes, found as the demuxer finds them; a recording that begins inside a
+        // packet starts at its first whole one.
+        guard let first = PacketSize.detect(in: Array(head.prefix(64 << 10))) else {
+            throw RemuxError("not an MPEG-TS file (no packets at its start)", status: ExitCode.unreadable)
+        }
+        if first.offset > 0 {
+            Output.log("remux: \(name): the \(first.offset) bytes before the first whole packet are left out")
         }
         let layout: TSProgramLayout
         do {

@@ -14,7 +14,7 @@ enum ServeCommand {
             """,
         synopsis: [
             "tsplayer serve [<file> ...] [--port <port>] [--segment-duration <seconds>] [--container <container>]",
-            "               [--cors <origin>] [--json] [-v]",
+            "               [--program <number>] [--cors <origin>] [--json] [-v]",
         ],
         arguments: [
             Argument(
@@ -35,6 +35,11 @@ enum ServeCommand {
                 help: "auto, ts or fmp4: TS byte ranges or fragmented MP4 segments; auto (the default) chooses fMP4 "
                     + "for HEVC or several audio tracks. The choice is printed on stderr.",
                 expects: "auto, ts or fmp4", example: "fmp4"),
+            .value(
+                "--program", value: "number",
+                help: "In a file of several programs, the one to play (the PAT's program_number; default: the first "
+                    + "with video, else the first with audio).",
+                expects: "a program number from 0 to 65535", example: "2"),
             .value("--cors", value: "origin", help: "Allow cross-origin requests from this origin ('*' for any)."),
             .flag("--json", help: "Print the URLs as one JSON line."),
             .flag("-v", "--verbose", help: "Log every request on stderr."),
@@ -56,6 +61,9 @@ enum ServeCommand {
         }
         if let container = parsed.checked(command, "--container", PlaybackContainer.init(rawValue:)) {
             options.container = container
+        }
+        if let program = parsed.checked(command, "--program", { UInt16($0) }) {
+            options.program = program
         }
         if let origin = parsed.value("--cors") {
             configuration.cors = CORSOptions(allowedOrigin: origin)
@@ -94,6 +102,10 @@ enum ServeCommand {
                         path: path, source: served.source, base: base, entry: served.entry,
                         media: served.media, duration: served.duration))
             } catch {
+                // A program the file does not have is a usage mistake: the message lists the programs there are.
+                if error.code == .unknownProgram {
+                    command.usageError("\(path): \(error.detail)")
+                }
                 Output.error(ErrorText.describe(error))
                 return ErrorText.exitCode(error)
             }

@@ -20,15 +20,25 @@ public struct TSProgramLayout: Sendable {
     /// The layout from the first bytes of a file (a few MiB are enough for parameter sets and a first frame of
     /// each stream). Throws ``FragmentedMP4Error/Code/unsupportedCodec`` when no program has a stream the
     /// bridge can carry, and ``FragmentedMP4Error/Code/missingConfiguration`` naming the PID of a track that
-    /// showed no parameter sets or frame header.
-    public init(head: [UInt8], pids: Set<UInt16>? = nil) throws(FragmentedMP4Error) {
+    /// showed no parameter sets or frame header. The streams of `leavingOut` (PIDs a PMT lists that never carry a
+    /// packet) are taken out of the program map table, as if it did not list them. With `program`, that program is
+    /// the one carried.
+    public init(head: [UInt8], pids: Set<UInt16>? = nil, leavingOut: Set<UInt16> = [], program: UInt16? = nil)
+        throws(FragmentedMP4Error)
+    {
         var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
         head.withUnsafeBytes { demuxer.feed($0) { _ in } }
         demuxer.finish { _ in }
         guard let pat = demuxer.programAssociation else {
             throw FragmentedMP4Error(.invalidValue, offset: 0, "no program association table in the first bytes")
         }
-        let maps = pat.programs.compactMap { demuxer.programMaps[$0.programNumber] }
+        let maps = pat.programs.compactMap { number -> ProgramMapTable? in
+            guard program.map({ $0 == number.programNumber }) ?? true,
+                var map = demuxer.programMaps[number.programNumber]
+            else { return nil }
+            map.streams.removeAll { leavingOut.contains($0.pid) }
+            return map
+        }
         guard
             let map = maps.first(where: { table in
                 table.streams.contains { TSTrackBuilder.carries($0.codec) && (pids?.contains($0.pid) ?? true) }

@@ -112,6 +112,10 @@ public struct TSAnalyzer: Sendable {
     public private(set) var errors: [MPEGTSError] = []
     public private(set) var errorCount = 0
 
+    /// The program whose first video (else audio) stream the keyframes are recorded for; nil: the first program
+    /// map table's.
+    public var keyframeProgram: UInt16?
+
     public init(recordKeyframes: Bool = true, recordSCTE35: Bool = true) {
         self.recordKeyframes = recordKeyframes
         self.recordSCTE35 = recordSCTE35
@@ -170,7 +174,8 @@ public struct TSAnalyzer: Sendable {
                     orderedStreams[index].languages = stream.languages
                 }
             }
-            if keyframePID == nil && recordKeyframes {
+            if keyframePID == nil && recordKeyframes && (keyframeProgram ?? table.programNumber) == table.programNumber
+            {
                 keyframePID =
                     table.streams.first { $0.codec.kind == .video }?.pid
                     ?? table.streams.first { $0.codec.kind == .audio }?.pid
@@ -190,7 +195,11 @@ public struct TSAnalyzer: Sendable {
         case .streamIdentified(let codec, let pid):
             let index = Int(indexByPID[Int(pid & 0x1FFF)])
             if index >= 0 { orderedStreams[index].codec = codec }
-            if keyframePID == nil && recordKeyframes && codec.kind == .audio { keyframePID = pid }
+            if keyframePID == nil && recordKeyframes && codec.kind == .audio && index >= 0
+                && (keyframeProgram ?? orderedStreams[index].programNumber) == orderedStreams[index].programNumber
+            {
+                keyframePID = pid
+            }
         case .codecDetails(let details, let pid):
             let index = Int(indexByPID[Int(pid & 0x1FFF)])
             if index >= 0 { orderedStreams[index].details = details }
@@ -241,6 +250,19 @@ public struct TSAnalyzer: Sendable {
         guard index >= 0 else { return }
         if reference == nil, let first = info.dts ?? info.pts { reference = first }
         guard let reference, let ticks = orderedStreams[index].record(info, reference: reference) else { return }
+        if keyframes.isEmpty, recordKeyframes, let current = keyframePID, current != info.pid, info.isKeyframe {
+            // A PID the PMT lists that never carries a packet is no keyframe stream: the first stream of the same
+            // program and kind (a video, or audio where there is no video) that shows a keyframe takes its place.
+            let currentIndex = Int(indexByPID[Int(current & 0x1FFF)])
+            let stream = orderedStreams[index]
+            if currentIndex < 0
+                || (orderedStreams[currentIndex].pesCount == 0
+                    && orderedStreams[currentIndex].programNumber == stream.programNumber
+                    && orderedStreams[currentIndex].codec.kind == stream.codec.kind)
+            {
+                keyframePID = info.pid
+            }
+        }
         if info.isKeyframe && info.pid == keyframePID, let pts = info.pts {
             keyframes.append(Keyframe(offset: info.offset, pts: pts, ticks: ticks))
         }

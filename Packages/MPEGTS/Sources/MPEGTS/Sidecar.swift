@@ -4,11 +4,12 @@ extension TSIndex {
     /// The sidecar path for a media file: the file's path with `.tsindex` appended.
     public static func sidecarPath(for path: String) -> String { path + ".tsindex" }
 
-    /// The index as a small line-oriented text document (version 2: keyframe ticks run on across time stamp resets;
-    /// a version 1 sidecar, whose ticks jumped back at a reset, is refused and the file indexed again).
+    /// The index as a small line-oriented text document (version 3: keyframe ticks run on across time stamp resets,
+    /// and the packet runs are kept; an older sidecar, whose ticks may jump back at a reset and which has no runs, is
+    /// refused and the file indexed again).
     public func serialized() -> [UInt8] {
         func optional(_ value: (some CustomStringConvertible)?) -> String { value.map { "\($0)" } ?? "-" }
-        var lines = ["tsindex 2"]
+        var lines = ["tsindex 3"]
         lines.append("size \(fileSize)")
         lines.append("mtime \(modificationSeconds) \(modificationNanoseconds)")
         lines.append("bytes \(bytesIndexed) complete \(isComplete ? 1 : 0) packetSize \(packetSize)")
@@ -24,6 +25,9 @@ extension TSIndex {
                 "stream \(stream.pid) \(stream.programNumber) \(stream.streamType.rawValue) \(stream.codec.name) "
                     + "\(stream.codec.kind.rawValue) \(stream.pesCount) \(optional(stream.firstPTS?.value)) "
                     + "\(optional(stream.lastPTS?.value)) \(optional(stream.durationTicks))")
+        }
+        for run in packetRuns {
+            lines.append("run \(run.fileOffset) \(run.servedOffset) \(run.packets) \(run.packetSize)")
         }
         for keyframe in keyframes { lines.append("k \(keyframe.offset) \(keyframe.pts.value) \(keyframe.ticks)") }
         lines.append("end")
@@ -48,6 +52,7 @@ extension TSIndex {
         var programs: [Program] = []
         var streams: [Stream] = []
         var keyframes: [Keyframe] = []
+        var runs: [PacketRun] = []
         var ended = false
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         for line in lines where !line.isEmpty {
@@ -69,7 +74,7 @@ extension TSIndex {
             }
             guard let kind = fields.first else { continue }
             if lineNumber == 1 {
-                guard fields == ["tsindex", "2"] else { throw fail("not a version 2 tsindex") }
+                guard fields == ["tsindex", "3"] else { throw fail("not a version 3 tsindex") }
                 continue
             }
             switch kind {
@@ -100,6 +105,15 @@ extension TSIndex {
             case "k":
                 guard let pts = try timestamp(2) else { throw fail("keyframe without PTS") }
                 keyframes.append(Keyframe(offset: try int(1), pts: pts, ticks: try int(3)))
+            case "run":
+                let run = PacketRun(
+                    fileOffset: try int(1), servedOffset: try int(2), packets: try int(3), packetSize: try int(4))
+                guard PacketSize(length: run.packetSize) != nil else { throw fail("packet size \(run.packetSize)") }
+                let (end, overflow) = run.packets.multipliedReportingOverflow(by: 188)
+                guard !overflow, run.servedOffset <= UInt64.max - end,
+                    runs.last.map({ $0.servedOffset + $0.packets * 188 == run.servedOffset }) ?? (run.servedOffset == 0)
+                else { throw fail("packet runs do not follow on") }
+                runs.append(run)
             case "end": ended = true
             default: throw fail("unknown record \(kind)")
             }
@@ -108,7 +122,8 @@ extension TSIndex {
         self.init(
             fileSize: size, modificationSeconds: seconds, modificationNanoseconds: nanoseconds,
             bytesIndexed: bytesIndexed, isComplete: complete, packetSize: packetSize, programs: programs,
-            streams: streams, firstPTS: first, durationTicks: duration, keyframePID: keyframePID, keyframes: keyframes)
+            streams: streams, firstPTS: first, durationTicks: duration, keyframePID: keyframePID, keyframes: keyframes,
+            packetRuns: runs)
     }
 
     /// Loads the sidecar of `path` when it exists and matches the file's current size and modification time.

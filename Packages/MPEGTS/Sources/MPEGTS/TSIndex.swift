@@ -90,6 +90,11 @@ public struct TSIndex: Hashable, Sendable {
     /// The stream the keyframe list is for (first video stream, else first audio stream).
     public var keyframePID: UInt16?
     public var keyframes: [Keyframe]
+    /// The runs of whole packets the scan found (see ``layout``).
+    public var packetRuns: [PacketRun] = []
+
+    /// How the file's packets look as plain 188-byte TS: the served view of ``packetRuns``.
+    public var layout: PacketLayout { PacketLayout(packetSize: packetSize, runs: packetRuns) }
 
     /// Duration in seconds.
     public var duration: Double? { durationTicks.map { Timestamp.seconds(ticks: $0) } }
@@ -117,24 +122,37 @@ public struct TSIndexer: Sendable {
     public private(set) var analyzer = TSAnalyzer(recordKeyframes: true, recordSCTE35: false)
     public private(set) var bytesIndexed: UInt64 = 0
     public private(set) var isFinished = false
+    private var runs = PacketRunRecorder()
 
-    public init(scanKeyframes: Bool = true) {
+    /// An indexer; with `program`, the keyframes are those of that program's first video (else audio) stream.
+    public init(scanKeyframes: Bool = true, program: UInt16? = nil) {
         demuxer = Demuxer(options: DemuxOptions(scanKeyframes: scanKeyframes))
+        analyzer.keyframeProgram = program
     }
 
     /// Feeds the next bytes of the file.
     public mutating func consume(_ bytes: UnsafeRawBufferPointer) {
         var analyzer = self.analyzer
-        demuxer.feed(bytes) { analyzer.consume($0) }
+        var runs = self.runs
+        demuxer.feed(bytes) { event in
+            runs.note(event)
+            analyzer.consume(event)
+        }
         self.analyzer = analyzer
+        self.runs = runs
         bytesIndexed += UInt64(bytes.count)
     }
 
     /// Marks the end of the file (open PES packets are counted).
     public mutating func finish() {
         var analyzer = self.analyzer
-        demuxer.finish { analyzer.consume($0) }
+        var runs = self.runs
+        demuxer.finish { event in
+            runs.note(event)
+            analyzer.consume(event)
+        }
         self.analyzer = analyzer
+        self.runs = runs
         isFinished = true
     }
 
@@ -198,7 +216,8 @@ public struct TSIndexer: Sendable {
             modificationNanoseconds: modificationTime.nanoseconds, bytesIndexed: bytesIndexed,
             isComplete: isFinished, packetSize: demuxer.packetSize?.length ?? 188, programs: programs,
             streams: streams, firstPTS: analyzer.firstPTS, durationTicks: analyzer.durationTicks,
-            keyframePID: analyzer.keyframePID, keyframes: analyzer.keyframesFromStart)
+            keyframePID: analyzer.keyframePID, keyframes: analyzer.keyframesFromStart,
+            packetRuns: runs.layout(end: bytesIndexed).runs)
     }
 }
 

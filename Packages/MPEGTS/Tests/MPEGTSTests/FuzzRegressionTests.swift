@@ -29,6 +29,45 @@ import Testing
         }
     }
 
+    /// The index's packet runs are the same drip-fed as in one shot, follow on, lie inside the input and name
+    /// packets that start with a sync byte.
+    @Test func demuxerInputsGiveConsistentPacketRuns() throws {
+        for url in Self.inputs("FuzzDemuxer") {
+            let bytes = [UInt8](try Data(contentsOf: url))
+            let name = url.lastPathComponent
+            var oneShot = TSIndexer()
+            bytes.withUnsafeBytes { oneShot.consume($0) }
+            oneShot.finish()
+            var chunked = TSIndexer()
+            var position = 0
+            var step = 0
+            let sizes = [1, 7, 188, 3, 500]
+            while position < bytes.count {
+                let end = min(bytes.count, position + sizes[step % sizes.count])
+                bytes[position..<end].withUnsafeBytes { chunked.consume($0) }
+                position = end
+                step += 1
+            }
+            chunked.finish()
+            let size = UInt64(bytes.count)
+            let layout = oneShot.index(fileSize: size, modificationTime: (0, 0)).layout
+            #expect(layout == chunked.index(fileSize: size, modificationTime: (0, 0)).layout, "\(name)")
+            var served: UInt64 = 0
+            for run in layout.runs {
+                #expect(run.servedOffset == served && run.packets > 0, "\(name): \(layout.runs)")
+                #expect(run.fileOffset + run.packets * UInt64(run.packetSize) <= size, "\(name): \(layout.runs)")
+                served += run.packets * 188
+                for packet in 0..<Int(run.packets) {
+                    let offset = Int(run.fileOffset) + packet * run.packetSize + run.syncOffset
+                    guard offset < bytes.count, bytes[offset] == 0x47 else {
+                        Issue.record("\(name): packet \(packet) of \(run) has no sync byte")
+                        break
+                    }
+                }
+            }
+        }
+    }
+
     @Test func scte35Inputs() throws {
         let inputs = Self.inputs("FuzzSCTE35")
         #expect(!inputs.isEmpty)

@@ -78,12 +78,19 @@ import Testing
     }
 
     @Test func malformedSidecarsAreRejected() throws {
-        let index = try TSIndex(serialized: Array("tsindex 2\nsize 10\nend\n".utf8))
+        let index = try TSIndex(serialized: Array("tsindex 3\nsize 10\nrun 4 0 2 192\nrun 600 376 1 188\nend\n".utf8))
         #expect(index.fileSize == 10)
+        #expect(index.packetRuns.count == 2)
         let bad = [
-            // Version 1 (keyframe ticks that jump back at a time stamp reset) is refused, so the file is indexed again.
-            "", "tsindex 1\nsize 1\nend\n", "tsindex 3\nsize 1\nend\n", "tsindex 2\nsize x\nend\n",
-            "tsindex 2\nsize 1\n", "tsindex 2\nsize 1\nk 5 99999999999 0\nend\n", "tsindex 2\nsize 1\nbogus\nend\n",
+            // Versions 1 and 2 (keyframe ticks that jump back at a time stamp reset; no packet runs) are refused, so
+            // the file is indexed again.
+            "", "tsindex 1\nsize 1\nend\n", "tsindex 2\nsize 1\nend\n", "tsindex 4\nsize 1\nend\n",
+            "tsindex 3\nsize x\nend\n", "tsindex 3\nsize 1\n", "tsindex 3\nsize 1\nk 5 99999999999 0\nend\n",
+            "tsindex 3\nsize 1\nbogus\nend\n",
+            // Packet runs whose served offsets do not follow on, or overflow.
+            "tsindex 3\nsize 1\nrun 0 188 1 188\nend\n", "tsindex 3\nsize 1\nrun 0 0 2 188\nrun 400 188 1 188\nend\n",
+            "tsindex 3\nsize 1\nrun 0 0 18446744073709551615 188\nend\n", "tsindex 3\nsize 1\nrun 0 0 1\nend\n",
+            "tsindex 3\nsize 1\nrun 0 0 1 190\nend\n",
         ]
         for text in bad {
             #expect(throws: TSFileError.self, "\(text)") { _ = try TSIndex(serialized: Array(text.utf8)) }
@@ -162,5 +169,128 @@ import Testing
         let path = try temporaryFile(Array(repeating: 0x20, count: 4000))
         #expect { _ = try TSIndex.build(path: path) } throws: { ($0 as? TSFileError)?.code == .notTransportStream }
         #expect { _ = try TSIndex.build(path: path + ".missing") } throws: { ($0 as? TSFileError)?.code == .io }
+    }
+    /// The served view of a file of 188-, 192- and 204-byte packets, beginning mid-packet and with garbage between
+    /// packets, is the source's 188-byte packets, whole, in order; byte ranges map to it and back exactly.
+    @Test(arguments: [188, 192, 204])
+    func servedViewIsThePlainPackets(packetSize: Int) throws {
+        let built = StreamBuilder.typical(frames: 12)
+        let count = built.count / 188
+        let plain = Array(built[..<(count * 188)])
+        var file: [UInt8] = Array(repeating: 0x11, count: 100)  // the end of a packet cut off before the file began
+        var expectedFileOffsets: [UInt64] = []
+        for packet in 0..<count {
+            if packet == count / 3 { file += Array(repeating: 0x55, count: 1000) }  // garbage between packets
+            expectedFileOffsets.append(UInt64(file.count))
+            if packetSize == 192 { file += [0x01, 0x02, 0x03, UInt8(packet & 0xFF)] }
+            file += plain[(packet * 188)..<(packet * 188 + 188)]
+            if packetSize == 204 { file += Array(repeating: 0xEE, count: 16) }
+        }
+        file += Array(repeating: 0x47, count: 50)  // a truncated last packet
+        var indexer = TSIndexer()
+        // Drip-fed in odd chunks: the runs are the same as in one shot.
+        var position = 0
+        while position < file.count {
+            let end = min(file.count, position + 1000 + position % 777)
+            file[position..<end].withUnsafeBytes { indexer.consume($0) }
+            position = end
+        }
+        indexer.finish()
+        let layout = indexer.index(fileSize: UInt64(file.count), modificationTime: (0, 0)).layout
+        #expect(layout.packetSize == packetSize)
+        #expect(layout.runs.count == 2)
+        #expect(layout.servedLength == UInt64(count * 188))
+        #expect(!layout.isIdentity)
+        for (packet, offset) in expectedFileOffsets.enumerated() {
+            #expect(layout.servedOffset(ofFileOffset: offset) == UInt64(packet * 188), "packet \(packet)")
+            let found = try #require(layout.locate(servedOffset: UInt64(packet * 188 + 7)))
+            #expect(found.packetOffset == offset && found.within == 7, "packet \(packet)")
+        }
+        #expect(layout.servedOffset(ofFileOffset: 0) == 0)
+        #expect(layout.servedOffset(ofFileOffset: UInt64(file.count)) == layout.servedLength)
+        #expect(layout.locate(servedOffset: layout.servedLength) == nil)
+        // Every served range, read through the layout, is that range of the plain packets.
+        for (start, length) in [(0, plain.count), (5, 400), (188 * 10 - 3, 188 * 30), (plain.count - 10, 10)] {
+            var served: [UInt8] = []
+            var at = UInt64(start)
+            while served.count < length {
+                let found = try #require(layout.locate(servedOffset: at))
+                let packets = Int(min(found.packetsLeft, 7))
+                let from = Int(found.packetOffset)
+                let bytes = Array(file[from..<min(file.count, from + packets * packetSize)])
+                let added = bytes.withUnsafeBytes {
+                    layout.appendServed(
+                        $0, packetSize: found.packetSize, skip: found.within, limit: length - served.count, to: &served)
+                }
+                #expect(added > 0)
+                at += UInt64(added)
+            }
+            #expect(served == Array(plain[start..<(start + length)]), "\(start) + \(length)")
+        }
+        // The sidecar keeps the runs.
+        let index = indexer.index(fileSize: UInt64(file.count), modificationTime: (0, 0))
+        #expect(try TSIndex(serialized: index.serialized()) == index)
+    }
+
+    /// A program filter keeps the program's packets, drops another program's, and rewrites the PAT to name the
+    /// program alone (a valid section: the demuxer reads it with no CRC error).
+    @Test func programFilterKeepsOneProgram() throws {
+        let plain = StreamBuilder.typical(frames: 6)
+        var demuxer = Demuxer()
+        _ = demuxer.feed(plain)
+        _ = demuxer.finish()
+        let entry = try #require(demuxer.programAssociation?.programs.first)
+        let map = try #require(demuxer.programMaps[entry.programNumber])
+        let filter = ProgramFilter(
+            programNumber: entry.programNumber, pmtPID: entry.pmtPID, pids: map.streams.map(\.pid) + [map.pcrPID])
+        // Another program's packet (PID 0x0777) after every tenth packet, and a broken packet without sync.
+        var input: [UInt8] = []
+        for packet in 0..<(plain.count / 188) {
+            input += plain[(packet * 188)..<(packet * 188 + 188)]
+            if packet % 10 == 0 { input += [0x47, 0x07, 0x77, 0x10] + Array(repeating: 0xAA, count: 184) }
+        }
+        input += Array(repeating: 0x00, count: 188)
+        var output: [UInt8] = []
+        let kept = input.withUnsafeBytes { filter.append($0, packetSize: 188, syncOffset: 0, to: &output) }
+        #expect(kept == plain.count / 188 && output.count == plain.count / 188 * 188)
+        var check = Demuxer()
+        _ = check.feed(output)
+        _ = check.finish()
+        #expect(check.programAssociation?.programs == [entry])
+        #expect(check.statistics.crcErrors == 0)
+        #expect(check.statistics(pid: 0x0777).packets == 0)
+        #expect(filter.patPacket().count == 188)
+    }
+
+    /// A 192-byte recording joined to a 188-byte one (`cat a.m2ts b.ts`): each run keeps its own packet size, and
+    /// the served view is both parts' 188-byte packets.
+    @Test func servedViewFollowsAPacketSizeChange() throws {
+        let built = StreamBuilder.typical(frames: 12)
+        let plain = Array(built[..<(built.count / 188 * 188)])
+        let count = plain.count / 188
+        var file: [UInt8] = []
+        for packet in 0..<count {
+            if packet < count / 2 { file += [0, 0, 0, 0] }
+            file += plain[(packet * 188)..<(packet * 188 + 188)]
+        }
+        var indexer = TSIndexer()
+        file.withUnsafeBytes { indexer.consume($0) }
+        indexer.finish()
+        let layout = indexer.index(fileSize: UInt64(file.count), modificationTime: (0, 0)).layout
+        #expect(layout.runs.map(\.packetSize).first == 192 && layout.runs.map(\.packetSize).last == 188)
+        var served: [UInt8] = []
+        var at: UInt64 = 0
+        while let found = layout.locate(servedOffset: at) {
+            let from = Int(found.packetOffset)
+            let bytes = Array(file[from..<(from + Int(found.packetsLeft) * found.packetSize)])
+            at += UInt64(
+                bytes.withUnsafeBytes {
+                    layout.appendServed($0, packetSize: found.packetSize, skip: found.within, limit: .max, to: &served)
+                })
+        }
+        // The packet where the size changes is lost to the resynchronisation at most; everything else is there.
+        #expect(served.count >= plain.count - 2 * 188 && served.count % 188 == 0)
+        #expect(served.prefix(188 * (count / 2 - 1)) == plain.prefix(188 * (count / 2 - 1)))
+        #expect(served.suffix(188 * (count / 2 - 1)) == plain.suffix(188 * (count / 2 - 1)))
     }
 }

@@ -4,6 +4,7 @@ public struct PlaybackError: Error, Hashable, Sendable, CustomStringConvertible 
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: Hashable, Sendable {
             case cannotOpen, notTransportStream, serverFailed, emptySegments, missingFileField, invalidSegment
+            case unknownProgram
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -20,6 +21,9 @@ public struct PlaybackError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let missingFileField = Code(.missingFileField)
         /// A given segment lies outside its file, overlaps another, or has no positive duration.
         public static let invalidSegment = Code(.invalidSegment)
+        /// The program asked for (``TSPlaybackSession/Options/program``) is not in the file; the detail lists the
+        /// programs there are.
+        public static let unknownProgram = Code(.unknownProgram)
 
         public var description: String {
             switch value {
@@ -29,6 +33,7 @@ public struct PlaybackError: Error, Hashable, Sendable, CustomStringConvertible 
             case .emptySegments: "no segments"
             case .missingFileField: "segment without a file"
             case .invalidSegment: "invalid segment"
+            case .unknownProgram: "no such program"
             }
         }
     }

@@ -10,11 +10,31 @@ extension TSPlaybackSession {
     static let layoutHeadBytes = 8 << 20
 
     /// Chooses how to serve the file: TS byte ranges, or a fragmented MP4 presentation; and says why.
-    static func chooseContainer(_ requested: PlaybackContainer, file: FileStreamer, probe: TSProbe)
-        -> (presentation: FragmentedPresentation?, diagnostics: [String])
-    {
+    static func chooseContainer(
+        _ requested: PlaybackContainer, file: FileStreamer, probe: TSProbe, present: Set<UInt16>? = nil,
+        program: UInt16? = nil
+    ) -> (presentation: FragmentedPresentation?, diagnostics: [String]) {
         var notes: [String] = []
-        let streams = probe.programs.flatMap(\.streams)
+        // In a file of several programs only the chosen one counts; TS byte ranges would carry every program (RFC
+        // 8216 wants one a segment), so it is served as fMP4 when that is possible.
+        let programs = probe.programs.filter { table in program.map { $0 == table.programNumber } ?? true }
+        if let program {
+            notes.append("program \(program) of \(probe.programs.count) is played")
+        }
+        // An audio or video PID a program map table lists but the file's first 2 MiB never carry (a ghost) counts
+        // for nothing: it is named, and left out of the choice and of fragmented MP4.
+        let listed = programs.flatMap(\.streams)
+        let ghosts = listed.filter { stream in
+            (stream.codec.kind == .audio || stream.codec.kind == .video)
+                && present.map { !$0.contains(stream.pid) } ?? false
+        }
+        for ghost in ghosts {
+            notes.append(
+                "PID \(ghost.pid): \(ghost.codec.name), listed in the program map table but not found in the file's "
+                    + "first 2 MiB, is left out")
+        }
+        let ghostPIDs = Set(ghosts.map(\.pid))
+        let streams = listed.filter { !ghostPIDs.contains($0.pid) }
         for stream in streams {
             let codec = stream.codec
             if [Codec.mpeg1Video, .mpeg2Video, .mpeg4Video].contains(codec) {
@@ -45,7 +65,7 @@ extension TSPlaybackSession {
                     nil, ["served as TS for players other than AVPlayer: the video cannot be decoded by it"] + notes
                 )
             }
-            if !hasHEVC && audioCount <= 1 {
+            if !hasHEVC && audioCount <= 1 && program == nil {
                 return (nil, ["served as TS: H.264 and one audio track play from TS byte ranges"] + notes)
             }
         case .fmp4:
@@ -54,11 +74,14 @@ extension TSPlaybackSession {
         do {
             let size = try file.size()
             let head = try file.read(at: 0, length: Int(min(UInt64(layoutHeadBytes), size)))
-            let layout = try TSProgramLayout(head: head)
+            let layout = try TSProgramLayout(head: head, leavingOut: ghostPIDs, program: program)
             let presentation = try FragmentedPresentation(layout: layout, file: file)
             var why: [String] = []
             if hasHEVC { why.append("HEVC goes in fMP4 as hvc1") }
             if audioCount > 1 { why.append("\(audioCount) audio tracks become renditions") }
+            if program != nil && requested == .auto {
+                why.append("TS byte ranges would carry every program")
+            }
             if requested == .fmp4 { why.append("asked for") }
             let left = layout.skipped.map { "PID \($0.pid) left out: \($0.reason)" }
             return (presentation, ["served as fragmented MP4: " + why.joined(separator: ", ")] + left + notes)

@@ -26,12 +26,20 @@ public final class TSPlaybackSession: PlaybackSource {
         public var writesSidecar: Bool = true
         /// TS byte ranges, fragmented MP4 segments, or the one AVPlayer needs (the default).
         public var container: PlaybackContainer = .auto
+        /// The program to play in a file of several (the PAT's program_number); nil: the first program with video,
+        /// else the first with audio. A number the file does not have fails with
+        /// ``PlaybackError/Code/unknownProgram``.
+        public var program: UInt16?
 
         /// Default options.
-        public init(segmentDuration: Double = 6, writesSidecar: Bool = true, container: PlaybackContainer = .auto) {
+        public init(
+            segmentDuration: Double = 6, writesSidecar: Bool = true, container: PlaybackContainer = .auto,
+            program: UInt16? = nil
+        ) {
             self.segmentDuration = segmentDuration
             self.writesSidecar = writesSidecar
             self.container = container
+            self.program = program
         }
     }
 
@@ -49,8 +57,15 @@ public final class TSPlaybackSession: PlaybackSource {
     public let container: PlaybackContainer
     /// Why the container was chosen, and streams that AVPlayer cannot play or that are left out.
     public let diagnostics: [String]
+    /// The program played, in a file of several programs (nil when the file has one).
+    public let program: UInt16?
 
     let file: FileStreamer
+    /// Where the file's first packet starts (0 unless the file begins in the middle of a packet).
+    let firstPacketOffset: UInt64
+    /// Whether `media.ts` is the file's own bytes (188-byte packets from byte 0, sent zero-copy); otherwise it is
+    /// the file's packets as plain 188-byte TS, made on the fly (see ``servedLayout()``).
+    let servesFileAsIs: Bool
     let presentation: FragmentedPresentation?
     /// Segments the caller gave (a file of concatenated segments); nil when the file is indexed instead.
     let givenSegments: [PlannedSegment]?
@@ -95,15 +110,39 @@ public final class TSPlaybackSession: PlaybackSource {
         } catch {
             throw PlaybackError(.notTransportStream, path: path, detail: Self.probeProblem(error))
         }
-        indexState = LockedValue(TSIndex.loadSidecar(for: path))
+        let chosen = try Self.chooseProgram(options.program, probe: probe, path: path)
+        program = chosen
+        // A sidecar made for another program's keyframes is not this one's.
+        let programPIDs = Set(probe.programs.first { $0.programNumber == chosen }?.streams.map(\.pid) ?? [])
+        indexState = LockedValue(
+            TSIndex.loadSidecar(for: path).flatMap { index in
+                guard chosen != nil, let pid = index.keyframePID else { return index }
+                return programPIDs.contains(pid) ? index : nil
+            })
+        let first = Self.firstPacket(file)
+        firstPacketOffset = first.offset
+        servesFileAsIs = first.size == .standard && first.offset == 0
         givenSegments = nil
         givenTimelines = [:]
         givenResets = []
-        codecDetails = Self.readCodecDetails(file)
-        let choice = Self.chooseContainer(options.container, file: file, probe: probe)
+        let head = Self.readHead(file, program: chosen.map { _ in programPIDs })
+        codecDetails = head.details
+        let choice = Self.chooseContainer(
+            options.container, file: file, probe: probe, present: head.present, program: chosen)
         container = choice.presentation == nil ? .ts : .fmp4
         presentation = choice.presentation
-        diagnostics = choice.diagnostics
+        var notes = choice.diagnostics
+        if let chosen, choice.presentation == nil {
+            notes.append(
+                "TS segments carry program \(chosen) alone, filtered as they are served")
+        }
+        if first.size != .standard {
+            notes.append("the file's \(first.size.length)-byte packets are served as 188-byte TS packets")
+        }
+        if first.offset > 0 {
+            notes.append("the \(first.offset) bytes before the file's first whole packet are left out")
+        }
+        diagnostics = notes
     }
 
     /// Opens a file of concatenated TS segments whose byte ranges and durations the caller knows; nothing is
@@ -134,9 +173,14 @@ public final class TSPlaybackSession: PlaybackSource {
         }
         let given = try SegmentInfo.validated(segments, fileSize: size, path: path)
         givenSegments = given
+        // Given segments are byte ranges of the file as it is.
+        firstPacketOffset = 0
+        servesFileAsIs = true
+        program = nil
         indexState = LockedValue(nil)
-        codecDetails = Self.readCodecDetails(file)
-        var choice = Self.chooseContainer(options.container, file: file, probe: probe)
+        let head = Self.readHead(file)
+        codecDetails = head.details
+        var choice = Self.chooseContainer(options.container, file: file, probe: probe, present: head.present)
         var timelines: [UInt64: TSTimeline] = [:]
         var resets: Set<UInt64> = []
         if let presentation = choice.presentation {
@@ -158,14 +202,58 @@ public final class TSPlaybackSession: PlaybackSource {
         diagnostics = ["the segments are given, not indexed"] + choice.diagnostics
     }
 
+    /// The program to play: `requested` when the file has it (else ``PlaybackError/Code/unknownProgram`` listing
+    /// the programs), or the first program with video, else the first with audio; nil for a file of one program.
+    static func chooseProgram(_ requested: UInt16?, probe: TSProbe, path: String) throws(PlaybackError) -> UInt16? {
+        let programs = probe.programs
+        if let requested {
+            guard programs.contains(where: { $0.programNumber == requested }) else {
+                let listed = programs.map { table in
+                    let codecs = table.streams.filter { $0.codec.kind == .video || $0.codec.kind == .audio }
+                        .map(\.codec.name)
+                    return "\(table.programNumber)" + (codecs.isEmpty ? "" : " (\(codecs.joined(separator: ", ")))")
+                }
+                throw PlaybackError(
+                    .unknownProgram, path: path,
+                    detail: "program \(requested) is not in the file; its programs: "
+                        + (listed.isEmpty ? "none found" : listed.joined(separator: ", ")))
+            }
+            return programs.count > 1 ? requested : nil
+        }
+        guard programs.count > 1 else { return nil }
+        let chosen =
+            programs.first { $0.streams.contains { $0.codec.kind == .video } }
+            ?? programs.first { $0.streams.contains { $0.codec.kind == .audio } } ?? programs.first
+        return chosen?.programNumber
+    }
+
+    /// The size and offset of the file's first packet, from its first 64 KiB (188 at 0 when none is found there).
+    static func firstPacket(_ file: FileStreamer) -> (size: PacketSize, offset: UInt64) {
+        guard let head = try? file.read(at: 0, length: 64 << 10), let found = PacketSize.detect(in: head),
+            let offset = UInt64(exactly: found.offset)
+        else { return (.standard, 0) }
+        return (found.size, offset)
+    }
+
     /// Codec details of the audio and video streams, from the first 2 MiB of the file (video first).
     static func readCodecDetails(_ file: FileStreamer) -> [CodecDetails] {
-        guard let head = try? file.read(at: 0, length: 2 << 20) else { return [] }
+        readHead(file).details
+    }
+
+    /// What the first 2 MiB of the file show: codec details of the audio and video streams (video first), and the
+    /// audio and video PIDs that carried a PES there (nil when the head cannot be read).
+    static func readHead(_ file: FileStreamer, program: Set<UInt16>? = nil) -> (
+        details: [CodecDetails], present: Set<UInt16>?
+    ) {
+        guard let head = try? file.read(at: 0, length: 2 << 20) else { return ([], nil) }
         var indexer = TSIndexer(scanKeyframes: false)
         head.withUnsafeBytes { indexer.consume($0) }
-        let streams = indexer.analyzer.orderedStreams.filter { $0.codec.kind == .video || $0.codec.kind == .audio }
-        return streams.sorted { ($0.codec.kind == .video ? 0 : 1) < ($1.codec.kind == .video ? 0 : 1) }
+        let streams = indexer.analyzer.orderedStreams.filter {
+            ($0.codec.kind == .video || $0.codec.kind == .audio) && (program?.contains($0.pid) ?? true)
+        }
+        let details = streams.sorted { ($0.codec.kind == .video ? 0 : 1) < ($1.codec.kind == .video ? 0 : 1) }
             .compactMap(\.details)
+        return (details, Set(streams.filter { $0.pesCount > 0 }.map(\.pid)))
     }
 
     deinit {
@@ -228,7 +316,7 @@ public final class TSPlaybackSession: PlaybackSource {
     }
 
     private func buildIndex() {
-        var indexer = TSIndexer()
+        var indexer = TSIndexer(program: program)
         do {
             let size = try file.size()
             let modified = try file.modificationTime()
@@ -336,10 +424,18 @@ public final class TSPlaybackSession: PlaybackSource {
         builder.iFramesOnly = true
         builder.independentSegments = true
         let resets = discontinuities
-        builder.segments = frames.map { frame in
-            MediaPlaylistBuilder.Segment(
+        let layout = servesFileAsIs ? nil : index?.layout
+        let filters = filtersProgram
+        builder.segments = frames.enumerated().map { number, frame in
+            if filters {
+                return MediaPlaylistBuilder.Segment(
+                    uri: "program-iframe/\(number).ts", duration: frame.duration,
+                    discontinuity: resets.contains(frame.offset))
+            }
+            let served = Self.served(frame, layout: layout)
+            return MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: frame.duration,
-                byteRange: HLSPlaylist.ByteRange(length: frame.length, offset: frame.offset),
+                byteRange: HLSPlaylist.ByteRange(length: served.length, offset: served.offset),
                 discontinuity: resets.contains(frame.offset))
         }
         return builder.build().text
@@ -415,8 +511,10 @@ public final class TSPlaybackSession: PlaybackSource {
     /// frame) is exact; an audio PES often carries several frames, so its last step overstates the audio's end.
     /// Without video, the index's own end.
     static func presentationEndTicks(_ index: TSIndex) -> Int64? {
+        let keyframeVideo = index.streams.first { $0.pid == index.keyframePID && $0.codec.kind == .video }
         guard let start = index.firstPTS,
-            let video = index.streams.first(where: { $0.codec.kind == .video && $0.durationTicks != nil }),
+            let video = keyframeVideo.flatMap({ $0.durationTicks == nil ? nil : $0 })
+                ?? index.streams.first(where: { $0.codec.kind == .video && $0.durationTicks != nil }),
             let videoFirst = video.firstPTS, let videoDuration = video.durationTicks
         else { return index.durationTicks }
         return start.distance(to: videoFirst) + videoDuration
@@ -428,10 +526,19 @@ public final class TSPlaybackSession: PlaybackSource {
         var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
         builder.independentSegments = true
         let resets = discontinuities
-        builder.segments = segments.map { segment in
-            MediaPlaylistBuilder.Segment(
+        let layout = servesFileAsIs ? nil : index?.layout
+        let filters = filtersProgram
+        builder.segments = segments.enumerated().map { number, segment in
+            // One program of several: each segment its own resource, filtered to that program.
+            if filters {
+                return MediaPlaylistBuilder.Segment(
+                    uri: "program/\(number).ts", duration: segment.duration,
+                    discontinuity: resets.contains(segment.offset))
+            }
+            let served = Self.served(segment, layout: layout)
+            return MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: segment.duration,
-                byteRange: HLSPlaylist.ByteRange(length: segment.length, offset: segment.offset),
+                byteRange: HLSPlaylist.ByteRange(length: served.length, offset: served.offset),
                 discontinuity: resets.contains(segment.offset))
         }
         return builder.build().text
@@ -441,7 +548,8 @@ public final class TSPlaybackSession: PlaybackSource {
     public func multivariantPlaylist() -> String {
         var builder = MultivariantPlaylistBuilder()
         builder.independentSegments = true
-        let planned = segments
+        let layout = servesFileAsIs ? nil : index?.layout
+        let planned = segments.map { Self.served($0, layout: layout) }
         let peak = planned.map { $0.duration > 0 ? Double($0.length * 8) / $0.duration : 0 }.max() ?? 0
         let totalDuration = planned.reduce(0) { $0 + $1.duration }
         let totalBytes = planned.reduce(UInt64(0)) { $0 + $1.length }
@@ -461,7 +569,7 @@ public final class TSPlaybackSession: PlaybackSource {
                 codecs: codecs.isEmpty ? nil : codecs.joined(separator: ","), resolution: resolution,
                 frameRate: video?.frameRate.map { ($0 * 1000).rounded() / 1000 })
         ]
-        if let frames = iFrameSegments, !frames.isEmpty {
+        if let frames = iFrameSegments?.map({ Self.served($0, layout: layout) }), !frames.isEmpty {
             let peakIFrame = frames.map { Double($0.length * 8) / $0.duration }.max() ?? 1
             let iFrameBits = frames.reduce(0) { $0 + Double($1.length * 8) }
             let iFrameDuration = frames.reduce(0) { $0 + $1.duration }
@@ -479,6 +587,9 @@ public final class TSPlaybackSession: PlaybackSource {
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         let route = request.wildcardSegments
         if let presentation, let response = respondFragmented(route, presentation) { return response }
+        if route.count == 2, route[0] == "program" || route[0] == "program-iframe", filtersProgram {
+            return programSegmentResponse(route[1], iFrame: route[0] == "program-iframe")
+        }
         guard route.count == 1 else { return .error(.notFound) }
         switch route[0] {
         case "master.m3u8":
@@ -489,6 +600,7 @@ public final class TSPlaybackSession: PlaybackSource {
             guard let text = iFramePlaylist() else { return .error(.notFound) }
             return .bytes(Array(text.utf8), contentType: "application/vnd.apple.mpegurl")
         case "media.ts":
+            guard servesFileAsIs else { return servedPacketsResponse(request) }
             do {
                 return try .file(file, contentType: "video/mp2t")
             } catch {

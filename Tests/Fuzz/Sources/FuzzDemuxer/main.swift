@@ -1,5 +1,7 @@
 // Fuzzes the streaming demuxer: the input is demuxed in one shot and again in chunks whose sizes come from the
-// input's own bytes; both must give the same events, and nothing may trap.
+// input's own bytes; both must give the same events, and nothing may trap. The index's packet runs (the served
+// 188-byte view of 188/192/204-byte packets) must be the same either way, follow on, and map every served byte to a
+// packet whose 188 bytes start with a sync byte; the bytes read as a sidecar index give a value or a typed error.
 import FuzzSupport
 import MPEGTS
 
@@ -36,6 +38,61 @@ func fuzzOne(_ bytes: UnsafeRawBufferPointer) {
     for case .pesPacket(let packet) in events {
         _ = CodecDetails.parse(codec: .h264, payload: packet.payload)
         _ = CodecDetails.parse(codec: .hevc, payload: packet.payload)
+    }
+    checkLayout(bytes)
+    _ = try? TSIndex(serialized: Array(bytes))
+}
+
+func checkLayout(_ bytes: UnsafeRawBufferPointer) {
+    var oneShot = TSIndexer()
+    oneShot.consume(bytes)
+    oneShot.finish()
+    var chunked = TSIndexer()
+    var position = 0
+    var step = 0
+    while position < bytes.count {
+        let end = min(bytes.count, position + 1 + Int(bytes[(step * 7) % bytes.count]) * 5)
+        chunked.consume(UnsafeRawBufferPointer(rebasing: bytes[position..<end]))
+        position = end
+        step += 1
+    }
+    chunked.finish()
+    let size = UInt64(bytes.count)
+    let layout = oneShot.index(fileSize: size, modificationTime: (0, 0)).layout
+    guard layout == chunked.index(fileSize: size, modificationTime: (0, 0)).layout else {
+        print("chunked indexing gives other packet runs than one shot")
+        abort()
+    }
+    // A program filter over the input's packets never traps and writes whole packets.
+    var filtered: [UInt8] = []
+    let kept = ProgramFilter(programNumber: 1, pmtPID: 0x1000, pids: [0x100, 0x101]).append(
+        bytes, packetSize: layout.packetSize, syncOffset: layout.syncOffset, to: &filtered)
+    guard filtered.count == kept * 188 else {
+        print("the program filter wrote \(filtered.count) bytes for \(kept) packets")
+        abort()
+    }
+    var served: UInt64 = 0
+    for run in layout.runs {
+        guard run.servedOffset == served, run.packets > 0,
+            run.fileOffset + run.packets * UInt64(run.packetSize) <= size
+        else {
+            print("packet runs do not follow on or lie outside the input: \(layout.runs)")
+            abort()
+        }
+        served += run.packets * 188
+        var packet: UInt64 = 0
+        while packet < run.packets {
+            let fileOffset = run.fileOffset + packet * UInt64(run.packetSize)
+            guard layout.servedOffset(ofFileOffset: fileOffset) == run.servedOffset + packet * 188,
+                let found = layout.locate(servedOffset: run.servedOffset + packet * 188),
+                found.packetOffset == fileOffset, found.within == 0,
+                found.packetSize == run.packetSize, bytes[Int(fileOffset) + run.syncOffset] == 0x47
+            else {
+                print("served packet \(packet) of run \(run) does not map to a packet that starts with 0x47")
+                abort()
+            }
+            packet += 1
+        }
     }
 }
 

@@ -39,11 +39,13 @@
         }
 
         /// Plays a `.ts` file served as `container`: ``PlaybackContainer/auto`` serves fragmented MP4 when the file
-        /// has HEVC or several audio tracks (offered as audio renditions), TS byte ranges otherwise.
-        public convenience init(tsFileURL: URL, container: PlaybackContainer) throws {
+        /// has HEVC or several audio tracks (offered as audio renditions), TS byte ranges otherwise. In a file of
+        /// several programs, `program` (the PAT's program_number) is played; nil: the first with video, else audio.
+        public convenience init(tsFileURL: URL, container: PlaybackContainer, program: UInt16? = nil) throws {
             try self.init(
                 source: Self.open { () throws(PlaybackError) in
-                    try TSPlaybackSession(tsFile: tsFileURL.path, options: .init(container: container))
+                    try TSPlaybackSession(
+                        tsFile: tsFileURL.path, options: .init(container: container, program: program))
                 })
         }
 

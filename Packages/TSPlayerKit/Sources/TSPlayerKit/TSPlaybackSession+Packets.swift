@@ -1,0 +1,197 @@
+import FileRange
+import HTTPWire
+import LoopbackHTTP
+import MPEGTS
+
+/// Serving a file whose packets are not plain 188-byte TS from byte 0 (192-byte M2TS, 204-byte DVB, or a file that
+/// begins in the middle of a packet) as plain 188-byte TS: the served `media.ts` is the file's packets without their
+/// extra bytes (``PacketLayout``), made on the fly from the file; the playlists' byte ranges are in those bytes.
+extension TSPlaybackSession {
+    /// The packet layout `media.ts` is served by: the index's runs; while the file is still being indexed, its last
+    /// run (or, before the first, the packets from the first one found at open) taken on to the file's current end.
+    func servedLayout() -> PacketLayout {
+        let index = self.index
+        var layout = index?.layout ?? PacketLayout(packetSize: probe.packetSize, runs: [])
+        guard index?.isComplete != true, let size = try? file.size() else { return layout }
+        if let last = layout.runs.last {
+            let extra = size > last.fileOffset ? (size - last.fileOffset) / UInt64(last.packetSize) : 0
+            layout.runs[layout.runs.count - 1].packets = max(last.packets, extra)
+        } else if size > firstPacketOffset {
+            layout.runs = [
+                PacketRun(
+                    fileOffset: firstPacketOffset, servedOffset: 0,
+                    packets: (size - firstPacketOffset) / UInt64(layout.packetSize), packetSize: layout.packetSize)
+            ]
+        }
+        return layout
+    }
+
+    /// A segment of the file (offsets in the file) as its range in `media.ts` as served.
+    static func served(_ segment: PlannedSegment, layout: PacketLayout?) -> PlannedSegment {
+        guard let layout, !layout.isIdentity else { return segment }
+        let start = layout.servedOffset(ofFileOffset: segment.offset)
+        let end = layout.servedOffset(ofFileOffset: segment.offset + segment.length)
+        return PlannedSegment(offset: start, length: end - min(end, start), duration: segment.duration)
+    }
+
+    /// `media.ts` made from the file's packets: the whole view, or the one range a `Range` header asks for (206; 416
+    /// when it lies past the end; several ranges are answered with the whole view, as RFC 9110 §14.2 allows).
+    func servedPacketsResponse(_ request: HTTPRequest) -> HTTPResponse {
+        let layout = servedLayout()
+        let total = layout.servedLength
+        var headers = HTTPHeaders(reservingCapacity: 4)
+        headers.add(name: "Content-Type", value: "video/mp2t")
+        headers.add(name: "Accept-Ranges", value: "bytes")
+        headers.add(name: "Cache-Control", value: "no-cache")
+        var status = HTTPStatus.ok
+        var wanted = ByteRange(offset: 0, length: total)
+        if request.method == .get || request.method == .head, let value = request.headers.first(name: "Range"),
+            let range = RangeRequest.parse(value)
+        {
+            switch range.resolve(length: total, maxRanges: 16) {
+            case .full:
+                break
+            case .unsatisfiable:
+                var fields = HTTPHeaders(reservingCapacity: 1)
+                fields.add(name: "Content-Range", value: ContentRange.unsatisfiedValue(completeLength: total))
+                return HTTPResponse(status: .rangeNotSatisfiable, headers: fields, body: .empty)
+            case .partial(let ranges):
+                if ranges.count == 1 {
+                    status = .partialContent
+                    wanted = ranges[0]
+                    headers.add(name: "Content-Range", value: ContentRange.value(for: ranges[0], completeLength: total))
+                }
+            }
+        }
+        guard let wanted, wanted.length > 0 else {
+            return HTTPResponse(status: status, headers: headers, body: .empty)
+        }
+        let body = ServedPackets(file: file, layout: layout, range: wanted)
+        return HTTPResponse(status: status, headers: headers, body: .stream(.init(length: wanted.length, body)))
+    }
+}
+
+/// The bytes of one range of a ``PacketLayout``'s served view, read from the file in steps of at most 256 KiB of
+/// packets (one read and one buffer a step, nothing per packet). Ends with an error, which closes the connection,
+/// when the file no longer holds a packet the layout names.
+struct ServedPackets: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    let file: FileStreamer
+    let layout: PacketLayout
+    let range: ByteRange
+
+    struct ReadFailure: Error {
+        var offset: UInt64
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let sequence: ServedPackets
+        var position: UInt64
+
+        mutating func next() async throws -> [UInt8]? {
+            let end = sequence.range.upperBound
+            guard position < end else { return nil }
+            let layout = sequence.layout
+            guard let found = layout.locate(servedOffset: position) else { throw ReadFailure(offset: position) }
+            let wanted = end - position
+            // The packets that hold the next served bytes, at most 256 KiB of output a step.
+            let needed = (UInt64(found.within) + Swift.min(wanted, 256 << 10) + 187) / 188
+            let packets = Int(Swift.min(needed, found.packetsLeft))
+            let bytes = try sequence.file.read(at: found.packetOffset, length: packets * found.packetSize)
+            var output: [UInt8] = []
+            output.reserveCapacity(packets * 188)
+            let limit = Int(Swift.min(wanted, UInt64(packets * 188)))
+            let added = bytes.withUnsafeBytes {
+                layout.appendServed(
+                    $0, packetSize: found.packetSize, skip: found.within, limit: limit, to: &output)
+            }
+            guard added > 0 else { throw ReadFailure(offset: found.packetOffset) }
+            position += UInt64(added)
+            return output
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(sequence: self, position: range.offset)
+    }
+}
+
+/// One program of several, served as TS: each media segment is its own resource (`program/<n>.ts`), the segment's
+/// packets of that program alone with a PAT that names it alone (``ProgramFilter``), made on request from the
+/// index's packet runs.
+extension TSPlaybackSession {
+    /// Whether TS segments are filtered to ``program`` (a file of several programs served as TS).
+    var filtersProgram: Bool {
+        program != nil && presentation == nil && givenSegments == nil
+    }
+
+    /// The filter for ``program``: its PMT PID from the index, its streams and PCR PID from the probe's PMT.
+    func programFilter() -> ProgramFilter? {
+        guard let program, let index,
+            let entry = index.programs.first(where: { $0.programNumber == program })
+        else { return nil }
+        let table = probe.programs.first { $0.programNumber == program }
+        let pids =
+            entry.streamPIDs + [entry.pcrPID] + (table?.streams.map(\.pid) ?? []) + (table.map { [$0.pcrPID] } ?? [])
+        return ProgramFilter(programNumber: program, pmtPID: entry.pmtPID, pids: pids)
+    }
+
+    /// `program/<n>.ts`: media segment `n` filtered to the program; `program-iframe/<n>.ts`: I-frame `n`, after a
+    /// PAT naming the program alone and the program's PMT packet (the first in the file), so that it can be read on
+    /// its own. Range is answered from the bytes made.
+    func programSegmentResponse(_ name: String, iFrame: Bool) -> HTTPResponse {
+        guard name.hasSuffix(".ts"), let number = Int(name.dropLast(3)), number >= 0 else {
+            return .error(.notFound)
+        }
+        let planned = iFrame ? (iFrameSegments ?? []) : segments
+        guard number < planned.count, let filter = programFilter() else { return .error(.notFound) }
+        let layout = servedLayout()
+        var output: [UInt8] = []
+        if iFrame {
+            guard let tables = programTables(filter, layout: layout) else { return .error(.notFound) }
+            output = tables
+        }
+        let range = Self.served(planned[number], layout: layout)
+        output.reserveCapacity(output.count + Int(clamping: range.length / 2))
+        var position = range.offset
+        let end = range.offset + range.length
+        while position < end, let found = layout.locate(servedOffset: position) {
+            let packets = Int(Swift.min(found.packetsLeft, (end - position + 187) / 188, 2048))
+            let size = found.packetSize
+            guard let bytes = try? file.read(at: found.packetOffset, length: packets * size),
+                bytes.count == packets * size
+            else { return .error(.internalServerError) }
+            _ = bytes.withUnsafeBytes {
+                filter.append($0, packetSize: size, syncOffset: size == 192 ? 4 : 0, to: &output)
+            }
+            position += UInt64(packets * 188)
+        }
+        return .bytes(output, contentType: "video/mp2t")
+    }
+
+    /// A PAT naming the program alone and the program's first PMT packet in the file (looked for in its first
+    /// 4 MiB), for I-frame segments; nil when there is none.
+    func programTables(_ filter: ProgramFilter, layout: PacketLayout) -> [UInt8]? {
+        guard let program, let index, let pmtPID = index.programs.first(where: { $0.programNumber == program })?.pmtPID
+        else { return nil }
+        var position: UInt64 = 0
+        let limit = Swift.min(layout.servedLength, 4 << 20)
+        while position < limit, let found = layout.locate(servedOffset: position) {
+            let packets = Int(Swift.min(found.packetsLeft, 1024))
+            let size = found.packetSize
+            guard let bytes = try? file.read(at: found.packetOffset, length: packets * size) else {
+                return nil
+            }
+            var offset = size == 192 ? 4 : 0
+            while offset + 188 <= bytes.count {
+                let pid = UInt16(bytes[offset + 1] & 0x1F) << 8 | UInt16(bytes[offset + 2])
+                if bytes[offset] == 0x47, pid == pmtPID, bytes[offset + 1] & 0x40 != 0 {
+                    return filter.patPacket() + bytes[offset..<(offset + 188)]
+                }
+                offset += size
+            }
+            position += UInt64(packets * 188)
+        }
+        return nil
+    }
+}
