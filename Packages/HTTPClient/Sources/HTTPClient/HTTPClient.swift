@@ -71,7 +71,7 @@ public final class HTTPClient: HTTPTransport {
 
     /// Sends a request and returns once the final response head arrived (redirects followed); the body streams.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
-        let deadline = Deadline(seconds: configuration.deadline)
+        let deadline = Deadline(seconds: request.deadline ?? configuration.deadline)
         return try await followingRedirects(request) { forwarded in
             var response = try await Self.within(deadline, url: forwarded.url) { [secure] in
                 try await secure.send(forwarded)
@@ -89,7 +89,7 @@ public final class HTTPClient: HTTPTransport {
     /// are sent and read in one blocking call on the connection's queue. Redirects are followed as by
     /// ``send(_:)``. A longer body throws ``HTTPClientError/Code/tooLarge``. Any status is returned.
     public func fetch(_ request: HTTPClientRequest, maxBytes: Int) async throws -> HTTPWholeResponse {
-        let deadline = Deadline(seconds: configuration.deadline)
+        let deadline = Deadline(seconds: request.deadline ?? configuration.deadline)
         return try await followingRedirects(request) { forwarded in
             var response = try await Self.within(deadline, url: forwarded.url) { [secure] in
                 try await HTTPWholeResponse(collecting: try await secure.send(forwarded), maxBytes: maxBytes)
@@ -177,7 +177,7 @@ public final class HTTPClient: HTTPTransport {
         guard !target.secure, configuration.upstreamProxy == nil else { return nil }
         guard let slot = slots.tryAcquire(target.key) else { return nil }
         defer { slot.release() }
-        let deadline = Deadline(seconds: configuration.deadline)
+        let deadline = Deadline(seconds: request.deadline ?? configuration.deadline)
         let head = requestHead(target, request)
         var reused = pool.take(target.key)
         while true {

@@ -7,6 +7,9 @@ public struct HTTPClientRequest: Hashable, Sendable {
     /// The caller's fields, in order; the client owns `Host`, `Connection`, `Accept-Encoding`, `Content-Length`
     /// and `Transfer-Encoding` and drops those (and any field with a line break) from the list.
     public var headers: HTTPHeaders
+    /// Seconds this request may take in all, in place of ``HTTPClientConfiguration/deadline`` (a caller's retry
+    /// loop gives each attempt what is left of its own deadline).
+    public var deadline: Double?
 
     public init(url: String, method: HTTPMethod = .get, headers: HTTPHeaders = [:]) {
         self.url = url
