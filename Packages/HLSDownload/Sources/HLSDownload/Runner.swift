@@ -14,6 +14,15 @@ final class TaskCounters: Sendable {
     }
     let values = LockedValue(Values())
 
+    /// Counts `count` more bytes unless that passes `limit`; whether it did.
+    func reserve(_ count: UInt64, within limit: UInt64) -> Bool {
+        values.withLock { v in
+            guard v.bytesDone + count <= limit else { return false }
+            v.bytesDone += count
+            return true
+        }
+    }
+
     func add(_ delta: Int64) {
         values.withLock { v in
             if delta >= 0 {
@@ -49,6 +58,10 @@ struct Fetcher: Sendable {
     var stallTimeout: Double
     var stallMinimumRate: Double
     var firstFetchTimeout: Double
+    /// The largest resource accepted (``DownloadOptions/maxResourceBytes``).
+    var maxResourceBytes: UInt64
+    /// The task's byte budget, enforced on every write (VOD; a live recording stops at its limit on its own).
+    var budget: UInt64?
 
     init(
         options: DownloadOptions, configuration: DownloadManagerConfiguration, transport: any HTTPTransport,
@@ -62,12 +75,27 @@ struct Fetcher: Sendable {
         self.stallTimeout = configuration.stallTimeout
         self.stallMinimumRate = configuration.stallMinimumRate
         self.firstFetchTimeout = configuration.firstFetchTimeout
+        self.maxResourceBytes = options.maxResourceBytes ?? DownloadOptions.defaultMaxResourceBytes
         var headers = options.headers.filter { $0.name.lowercased() != "user-agent" }
         if let agent = options.userAgent ?? options.headers.last(where: { $0.name.lowercased() == "user-agent" })?.value
         {
             headers.append(HTTPHeaders.Field(name: "User-Agent", value: agent))
         }
         self.headers = HTTPHeaders(fields: headers)
+    }
+
+    /// The fetcher with a byte budget for the task's writes.
+    func budgeted(_ budget: UInt64?) -> Fetcher {
+        var copy = self
+        copy.budget = budget
+        return copy
+    }
+
+    /// The error for a resource past ``maxResourceBytes``.
+    func tooLarge(_ job: Job, _ what: String) -> DownloadError {
+        DownloadError(
+            .tooLarge, "the resource \(what) (the limit is \(maxResourceBytes) bytes per resource)",
+            url: job.url)
     }
 
     /// What one attempt decided.
@@ -329,6 +357,12 @@ struct Fetcher: Sendable {
             }
             if let expected {
                 counters.values.withLock { $0.knownSizes[index] = appendTo + expected }
+                if appendTo + expected > maxResourceBytes {
+                    counters.add(-Int64(appendTo))
+                    Files.remove(part)
+                    Files.remove(validatorPath)
+                    throw tooLarge(job, "announces \(appendTo + expected) bytes")
+                }
             }
             try lock.ensureHeld()
             let writer = try FileWriter(path: part, truncate: appendTo == 0)
@@ -360,10 +394,26 @@ struct Fetcher: Sendable {
                         }
                     }
                     if slice.isEmpty { continue }
+                    let count = UInt64(slice.count)
+                    // Budgets before the bytes reach the disk: the resource's limit, then the task's.
+                    let overLimit = appendTo + received + count > maxResourceBytes
+                    let overBudget = !overLimit && budget.map { !counters.reserve(count, within: $0) } ?? false
+                    if overLimit || overBudget {
+                        writer.close()
+                        counters.add(-Int64(appendTo + received))
+                        Files.remove(part)
+                        Files.remove(validatorPath)
+                        if overLimit { throw tooLarge(job, "goes on past the limit") }
+                        throw DownloadError(
+                            .overBudget,
+                            "the task's files would pass its budget of \(budget ?? 0) bytes (--max-bytes)",
+                            url: job.url)
+                    }
                     do {
                         try lock.ensureHeld()
                         try writer.write(slice)
                     } catch {
+                        if budget != nil { counters.add(-Int64(count)) }
                         if let error = error as? DownloadError, error.code == .diskFull {
                             // Give back this file's space so the task store can still record the pause.
                             writer.close()
@@ -373,8 +423,8 @@ struct Fetcher: Sendable {
                         }
                         throw error
                     }
-                    received += UInt64(slice.count)
-                    counters.add(Int64(slice.count))
+                    received += count
+                    if budget == nil { counters.add(Int64(count)) }
                     let now = clock.now()
                     windowBytes += UInt64(slice.count)
                     if now - windowStart >= stallTimeout {
