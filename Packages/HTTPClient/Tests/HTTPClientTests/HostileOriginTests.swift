@@ -45,6 +45,32 @@ struct HostileOriginClientTests {
         #expect(blocking.duration(to: .now) < .seconds(5))
     }
 
+    @Test func aLyingLengthEndsAtTheDeadlineAndAnEndlessOrHugeBodyAtTheCap() async throws {
+        let origin = try HostileOrigin()
+        defer { origin.stop() }
+        let client = Self.client(deadline: 2)
+        // Content-Length 100000, half of it sent, then nothing: the deadline, not the 10 s idle timeout, ends it.
+        let start = ContinuousClock.now
+        do {
+            _ = try await client.fetch(HTTPClientRequest(url: origin.url("/lie/100000")), maxBytes: 1 << 20)
+            Issue.record("a body shorter than its length was accepted")
+        } catch let error as HTTPClientError {
+            #expect(error.code == .timedOut)
+        }
+        #expect(start.duration(to: .now) < .seconds(6))
+        // A declared length over the cap is refused before its body is read; a body without end at the cap.
+        for path in ["/huge/50000000", "/endless/x.ts"] {
+            let one = ContinuousClock.now
+            do {
+                _ = try await client.fetch(HTTPClientRequest(url: origin.url(path)), maxBytes: 1 << 20)
+                Issue.record("\(path) was accepted")
+            } catch let error as HTTPClientError {
+                #expect(error.code == .tooLarge, "\(path): \(error)")
+            }
+            #expect(one.duration(to: .now) < .seconds(3))
+        }
+    }
+
     @Test func aSilentHostQueuesItsRequestsAndDelaysNoOtherHost() async throws {
         let silent = try HostileOrigin()
         let good = try HostileOrigin()
