@@ -102,7 +102,7 @@ public struct RemoteFetchOptions: Sendable {
     public var deadline: Double = 15
     /// Upstream requests under way per host and port; more wait in a queue (no thread each) until a slot frees or
     /// their ``deadline`` passes (``HTTPClientConfiguration/maxConnectionsPerHost``).
-    public var maxRequestsPerHost: Int = 8
+    public var maxRequestsPerHost: Int = 16
     /// Extra attempts for transient failures (before any byte of the body was relayed).
     public var retries: Int = 2
     /// The first retry waits this long; each next one twice as long (plus jitter).
