@@ -228,6 +228,15 @@ struct HostileOriginEndToEndTests {
             let used = bytesOnDisk(store)
             #expect(used <= UInt64(limit) + (1 << 20), "\(option) \(limit): \(used) bytes on disk")
         }
+        // A Content-Length over the limit is refused before a byte of its body is written.
+        origin.serve("/h.m3u8", Array((Self.playlist + "#EXTINF:4,\n/huge/60000000\n#EXT-X-ENDLIST\n").utf8))
+        let store = TemporaryFolders.make(prefix: "hostile-dl-")
+        let result = try EndToEnd.run(
+            tool, ["download", origin.url("/h.m3u8"), "-o", store.path, "--max-resource-bytes", "5000000"],
+            timeout: 120)
+        #expect(result.status == 2)
+        #expect(bytesOnDisk(store) < 1 << 20, "\(bytesOnDisk(store)) bytes on disk")
+        #expect(origin.requests("huge") == 1)
     }
 
     /// cache-proxy --max-size holds for one resource larger than the budget (a 1.9 GB one stayed whole with

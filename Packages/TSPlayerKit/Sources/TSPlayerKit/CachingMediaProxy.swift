@@ -132,6 +132,7 @@ public final class CachingMediaProxy: Sendable {
         var quick = options.fetch
         quick.retries = 0
         quick.timeout = min(quick.timeout, 3)
+        quick.deadline = min(quick.deadline, 3)
         self.revalidator = RemotePlaylistFetcher(options: quick)
     }
 
