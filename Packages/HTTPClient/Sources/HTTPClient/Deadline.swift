@@ -92,6 +92,8 @@ final class HostSlots: Sendable {
                     return true
                 }
                 if !kept { timer.cancel() }
+                // A cancellation that came before the waiter was queued found nothing to end: end it now.
+                if Task.isCancelled { expire(key, id, CancellationError()) }
             }
         } onCancel: {
             expire(key, id, CancellationError())

@@ -71,6 +71,26 @@ struct HostileOriginClientTests {
         }
     }
 
+    @Test func aQueuedRequestEndsWhenItsTaskIsCancelled() async throws {
+        let silent = try HostileOrigin()
+        defer { silent.stop() }
+        let client = Self.client(deadline: 30, perHost: 1)
+        let holder = Task { try await client.send(HTTPClientRequest(url: silent.url("/silent/1.ts"))) }
+        let queued = Task { try await client.send(HTTPClientRequest(url: silent.url("/silent/2.ts"))) }
+        for _ in 0..<100 where client.requestCounts(to: silent.url("/")) != (1, 1) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(client.requestCounts(to: silent.url("/")) == (1, 1))
+        let start = ContinuousClock.now
+        queued.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await queued.value }
+        holder.cancel()
+        _ = try? await holder.value
+        #expect(start.duration(to: .now) < .seconds(3))
+        #expect(client.requestCounts(to: silent.url("/")) == (0, 0))
+        #expect(silent.requests("silent") == 1)
+    }
+
     @Test func aSilentHostQueuesItsRequestsAndDelaysNoOtherHost() async throws {
         let silent = try HostileOrigin()
         let good = try HostileOrigin()
