@@ -47,8 +47,8 @@ struct RawExchange {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let left = ContinuousClock.now.duration(to: deadline).components
-            let milliseconds = left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000
+            let (whole, fraction) = ContinuousClock.now.duration(to: deadline).components
+            let milliseconds = whole * 1000 + fraction / 1_000_000_000_000_000
             guard milliseconds > 0 else { return bytes }
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&descriptor, 1, Int32(clamping: milliseconds)) == 1 else { return bytes }

@@ -15,8 +15,8 @@ struct Deadline: Sendable {
 
     /// Seconds left (0 or less once it passed).
     var remaining: Double {
-        let left = ContinuousClock.now.duration(to: end).components
-        return Double(left.seconds) + Double(left.attoseconds) * 1e-18
+        let (whole, fraction) = ContinuousClock.now.duration(to: end).components
+        return Double(whole) + Double(fraction) * 1e-18
     }
 
     var passed: Bool { ContinuousClock.now >= end }

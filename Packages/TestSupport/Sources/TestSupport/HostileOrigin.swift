@@ -185,8 +185,12 @@ public final class HostileOrigin: Sendable {
 }
 
 extension HostileOrigin {
-    /// The threads of process `pid` now (from /proc; nil where there is no /proc).
+    /// The threads of process `pid` now (from /proc on Linux; nil on Darwin, which has no /proc).
     public static func threadCount(of pid: Int32) -> Int? {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count
+        #if os(Linux)
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count
+        #else
+            nil
+        #endif
     }
 }
