@@ -32,7 +32,7 @@ enum CacheProxyCommand {
             .value(
                 "--max-size", value: "size",
                 help: "The cache's size budget, in bytes or with K, M, G (default: 2G); whole least recently used "
-                    + "files are evicted beyond it.",
+                    + "files are evicted beyond it, and a file larger than the budget is streamed through uncached.",
                 expects: "a size in bytes or with K, M, G, T", example: "500M"),
             .value(
                 "--port", value: "port", help: "The loopback port to listen on (default: an ephemeral port).",

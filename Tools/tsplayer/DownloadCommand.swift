@@ -19,7 +19,8 @@ enum DownloadCommand {
         synopsis: [
             "tsplayer download <url> [-o <dir>] [--id <id>] [--variant <policy>] [--audio <policy>] [-H <header>] ...",
             "                  [--user-agent <ua>] [--concurrency <n>] [--stall-timeout <s>] [--skip-missing]",
-            "                  [--max-duration <s>] [--max-bytes <n>] [--json] [--channel <channel>]",
+            "                  [--max-duration <s>] [--max-bytes <n>] [--max-resource-bytes <n>] [--json]",
+            "                  [--channel <channel>]",
         ],
         arguments: [
             Argument(
@@ -62,8 +63,14 @@ enum DownloadCommand {
                 "--max-duration", value: "s", help: "Live: stop recording after this many seconds of media.",
                 expects: "seconds as a number", example: "3600"),
             .value(
-                "--max-bytes", value: "n", help: "Live: stop recording after this many bytes.",
+                "--max-bytes", value: "n",
+                help: "The task's budget on disk. Live: stop recording after this many bytes; VOD: fail, removing "
+                    + "the file being written, before writing past it.",
                 expects: "a whole number of bytes", example: "1000000000"),
+            .value(
+                "--max-resource-bytes", value: "n",
+                help: "Fail when one segment, key or map is larger than this (default: 268435456, 256 MiB).",
+                expects: "a whole number of bytes", example: "268435456"),
             .flag("--json", help: "Print progress as JSON lines on stdout."),
         ] + ParsedArguments.credentialOptions)
 
@@ -118,6 +125,10 @@ enum DownloadCommand {
         if let bytes = parsed.checked(command, "--max-bytes", { UInt64($0) }) {
             guard bytes > 0 else { command.usageError("max bytes must be a positive whole number") }
             options.maxBytes = bytes
+        }
+        if let bytes = parsed.checked(command, "--max-resource-bytes", { UInt64($0) }) {
+            guard bytes > 0 else { command.usageError("max resource bytes must be a positive whole number") }
+            options.maxResourceBytes = bytes
         }
         var configuration = DownloadManagerConfiguration()
         if let n = parsed.checked(command, "--concurrency", { Int($0) }) {

@@ -99,7 +99,7 @@ enum ErrorText {
     static func exitCode(_ error: DownloadError) -> Int32 {
         switch error.code {
         case .httpStatus, .notFound, .unauthorized, .keyUnavailable, .integrity, .contentLength, .invalidPlaylist,
-            .transport, .tooManyRetries:
+            .transport, .tooManyRetries, .tooLarge:
             ExitCode.unreadable
         default: ExitCode.failure
         }

@@ -79,10 +79,12 @@ enum ProxyCommand {
         // The first fetch checks the door: a URL that answers with something other than a playlist stops here,
         // with one error. Other failures are the player's to see (the proxy answers 502 and says why), so the
         // proxy still starts; they are logged.
-        // One try with a short timeout: the door check must not hold the local URL back for long.
+        // One try with a short timeout and the first fetch's deadline in all (however slowly the upstream trickles):
+        // the door check must not hold the local URL back for long.
         var door = options.fetch
         door.retries = 0
         door.timeout = min(door.timeout, 5)
+        door.deadline = min(door.deadline, door.firstFetchTimeout)
         do {
             let (_, bytes) = try await RemotePlaylistFetcher(options: door).fetchSmall(
                 url, maxBytes: options.fetch.maxPlaylistBytes)

@@ -739,6 +739,8 @@ public actor DownloadManager {
             await manager.report(id, generation: generation, force: true)
             let gate = RequestGate(permits: concurrency)
             let report: @Sendable () async -> Void = { await manager.report(id, generation: generation, force: false) }
+            // A VOD download holds to the task's byte budget on every write.
+            let fetcher = fetcher.budgeted(record.options.maxBytes)
             try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
                 var next = 0
                 func add() {

@@ -5,7 +5,7 @@ public struct DownloadError: Error, Hashable, Sendable, Codable, CustomStringCon
         private enum Value: String, Hashable, Sendable, Codable {
             case httpStatus, notFound, unauthorized, keyUnavailable, integrity, contentLength, diskFull
             case fileSystem, invalidPlaylist, noVariant, unsupported, transport, tooManyRetries, invalidURL
-            case locked
+            case locked, tooLarge, overBudget
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -41,6 +41,12 @@ public struct DownloadError: Error, Hashable, Sendable, Codable, CustomStringCon
         /// Another process runs the task (``DownloadError/pid`` names it, when known), or this process no longer holds
         /// the task's lock: nothing was written.
         public static let locked = Code(.locked)
+        /// A resource (a segment, key or map) is larger than the task's per-resource limit
+        /// (``DownloadOptions/maxResourceBytes``): its partial file is removed.
+        public static let tooLarge = Code(.tooLarge)
+        /// The task's files would pass its byte budget (``DownloadOptions/maxBytes``) before a VOD download is
+        /// complete: the file being written is removed and the task stops.
+        public static let overBudget = Code(.overBudget)
 
         public var description: String { value.rawValue }
     }

@@ -100,8 +100,16 @@ public struct DownloadOptions: Hashable, Sendable, Codable {
     /// For a live playlist: stop recording once this many seconds of media are recorded (the segment that
     /// reaches the limit is the last one). Nil records until EXT-X-ENDLIST.
     public var maxDuration: Double?
-    /// For a live playlist: stop recording once this many bytes are recorded. Nil records until EXT-X-ENDLIST.
+    /// The task's byte budget on disk. Live: stop recording once this many bytes are recorded (the segment that
+    /// reaches it is the last one; nil records until EXT-X-ENDLIST). VOD: a download that needs more fails with
+    /// ``DownloadError/Code/overBudget`` before it writes a byte past the budget.
     public var maxBytes: UInt64?
+    /// The largest single resource (segment, key, map) accepted, VOD and live; nil means
+    /// ``defaultMaxResourceBytes``. A larger one, by its Content-Length or by what it sends, fails the task with
+    /// ``DownloadError/Code/tooLarge`` and leaves no partial file.
+    public var maxResourceBytes: UInt64?
+    /// 256 MiB: more than any real segment (a 10-second segment at 100 Mbit/s is 125 MB).
+    public static let defaultMaxResourceBytes: UInt64 = 256 << 20
 
     public init() {}
 
@@ -119,6 +127,7 @@ public struct DownloadOptions: Hashable, Sendable, Codable {
         skipMissingSegments = try c.decodeIfPresent(Bool.self, forKey: .skipMissingSegments) ?? false
         maxDuration = try c.decodeIfPresent(Double.self, forKey: .maxDuration)
         maxBytes = try c.decodeIfPresent(UInt64.self, forKey: .maxBytes)
+        maxResourceBytes = try c.decodeIfPresent(UInt64.self, forKey: .maxResourceBytes)
     }
 
     /// The text that identifies the selection, used to derive a stable task id.

@@ -2,42 +2,6 @@ import FileRange
 import HLSPlaylist
 import HTTPClient
 
-/// Counters a running task shares between its requests.
-final class TaskCounters: Sendable {
-    struct Values: Sendable {
-        var bytesDone: UInt64 = 0
-        /// Known sizes of jobs (from ranges, finished files, or Content-Length).
-        var knownSizes: [Int: UInt64] = [:]
-        var jobsDone = 0
-        var jobsTotal = 0
-        var lastReport: Double = -1_000_000
-    }
-    let values = LockedValue(Values())
-
-    func add(_ delta: Int64) {
-        values.withLock { v in
-            if delta >= 0 {
-                v.bytesDone += UInt64(delta)
-            } else {
-                v.bytesDone -= min(v.bytesDone, UInt64(-delta))
-            }
-        }
-    }
-
-    /// The estimated total: known sizes plus the average known size for each job of unknown size.
-    var estimate: (total: UInt64?, exact: Bool) {
-        values.withLock { v in
-            guard v.jobsTotal > 0 else { return (nil, false) }
-            let known = v.knownSizes.values.reduce(0, +)
-            let unknown = v.jobsTotal - v.knownSizes.count
-            if unknown <= 0 { return (known, true) }
-            guard !v.knownSizes.isEmpty else { return (nil, false) }
-            let average = known / UInt64(v.knownSizes.count)
-            return (known + average * UInt64(unknown), false)
-        }
-    }
-}
-
 /// The HTTP side of a task: requests with the caller's headers, retries, resumable writes, integrity checks.
 struct Fetcher: Sendable {
     var transport: any HTTPTransport
@@ -51,6 +15,10 @@ struct Fetcher: Sendable {
     var stallTimeout: Double
     var stallMinimumRate: Double
     var firstFetchTimeout: Double
+    /// The largest resource accepted (``DownloadOptions/maxResourceBytes``).
+    var maxResourceBytes: UInt64
+    /// The task's byte budget, enforced on every write (VOD; a live recording stops at its limit on its own).
+    var budget: UInt64?
 
     init(
         url: String, options: DownloadOptions, configuration: DownloadManagerConfiguration,
@@ -66,6 +34,7 @@ struct Fetcher: Sendable {
         self.stallTimeout = configuration.stallTimeout
         self.stallMinimumRate = configuration.stallMinimumRate
         self.firstFetchTimeout = configuration.firstFetchTimeout
+        self.maxResourceBytes = options.maxResourceBytes ?? DownloadOptions.defaultMaxResourceBytes
         var headers = options.headers.filter { $0.name.lowercased() != "user-agent" }
         if let agent = options.userAgent ?? options.headers.last(where: { $0.name.lowercased() == "user-agent" })?.value
         {
@@ -334,6 +303,12 @@ struct Fetcher: Sendable {
             }
             if let expected {
                 counters.values.withLock { $0.knownSizes[index] = appendTo + expected }
+                if appendTo + expected > maxResourceBytes {
+                    counters.add(-Int64(appendTo))
+                    Files.remove(part)
+                    Files.remove(validatorPath)
+                    throw tooLarge(job, "announces \(appendTo + expected) bytes")
+                }
             }
             try lock.ensureHeld()
             let writer = try FileWriter(path: part, truncate: appendTo == 0)
@@ -365,10 +340,26 @@ struct Fetcher: Sendable {
                         }
                     }
                     if slice.isEmpty { continue }
+                    let count = UInt64(slice.count)
+                    // Budgets before the bytes reach the disk: the resource's limit, then the task's.
+                    let overLimit = appendTo + received + count > maxResourceBytes
+                    let overBudget = !overLimit && budget.map { !counters.reserve(count, within: $0) } ?? false
+                    if overLimit || overBudget {
+                        writer.close()
+                        counters.add(-Int64(appendTo + received))
+                        Files.remove(part)
+                        Files.remove(validatorPath)
+                        if overLimit { throw tooLarge(job, "goes on past the limit") }
+                        throw DownloadError(
+                            .overBudget,
+                            "the task's files would pass its budget of \(budget ?? 0) bytes (--max-bytes)",
+                            url: job.url)
+                    }
                     do {
                         try lock.ensureHeld()
                         try writer.write(slice)
                     } catch {
+                        if budget != nil { counters.add(-Int64(count)) }
                         if let error = error as? DownloadError, error.code == .diskFull {
                             // Give back this file's space so the task store can still record the pause.
                             writer.close()
@@ -378,8 +369,8 @@ struct Fetcher: Sendable {
                         }
                         throw error
                     }
-                    received += UInt64(slice.count)
-                    counters.add(Int64(slice.count))
+                    received += count
+                    if budget == nil { counters.add(Int64(count)) }
                     let now = clock.now()
                     windowBytes += UInt64(slice.count)
                     if now - windowStart >= stallTimeout {

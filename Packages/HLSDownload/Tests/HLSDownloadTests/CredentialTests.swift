@@ -113,6 +113,7 @@ import Testing
         #expect(options.secretHeaders.isEmpty && options.credentialHosts.isEmpty)
         var full = Self.options(allowing: ["cdn.test"])
         full.maxBytes = 7
+        full.maxResourceBytes = 9
         let again = try JSONDecoder().decode(DownloadOptions.self, from: JSONEncoder().encode(full))
         #expect(again == full)
     }

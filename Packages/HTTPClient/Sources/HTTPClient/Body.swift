@@ -65,9 +65,13 @@ final class BodyReader: Sendable {
     private let key: String
     private let chunkSize: Int
     private let url: String
+    /// The request's slot to its host, given back when the body ends.
+    private let slot: HostSlot?
 
     init(
-        connection: Connection, framing: HTTPBodyFraming, pool: ConnectionPool, key: String, chunkSize: Int, url: String
+        connection: Connection, framing: HTTPBodyFraming, pool: ConnectionPool, key: String, chunkSize: Int,
+        url: String,
+        slot: HostSlot? = nil
     ) {
         self.state = LockedValue(State(framing: framing))
         self.connection = connection
@@ -75,6 +79,7 @@ final class BodyReader: Sendable {
         self.key = key
         self.chunkSize = chunkSize
         self.url = url
+        self.slot = slot
     }
 
     deinit {
@@ -101,10 +106,14 @@ final class BodyReader: Sendable {
     func release(complete: Bool) {
         connection.takeBack()
         if complete { settle() } else { connection.close() }
+        slot?.release()
     }
 
     /// Marks the body done without touching the connection (its exchange was already settled).
-    func markFinished() { state.withLock { $0.finished = true } }
+    func markFinished() {
+        state.withLock { $0.finished = true }
+        slot?.release()
+    }
 
     private func settle() {
         if connection.bodyFinished() == .returnToPool { pool.put(connection, key: key) } else { connection.close() }
@@ -116,11 +125,13 @@ final class BodyReader: Sendable {
             return !s.finished
         }
         if first { settle() }
+        slot?.release()
     }
 
     private func fail(_ error: HTTPClientError) -> HTTPClientError {
         state.withLock { $0.finished = true }
         connection.close()
+        slot?.release()
         return error.at(url)
     }
 
@@ -161,6 +172,7 @@ final class BodyReader: Sendable {
             if bytes.isEmpty {
                 state.withLock { $0.finished = true }
                 connection.close()
+                slot?.release()
                 return nil
             }
             return bytes

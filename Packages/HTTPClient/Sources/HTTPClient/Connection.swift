@@ -64,14 +64,55 @@ final class Connection: Sendable {
         /// Bytes read past what was consumed (the rest of a head's read, the start of a body).
         var buffer: [UInt8] = []
         var machine = HTTPClientConnectionStateMachine()
+        /// The request's deadline while one is armed (``arm(_:)``): each read then waits at most until it.
+        var deadline: Deadline?
+        /// Whether the receive timeout is set below the idle timeout (for a deadline), to be restored.
+        var shortened = false
     }
     private let state: LockedValue<State>
     private let queue = DispatchQueue(label: "HTTPClient.connection")
     let limits: HTTPParserLimits
+    let idleTimeout: Double
 
-    private init(fd: Int32, limits: HTTPParserLimits) {
+    private init(fd: Int32, limits: HTTPParserLimits, idleTimeout: Double) {
         state = LockedValue(State(fd: fd))
         self.limits = limits
+        self.idleTimeout = idleTimeout
+    }
+
+    /// Bounds every read that follows by `deadline` (nil: the idle timeout alone again).
+    func arm(_ deadline: Deadline?) {
+        let restore = state.withLock { s -> Bool in
+            s.deadline = deadline
+            return deadline == nil && s.shortened
+        }
+        if restore { setReceiveTimeout(idleTimeout, shortened: false) }
+    }
+
+    private func setReceiveTimeout(_ seconds: Double, shortened: Bool) {
+        state.withLock { s in
+            guard s.fd >= 0 else { return }
+            var timeout = Self.timeoutValue(seconds)
+            _ = setsockopt(s.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            s.shortened = shortened
+        }
+    }
+
+    private static func timeoutValue(_ seconds: Double) -> timeval {
+        let seconds = max(0.001, seconds)
+        var value = timeval()
+        value.tv_sec = .init(seconds.rounded(.down))
+        value.tv_usec = .init(seconds.truncatingRemainder(dividingBy: 1) * 1e6)
+        return value
+    }
+
+    /// Before a read: throws the deadline's error once it passed, and shortens the receive timeout to what is left
+    /// of it when that is less than the idle timeout.
+    private func checkDeadline() throws(HTTPClientError) {
+        guard let deadline = state.withLock({ $0.deadline }) else { return }
+        let left = deadline.remaining
+        guard left > 0 else { throw deadline.error }
+        if left < idleTimeout { setReceiveTimeout(left, shortened: true) }
     }
 
     deinit {
@@ -166,7 +207,9 @@ final class Connection: Sendable {
 
     /// Opens a connection to the target's host, trying each address the policy allows, each within the connect
     /// timeout; reads and writes then time out after the idle timeout.
-    static func connect(_ target: Target, pool: ConnectionPool, url: String) throws(HTTPClientError) -> Connection {
+    static func connect(_ target: Target, pool: ConnectionPool, url: String, deadline: Deadline? = nil)
+        throws(HTTPClientError) -> Connection
+    {
         if pool.policy.refusesLoopbackNames, UpstreamAddressPolicy.isLoopbackName(target.host) {
             throw HTTPClientError(
                 .addressRefused, "\(target.host) is a loopback name (a private upstream)", url: url)
@@ -174,7 +217,7 @@ final class Connection: Sendable {
         do {
             return try Resolver.withAddresses(target.host, port: target.port) {
                 (first) throws(HTTPClientError) -> Connection in
-                try connect(first, target: target, pool: pool, url: url)
+                try connect(first, target: target, pool: pool, url: url, deadline: deadline)
             }
         } catch {
             throw error.at(url)
@@ -182,7 +225,8 @@ final class Connection: Sendable {
     }
 
     private static func connect(
-        _ first: UnsafeMutablePointer<addrinfo>, target: Target, pool: ConnectionPool, url: String
+        _ first: UnsafeMutablePointer<addrinfo>, target: Target, pool: ConnectionPool, url: String,
+        deadline: Deadline?
     ) throws(HTTPClientError) -> Connection {
         var last: Errno?
         var lastText = "no address"
@@ -192,6 +236,11 @@ final class Connection: Sendable {
         while let entry = cursor {
             cursor = entry.pointee.ai_next
             tried += 1
+            var connectTimeout = pool.connectTimeout
+            if let deadline {
+                guard deadline.remaining > 0 else { throw deadline.error.at(url) }
+                connectTimeout = min(connectTimeout, deadline.remaining)
+            }
             if !pool.policy.checksNothing {
                 let address = Resolver.numericAddress(entry.pointee.ai_addr, entry.pointee.ai_addrlen)
                 if address.map({ !pool.policy.allows($0) }) ?? true {
@@ -210,7 +259,7 @@ final class Connection: Sendable {
             var result = socketConnect(fd, entry.pointee.ai_addr, entry.pointee.ai_addrlen)
             if result != 0 && Errno.current == .inProgress {
                 var descriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                let ready = poll(&descriptor, 1, Int32(clamping: Int(pool.connectTimeout * 1000)))
+                let ready = poll(&descriptor, 1, Int32(clamping: Int((connectTimeout * 1000).rounded(.up))))
                 var error: Int32 = 0
                 var length = socklen_t(MemoryLayout<Int32>.size)
                 if ready == 1, getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 {
@@ -228,9 +277,7 @@ final class Connection: Sendable {
                 continue
             }
             _ = fcntl(fd, F_SETFL, flags)
-            var timeout = timeval()
-            timeout.tv_sec = .init(pool.idleTimeout.rounded(.down))
-            timeout.tv_usec = .init(pool.idleTimeout.truncatingRemainder(dividingBy: 1) * 1e6)
+            var timeout = timeoutValue(pool.idleTimeout)
             _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var one: Int32 = 1
@@ -238,7 +285,7 @@ final class Connection: Sendable {
             #if canImport(Darwin)
                 _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
             #endif
-            return Connection(fd: fd, limits: pool.limits)
+            return Connection(fd: fd, limits: pool.limits, idleTimeout: pool.idleTimeout)
         }
         if !refused.isEmpty, refused.count == tried {
             throw HTTPClientError(
@@ -257,7 +304,10 @@ final class Connection: Sendable {
     /// The error for a failed socket call.
     private func failure(_ errno: Errno, _ what: String) -> HTTPClientError {
         if state.withLock({ $0.aborted }) { return HTTPClientError(.connectionReset, "the connection was closed") }
-        if errno == .wouldBlock { return HTTPClientError(.timedOut, "no data for the idle timeout") }
+        if errno == .wouldBlock {
+            if let deadline = state.withLock({ $0.deadline }), deadline.passed { return deadline.error }
+            return HTTPClientError(.timedOut, "no data for the idle timeout")
+        }
         if errno == .connectionReset || errno == .brokenPipe || errno == .notConnected {
             return HTTPClientError(.connectionReset, "the connection was lost while \(what)")
         }
@@ -297,6 +347,7 @@ final class Connection: Sendable {
             return taken
         }
         if !pending.isEmpty { return pending }
+        try checkDeadline()
         let fd = self.fd
         var failed: Errno?
         let bytes = [UInt8](unsafeUninitializedCapacity: max(1, count)) { buffer, initialized in

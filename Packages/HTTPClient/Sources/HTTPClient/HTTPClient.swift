@@ -6,6 +6,14 @@ public struct HTTPClientConfiguration: Sendable {
     public var connectTimeout: Double = 10
     /// Seconds without any byte from the server (while waiting for a head or a body) before a request fails.
     public var idleTimeout: Double = 20
+    /// Seconds one request may take in all, however its server trickles: from its start to its final response
+    /// head (the wait for a slot to the host, connection attempts and redirects included) for ``HTTPClient/send(_:)``,
+    /// and to the end of the body for a body read whole (``HTTPClient/fetch(_:maxBytes:)``,
+    /// ``HTTPClient/fetchBlocking(_:maxBytes:)``). Past it the request fails with
+    /// ``HTTPClientError/Code/timedOut`` and its connection is closed. A streamed body then has ``idleTimeout``
+    /// between bytes and its reader's byte cap; ``HTTPClient/get(_:headers:maxBytes:timeout:onRetry:)`` has its
+    /// own, shorter deadline over all its attempts.
+    public var deadline: Double = 30
     /// The shorter deadline of a first playlist fetch (``HTTPClient/get(_:headers:maxBytes:timeout:onRetry:)``
     /// with `timeout` nil uses it), so that a dead or silent server is reported quickly.
     public var firstFetchTimeout: Double = 8
@@ -19,7 +27,10 @@ public struct HTTPClientConfiguration: Sendable {
     public var addressPolicy: UpstreamAddressPolicy = .any
     /// How ``HTTPClient/get(_:headers:maxBytes:timeout:onRetry:)`` retries.
     public var retry = RetryPolicy()
-    /// Connections per host for https (URLSession's pool).
+    /// Concurrent requests per host and port. Over the sockets (plain http) a slot is held from the request to
+    /// the end of its body; further requests wait in a first-come queue, as continuations rather than threads,
+    /// until a slot frees or their ``deadline`` passes, so that a silent or trickling host ties up at most this
+    /// many threads and delays no other host. For https, URLSession's connections per host.
     public var maxConnectionsPerHost: Int = 16
     /// Caps on response heads.
     public var limits = HTTPParserLimits()
@@ -40,11 +51,14 @@ public final class HTTPClient: HTTPTransport {
     public let configuration: HTTPClientConfiguration
     private let pool: ConnectionPool
     private let secure: URLSessionBackend
+    private let slots: HostSlots
 
     public init(configuration: HTTPClientConfiguration = HTTPClientConfiguration()) {
         var configuration = configuration
         configuration.connectTimeout = max(0.01, configuration.connectTimeout)
         configuration.idleTimeout = max(0.01, configuration.idleTimeout)
+        configuration.deadline = max(0.01, configuration.deadline)
+        configuration.maxConnectionsPerHost = max(1, configuration.maxConnectionsPerHost)
         configuration.maxRedirects = max(0, configuration.maxRedirects)
         configuration.chunkSize = max(4096, configuration.chunkSize)
         self.configuration = configuration
@@ -52,16 +66,20 @@ public final class HTTPClient: HTTPTransport {
             connectTimeout: configuration.connectTimeout, idleTimeout: configuration.idleTimeout,
             policy: configuration.addressPolicy, limits: configuration.limits)
         self.secure = URLSessionBackend(configuration: configuration)
+        self.slots = HostSlots(limit: configuration.maxConnectionsPerHost)
     }
 
     /// Sends a request and returns once the final response head arrived (redirects followed); the body streams.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
-        try await followingRedirects(request) { forwarded in
-            var response = try await secure.send(forwarded)
+        let deadline = Deadline(seconds: request.deadline ?? configuration.deadline)
+        return try await followingRedirects(request) { forwarded in
+            var response = try await Self.within(deadline, url: forwarded.url) { [secure] in
+                try await secure.send(forwarded)
+            }
             if response.url == nil { response.url = forwarded.url }
             return (response, response.status, response.header("Location"))
         } exchange: { target, forwarded in
-            var response = try await exchange(target, forwarded)
+            var response = try await exchange(target, forwarded, deadline: deadline)
             response.url = forwarded.url
             return (response, response.status, response.header("Location"))
         }
@@ -71,13 +89,15 @@ public final class HTTPClient: HTTPTransport {
     /// are sent and read in one blocking call on the connection's queue. Redirects are followed as by
     /// ``send(_:)``. A longer body throws ``HTTPClientError/Code/tooLarge``. Any status is returned.
     public func fetch(_ request: HTTPClientRequest, maxBytes: Int) async throws -> HTTPWholeResponse {
-        try await followingRedirects(request) { forwarded in
-            var response = try await HTTPWholeResponse(
-                collecting: try await secure.send(forwarded), maxBytes: maxBytes)
+        let deadline = Deadline(seconds: request.deadline ?? configuration.deadline)
+        return try await followingRedirects(request) { forwarded in
+            var response = try await Self.within(deadline, url: forwarded.url) { [secure] in
+                try await HTTPWholeResponse(collecting: try await secure.send(forwarded), maxBytes: maxBytes)
+            }
             if response.url == nil { response.url = forwarded.url }
             return (response, response.status, response.header("Location"))
         } exchange: { target, forwarded in
-            var response = try await exchangeWhole(target, forwarded, maxBytes: maxBytes)
+            var response = try await exchangeWhole(target, forwarded, maxBytes: maxBytes, deadline: deadline)
             response.url = forwarded.url
             return (response, response.status, response.header("Location"))
         }
@@ -132,10 +152,24 @@ public final class HTTPClient: HTTPTransport {
         }
     }
 
+    /// ``within(seconds:url:_:)`` for what is left of a request's deadline.
+    private static func within<T: Sendable>(
+        _ deadline: Deadline, url: String, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let left = deadline.remaining
+        guard left > 0 else { throw deadline.error.at(url) }
+        do {
+            return try await within(seconds: left, url: url, work)
+        } catch let error as HTTPClientError where error.code == .timedOut && deadline.passed {
+            throw deadline.error.at(url)
+        }
+    }
+
     /// ``fetch(_:maxBytes:)`` without a task, for a caller already on a thread that may block (a dispatch queue's,
     /// never Swift's cooperative pool): the request, head and body in one blocking call on the calling thread.
     /// Plain `http://` only, and no redirect is followed: nil for an `https://` URL or with an upstream proxy (use
-    /// ``fetch(_:maxBytes:)``); a redirect answer is returned as it is.
+    /// ``fetch(_:maxBytes:)``); a redirect answer is returned as it is. Nil too when every slot to the host is
+    /// taken (``HTTPClientConfiguration/maxConnectionsPerHost``): the async path waits for one without a thread.
     public func fetchBlocking(_ request: HTTPClientRequest, maxBytes: Int) throws(HTTPClientError)
         -> HTTPWholeResponse?
     {
@@ -145,6 +179,9 @@ public final class HTTPClient: HTTPTransport {
         if let scope = request.credentials, !scope.allows(request.url) {
             request.headers = scope.withoutSecrets(request.headers)
         }
+        guard let slot = slots.tryAcquire(target.key) else { return nil }
+        defer { slot.release() }
+        let deadline = Deadline(seconds: request.deadline ?? configuration.deadline)
         let head = requestHead(target, request)
         var reused = pool.take(target.key)
         while true {
@@ -152,10 +189,11 @@ public final class HTTPClient: HTTPTransport {
             if let reused {
                 connection = reused
             } else {
-                connection = try Connection.connect(target, pool: pool, url: request.url)
+                connection = try Connection.connect(target, pool: pool, url: request.url, deadline: deadline)
             }
             do throws(HTTPClientError) {
-                let (parsed, body, after) = try Self.whole(on: connection, head: head, maxBytes: maxBytes)
+                let (parsed, body, after) = try Self.whole(
+                    on: connection, head: head, maxBytes: maxBytes, deadline: deadline)
                 settle(connection, after, key: target.key)
                 return HTTPWholeResponse(
                     status: parsed.status.code, headers: parsed.headers, body: body, url: request.url)
@@ -226,14 +264,16 @@ public final class HTTPClient: HTTPTransport {
         }
     }
 
-    private func exchangeWhole(_ target: Target, _ request: HTTPClientRequest, maxBytes: Int) async throws
-        -> HTTPWholeResponse
-    {
+    private func exchangeWhole(
+        _ target: Target, _ request: HTTPClientRequest, maxBytes: Int, deadline: Deadline
+    ) async throws -> HTTPWholeResponse {
         let head = requestHead(target, request)
-        return try await onPooledConnection(target, url: request.url) { connection in
+        let slot = try await slot(target, deadline: deadline, url: request.url)
+        defer { slot.release() }
+        return try await onPooledConnection(target, url: request.url, deadline: deadline) { connection in
             let (parsed, body, after) = try await Connection.run(connection) {
                 () throws(HTTPClientError) -> (HTTPResponseHead, [UInt8], HTTPClientConnectionStateMachine.Action) in
-                try Self.whole(on: connection, head: head, maxBytes: maxBytes)
+                try Self.whole(on: connection, head: head, maxBytes: maxBytes, deadline: deadline)
             }
             settle(connection, after, key: target.key)
             return HTTPWholeResponse(status: parsed.status.code, headers: parsed.headers, body: body)
@@ -242,13 +282,30 @@ public final class HTTPClient: HTTPTransport {
 
     /// Sends a request head and reads the whole answer (blocking); also returns what the connection's state
     /// machine decided at the end (pool or close).
-    private static func whole(on connection: Connection, head: HTTPRequestHead, maxBytes: Int)
-        throws(HTTPClientError) -> (HTTPResponseHead, [UInt8], HTTPClientConnectionStateMachine.Action)
-    {
+    private static func whole(
+        on connection: Connection, head: HTTPRequestHead, maxBytes: Int, deadline: Deadline
+    ) throws(HTTPClientError) -> (HTTPResponseHead, [UInt8], HTTPClientConnectionStateMachine.Action) {
+        connection.arm(deadline)
+        defer { connection.arm(nil) }
         let (parsed, action) = try connection.exchangeHead(head)
         guard case .readBody(let framing) = action else { return (parsed, [], action) }
         let body = try BodyReader.readWhole(connection, framing: framing, maxBytes: maxBytes)
         return (parsed, body, connection.bodyFinished())
+    }
+
+    /// A slot to the target's host and port, waiting in its queue until the deadline.
+    private func slot(_ target: Target, deadline: Deadline, url: String) async throws -> HostSlot {
+        do {
+            return try await slots.acquire(target.key, deadline: deadline)
+        } catch let error as HTTPClientError {
+            throw error.at(url)
+        }
+    }
+
+    /// Requests under way and requests waiting for the host and port of `url` (for tests and diagnostics).
+    public func requestCounts(to url: String) -> (active: Int, waiting: Int) {
+        guard let target = try? Target(url) else { return (0, 0) }
+        return slots.counts(target.key)
     }
 
     /// Returns a connection whose answer was read whole to the pool, or closes it, as its state machine decided.
@@ -257,18 +314,24 @@ public final class HTTPClient: HTTPTransport {
     }
 
     /// One request on a pooled connection; the body is read later, chunk by chunk.
-    private func exchange(_ target: Target, _ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+    private func exchange(_ target: Target, _ request: HTTPClientRequest, deadline: Deadline) async throws
+        -> HTTPClientResponse
+    {
         let head = requestHead(target, request)
-        return try await onPooledConnection(target, url: request.url) { connection in
+        let slot = try await slot(target, deadline: deadline, url: request.url)
+        return try await onPooledConnection(target, url: request.url, deadline: deadline) { connection in
+            // The slot is given back when the body ends, or when it is dropped on a failure.
             let (parsed, action) = try await Connection.run(connection) {
                 () throws(HTTPClientError) -> (HTTPResponseHead, HTTPClientConnectionStateMachine.Action) in
-                try connection.exchangeHead(head)
+                connection.arm(deadline)
+                defer { connection.arm(nil) }
+                return try connection.exchangeHead(head)
             }
             var framing = HTTPBodyFraming.none
             if case .readBody(let declared) = action { framing = declared }
             let reader = BodyReader(
                 connection: connection, framing: framing, pool: pool, key: target.key,
-                chunkSize: configuration.chunkSize, url: request.url)
+                chunkSize: configuration.chunkSize, url: request.url, slot: slot)
             let body = AsyncThrowingStream<[UInt8], any Error>(unfolding: { try await reader.next() })
             if framing == .none {
                 // The exchange is already over: pool or close as the state machine decided.
@@ -285,7 +348,7 @@ public final class HTTPClient: HTTPTransport {
     /// Runs `work` on an idle pooled connection to the target, or a new one. A pooled connection the server had
     /// closed (`connectionReset`) is replaced by a new one once; on any failure the connection is closed.
     private func onPooledConnection<Result>(
-        _ target: Target, url: String, _ work: (Connection) async throws -> Result
+        _ target: Target, url: String, deadline: Deadline, _ work: (Connection) async throws -> Result
     ) async throws -> Result {
         var reused = pool.take(target.key)
         while true {
@@ -294,7 +357,7 @@ public final class HTTPClient: HTTPTransport {
                 connection = idle
             } else {
                 connection = try await Connection.run(nil) { [pool] () throws(HTTPClientError) -> Connection in
-                    try Connection.connect(target, pool: pool, url: url)
+                    try Connection.connect(target, pool: pool, url: url, deadline: deadline)
                 }
             }
             do {

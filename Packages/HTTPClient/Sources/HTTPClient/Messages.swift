@@ -10,6 +10,9 @@ public struct HTTPClientRequest: Hashable, Sendable {
     /// Where the credentials among ``headers`` may go, checked on this URL and on every redirect target; nil: the
     /// scope of credentials given with ``url`` itself (sent to its host only).
     public var credentials: CredentialScope?
+    /// Seconds this request may take in all, in place of ``HTTPClientConfiguration/deadline`` (a caller's retry
+    /// loop gives each attempt what is left of its own deadline).
+    public var deadline: Double?
 
     /// A request for `url`; with `credentials`, the secret fields among `headers` are left out at once when `url` is
     /// not in that scope (so any transport sends only what it may), and the client asks the scope again at every

@@ -72,7 +72,9 @@ public final class CachingMediaProxy: Sendable {
     public struct Options: Sendable {
         /// The folder that holds the cache.
         public var cacheDirectory: String
-        /// The cache's size budget in bytes; whole least-recently-used entries go when it is exceeded.
+        /// The cache's size budget in bytes; whole least-recently-used entries go when it is exceeded (after each
+        /// origin fetch of at most ``fetchWindow`` bytes). A resource larger than the whole budget is streamed
+        /// through from the origin and never kept.
         public var maxCacheBytes: UInt64 = 2 << 30
         /// Upstream fetching (timeouts, retries, redirects, whether loopback/private origins are allowed).
         public var fetch = RemoteFetchOptions()
@@ -130,6 +132,7 @@ public final class CachingMediaProxy: Sendable {
         var quick = options.fetch
         quick.retries = 0
         quick.timeout = min(quick.timeout, 3)
+        quick.deadline = min(quick.deadline, 3)
         self.revalidator = RemotePlaylistFetcher(options: quick)
     }
 
@@ -196,9 +199,14 @@ public final class CachingMediaProxy: Sendable {
         let available = info.length - offset
         let count = min(length ?? available, available)
         let range = ByteRange(offset: offset, length: count)
+        let passThrough = info.length > options.maxCacheBytes
         let bytes = range.map {
-            CachedBytes(
-                CachedRangeSequence(entry: opened.entry, range: $0, headers: opened.headers, epoch: opened.entry.epoch))
+            passThrough
+                ? CachedBytes(
+                    PassThroughSequence(fetcher: fetcher, url: opened.entry.url, range: $0, headers: opened.headers))
+                : CachedBytes(
+                    CachedRangeSequence(
+                        entry: opened.entry, range: $0, headers: opened.headers, epoch: opened.entry.epoch))
         }
         return CachedRead(info: info, offset: offset, length: count, bytes: bytes ?? CachedBytes(nil))
     }
@@ -360,9 +368,66 @@ public final class CachingMediaProxy: Sendable {
             return HTTPResponse(
                 status: status, headers: headers, body: .stream(.init(length: range.length, EmptyChunks())))
         }
+        if info.length > options.maxCacheBytes {
+            // Larger than the whole budget: streamed through from the origin, never kept.
+            let body = PassThroughSequence(fetcher: fetcher, url: route.url, range: range, headers: route.headers)
+            return HTTPResponse(status: status, headers: headers, body: .stream(.init(length: range.length, body)))
+        }
         let body = CachedRangeSequence(entry: entry, range: range, headers: route.headers, epoch: entry.epoch)
         return HTTPResponse(status: status, headers: headers, body: .stream(.init(length: range.length, body)))
     }
+}
+
+/// The bytes of one range of a resource larger than the cache's whole budget, fetched from the origin as the player
+/// reads them and never written to the cache: one ranged request (a 200 answer is accepted for a range that starts
+/// at 0). Ends with an error, which closes the player's connection, when the origin answers another range or fewer
+/// bytes.
+struct PassThroughSequence: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    let fetcher: RemotePlaylistFetcher
+    let url: String
+    let range: ByteRange
+    let headers: [(name: String, value: String)]
+
+    struct PassFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let sequence: PassThroughSequence
+        var body: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator?
+        var stream: RemoteStream?
+        var left: UInt64
+
+        mutating func next() async throws -> [UInt8]? {
+            guard left > 0 else {
+                stream?.cancel()
+                return nil
+            }
+            if body == nil {
+                let range = sequence.range
+                var request = sequence.headers
+                request.append((name: "Range", value: "bytes=\(range.offset)-\(range.upperBound - 1)"))
+                let opened = try await sequence.fetcher.open(sequence.url, headers: request)
+                let status = opened.head.status
+                let start = opened.head.header("Content-Range").flatMap(CachedMediaEntry.parseContentRange)?.first
+                guard (status == 206 && start == range.offset) || (status == 200 && range.offset == 0) else {
+                    opened.cancel()
+                    throw PassFailure(description: "\(sequence.url): the origin answered \(status) for a range")
+                }
+                stream = opened
+                body = opened.body.makeAsyncIterator()
+            }
+            guard let chunk = try await body?.next() else {
+                throw PassFailure(description: "\(sequence.url): the origin's body ended \(left) bytes early")
+            }
+            let usable = UInt64(chunk.count) <= left ? chunk : Array(chunk[..<Int(left)])
+            left -= UInt64(usable.count)
+            return usable
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(sequence: self, left: range.length) }
 }
 
 /// No chunks (for HEAD, whose body is never sent).
@@ -453,16 +518,30 @@ public struct CachedRead: Sendable {
 public struct CachedBytes: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     private let sequence: CachedRangeSequence?
+    private let passThrough: PassThroughSequence?
 
-    init(_ sequence: CachedRangeSequence?) { self.sequence = sequence }
+    init(_ sequence: CachedRangeSequence?) {
+        self.sequence = sequence
+        self.passThrough = nil
+    }
+
+    init(_ passThrough: PassThroughSequence) {
+        self.sequence = nil
+        self.passThrough = passThrough
+    }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var inner: CachedRangeSequence.AsyncIterator?
+        var passing: PassThroughSequence.AsyncIterator?
 
         public mutating func next() async throws(CachingProxyError) -> [UInt8]? {
-            guard var iterator = inner else { return nil }
-            defer { inner = iterator }
             do {
+                if var iterator = passing {
+                    defer { passing = iterator }
+                    return try await iterator.next()
+                }
+                guard var iterator = inner else { return nil }
+                defer { inner = iterator }
                 return try await iterator.next()
             } catch let failure as CachedRangeSequence.ReadFailure {
                 throw CachingProxyError(.readFailed, detail: failure.detail)
@@ -472,5 +551,7 @@ public struct CachedBytes: AsyncSequence, Sendable {
         }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(inner: sequence?.makeAsyncIterator()) }
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(inner: sequence?.makeAsyncIterator(), passing: passThrough?.makeAsyncIterator())
+    }
 }

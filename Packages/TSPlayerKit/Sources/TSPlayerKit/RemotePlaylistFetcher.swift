@@ -106,6 +106,14 @@ public struct RemoteFetchOptions: Sendable {
     public var credentialOrigin: String?
     /// Seconds without a response or data before a request fails.
     public var timeout: Double = 10
+    /// Seconds one upstream request may take in all, retries and the wait for a slot to its host included: until
+    /// the head of a segment, until the whole body of a playlist or key (the client's
+    /// ``HTTPClientConfiguration/deadline``). Past it the player gets `504 Gateway Timeout`, however slowly the
+    /// upstream trickles.
+    public var deadline: Double = 15
+    /// Upstream requests under way per host and port; more wait in a queue (no thread each) until a slot frees or
+    /// their ``deadline`` passes (``HTTPClientConfiguration/maxConnectionsPerHost``).
+    public var maxRequestsPerHost: Int = 16
     /// Extra attempts for transient failures (before any byte of the body was relayed).
     public var retries: Int = 2
     /// The first retry waits this long; each next one twice as long (plus jitter).
@@ -177,7 +185,8 @@ public final class RemotePlaylistFetcher: Sendable {
         configuration.retry = RetryPolicy(
             maxAttempts: max(0, options.retries) + 1, baseDelay: options.retryBackoff * 1.5,
             maxDelay: max(options.retryBackoff * 64, 1))
-        configuration.maxConnectionsPerHost = 8
+        configuration.maxConnectionsPerHost = options.maxRequestsPerHost
+        configuration.deadline = options.deadline
         configuration.upstreamProxy = options.upstreamProxy
         self.client = HTTPClient(configuration: configuration)
     }
@@ -285,9 +294,10 @@ public final class RemotePlaylistFetcher: Sendable {
     public func fetchSmall(_ url: String, maxBytes: Int, extraHeaders: [(name: String, value: String)] = [])
         async throws(ProxyError) -> (RemoteHead, [UInt8])
     {
-        try await retrying(url) { () async throws(ProxyError) -> RetryPolicy.Step<Answer> in
+        try await retrying(url) { (left) async throws(ProxyError) -> RetryPolicy.Step<Answer> in
             do throws(ProxyError) {
-                let (head, bytes) = try await fetchSmallOnce(url, maxBytes: maxBytes, extraHeaders: extraHeaders)
+                let (head, bytes) = try await fetchSmallOnce(
+                    url, maxBytes: maxBytes, extraHeaders: extraHeaders, seconds: left)
                 return .success(Answer(head: head, bytes: bytes))
             } catch  where error.isTransient {
                 return .retry(after: nil, failure: error)
@@ -302,13 +312,15 @@ public final class RemotePlaylistFetcher: Sendable {
         var pair: (RemoteHead, [UInt8]) { (head, bytes) }
     }
 
-    func fetchSmallOnce(_ url: String, maxBytes: Int, extraHeaders: [(name: String, value: String)])
-        async throws(ProxyError) -> (RemoteHead, [UInt8])
-    {
+    func fetchSmallOnce(
+        _ url: String, maxBytes: Int, extraHeaders: [(name: String, value: String)], seconds: Double? = nil
+    ) async throws(ProxyError) -> (RemoteHead, [UInt8]) {
         try policy.check(url)
         let response: HTTPWholeResponse
         do {
-            response = try await client.fetch(request(url, extraHeaders), maxBytes: maxBytes)
+            var request = request(url, extraHeaders)
+            request.deadline = seconds
+            response = try await client.fetch(request, maxBytes: maxBytes)
         } catch {
             throw Self.map(error, url: url)
         }
@@ -323,10 +335,10 @@ public final class RemotePlaylistFetcher: Sendable {
     {
         var attempt = 0
         let attempts = client.configuration.retry.maxAttempts
-        return try await retrying(url) { () async throws(ProxyError) -> RetryPolicy.Step<RemoteStream> in
+        return try await retrying(url) { (left) async throws(ProxyError) -> RetryPolicy.Step<RemoteStream> in
             attempt += 1
             do throws(ProxyError) {
-                let response = try await send(url, headers: headers)
+                let response = try await send(url, headers: headers, seconds: left)
                 let status = response.head.status
                 // A busy upstream's answer is retried while attempts are left; the last one is relayed as it is.
                 if status >= 500 || status == 429, attempt < attempts {
@@ -345,10 +357,14 @@ public final class RemotePlaylistFetcher: Sendable {
     }
 
     /// One GET: returns when the response head arrives.
-    func send(_ url: String, headers: [(name: String, value: String)]) async throws(ProxyError) -> RemoteStream {
+    func send(_ url: String, headers: [(name: String, value: String)], seconds: Double? = nil)
+        async throws(ProxyError) -> RemoteStream
+    {
         try policy.check(url)
         do {
-            let response = try await client.send(request(url, headers))
+            var request = request(url, headers)
+            request.deadline = seconds
+            let response = try await client.send(request)
             // Dropping the body (the last reference to the stream) ends the transfer and closes its connection.
             return RemoteStream(
                 head: Self.head(response.status, response.headers, url: response.url ?? url), body: response.body,
@@ -359,11 +375,24 @@ public final class RemotePlaylistFetcher: Sendable {
     }
 
     /// Runs `attempt` with the client's retry policy (the last failure is thrown when the attempts run out).
+    /// Attempts share ``RemoteFetchOptions/deadline``: each has what is left of it, and a retry that cannot start
+    /// before it is not made.
     private func retrying<Value: Sendable>(
-        _ url: String, _ attempt: () async throws(ProxyError) -> RetryPolicy.Step<Value>
+        _ url: String, _ attempt: (_ secondsLeft: Double) async throws(ProxyError) -> RetryPolicy.Step<Value>
     ) async throws(ProxyError) -> Value {
+        let clock = SystemRetryClock()
+        let deadline = clock.now() + max(0.01, options.deadline)
         do {
-            return try await client.configuration.retry.run(url: url, onRetry: options.onRetry) { try await attempt() }
+            return try await client.configuration.retry.run(
+                url: url, clock: clock, onRetry: options.onRetry, deadline: deadline
+            ) {
+                let left = deadline - clock.now()
+                guard left > 0 else {
+                    throw ProxyError(
+                        .timedOut, url: url, detail: "no complete answer within \(Self.seconds(options.deadline))")
+                }
+                return try await attempt(left)
+            }
         } catch {
             throw Self.map(error, url: url)
         }
