@@ -268,3 +268,5 @@ struct HostileOriginBudgetEndToEndTests {
         #expect(part.stdout.count == 1000 && part.stdout.first == UInt8(truncatingIfNeeded: 10_000_000 % 251))
         let used = bytesOnDisk(cache)
         #expect(used <= (4 << 20) + (1 << 20) + (64 << 10), "the cache holds \(used) bytes with --max-size 4M")
+    }
+}

@@ -150,3 +150,5 @@ import Testing
                 try EndToEnd.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", url]).out)
         }
         #expect(answers == ["302 " + origin.url("/a.ts"), "502 ", "502 ", "502 "])
+    }
+}
