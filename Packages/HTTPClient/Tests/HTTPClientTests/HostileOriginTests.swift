@@ -75,7 +75,13 @@ struct HostileOriginClientTests {
         let silent = try HostileOrigin()
         defer { silent.stop() }
         let client = Self.client(deadline: 30, perHost: 1)
+        // The holder takes the host's one slot before the second request starts, so the second is the one queued
+        // (started together, either could take the slot, and cancelling the one under way lets the other in).
         let holder = Task { try await client.send(HTTPClientRequest(url: silent.url("/silent/1.ts"))) }
+        for _ in 0..<100 where client.requestCounts(to: silent.url("/")) != (1, 0) || silent.requests("silent") != 1 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(client.requestCounts(to: silent.url("/")) == (1, 0) && silent.requests("silent") == 1)
         let queued = Task { try await client.send(HTTPClientRequest(url: silent.url("/silent/2.ts"))) }
         for _ in 0..<100 where client.requestCounts(to: silent.url("/")) != (1, 1) {
             try await Task.sleep(for: .milliseconds(20))
