@@ -248,12 +248,21 @@ final class Connection: Sendable {
                     continue
                 }
             }
-            let fd = socket(entry.pointee.ai_family, entry.pointee.ai_socktype, entry.pointee.ai_protocol)
+            // Close-on-exec, as the server's sockets are: a program the app starts must not inherit the connection.
+            #if canImport(Glibc)
+                let type = entry.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue)
+            #else
+                let type = entry.pointee.ai_socktype
+            #endif
+            let fd = socket(entry.pointee.ai_family, type, entry.pointee.ai_protocol)
             guard fd >= 0 else {
                 last = Errno.current
                 lastText = "\(Errno.current)"
                 continue
             }
+            #if !canImport(Glibc)
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            #endif
             let flags = fcntl(fd, F_GETFL)
             _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
             var result = socketConnect(fd, entry.pointee.ai_addr, entry.pointee.ai_addrlen)

@@ -337,6 +337,7 @@ final class RawOrigin: Sendable {
         #expect(body.length == UInt64(big.count))
         let claimed = try #require(body.claim())
         #expect(fcntl(claimed.descriptor, F_GETFL) & O_NONBLOCK != 0)
+        #expect(fcntl(claimed.descriptor, F_GETFD) & FD_CLOEXEC != 0)
         #expect(body.claim() == nil)
         #expect(Self.drain(claimed, length: big.count) == big)
         body.release(complete: true)

@@ -1,5 +1,4 @@
 import FileRange
-
 /// IMF-fixdate formatting into bytes (RFC 9110 §5.6.7), for the hot path; FileRange's `HTTPDate` parses.
 import HTTPWire
 
