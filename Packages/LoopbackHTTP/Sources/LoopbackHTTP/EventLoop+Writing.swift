@@ -1,0 +1,287 @@
+import FileRange
+import HTTPWire
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// The event loop: writing responses (bytes, files through sendfile or pread, streams), then closing.
+extension EventLoopRunner {
+
+    func currentDate() -> String {
+        let second = time(nil)
+        if second != cachedDateSecond {
+            cachedDateSecond = second
+            cachedDate = HTTPDate(secondsSince1970: Int64(second)).imfFixdate
+        }
+        return cachedDate
+    }
+
+    func respond(_ response: HTTPResponse, on connection: Connection) {
+        guard let exchange = connection.exchange else { return }
+        let request = exchange.request
+        let prepared = shared.application.prepare(
+            response, for: request, keepAlive: connection.machine.keepAlive, date: currentDate())
+        if !prepared.keepAlive { connection.machine.mustCloseAfterResponse() }
+        var head: [UInt8] = []
+        head.reserveCapacity(512)
+        head += "HTTP/1.1 ".utf8
+        ASCII.appendDecimal(UInt64(prepared.status.code), to: &head)
+        head.append(0x20)
+        head += prepared.status.reasonPhrase.utf8
+        head += [0x0D, 0x0A]
+        for field in prepared.headers {
+            head += field.name.utf8
+            head += [0x3A, 0x20]
+            head += field.value.utf8
+            head += [0x0D, 0x0A]
+        }
+        head += [0x0D, 0x0A]
+        connection.exchange?.status = prepared.status.code
+        connection.exchange?.headBytes = head.count
+        connection.machine.responseHeadWritten(now: monotonicNow())
+        switch prepared.body {
+        case .none:
+            connection.output.append(.bytes(head, sent: 0))
+        case .parts(let parts):
+            for part in parts {
+                switch part {
+                case .bytes(let bytes):
+                    if bytes.count <= 64 * 1024 {
+                        head += bytes
+                    } else {
+                        connection.output.append(.bytes(head, sent: 0))
+                        head = []
+                        connection.output.append(.bytes(bytes, sent: 0))
+                    }
+                case .file(let file, let offset, let length):
+                    if length <= Self.inlineFileLimit, let count = Int(exactly: length) {
+                        // Small regions: one pread into the head buffer, so head and body leave in one send.
+                        let before = head.count
+                        head += repeatElement(0, count: count)
+                        let read = head.withUnsafeMutableBytes { buffer in
+                            try? file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[before...]), at: offset)
+                        }
+                        guard read == count else {
+                            connection.output.removeAll()
+                            failResponse(connection)
+                            return
+                        }
+                    } else {
+                        if !head.isEmpty { connection.output.append(.bytes(head, sent: 0)) }
+                        head = []
+                        connection.output.append(.file(file, offset: offset, remaining: length))
+                    }
+                }
+            }
+            if !head.isEmpty { connection.output.append(.bytes(head, sent: 0)) }
+        case .stream(let body, let chunked):
+            connection.output.append(.bytes(head, sent: 0))
+            if !chunked {
+                switch startRelay(body, on: connection) {
+                case .stream:
+                    break
+                case .relay(let relay):
+                    connection.output.append(.relay(relay))
+                    flush(connection)
+                    return
+                case .failed:
+                    failResponse(connection)
+                    return
+                }
+            }
+            connection.stream = StreamState(chunked: chunked, remaining: body.length)
+            let id = connection.id
+            let handle = self.handle
+            connection.stream?.task = Task {
+                let iterator = body.makeIterator()
+                while let chunk = await iterator.next() {
+                    if chunk.isEmpty { continue }
+                    let accepted = await withCheckedContinuation { continuation in
+                        handle.post(.chunk(id, chunk, continuation))
+                    }
+                    if !accepted || Task.isCancelled { return }
+                }
+                handle.post(.streamEnd(id, completed: true))
+            }
+        }
+        flush(connection)
+    }
+
+    /// A response cannot be completed: close (the client sees a short body, never a wrong one).
+    func failResponse(_ connection: Connection) {
+        _ = connection.machine.responseFailed()
+        close(connection)
+    }
+
+    func flush(_ connection: Connection) {
+        while !connection.closed, !connection.output.isEmpty {
+            let more = connection.output.count > 1
+            switch connection.output[0] {
+            case .bytes(let bytes, let sent):
+                let result: IOResult<Int>
+                do {
+                    result = try bytes.withUnsafeBytes { buffer throws(Errno) in
+                        try SocketOps.send(connection.fd, buffer.baseAddress! + sent, buffer.count - sent, more: more)
+                    }
+                } catch {
+                    execute(connection.machine.socketError(), connection)
+                    return
+                }
+                guard case .done(let count) = result else {
+                    releaseProducerIfRoom(connection)
+                    return
+                }
+                connection.exchange?.bytesWritten += UInt64(count)
+                connection.machine.wroteBytes(now: monotonicNow())
+                if sent + count >= bytes.count {
+                    connection.output.removeFirst()
+                } else {
+                    connection.output[0] = .bytes(bytes, sent: sent + count)
+                }
+            case .file(let file, let offset, let remaining):
+                let chunk = Int(min(remaining, connection.usePread ? 256 * 1024 : 1 << 30))
+                var result: IOResult<Int> = .wouldBlock
+                var failed = false
+                if !connection.usePread {
+                    do {
+                        result = try file.withFileDescriptor { fileFD in
+                            try SocketOps.sendFile(socket: connection.fd, file: fileFD, offset: offset, count: chunk)
+                        }
+                    } catch let error as Errno {
+                        if SendFile.isUnsupported(error) {
+                            connection.usePread = true  // no sendfile for this pair: copy through memory
+                            continue
+                        }
+                        failed = true
+                    } catch {
+                        failed = true
+                    }
+                } else {
+                    // pread fallback: read a block, queue it as bytes in front of the rest of the file.
+                    do {
+                        let bytes = try file.read(at: offset, length: chunk)
+                        guard bytes.count == chunk else {
+                            failResponse(connection)
+                            return
+                        }
+                        connection.output[0] = .bytes(bytes, sent: 0)
+                        if remaining > UInt64(chunk) {
+                            connection.output.insert(
+                                .file(file, offset: offset + UInt64(chunk), remaining: remaining - UInt64(chunk)), at: 1
+                            )
+                        }
+                        continue
+                    } catch {
+                        failed = true
+                    }
+                }
+                if failed {
+                    failResponse(connection)
+                    return
+                }
+                guard case .done(let count) = result else {
+                    releaseProducerIfRoom(connection)
+                    return
+                }
+                if count == 0 {
+                    failResponse(connection)  // the file shrank under us
+                    return
+                }
+                connection.exchange?.bytesWritten += UInt64(count)
+                connection.machine.wroteBytes(now: monotonicNow())
+                if UInt64(count) >= remaining {
+                    connection.output.removeFirst()
+                } else {
+                    connection.output[0] = .file(
+                        file, offset: offset + UInt64(count), remaining: remaining - UInt64(count))
+                }
+            case .relay(let relay):
+                switch pump(relay, connection) {
+                case .finished:
+                    connection.output.removeFirst()
+                    endRelay(relay, complete: true)
+                case .waiting:
+                    return
+                case .failed:
+                    failResponse(connection)
+                    return
+                }
+            }
+        }
+        guard !connection.closed, connection.output.isEmpty else { return }
+        if var stream = connection.stream {
+            if let continuation = stream.continuation {
+                stream.continuation = nil
+                connection.stream = stream
+                continuation.resume(returning: true)
+                return
+            }
+            if !stream.ended { return }
+            connection.stream = nil
+        }
+        guard connection.exchange != nil, !connection.awaitingHandler else { return }
+        finishExchange(connection)
+        let action = connection.machine.responseFinished(now: monotonicNow())
+        if action == .close || connection.machine.state == .closed {
+            close(connection)
+        } else {
+            execute(action, connection)
+            if connection.readPaused, !connection.closed, connection.machine.state != .responding {
+                readAvailable(connection, untilEnd: true)
+            }
+        }
+    }
+
+    /// Lets a streamed body's producer fetch its next chunk while this one is still being written, as long as no
+    /// more than ``streamAhead`` bytes wait for the socket: reading upstream and writing downstream overlap, and a
+    /// slow client still holds the producer back.
+    func releaseProducerIfRoom(_ connection: Connection) {
+        guard !connection.closed, var stream = connection.stream, let continuation = stream.continuation else { return }
+        var waiting = 0
+        for item in connection.output {
+            if case .bytes(let bytes, let sent) = item { waiting += bytes.count - sent }
+        }
+        guard waiting <= Self.streamAhead else { return }
+        stream.continuation = nil
+        connection.stream = stream
+        continuation.resume(returning: true)
+    }
+
+    func finishExchange(_ connection: Connection) {
+        guard let exchange = connection.exchange else { return }
+        connection.exchange = nil
+        guard let log = configuration.accessLog else { return }
+        let elapsed = monotonicNow() &- exchange.start
+        let written = exchange.bytesWritten
+        let body = written > UInt64(exchange.headBytes) ? written - UInt64(exchange.headBytes) : 0
+        log(
+            AccessLogEntry(
+                method: exchange.request.method.rawValue,
+                path: exchange.logPath ?? String(exchange.request.path),
+                status: exchange.status, bytesSent: body,
+                duration: .nanoseconds(Int64(clamping: elapsed)), remoteAddress: connection.peer))
+    }
+
+    func close(_ connection: Connection) {
+        guard !connection.closed else { return }
+        connection.closed = true
+        if connection.exchange != nil, connection.exchange?.status != 0 { finishExchange(connection) }
+        if let stream = connection.stream {
+            stream.continuation?.resume(returning: false)
+            stream.task?.cancel()
+            connection.stream = nil
+        }
+        for case .relay(let relay) in connection.output { endRelay(relay, complete: false) }
+        connection.output.removeAll()
+        closeDescriptor(connection.fd)
+        let index = Int(connection.fd)
+        if index < connections.count, connections[index] === connection { connections[index] = nil }
+        openCount -= 1
+        shared.connectionCount.withLock { $0 -= 1 }
+        if shutdownDeadline != nil, openCount == 0 { running = false }
+    }
+
+}
