@@ -157,14 +157,19 @@ public final class SequentialFileWriter {
     public let path: String
     private var fd: Int32
 
-    /// Opens (creating) `path` for writing at its end, or emptied first when `truncate`.
-    public init(path: String, truncate: Bool) throws(FileSystemError) {
+    /// Opens (creating) `path` for writing at its end, or emptied first when `truncate`. The file gets permissions
+    /// `mode` whatever the umask (`0o600` for a secret, such as a downloaded AES-128 key), an existing one included.
+    public init(path: String, truncate: Bool, mode: UInt16 = 0o644) throws(FileSystemError) {
         self.path = path
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND)
         do {
-            fd = try retryingOnInterrupt { open(path, flags, 0o644) }
+            fd = try retryingOnInterrupt { open(path, flags, mode_t(mode & 0o777)) }
         } catch {
             throw FileSystemError(error, path: path)
+        }
+        if mode & 0o777 != 0o644 {
+            // An existing file keeps its permissions through open: narrow them (best effort, as above).
+            _ = fchmod(fd, mode_t(mode & 0o777))
         }
     }
 

@@ -78,6 +78,8 @@ public final class SparseRangeCache: Sendable {
     public let dataPath: String
     /// The map file.
     public let mapPath: String
+    /// The permissions of the files the cache creates (data and map), whatever the umask.
+    public let mode: UInt16
 
     private struct State {
         var fd: Int32
@@ -91,13 +93,16 @@ public final class SparseRangeCache: Sendable {
     private let commitLock = LockedValue<Void>(())
 
     /// Opens or creates the cache whose data lives at `dataPath` and whose map lives at `mapPath` (by default the
-    /// data path plus `.ranges`). Ranges the map claims beyond the data file's end are dropped.
-    public init(dataPath: String, mapPath: String? = nil) throws(SparseRangeCacheError) {
+    /// data path plus `.ranges`). Ranges the map claims beyond the data file's end are dropped. Files it creates get
+    /// permissions `mode` (`0o600` for a cache whose metadata holds URLs with tokens); a data file that exists is
+    /// narrowed to them too.
+    public init(dataPath: String, mapPath: String? = nil, mode: UInt16 = 0o644) throws(SparseRangeCacheError) {
         self.dataPath = dataPath
         self.mapPath = mapPath ?? dataPath + ".ranges"
+        self.mode = mode & 0o777
         let fd: Int32
         do {
-            fd = try retryingOnInterrupt { open(dataPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644) }
+            fd = try retryingOnInterrupt { open(dataPath, O_RDWR | O_CREAT | O_CLOEXEC, mode_t(mode & 0o777)) }
         } catch {
             throw SparseRangeCacheError(.cannotOpen, path: dataPath, errno: error)
         }
@@ -105,6 +110,10 @@ public final class SparseRangeCache: Sendable {
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             _ = systemClose(fd)
             throw SparseRangeCacheError(.cannotOpen, path: dataPath, errno: .current)
+        }
+        if mode & 0o777 != 0o644 {
+            // Best effort (a file system without permissions refuses, and has nothing to protect with them).
+            _ = fchmod(fd, mode_t(mode & 0o777))
         }
         var (ranges, metadata) = RangeMapFile.load(path: self.mapPath) ?? (ByteRangeSet(), [:])
         let dataSize = UInt64(max(0, info.st_size))
@@ -262,7 +271,7 @@ public final class SparseRangeCache: Sendable {
                 do throws(Errno) {
                     // Every range in the snapshot was written before it was recorded, so this flush covers it.
                     try syncToStorage(fd)
-                    try RangeMapFile.save(path: mapPath, ranges: ranges, metadata: metadata)
+                    try RangeMapFile.save(path: mapPath, ranges: ranges, metadata: metadata, mode: mode)
                 } catch {
                     state.withLock { $0.dirty = true }
                     throw SparseRangeCacheError(.systemError, path: mapPath, errno: error)
@@ -361,8 +370,8 @@ enum RangeMapFile {
         return decode(bytes)
     }
 
-    static func save(path: String, ranges: ByteRangeSet, metadata: [String: String]) throws(Errno) {
-        try writeFileAtomically(encode(ranges: ranges, metadata: metadata), to: path)
+    static func save(path: String, ranges: ByteRangeSet, metadata: [String: String], mode: UInt16) throws(Errno) {
+        try writeFileAtomically(encode(ranges: ranges, metadata: metadata), to: path, mode: mode)
     }
 
     static func checksum(_ bytes: [UInt8]) -> UInt64 {

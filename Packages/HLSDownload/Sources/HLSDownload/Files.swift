@@ -105,10 +105,10 @@ final class FileWriter {
     private let file: SequentialFileWriter
     var path: String { file.path }
 
-    /// Opens (creating) `path` for writing at its end, or truncated when `truncate`.
-    init(path: String, truncate: Bool) throws(DownloadError) {
+    /// Opens (creating) `path` for writing at its end, or truncated when `truncate`, with permissions `mode`.
+    init(path: String, truncate: Bool, mode: UInt16 = 0o644) throws(DownloadError) {
         do {
-            file = try SequentialFileWriter(path: path, truncate: truncate)
+            file = try SequentialFileWriter(path: path, truncate: truncate, mode: mode)
         } catch {
             throw Files.error(error, "opening for writing")
         }

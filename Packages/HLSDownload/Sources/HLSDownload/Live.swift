@@ -71,6 +71,12 @@ extension DownloadManager {
         var state = record.live ?? LiveState()
         let maxDuration = record.options.maxDuration
         let maxBytes = record.options.maxBytes
+        // Every write reserves its bytes against the budget first (one account for the segments in flight), so the
+        // recording's files never pass it; a segment that would is not kept, and the recording ends before it.
+        let fetcher = fetcher.budgeted(maxBytes)
+        // Under a byte budget one resource at a time, in order: the first that would pass it is the one refused, and
+        // nothing after it is fetched.
+        let concurrency = maxBytes == nil ? concurrency : 1
         var text = source.text
         var fresh = record.live == nil
         var jobIndex = 0
@@ -119,7 +125,10 @@ extension DownloadManager {
             // Jobs: new keys and maps, then the segments, each into its own file named by sequence number.
             var jobs: [Job] = []
             var segmentJobs: [Int?] = []
+            // How many jobs a segment needs done (its keys and map come before it): `jobsThrough[k]`.
+            var jobsThrough: [Int] = []
             for segment in wanted {
+                defer { jobsThrough.append(jobs.count) }
                 for key in segment.keys where key.method != "NONE" {
                     guard key.keyFormat == "identity" else {
                         throw DownloadError(.unsupported, "key format '\(key.keyFormat)' cannot be recorded")
@@ -167,15 +176,17 @@ extension DownloadManager {
             counters.values.withLock { $0.jobsTotal += jobs.count }
             let base = jobIndex
             jobIndex += jobs.count
-            let missing = try await Self.fetchAll(
+            let (missing, overBudget) = try await Self.fetchAll(
                 jobs, base: base, folder: folder, fetcher: fetcher, counters: counters, gate: gate,
                 concurrency: concurrency, lock: lock, report: report)
 
             // The local playlist grows by the segments fetched, in order, up to the byte limit (files fetched
             // past it are removed).
             var overLimit = false
+            let firstOver = overBudget.min()
             for (k, segment) in wanted.enumerated() {
-                if !overLimit, let maxBytes, state.bytes >= maxBytes {
+                let unaffordable = firstOver.map { $0 < jobsThrough[k] } ?? false
+                if !overLimit, unaffordable || (maxBytes.map { state.bytes >= $0 } ?? false) {
                     overLimit = true
                     cut = k
                 }
@@ -275,8 +286,9 @@ extension DownloadManager {
     private nonisolated static func fetchAll(
         _ jobs: [Job], base: Int, folder: String, fetcher: Fetcher, counters: TaskCounters, gate: RequestGate,
         concurrency: Int, lock: FileLock, report: @escaping @Sendable () async -> Void
-    ) async throws -> Set<Int> {
+    ) async throws -> (missing: Set<Int>, overBudget: Set<Int>) {
         var missing: Set<Int> = []
+        var overBudget: Set<Int> = []
         var pending: [Int] = []
         for (k, job) in jobs.enumerated() {
             if let size = Files.size(folder + "/" + job.path) {
@@ -289,11 +301,15 @@ extension DownloadManager {
                 pending.append(k)
             }
         }
-        let limit = max(1, concurrency) * 3
-        try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+        // One at a time stays in order (a queue of tasks would race for the one request slot).
+        let limit = concurrency <= 1 ? 1 : concurrency * 3
+        /// How a job ended: fetched, gone from the origin (404/410), or refused by the task's byte budget.
+        enum Ending: Sendable { case fetched, gone, overBudget }
+        try await withThrowingTaskGroup(of: (Int, Ending).self) { group in
             var next = 0
             func add() {
-                guard next < pending.count else { return }
+                // Past the budget nothing more is started: the recording ends before the first refused job.
+                guard next < pending.count, overBudget.isEmpty else { return }
                 let k = pending[next]
                 next += 1
                 let job = jobs[k]
@@ -302,21 +318,25 @@ extension DownloadManager {
                         _ = try await fetcher.fetch(
                             job, index: base + k, folder: folder, counters: counters, gate: gate, lock: lock,
                             report: report)
-                        return (k, false)
+                        return (k, .fetched)
                     } catch let error as DownloadError where error.code == .notFound && job.kind == .segment {
-                        return (k, true)
+                        return (k, .gone)
+                    } catch let error as DownloadError where error.code == .overBudget {
+                        // Its partial file is already removed; the recording ends before it.
+                        return (k, .overBudget)
                     }
                 }
             }
             for _ in 0..<limit { add() }
-            while let (k, gone) = try await group.next() {
+            while let (k, ending) = try await group.next() {
                 counters.values.withLock { $0.jobsDone += 1 }
-                if gone { missing.insert(k) }
+                if ending == .gone { missing.insert(k) }
+                if ending == .overBudget { overBudget.insert(k) }
                 await report()
                 add()
             }
         }
-        return missing
+        return (missing, overBudget)
     }
 
     private nonisolated static func isHTTP(_ url: String) -> Bool {

@@ -15,6 +15,8 @@ struct Fetcher: Sendable {
     var stallTimeout: Double
     var stallMinimumRate: Double
     var firstFetchTimeout: Double
+    /// Seconds one attempt at a resource may take, body included (``DownloadManagerConfiguration/resourceDeadline``).
+    var resourceDeadline: Double
     /// The largest resource accepted (``DownloadOptions/maxResourceBytes``).
     var maxResourceBytes: UInt64
     /// The task's byte budget, enforced on every write (VOD; a live recording stops at its limit on its own).
@@ -34,6 +36,7 @@ struct Fetcher: Sendable {
         self.stallTimeout = configuration.stallTimeout
         self.stallMinimumRate = configuration.stallMinimumRate
         self.firstFetchTimeout = configuration.firstFetchTimeout
+        self.resourceDeadline = configuration.resourceDeadline
         self.maxResourceBytes = options.maxResourceBytes ?? DownloadOptions.defaultMaxResourceBytes
         var headers = options.headers.filter { $0.name.lowercased() != "user-agent" }
         if let agent = options.userAgent ?? options.headers.last(where: { $0.name.lowercased() == "user-agent" })?.value
@@ -230,6 +233,7 @@ struct Fetcher: Sendable {
                 return try await finalize(existing)
             }
             var request = HTTPClientRequest(url: job.url, headers: headers, credentials: credentials)
+            request.bodyDeadline = resourceDeadline
             let start = (job.rangeOffset ?? 0) + existing
             if let length = job.rangeLength {
                 let end = (job.rangeOffset ?? 0) + length - 1
@@ -311,7 +315,8 @@ struct Fetcher: Sendable {
                 }
             }
             try lock.ensureHeld()
-            let writer = try FileWriter(path: part, truncate: appendTo == 0)
+            // A key is a secret: owner-only from its first byte (the rename keeps the mode).
+            let writer = try FileWriter(path: part, truncate: appendTo == 0, mode: isKey ? 0o600 : 0o644)
             defer { writer.close() }
             var received: UInt64 = 0
             var lastReport = clock.now()

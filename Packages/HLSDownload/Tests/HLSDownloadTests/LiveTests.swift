@@ -151,17 +151,70 @@ import Testing
         #expect(origin.requests(for: Self.base + "s5.ts").isEmpty)
     }
 
-    @Test func byteLimitStopsTheRecordingAndDropsSegmentsPastIt() async throws {
+    @Test func byteLimitStopsTheRecordingBeforeTheSegmentThatWouldPassIt() async throws {
         let origin = Self.origin(poll: { n in Self.window([n - 1, n, n + 1, n + 2]) })
         var options = DownloadOptions()
         options.maxBytes = UInt64(Self.segment(0).count + 1)
         let manager = try Fixtures.manager(origin)
         let created = try await manager.createTask(url: Self.playlistURL, options: options)
         let info = try #require(await manager.waitUntilSettled(created.id))
+        // The budget ends the recording as a complete VOD playlist (the task completes: exit 0 in tsplayer).
         #expect(info.state == .completed)
-        #expect(Fixtures.text(info.folder + "/index.m3u8") == Self.expectedPlaylist([0, 1].map(Self.entry)))
-        #expect(!FileManager.default.fileExists(atPath: info.folder + "/seg00002.ts"))
-        #expect(info.bytesDone == UInt64(Self.segment(0).count + Self.segment(1).count))
+        #expect(Fixtures.text(info.folder + "/index.m3u8") == Self.expectedPlaylist([0].map(Self.entry)))
+        #expect(!FileManager.default.fileExists(atPath: info.folder + "/seg00001.ts"))
+        #expect(!FileManager.default.fileExists(atPath: info.folder + "/seg00001.ts.part"))
+        #expect(info.bytesDone == UInt64(Self.segment(0).count))
+    }
+
+    /// Six 94 kB segments, each arriving in 2 kB chunks, against a budget of two and a half, with six requests
+    /// allowed: under a byte budget a recording fetches one resource at a time, in order, each write reserved first,
+    /// so the third segment is refused part way (its partial file removed), the recording ends with the first two,
+    /// and no later segment is asked for. The media files in the folder, sampled while they are written and after,
+    /// never pass the budget.
+    @Test func theByteBudgetHoldsWithSegmentsInFlight() async throws {
+        let size = 500 * 188
+        let segment: @Sendable (Int) -> [UInt8] = { n in Fixtures.ts(packets: 500, seed: UInt8(n)) }
+        let origin = FakeOrigin(files: [:]) { request, _ in
+            if request.url == Self.playlistURL {
+                return FakeReply(status: 200, chunks: [Array(Self.window([0, 1, 2, 3, 4, 5]).utf8)])
+            }
+            guard let n = Int(request.url.dropFirst(Self.base.count + 1).dropLast(3)) else { return nil }
+            let bytes = segment(n)
+            return FakeReply(
+                status: 200, headers: [HTTPHeaders.Field(name: "Content-Length", value: String(bytes.count))],
+                chunks: stride(from: 0, to: bytes.count, by: 2048).map {
+                    Array(bytes[$0..<min($0 + 2048, bytes.count)])
+                })
+        }
+        let budget = UInt64(size * 5 / 2)
+        var options = DownloadOptions()
+        options.maxBytes = budget
+        options.maxConcurrentRequests = 6
+        let root = Fixtures.temporaryFolder()
+        let manager = try Fixtures.manager(origin, root: root)
+        let folder = root + "/tv"
+        let peak = LockedValue<UInt64>(0)
+        let sampler = Task.detached {
+            while !Task.isCancelled {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+                let media = names.filter { $0.hasSuffix(".ts") || $0.hasSuffix(".ts.part") }
+                let bytes = media.reduce(UInt64(0)) { $0 + (FileSystem.regularFileSize(folder + "/" + $1) ?? 0) }
+                peak.withLock { $0 = max($0, bytes) }
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        try await manager.createTask(id: "tv", url: Self.playlistURL, options: options)
+        let info = try #require(await manager.waitUntilSettled("tv"))
+        sampler.cancel()
+        _ = await sampler.value
+        #expect(info.state == .completed)
+        #expect(Fixtures.text(folder + "/index.m3u8") == Self.expectedPlaylist([0, 1].map(Self.entry)))
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        let left = names.filter { $0.hasSuffix(".ts") || $0.hasSuffix(".part") }.sorted()
+        #expect(left == ["seg00000.ts", "seg00001.ts"])
+        #expect((3..<6).allSatisfy { origin.requests(for: Self.base + "s\($0).ts").isEmpty })
+        #expect(peak.withLock { $0 } <= budget, "peak \(peak.withLock { $0 }) bytes")
+        #expect(info.bytesDone <= budget)
     }
 
     @Test func pausedRecordingResumesAfterTheLastRecordedSegment() async throws {

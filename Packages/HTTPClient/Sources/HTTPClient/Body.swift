@@ -1,3 +1,4 @@
+import Dispatch
 import FileRange
 import HTTPWire
 
@@ -58,6 +59,8 @@ final class BodyReader: Sendable {
         var framing: HTTPBodyFraming
         var decoder = HTTPChunkedDecoder()
         var finished = false
+        /// The socket is lent to a relay (``claim(length:)``) and not yet given back.
+        var lent = false
     }
     private let state: LockedValue<State>
     private let connection: Connection
@@ -67,11 +70,13 @@ final class BodyReader: Sendable {
     private let url: String
     /// The request's slot to its host, given back when the body ends.
     private let slot: HostSlot?
+    /// The end of the body's time (``HTTPClientRequest/bodyDeadline``), when it has one.
+    private let deadline: Deadline?
 
     init(
         connection: Connection, framing: HTTPBodyFraming, pool: ConnectionPool, key: String, chunkSize: Int,
         url: String,
-        slot: HostSlot? = nil
+        slot: HostSlot? = nil, deadline: Deadline? = nil
     ) {
         self.state = LockedValue(State(framing: framing))
         self.connection = connection
@@ -80,6 +85,9 @@ final class BodyReader: Sendable {
         self.chunkSize = chunkSize
         self.url = url
         self.slot = slot
+        self.deadline = deadline
+        // Every read of the body then waits at most until the deadline, and fails once it passed.
+        if let deadline { connection.arm(deadline) }
     }
 
     deinit {
@@ -99,11 +107,21 @@ final class BodyReader: Sendable {
             connection.close()  // the body cannot be read either way now
             return nil
         }
+        state.withLock { $0.lent = true }
+        if let deadline {
+            // The relay reads the socket itself: shut it down at the deadline if it is still lent then.
+            let left = max(0, deadline.remaining)
+            DispatchQueue.global().asyncAfter(deadline: .now() + left) { [weak self] in
+                guard let self, self.state.withLock({ $0.lent }) else { return }
+                self.connection.abort()
+            }
+        }
         return lent
     }
 
     /// Ends a relay's claim: a relay that moved the whole body gives the connection back to the pool.
     func release(complete: Bool) {
+        state.withLock { $0.lent = false }
         connection.takeBack()
         if complete { settle() } else { connection.close() }
         slot?.release()
@@ -116,6 +134,7 @@ final class BodyReader: Sendable {
     }
 
     private func settle() {
+        if deadline != nil { connection.arm(nil) }
         if connection.bodyFinished() == .returnToPool { pool.put(connection, key: key) } else { connection.close() }
     }
 

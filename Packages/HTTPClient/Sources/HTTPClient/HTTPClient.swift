@@ -72,14 +72,15 @@ public final class HTTPClient: HTTPTransport {
     /// Sends a request and returns once the final response head arrived (redirects followed); the body streams.
     public func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         let deadline = Deadline(seconds: request.deadline ?? configuration.deadline)
+        let bodyDeadline = request.bodyDeadline.map { Deadline(seconds: $0) }
         return try await followingRedirects(request) { forwarded in
             var response = try await Self.within(deadline, url: forwarded.url) { [secure] in
-                try await secure.send(forwarded)
+                try await secure.send(forwarded, bodyDeadline: bodyDeadline)
             }
             if response.url == nil { response.url = forwarded.url }
             return (response, response.status, response.header("Location"))
         } exchange: { target, forwarded in
-            var response = try await exchange(target, forwarded, deadline: deadline)
+            var response = try await exchange(target, forwarded, deadline: deadline, bodyDeadline: bodyDeadline)
             response.url = forwarded.url
             return (response, response.status, response.header("Location"))
         }
@@ -314,9 +315,9 @@ public final class HTTPClient: HTTPTransport {
     }
 
     /// One request on a pooled connection; the body is read later, chunk by chunk.
-    private func exchange(_ target: Target, _ request: HTTPClientRequest, deadline: Deadline) async throws
-        -> HTTPClientResponse
-    {
+    private func exchange(
+        _ target: Target, _ request: HTTPClientRequest, deadline: Deadline, bodyDeadline: Deadline? = nil
+    ) async throws -> HTTPClientResponse {
         let head = requestHead(target, request)
         let slot = try await slot(target, deadline: deadline, url: request.url)
         return try await onPooledConnection(target, url: request.url, deadline: deadline) { connection in
@@ -331,7 +332,7 @@ public final class HTTPClient: HTTPTransport {
             if case .readBody(let declared) = action { framing = declared }
             let reader = BodyReader(
                 connection: connection, framing: framing, pool: pool, key: target.key,
-                chunkSize: configuration.chunkSize, url: request.url, slot: slot)
+                chunkSize: configuration.chunkSize, url: request.url, slot: slot, deadline: bodyDeadline)
             let body = AsyncThrowingStream<[UInt8], any Error>(unfolding: { try await reader.next() })
             if framing == .none {
                 // The exchange is already over: pool or close as the state machine decided.

@@ -13,6 +13,11 @@ public struct HTTPClientRequest: Hashable, Sendable {
     /// Seconds this request may take in all, in place of ``HTTPClientConfiguration/deadline`` (a caller's retry
     /// loop gives each attempt what is left of its own deadline).
     public var deadline: Double?
+    /// Seconds from this request's start to the end of its streamed body (``HTTPClient/send(_:)``), however slowly
+    /// the server trickles after the head: past it the body throws ``HTTPClientError/Code/timedOut`` naming the
+    /// URL, and its connection is closed (a socket lent to a relay, ``SocketBody``, is shut down, which ends the
+    /// relay). Nil: a streamed body has ``HTTPClientConfiguration/idleTimeout`` between bytes and no bound in all.
+    public var bodyDeadline: Double?
 
     /// A request for `url`; with `credentials`, the secret fields among `headers` are left out at once when `url` is
     /// not in that scope (so any transport sends only what it may), and the client asks the scope again at every

@@ -38,7 +38,9 @@ final class URLSessionBackend: Sendable {
 
     deinit { session.invalidateAndCancel() }
 
-    func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+    /// Sends `request`; returns at its response head. With `bodyDeadline`, the body ends at it with
+    /// ``HTTPClientError/Code/timedOut`` (the task is cancelled) however slowly the server trickles.
+    func send(_ request: HTTPClientRequest, bodyDeadline: Deadline? = nil) async throws -> HTTPClientResponse {
         guard let url = URL(string: request.url) else {
             throw HTTPClientError(.invalidURL, "the URL cannot be parsed", url: request.url)
         }
@@ -54,10 +56,19 @@ final class URLSessionBackend: Sendable {
         let task = session.dataTask(with: urlRequest)
         let identifier = task.taskIdentifier
         let (body, bodyContinuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        let urlText = request.url
+        let watchdog = bodyDeadline.map { deadline in
+            Task { [delegate] in
+                try await Task.sleep(for: .milliseconds(Int64(max(0, deadline.remaining) * 1000) + 1))
+                // Past the deadline: the body (or a head still awaited) fails, and the transfer stops.
+                delegate.expire(identifier, with: deadline.error.at(urlText))
+                task.cancel()
+            }
+        }
         bodyContinuation.onTermination = { termination in
+            watchdog?.cancel()
             if case .cancelled = termination { task.cancel() }
         }
-        let urlText = request.url
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (head: CheckedContinuation<HeadResult, any Error>) in
                 delegate.register(identifier, url: urlText, head: head, body: bodyContinuation)
@@ -115,6 +126,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         }
         head?.resume(returning: result)
         completionHandler(.allow)
+    }
+
+    /// Ends a request's head wait and body with `error` (its deadline passed), if it is still pending.
+    func expire(_ identifier: Int, with error: HTTPClientError) {
+        guard let entry = pending.withLock({ $0.removeValue(forKey: identifier) }) else { return }
+        entry.head?.resume(throwing: error)
+        entry.body.finish(throwing: error)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

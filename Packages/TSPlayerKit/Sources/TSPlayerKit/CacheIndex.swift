@@ -76,19 +76,23 @@ public struct CachedResource: Sendable, Hashable {
 final class CacheIndex: Sendable {
     let directory: String
     let maxBytes: UInt64
-    private let records: LockedValue<[String: CachedResource]>
+    /// Permissions of the cache's files and of the folder when the proxy creates it (whatever the umask).
+    static let fileMode: UInt16 = 0o600
+    static let folderMode: UInt16 = 0o700
+    private let records: LockedValue<CacheBooks>
 
     init(directory: String, maxBytes: UInt64) throws(CachingProxyError) {
         self.directory = directory
         self.maxBytes = maxBytes
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            // Owner-only: the metadata holds each resource's URL, whose query may carry a token.
+            try FileSystem.createFolders(directory, mode: CacheIndex.folderMode)
         } catch {
             throw CachingProxyError(.cannotOpenCache, detail: "cannot create \(directory): \(error)")
         }
         var found: [String: CachedResource] = [:]
         for resource in CacheIndex.scan(directory) { found[resource.key] = resource }
-        records = LockedValue(found)
+        records = LockedValue(CacheBooks(table: found))
     }
 
     /// The resources held in `directory`, most recently used first.
@@ -97,7 +101,9 @@ final class CacheIndex: Sendable {
         var list: [CachedResource] = []
         for name in names where name.hasSuffix(".media.ranges") {
             let key = String(name.dropLast(".media.ranges".count))
-            guard let cache = try? SparseRangeCache(dataPath: directory + "/" + key + ".media") else { continue }
+            guard let cache = try? SparseRangeCache(dataPath: directory + "/" + key + ".media", mode: fileMode) else {
+                continue
+            }
             defer { cache.close() }
             let metadata = cache.metadata
             guard let url = metadata["url"] else { continue }
@@ -133,41 +139,95 @@ final class CacheIndex: Sendable {
 
     /// Records that `key` (for `url`) now holds `held` bytes and was used at `access` (when given).
     func update(key: String, url: String, length: UInt64?, held: UInt64, access: Double?) {
-        records.withLock { table in
+        records.withLock { books in
             var record =
-                table[key] ?? CachedResource(url: url, length: length, heldBytes: held, lastAccess: 0, key: key)
+                books.table[key] ?? CachedResource(url: url, length: length, heldBytes: held, lastAccess: 0, key: key)
             record.heldBytes = held
             if let length { record.length = length }
             if let access { record.lastAccess = access }
-            table[key] = record
+            books.table[key] = record
         }
     }
 
-    /// The total bytes held by every entry.
+    /// The total bytes held by every entry, and reserved by fills under way.
     var totalBytes: UInt64 {
-        records.withLock { table in table.values.reduce(0) { $0 + $1.heldBytes } }
+        records.withLock { $0.total }
     }
 
-    /// Removes whole least-recently-used entries, never one in `active`, until the total fits the budget. Returns
-    /// the keys removed.
+    /// Reserves `bytes` for a fill of `key` before it writes them: the one account of every fill, so that fills
+    /// running at once never pass the budget together. Whole least-recently-used entries that no fill holds a
+    /// reservation on (and not `key`) are evicted, their files removed before this returns, until the held and
+    /// reserved bytes plus `bytes` fit; when they cannot, nothing is reserved. Returns whether the bytes were
+    /// reserved, and the keys evicted.
+    func reserve(_ bytes: UInt64, for key: String) -> (granted: Bool, evicted: [String]) {
+        guard bytes <= maxBytes else { return (false, []) }
+        let (granted, victims) = records.withLock { books -> (Bool, [String]) in
+            var victims: [String] = []
+            while books.total > maxBytes || bytes > maxBytes - books.total {
+                let candidates = books.table.values.filter { $0.key != key && (books.reserved[$0.key] ?? 0) == 0 }
+                guard let oldest = candidates.min(by: { $0.lastAccess < $1.lastAccess }) else {
+                    return (false, victims)
+                }
+                books.table[oldest.key] = nil
+                victims.append(oldest.key)
+            }
+            books.reserved[key, default: 0] += bytes
+            return (true, victims)
+        }
+        for victim in victims { removeFiles(of: victim) }
+        return (granted, victims)
+    }
+
+    /// Gives back what a fill of `key` reserved, now that it ended; `held` is what the entry holds after it
+    /// (nil: the entry was evicted meanwhile, and the folder no longer has its files).
+    func release(_ bytes: UInt64, for key: String, url: String, length: UInt64?, held: UInt64?) {
+        records.withLock { books in
+            let left = (books.reserved[key] ?? 0) - min(books.reserved[key] ?? 0, bytes)
+            books.reserved[key] = left == 0 ? nil : left
+            guard let held else { return }
+            var record =
+                books.table[key] ?? CachedResource(url: url, length: length, heldBytes: held, lastAccess: 0, key: key)
+            record.heldBytes = held
+            if let length { record.length = length }
+            books.table[key] = record
+        }
+    }
+
+    /// Removes whole least-recently-used entries, never one in `active` or with a reservation, until the total
+    /// fits the budget (a folder left over budget by a smaller `--max-size`). Returns the keys removed.
     @discardableResult
     func evict(keeping active: Set<String>) -> [String] {
         var removed: [String] = []
         while true {
-            let victim = records.withLock { table -> String? in
-                let total = table.values.reduce(0) { $0 + $1.heldBytes }
-                guard total > maxBytes else { return nil }
-                let candidates = table.values.filter { !active.contains($0.key) }
+            let victim = records.withLock { books -> String? in
+                guard books.total > maxBytes else { return nil }
+                let candidates = books.table.values.filter {
+                    !active.contains($0.key) && (books.reserved[$0.key] ?? 0) == 0
+                }
                 guard let oldest = candidates.min(by: { $0.lastAccess < $1.lastAccess }) else { return nil }
-                table[oldest.key] = nil
+                books.table[oldest.key] = nil
                 return oldest.key
             }
             guard let victim else { return removed }
-            let data = dataPath(for: victim)
-            // The map first: without it the data file claims nothing.
-            try? FileManager.default.removeItem(atPath: data + ".ranges")
-            try? FileManager.default.removeItem(atPath: data)
+            removeFiles(of: victim)
             removed.append(victim)
         }
+    }
+
+    private func removeFiles(of key: String) {
+        let data = dataPath(for: key)
+        // The map first: without it the data file claims nothing.
+        FileSystem.removeFile(data + ".ranges")
+        FileSystem.removeFile(data)
+    }
+}
+
+/// The cache's books: what each entry holds, and what fills under way reserved.
+struct CacheBooks {
+    var table: [String: CachedResource]
+    var reserved: [String: UInt64] = [:]
+
+    var total: UInt64 {
+        table.values.reduce(0) { $0 + $1.heldBytes } + reserved.values.reduce(0, +)
     }
 }

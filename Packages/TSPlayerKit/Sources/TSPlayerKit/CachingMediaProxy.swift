@@ -72,9 +72,10 @@ public final class CachingMediaProxy: Sendable {
     public struct Options: Sendable {
         /// The folder that holds the cache.
         public var cacheDirectory: String
-        /// The cache's size budget in bytes; whole least-recently-used entries go when it is exceeded (after each
-        /// origin fetch of at most ``fetchWindow`` bytes). A resource larger than the whole budget is streamed
-        /// through from the origin and never kept.
+        /// The cache's size budget in bytes. Every origin fetch (at most ``fetchWindow`` bytes) reserves its bytes
+        /// in one account shared by all fetches before it writes; whole least-recently-used entries that no fetch is
+        /// filling go to make room, and when there is none the bytes are streamed to their reader from the origin
+        /// uncached. A resource larger than the whole budget is always streamed through and never kept.
         public var maxCacheBytes: UInt64 = 2 << 30
         /// Upstream fetching (timeouts, retries, redirects, whether loopback/private origins are allowed).
         public var fetch = RemoteFetchOptions()
@@ -120,6 +121,8 @@ public final class CachingMediaProxy: Sendable {
     private let fetcher: RemotePlaylistFetcher
     private let revalidator: RemotePlaylistFetcher
     private let state = LockedValue(State())
+    /// Serialises reservations with the eviction of entries (the cache's one account of bytes).
+    private let budget = LockedValue(())
     /// The live session tokens of ``localURL(for:headers:)`` URLs.
     private let tokens = SessionTokenSet()
 
@@ -134,6 +137,8 @@ public final class CachingMediaProxy: Sendable {
         quick.timeout = min(quick.timeout, 3)
         quick.deadline = min(quick.deadline, 3)
         self.revalidator = RemotePlaylistFetcher(options: quick)
+        // A folder left over budget (a smaller --max-size than last time) is brought within it at once.
+        index.evict(keeping: [])
     }
 
     /// The resources held in a cache folder, most recently used first (for `tsplayer cache-proxy --list`).
@@ -275,10 +280,9 @@ public final class CachingMediaProxy: Sendable {
         let index = self.index
         let created = try CachedMediaEntry(
             key: key, url: url, dataPath: index.dataPath(for: key), fetcher: fetcher, window: options.fetchWindow,
-            commitInterval: options.commitInterval
-        ) { [weak self] entry in
-            self?.fetchEnded(entry)
-        }
+            commitInterval: options.commitInterval,
+            reserve: { [weak self] entry, bytes in self?.reserve(bytes, for: entry) ?? false },
+            onFetchEnd: { [weak self] entry, reserved in self?.fetchEnded(entry, reserved: reserved) })
         return state.withLock { s in
             if let raced = s.entries[key] {
                 return raced
@@ -288,18 +292,29 @@ public final class CachingMediaProxy: Sendable {
         }
     }
 
-    private func fetchEnded(_ entry: CachedMediaEntry) {
-        index.update(
-            key: entry.key, url: entry.url, length: entry.info?.length, held: entry.cache.available.totalLength,
-            access: nil)
-        // Entries with a fetch in flight, and the one that just grew, are never evicted.
-        let active = state.withLock { s in Set(s.entries.values.filter { !$0.isIdle }.map(\.key)) }
-        let removed = index.evict(keeping: active.union([entry.key]))
-        guard !removed.isEmpty else { return }
-        // A later request for an evicted resource opens a fresh entry (readers still holding the old one finish
-        // from its open descriptor).
-        state.withLock { s in
-            for key in removed { s.entries[key] = nil }
+    /// Reserves `bytes` for a fetch of `entry` in the cache's budget, evicting idle entries to make room. An entry
+    /// that was itself evicted gets no room: its readers stream from the origin.
+    private func reserve(_ bytes: UInt64, for entry: CachedMediaEntry) -> Bool {
+        budget.withLock { _ in
+            guard state.withLock({ $0.entries[entry.key] === entry }) else { return false }
+            let (granted, evicted) = index.reserve(bytes, for: entry.key)
+            if !evicted.isEmpty {
+                // A later request for an evicted resource opens a fresh entry (readers still holding the old one
+                // finish from its open descriptor, or from the origin).
+                state.withLock { s in
+                    for key in evicted { s.entries[key] = nil }
+                }
+            }
+            return granted
+        }
+    }
+
+    private func fetchEnded(_ entry: CachedMediaEntry, reserved: UInt64) {
+        budget.withLock { _ in
+            let current = state.withLock { $0.entries[entry.key] === entry }
+            index.release(
+                reserved, for: entry.key, url: entry.url, length: entry.info?.length,
+                held: current ? entry.cache.available.totalLength : nil)
         }
     }
 
@@ -378,10 +393,11 @@ public final class CachingMediaProxy: Sendable {
     }
 }
 
-/// The bytes of one range of a resource larger than the cache's whole budget, fetched from the origin as the player
-/// reads them and never written to the cache: one ranged request (a 200 answer is accepted for a range that starts
-/// at 0). Ends with an error, which closes the player's connection, when the origin answers another range or fewer
-/// bytes.
+/// The bytes of one range of a resource larger than the cache's whole budget (or for which the budget had no room),
+/// fetched from the origin as the player reads them and never written to the cache: one ranged request per window
+/// of at most ``window`` bytes, each bounded by ``RemoteFetchOptions/bodyDeadline`` (a 200 answer is accepted for a
+/// range that starts at 0, and read to the end). Ends with an error, which closes the player's connection, when the
+/// origin answers another range or fewer bytes, or stalls past the deadline.
 struct PassThroughSequence: AsyncSequence, Sendable {
     typealias Element = [UInt8]
     let fetcher: RemotePlaylistFetcher
@@ -398,14 +414,19 @@ struct PassThroughSequence: AsyncSequence, Sendable {
         var body: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator?
         var stream: RemoteStream?
         var left: UInt64
+        /// Bytes left in the window of the request under way.
+        var windowLeft: UInt64 = 0
 
         mutating func next() async throws -> [UInt8]? {
             guard left > 0 else {
                 stream?.cancel()
                 return nil
             }
-            if body == nil {
-                let range = sequence.range
+            if body == nil || windowLeft == 0 {
+                stream?.cancel()
+                let offset = sequence.range.upperBound - left
+                let count = Swift.min(left, PassThroughSequence.window)
+                let range = ByteRange(offset: offset, length: count) ?? sequence.range
                 var request = sequence.headers
                 request.append((name: "Range", value: "bytes=\(range.offset)-\(range.upperBound - 1)"))
                 let opened = try await sequence.fetcher.open(sequence.url, headers: request)
@@ -417,15 +438,20 @@ struct PassThroughSequence: AsyncSequence, Sendable {
                 }
                 stream = opened
                 body = opened.body.makeAsyncIterator()
+                windowLeft = status == 200 ? left : range.length
             }
             guard let chunk = try await body?.next() else {
                 throw PassFailure(description: "\(sequence.url): the origin's body ended \(left) bytes early")
             }
-            let usable = UInt64(chunk.count) <= left ? chunk : Array(chunk[..<Int(left)])
+            let usable = UInt64(chunk.count) <= windowLeft ? chunk : Array(chunk[..<Int(windowLeft)])
             left -= UInt64(usable.count)
+            windowLeft -= UInt64(usable.count)
             return usable
         }
     }
+
+    /// The most bytes one origin request asks for.
+    static let window: UInt64 = 8 << 20
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(sequence: self, left: range.length) }
 }
@@ -458,8 +484,11 @@ struct CachedRangeSequence: AsyncSequence, Sendable {
         let sequence: CachedRangeSequence
         var position: UInt64
         let startFailures: Int
+        /// The rest of the range from the origin, uncached, once the cache's budget had no room for it.
+        var passing: PassThroughSequence.AsyncIterator?
 
         mutating func next() async throws -> [UInt8]? {
+            if passing != nil { return try await passing?.next() }
             let entry = sequence.entry
             let end = sequence.range.upperBound
             guard position < end else { return nil }
@@ -481,9 +510,15 @@ struct CachedRangeSequence: AsyncSequence, Sendable {
                 if entry.failures > startFailures + 2 {
                     throw ReadFailure(detail: "the origin keeps failing: \(entry.lastError.map { "\($0)" } ?? "")")
                 }
-                let covered = entry.ensureFetch(covering: position, until: end, headers: sequence.headers)
+                let cover = entry.ensureFetch(covering: position, until: end, headers: sequence.headers)
+                if cover.refused, let rest = ByteRange(lowerBound: position, upperBound: end) {
+                    let through = PassThroughSequence(
+                        fetcher: entry.fetcher, url: entry.url, range: rest, headers: sequence.headers)
+                    passing = through.makeAsyncIterator()
+                    return try await passing?.next()
+                }
                 // Read ahead one window, so that the next origin request overlaps this one's transfer.
-                if let covered, covered < end, covered - position <= entry.window {
+                if let covered = cover.until, covered < end, covered - position <= entry.window {
                     entry.ensureFetch(covering: covered, until: end, headers: sequence.headers)
                 }
                 waits += 1

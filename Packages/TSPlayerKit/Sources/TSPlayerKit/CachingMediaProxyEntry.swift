@@ -10,6 +10,16 @@ final class CachedMediaEntry: Sendable {
         var position: UInt64
         var end: UInt64
         var sequential: Bool
+        /// Bytes the cache's budget reserved for it (``CacheIndex/reserve(_:for:)``): it never writes more.
+        var reserved: UInt64 = 0
+    }
+
+    /// What ``ensureFetch(covering:until:headers:)`` found.
+    struct Cover {
+        /// Where the fetch that covers the position stops, when it is a ranged fetch.
+        var until: UInt64?
+        /// The cache's budget has no room for the bytes at the position: read them from the origin, uncached.
+        var refused = false
     }
 
     private struct State {
@@ -35,21 +45,26 @@ final class CachedMediaEntry: Sendable {
     let window: UInt64
     let commitInterval: UInt64
     private let state: LockedValue<State>
-    private let fetcher: RemotePlaylistFetcher
-    private let onFetchEnd: @Sendable (CachedMediaEntry) -> Void
+    let fetcher: RemotePlaylistFetcher
+    /// Reserves bytes in the cache's budget before a fetch writes them (false: no room).
+    private let reserve: @Sendable (CachedMediaEntry, UInt64) -> Bool
+    /// Told when a fetch ended, with the bytes it had reserved.
+    private let onFetchEnd: @Sendable (CachedMediaEntry, UInt64) -> Void
 
     init(
         key: String, url: String, dataPath: String, fetcher: RemotePlaylistFetcher, window: UInt64,
-        commitInterval: UInt64, onFetchEnd: @escaping @Sendable (CachedMediaEntry) -> Void
+        commitInterval: UInt64, reserve: @escaping @Sendable (CachedMediaEntry, UInt64) -> Bool,
+        onFetchEnd: @escaping @Sendable (CachedMediaEntry, UInt64) -> Void
     ) throws(CachingProxyError) {
         self.key = key
         self.url = url
         self.fetcher = fetcher
         self.window = max(window, 1)
         self.commitInterval = commitInterval
+        self.reserve = reserve
         self.onFetchEnd = onFetchEnd
         do {
-            cache = try SparseRangeCache(dataPath: dataPath)
+            cache = try SparseRangeCache(dataPath: dataPath, mode: CacheIndex.fileMode)
         } catch {
             throw CachingProxyError(.cannotOpenCache, detail: "\(error)")
         }
@@ -161,7 +176,12 @@ final class CachedMediaEntry: Sendable {
                 return s.nextFetchID
             }
             if let probing {
-                startFetch(id: probing, start: hint, end: hint &+ window, sequential: false, headers: headers)
+                // With no room in the budget the probe still learns the content information, and writes nothing.
+                let reserved = reserve(self, window) ? window : 0
+                state.withLock { $0.fetches[probing]?.reserved = reserved }
+                startFetch(
+                    id: probing, start: hint, end: hint &+ window, sequential: false, reserved: reserved,
+                    headers: headers)
             }
             let now = ContinuousClock.now
             if now >= deadline {
@@ -172,11 +192,12 @@ final class CachedMediaEntry: Sendable {
         }
     }
 
-    /// Makes sure a fetch in flight will write `position` (starting one when none will): returns without waiting.
-    /// Returns where the fetch that covers `position` stops, when it is a ranged fetch.
+    /// Makes sure a fetch in flight will write `position` (starting one when none will, once the cache's budget
+    /// reserved its bytes): returns without waiting. Says where the fetch that covers `position` stops, when it is a
+    /// ranged fetch, and whether the budget had no room for it.
     @discardableResult
     func ensureFetch(covering position: UInt64, until end: UInt64, headers: [(name: String, value: String)])
-        -> UInt64?
+        -> Cover
     {
         let (start, coveredEnd) = state.withLock { s -> ((Int, UInt64, UInt64, Bool)?, UInt64?) in
             guard let info = s.info else { return (nil, nil) }
@@ -200,20 +221,30 @@ final class CachedMediaEntry: Sendable {
             s.fetches[s.nextFetchID] = Fetch(position: position, end: stop, sequential: false)
             return ((s.nextFetchID, position, stop, false), stop)
         }
-        if let (id, from, to, sequential) = start {
-            startFetch(id: id, start: from, end: to, sequential: sequential, headers: headers)
+        guard let (id, from, to, sequential) = start else { return Cover(until: coveredEnd) }
+        let bytes = to - from
+        guard reserve(self, bytes) else {
+            // No room: the fetch never starts; its reader streams these bytes from the origin instead. No signal:
+            // nothing was written, and a reader woken for nothing would ask again at once (a read-ahead refused in a
+            // loop); one that saw this fetch for a moment looks again within its wait's timeout.
+            state.withLock { s in s.fetches[id] = nil }
+            return Cover(until: nil, refused: true)
         }
-        return coveredEnd
+        state.withLock { $0.fetches[id]?.reserved = bytes }
+        startFetch(id: id, start: from, end: to, sequential: sequential, reserved: bytes, headers: headers)
+        return Cover(until: coveredEnd)
     }
 
     // MARK: Fetching
 
     private func startFetch(
-        id: Int, start: UInt64, end: UInt64, sequential: Bool, headers: [(name: String, value: String)]
+        id: Int, start: UInt64, end: UInt64, sequential: Bool, reserved: UInt64,
+        headers: [(name: String, value: String)]
     ) {
         Task.detached {
             do throws(ProxyError) {
-                try await self.runFetch(id: id, start: start, end: end, sequential: sequential, headers: headers)
+                try await self.runFetch(
+                    id: id, start: start, end: end, sequential: sequential, reserved: reserved, headers: headers)
                 self.finishFetch(id, error: nil)
             } catch {
                 self.finishFetch(id, error: error)
@@ -222,14 +253,14 @@ final class CachedMediaEntry: Sendable {
     }
 
     private func finishFetch(_ id: Int, error: ProxyError?) {
-        let commitNow = state.withLock { s -> Bool in
-            s.fetches[id] = nil
+        let (commitNow, reserved) = state.withLock { s -> (Bool, UInt64) in
+            let reserved = s.fetches.removeValue(forKey: id)?.reserved ?? 0
             if let error {
                 s.failures += 1
                 s.lastError = error
             }
             let complete = s.info.flatMap { ByteRange(offset: 0, length: $0.length) }.map(cache.contains) ?? false
-            return dueForCommit(&s) || (s.fetches.isEmpty && complete)
+            return (dueForCommit(&s) || (s.fetches.isEmpty && complete), reserved)
         }
         if commitNow {
             try? cache.commit()
@@ -237,7 +268,7 @@ final class CachedMediaEntry: Sendable {
             scheduleCommit()
         }
         signal()
-        onFetchEnd(self)
+        onFetchEnd(self, reserved)
     }
 
     /// Whether enough bytes or time went by since the last commit (each commit costs three flushes); resets the
@@ -269,7 +300,8 @@ final class CachedMediaEntry: Sendable {
     }
 
     private func runFetch(
-        id: Int, start: UInt64, end: UInt64, sequential: Bool, headers: [(name: String, value: String)]
+        id: Int, start: UInt64, end: UInt64, sequential: Bool, reserved: UInt64,
+        headers: [(name: String, value: String)]
     ) async throws(ProxyError) {
         var request = headers
         if !sequential, end > start {
@@ -280,6 +312,8 @@ final class CachedMediaEntry: Sendable {
         let head = stream.head
         var position: UInt64
         var stop: UInt64
+        /// Bytes before it are not written (an origin that answered a range starting before the one asked).
+        var skipTo: UInt64 = 0
         let epoch: UInt64
         switch head.status {
         case 206:
@@ -290,9 +324,16 @@ final class CachedMediaEntry: Sendable {
                     .httpStatus, url: url, status: 206, detail: "206 without a usable Content-Range")
             }
             epoch = adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: true))
+            // What was asked and reserved, never more: bytes before `start` are skipped, the rest stops at the
+            // reservation's end.
             position = first
-            stop = min(parsed.last.map { $0 &+ 1 } ?? total, total)
-            state.withLock { s in s.fetches[id] = Fetch(position: first, end: stop, sequential: false) }
+            stop = min(parsed.last.map { $0 &+ 1 } ?? total, total, start &+ reserved)
+            guard stop > start else { return }
+            skipTo = start
+            state.withLock { s in
+                s.fetches[id]?.position = start
+                s.fetches[id]?.end = stop
+            }
         case 200:
             guard let text = head.header("Content-Length"), let total = UInt64(text) else {
                 throw ProxyError(.httpStatus, url: url, status: 200, detail: "200 without Content-Length")
@@ -301,7 +342,13 @@ final class CachedMediaEntry: Sendable {
             epoch = adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: false))
             position = 0
             stop = total
-            state.withLock { s in s.fetches[id] = Fetch(position: 0, end: total, sequential: true) }
+            // The whole body will be written: the budget must hold it (a probe reserved one window).
+            var held = reserved
+            if total > reserved {
+                guard self.reserve(self, total - reserved) else { return }
+                held = total
+            }
+            state.withLock { s in s.fetches[id] = Fetch(position: 0, end: total, sequential: true, reserved: held) }
             signal()
         case 416:
             if let value = head.header("Content-Range"), let parsed = CachedMediaEntry.parseContentRange(value),
@@ -317,12 +364,18 @@ final class CachedMediaEntry: Sendable {
         do {
             for try await chunk in stream.body {
                 guard !chunk.isEmpty, position < stop else { continue }
-                let usable = UInt64(chunk.count) <= stop - position ? chunk.count : Int(stop - position)
+                var piece = chunk[...]
+                if position < skipTo {
+                    let skip = min(UInt64(piece.count), skipTo - position)
+                    piece = piece.dropFirst(Int(skip))
+                    position += skip
+                    if piece.isEmpty { continue }
+                }
+                let usable = UInt64(piece.count) <= stop - position ? piece.count : Int(stop - position)
                 let proceed = state.withLock { $0.epoch == epoch }
                 guard proceed else { return }
                 do {
-                    try cache.write(
-                        usable == chunk.count ? chunk : Array(chunk[..<usable]), at: position, commit: false)
+                    try cache.write(Array(piece.prefix(usable)), at: position, commit: false)
                 } catch {
                     throw ProxyError(.serverFailed, url: url, detail: "cache write failed: \(error)")
                 }

@@ -111,6 +111,11 @@ public struct RemoteFetchOptions: Sendable {
     /// ``HTTPClientConfiguration/deadline``). Past it the player gets `504 Gateway Timeout`, however slowly the
     /// upstream trickles.
     public var deadline: Double = 15
+    /// Seconds from an upstream request's start to the end of its streamed body (a relayed segment, a caching
+    /// fetch, a window of a resource streamed through), however the upstream trickles or stalls after its head
+    /// (``HTTPClientRequest/bodyDeadline``): past it the player's connection ends after the bytes it got (its
+    /// status line was already sent), and a cache fill fails.
+    public var bodyDeadline: Double = 60
     /// Upstream requests under way per host and port; more wait in a queue (no thread each) until a slot frees or
     /// their ``deadline`` passes (``HTTPClientConfiguration/maxConnectionsPerHost``).
     public var maxRequestsPerHost: Int = 16
@@ -364,6 +369,7 @@ public final class RemotePlaylistFetcher: Sendable {
         do {
             var request = request(url, headers)
             request.deadline = seconds
+            request.bodyDeadline = max(0.01, options.bodyDeadline)
             let response = try await client.send(request)
             // Dropping the body (the last reference to the stream) ends the transfer and closes its connection.
             return RemoteStream(

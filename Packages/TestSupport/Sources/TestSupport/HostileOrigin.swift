@@ -16,7 +16,10 @@ import Foundation
 /// - `/huge/<n>`: `200 OK` with `Content-Length: n` and n bytes of a repeating pattern (Range requests answered
 ///   with 206 for `bytes=a-b` and `bytes=a-`);
 /// - `/lie/<n>`: `Content-Length: n`, then half of it, then nothing more (the connection stays open);
+/// - `/stall/<n>`: the head of `/huge/<n>` (200, or 206 for a Range) at once, then no body byte ever;
+/// - `/drip/<n>`: the head of `/huge/<n>` at once, then its body one byte every ``trickleInterval`` seconds;
 /// - anything else: the body registered under the whole path at once (404 when none).
+/// A request target in absolute form (`http://host/path`, as sent to a proxy) is taken by its path.
 /// One thread per connection; ``requests`` counts requests per first path segment.
 public final class HostileOrigin: Sendable {
     public let port: UInt16
@@ -92,10 +95,16 @@ public final class HostileOrigin: Sendable {
             guard let end else { return }
             pending = Array(text[end.upperBound...].utf8)
             let head = String(text[..<end.lowerBound])
-            let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
-            let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+            var path = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            if path.lowercased().hasPrefix("http://") || path.lowercased().hasPrefix("https://") {
+                let rest = path.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+                path = rest.count == 4 ? "/" + rest[3] : "/"
+            }
+            // The query plays no part in the route.
+            let route = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let parts = route.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
             let kind = parts.first ?? ""
-            let known = ["silent", "trickle", "endless", "huge", "lie"].contains(kind)
+            let known = ["silent", "trickle", "endless", "huge", "lie", "stall", "drip"].contains(kind)
             counts.withLock { $0[known ? kind : "other", default: 0] += 1 }
             switch kind {
             case "silent":
@@ -118,6 +127,27 @@ public final class HostileOrigin: Sendable {
                 }
                 let zeros = [UInt8](repeating: 0, count: 64 << 10)
                 while write(zeros, to: client) {}
+                return
+            case "stall", "drip":
+                let size = parts.dropFirst().first.flatMap { Int($0) } ?? 1000
+                let (status, range) = Self.range(head, size: size)
+                var answer = "HTTP/1.1 \(status)\r\nContent-Length: \(range.count)\r\nAccept-Ranges: bytes\r\n"
+                if status.hasPrefix("206") {
+                    answer += "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)\r\n"
+                }
+                guard write(Array((answer + "\r\n").utf8), to: client) else { return }
+                if kind == "drip" {
+                    for offset in range {
+                        Thread.sleep(forTimeInterval: trickleInterval)
+                        guard !stopped.withLock({ $0 }), write([UInt8(truncatingIfNeeded: offset % 251)], to: client)
+                        else { return }
+                    }
+                    continue
+                }
+                while !stopped.withLock({ $0 }) {
+                    let n = recv(client, &buffer, buffer.count, 0)
+                    if n <= 0 { return }
+                }
                 return
             case "huge":
                 let size = parts.dropFirst().first.flatMap { Int($0) } ?? 0
