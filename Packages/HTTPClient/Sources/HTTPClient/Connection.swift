@@ -302,6 +302,9 @@ final class Connection: Sendable {
                 "\(target.host) resolves only to refused non-public addresses (\(refused.joined(separator: ", ")))",
                 url: url)
         }
+        // A connect cut short by the request's deadline (a request that got its host's slot just before the deadline)
+        // is the deadline's failure, not the address's.
+        if let deadline, deadline.remaining <= 0 { throw deadline.error.at(url) }
         let place = "\(target.host):\(target.port)"
         if last == .connectionRefused {
             throw HTTPClientError(
