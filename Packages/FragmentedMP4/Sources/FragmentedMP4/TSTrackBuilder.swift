@@ -77,7 +77,17 @@ public struct TSTrackBuilder: Sendable {
     public let pid: UInt16
     public let kind: Kind
     /// The track's sample entry values, once the stream showed them (parameter sets, or a first frame header).
-    public internal(set) var codec: TrackCodec?
+    public internal(set) var codec: TrackCodec? {
+        didSet {
+            // Set from an earlier pass, a LATM configuration also serves the frames before the range's first
+            // StreamMuxConfig.
+            if case .audio(.latm) = kind, loas.configuration == nil, case .aac(let config) = codec,
+                let bytes = config.carriedBytes, let seeded = try? LOASReader(audioSpecificConfig: bytes)
+            {
+                loas = seeded
+            }
+        }
+    }
     /// For video: the caption services (CEA-608, CEA-708) its SEI carried.
     public private(set) var captions: CaptionServices = []
     /// For video: whether an SEI carried CEA-608/708 captions.

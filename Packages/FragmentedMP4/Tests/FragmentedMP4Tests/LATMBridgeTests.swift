@@ -21,18 +21,19 @@ import Testing
     }
 
     /// A TS of one LATM stream: three PES of two frames each, 1024 samples at `rate` per frame; the first frame
-    /// carries `config`, the rest reuse it. With `split`, the PES boundaries fall inside frames.
-    static func stream(_ config: LATMFrameSpec, rate: Int, split: Bool = false, streamType: StreamType = .aacLATM)
+    /// carries `config` (unless not `configured`), the rest reuse it. With `split`, the PES boundaries fall inside
+    /// frames.
+    static func stream(_ config: LATMFrameSpec, rate: Int, split: Bool = false, configured: Bool = true)
         -> (bytes: [UInt8], units: [[UInt8]])
     {
-        var ts = TSBuilder(streams: [ElementaryStream(streamType: streamType, pid: pid)])
+        var ts = TSBuilder(streams: [ElementaryStream(streamType: .aacLATM, pid: pid)])
         var units: [[UInt8]] = []
         var frames: [UInt8] = []
         for number in 0..<6 {
             let unit = (0..<(20 + number)).map { UInt8(truncatingIfNeeded: $0 &+ number &* 31) }
             units.append(unit)
             var spec = config
-            if number > 0 { spec.audioSpecificConfig = nil }
+            if number > 0 || !configured { spec.audioSpecificConfig = nil }
             spec.payload = unit
             frames += spec.bytes
         }
@@ -108,6 +109,15 @@ import Testing
             #expect(
                 fragment.baseMediaDecodeTime
                     == timeline.time(Timestamp(wrapping: UInt64(90000)), timescale: UInt32(rate)))
+            // A range cut where the stream does not repeat its StreamMuxConfig: a fragmenter with the layout's
+            // sample entries reads its frames with that configuration.
+            let (later, laterUnits) = Self.stream(spec, rate: rate, split: split, configured: false)
+            var rangeFragmenter = try layout.fragmenter()
+            rangeFragmenter.beginRange(start: 0, end: .max)
+            rangeFragmenter.feed(later)
+            rangeFragmenter.finish()
+            let range = try #require(rangeFragmenter.takeFragments(timeline: timeline)[Self.pid])
+            #expect(range.samples.map(\.data) == laterUnits, "\(form), split \(split), range")
         }
     }
 

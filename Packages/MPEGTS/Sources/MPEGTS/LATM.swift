@@ -41,6 +41,14 @@ public struct LOASReader: Sendable {
 
     public init() {}
 
+    /// A reader that starts with the configuration of `audioSpecificConfig` (the bytes of an earlier
+    /// ``LATMConfiguration``), so that frames reusing it (useSameStreamMux) read before the stream repeats its
+    /// StreamMuxConfig: for a range cut from the middle of a stream. Throws as the StreamMuxConfig would.
+    public init(audioSpecificConfig: [UInt8]) throws(MPEGTSError) {
+        var reader = BitReader(audioSpecificConfig)
+        configuration = try Self.audioSpecificConfig(&reader, lengthBits: audioSpecificConfig.count * 8)
+    }
+
     /// The LOAS sync word, 11 bits.
     static let syncWord: UInt32 = 0x2B7
     /// The longest LOAS frame: a 3-byte header and an AudioMuxElement of at most 8191 bytes.
