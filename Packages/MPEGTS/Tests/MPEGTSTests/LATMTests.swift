@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import MPEGTS
@@ -169,6 +170,35 @@ import Testing
                 #expect(reader.configuration == configured.configuration, "round \(round)")
             }
             _ = LOASReader.firstConfiguration(in: body + bytes)
+        }
+    }
+
+    /// The inputs kept for the LATM fuzzer (Tests/Fuzz/Crashers/FuzzLATM: seeds, and any crasher found) read frame
+    /// by frame without a trap; the seeds read whole: ffmpeg's LOAS (AAC-LC, audioMuxVersion 0) and a hand-built
+    /// HE-AAC v2 one (audioMuxVersion 1, the SBR and PS sync extensions, otherData, CRC).
+    @Test func fuzzerInputs() throws {
+        let inputs = FuzzRegressionTests.inputs("FuzzLATM")
+        #expect(inputs.count >= 2)
+        for url in inputs {
+            let bytes = [UInt8](try Data(contentsOf: url))
+            var reader = LOASReader()
+            var index = 0
+            var units = 0
+            var failures = 0
+            while index < bytes.count {
+                guard let length = LOASReader.frameLength(bytes, at: index) else {
+                    index += 1
+                    continue
+                }
+                if (try? reader.accessUnit(bytes, at: index)) != nil { units += 1 } else { failures += 1 }
+                index += length
+            }
+            let name = url.lastPathComponent
+            if name == "seed-ffmpeg.loas" {
+                #expect(units > 5 && failures <= 1 && reader.configuration?.codecString == "mp4a.40.2", "\(name)")
+            } else if name == "seed-heaacv2-version1.loas" {
+                #expect(units == 9 && failures == 0 && reader.configuration?.codecString == "mp4a.40.29", "\(name)")
+            }
         }
     }
 }
