@@ -22,6 +22,7 @@ let fuzzers: [(name: String, dependencies: [String], dictionaries: [String])] = 
     ("FuzzTSBridge", ["FragmentedMP4", "MPEGTS"], []),
     ("HTTPResponseFuzzer", ["HTTPWire"], []),
     ("DownloadPlannerFuzzer", ["HLSDownload"], []),
+    ("FuzzLATM", ["MPEGTS", "FragmentedMP4"], []),
 ]
 
 let swiftSettings: [SwiftSetting] = [

@@ -3,7 +3,7 @@
 // audio layers I–III (ISO/IEC 11172-3 2.4.2.3, 13818-3 2.4.2.3). A frame's length, samples and rate are MPEGTS's
 // reading (`AudioFrameLayout`), the one in the toolkit; this file adds what a sample entry needs (channels, the
 // decoder configuration). Like the `TS*.swift` bridge files it imports MPEGTS.
-import MPEGTS
+public import MPEGTS
 
 /// The audio formats whose frames the bridge can split.
 public enum AudioFrameFormat: Hashable, Sendable {
@@ -11,6 +11,23 @@ public enum AudioFrameFormat: Hashable, Sendable {
     case ac3
     case eac3
     case mpegAudio
+    /// AAC in LATM/LOAS: frames that may reuse an earlier frame's configuration, so ``AudioFrameHeader`` cannot read
+    /// them alone; the bridge reads them with MPEGTS's `LOASReader` and carries each raw access unit as a sample.
+    case latm
+}
+
+extension AudioSpecificConfig {
+    /// The configuration a LATM StreamMuxConfig carried: its bytes as they were (SBR and PS signalled as the stream
+    /// signals them), the core's fields, and the explicitly signalled extension type (5 or 29) for the CODECS
+    /// string.
+    public init(latm configuration: LATMConfiguration) {
+        self.init(
+            objectType: UInt8(clamping: configuration.objectType),
+            samplingFrequencyIndex: UInt8(clamping: configuration.samplingFrequencyIndex),
+            channelConfiguration: UInt8(clamping: configuration.channelConfiguration))
+        extensionObjectType = configuration.extensionObjectType.map { UInt8(clamping: $0) }
+        carriedBytes = configuration.audioSpecificConfig
+    }
 }
 
 /// One audio frame's header: where its payload starts and ends, how many samples it decodes to, and what the
@@ -33,13 +50,14 @@ public struct AudioFrameHeader: Sendable {
     static let acmodChannels = [2, 1, 2, 3, 3, 4, 4, 5]
 
     /// The header of the frame at `index`, or nil when no valid header of `format` starts there (or too few bytes
-    /// are left to read one).
+    /// are left to read one). Always nil for ``AudioFrameFormat/latm``, whose frames need the stream's state.
     public static func parse(_ format: AudioFrameFormat, _ bytes: [UInt8], at index: Int) -> AudioFrameHeader? {
         guard index >= 0, index < bytes.count else { return nil }
         switch format {
         case .adts: return adts(bytes, at: index)
         case .ac3, .eac3: return ac3(bytes, at: index)
         case .mpegAudio: return mpegAudio(bytes, at: index)
+        case .latm: return nil
         }
     }
 

@@ -2,8 +2,9 @@
 
 extension TrackCodec {
     /// The RFC 6381 codec string: `avc1.PPCCLL` from the SPS, `hvc1.P.C.TL.B…` from the HEVC profile, tier and
-    /// level (ISO/IEC 14496-15 annex E), `mp4a.40.N` with the AAC object type, `ac-3`, `ec-3`, and `mp4a.6B`
-    /// (MPEG-1 audio) or `mp4a.69` (MPEG-2 audio's lower rates). Nil when the configuration cannot be built.
+    /// level (ISO/IEC 14496-15 annex E), `mp4a.40.N` with the AAC object type (5 or 29 when the configuration
+    /// signals SBR or PS explicitly, as LATM streams may), `ac-3`, `ec-3`, and `mp4a.6B` (MPEG-1 audio) or
+    /// `mp4a.69` (MPEG-2 audio's lower rates). Nil when the configuration cannot be built.
     public var codecString: String? {
         switch self {
         case .avc(let sps, _, _, _):
@@ -24,7 +25,7 @@ extension TrackCodec {
             while constraints.count > 1, constraints.last == 0 { constraints.removeLast() }
             for byte in constraints { text += "." + String(byte, radix: 16, uppercase: true) }
             return text
-        case .aac(let config): return "mp4a.40.\(config.objectType)"
+        case .aac(let config): return "mp4a.40.\(config.extensionObjectType ?? config.objectType)"
         case .ac3: return "ac-3"
         case .eac3: return "ec-3"
         case .mp3(_, let rate): return rate >= 32000 ? "mp4a.6B" : "mp4a.69"

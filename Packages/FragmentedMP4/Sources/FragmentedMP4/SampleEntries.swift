@@ -248,9 +248,17 @@ public struct HEVCConfigurationBox: MP4Box {
 /// An MPEG-4 AudioSpecificConfig (ISO/IEC 14496-3, 1.6.2.1) for AAC: object type, sampling frequency index and
 /// channel configuration, as an ADTS header carries them.
 public struct AudioSpecificConfig: Hashable, Sendable {
+    /// The AAC core's object type (2 for AAC-LC).
     public var objectType: UInt8
+    /// The core's sampling frequency index: the track's timescale.
     public var samplingFrequencyIndex: UInt8
     public var channelConfiguration: UInt8
+    /// 5 (SBR, HE-AAC) or 29 (SBR and PS, HE-AAC v2) when the configuration signals them explicitly, which the
+    /// CODECS string then names; nil when it does not (plain AAC, or implicit signalling, as ADTS can only do).
+    public var extensionObjectType: UInt8?
+    /// The whole configuration as a stream carried it (LATM's StreamMuxConfig), which ``bytes`` gives as is (so
+    /// that SBR and PS are signalled as the stream signals them); nil for one made of the fields above.
+    public var carriedBytes: [UInt8]?
 
     /// The sampling frequencies of indices 0–12.
     public static let samplingFrequencies: [UInt32] = [
@@ -283,8 +291,10 @@ public struct AudioSpecificConfig: Hashable, Sendable {
         return index < Self.samplingFrequencies.count ? Self.samplingFrequencies[index] : nil
     }
 
-    /// The two bytes: 5 bits object type, 4 bits frequency index, 4 bits channels, 3 zero bits.
+    /// The configuration as carried, when it was; else the two bytes: 5 bits object type, 4 bits frequency
+    /// index, 4 bits channels, 3 zero bits.
     public var bytes: [UInt8] {
+        if let carriedBytes { return carriedBytes }
         let value =
             UInt16(objectType & 0x1F) << 11 | UInt16(samplingFrequencyIndex & 0x0F) << 7
             | UInt16(channelConfiguration & 0x0F) << 3

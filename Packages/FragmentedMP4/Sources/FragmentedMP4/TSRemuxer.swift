@@ -46,22 +46,38 @@ public struct TSProgramLayout: Sendable {
         else {
             throw FragmentedMP4Error(.invalidValue, offset: 0, "no program map table in the first bytes")
         }
-        var fragmenter = try TSFragmenter(programAssociation: pat, programMap: map, pids: pids)
-        fragmenter.beginRange(start: 0, end: .max)
-        fragmenter.feed(head)
-        fragmenter.finish()
+        func read(_ pids: Set<UInt16>?) throws(FragmentedMP4Error) -> TSFragmenter {
+            var fragmenter = try TSFragmenter(programAssociation: pat, programMap: map, pids: pids)
+            fragmenter.beginRange(start: 0, end: .max)
+            fragmenter.feed(head)
+            fragmenter.finish()
+            return fragmenter
+        }
+        var fragmenter = try read(pids)
+        // A stream whose frames were found but none read (a LATM configuration the bridge cannot carry) is left
+        // out with the reason, when other tracks remain.
+        let unreadable = zip(fragmenter.tracks, fragmenter.builders).compactMap { track, builder in
+            builder.codec == nil ? builder.frameError.map { (pid: track.pid, codec: track.codec, error: $0) } : nil
+        }
+        var left: [(pid: UInt16, reason: String)] = []
+        if !unreadable.isEmpty, unreadable.count < fragmenter.tracks.count {
+            let kept = Set(fragmenter.tracks.map(\.pid)).subtracting(unreadable.map(\.pid))
+            fragmenter = try read(kept)
+            left = unreadable.map { ($0.pid, "\($0.codec.name) that cannot be read: \($0.error.detail)") }
+        }
         programAssociation = pat
         programMap = map
         tracks = fragmenter.tracks
-        skipped = fragmenter.skipped
+        skipped = fragmenter.skipped + left
         captions = fragmenter.captions
         var codecs: [UInt16: TrackCodec] = [:]
-        for (track, codec) in zip(fragmenter.tracks, fragmenter.codecs) {
-            guard let codec else {
+        for (track, builder) in zip(fragmenter.tracks, fragmenter.builders) {
+            guard let codec = builder.codec else {
+                let why = builder.frameError.map { "; its frames do not read (\($0.detail))" } ?? ""
                 throw FragmentedMP4Error(
                     .missingConfiguration,
                     "PID \(track.pid) (\(track.codec.name)): no parameter sets or frame header in the first "
-                        + "\(head.count) bytes")
+                        + "\(head.count) bytes" + why)
             }
             codecs[track.pid] = codec
         }

@@ -48,7 +48,8 @@ public struct TSTimeline: Hashable, Sendable {
 
 /// The samples of one elementary stream, gathered from its PES packets: video access units (Annex-B to
 /// length-prefixed NAL units, delimiters and for HEVC parameter sets left out), or audio frames split one per
-/// sample (ADTS headers left out). The sample entry comes from the stream's own parameter sets or frame headers.
+/// sample (ADTS headers left out; for LATM, the raw access units). The sample entry comes from the stream's own
+/// parameter sets, frame headers or StreamMuxConfig.
 public struct TSTrackBuilder: Sendable {
     /// The kinds of stream the bridge carries.
     public enum Kind: Hashable, Sendable {
@@ -76,23 +77,33 @@ public struct TSTrackBuilder: Sendable {
     public let pid: UInt16
     public let kind: Kind
     /// The track's sample entry values, once the stream showed them (parameter sets, or a first frame header).
-    public internal(set) var codec: TrackCodec?
+    public internal(set) var codec: TrackCodec? {
+        didSet {
+            // Set from an earlier pass, a LATM configuration also serves the frames before the range's first
+            // StreamMuxConfig.
+            if case .audio(.latm) = kind, loas.configuration == nil, case .aac(let config) = codec,
+                let bytes = config.carriedBytes, let seeded = try? LOASReader(audioSpecificConfig: bytes)
+            {
+                loas = seeded
+            }
+        }
+    }
     /// For video: the caption services (CEA-608, CEA-708) its SEI carried.
     public private(set) var captions: CaptionServices = []
     /// For video: whether an SEI carried CEA-608/708 captions.
     public var hasCaptions: Bool { !captions.isEmpty }
     /// Frames, or pictures, dropped because they could not be read.
-    public private(set) var droppedBytes = 0
+    public internal(set) var droppedBytes = 0
     /// Whether HEVC parameter sets and audio frame headers are compared with the sample entry (for one
     /// file, whose one entry per track must hold for every sample); off by default. H.264 is not compared: its
     /// samples keep their parameter sets in band (`avc1`), so a decoder meets new ones where they change.
     public var detectsConfigurationChanges = false
     /// With ``detectsConfigurationChanges``: the offset (as the demuxer counts it) of the first PES whose parameter
     /// sets or audio configuration differ from the sample entry's (for video, known once its fragment is taken).
-    public private(set) var configurationChange: Int64?
+    public internal(set) var configurationChange: Int64?
     /// Audio frames left out because their header's configuration differs from the sample entry's (with
     /// ``detectsConfigurationChanges`` as well: the first one's PES is ``configurationChange``).
-    public private(set) var otherConfigurationFrames = 0
+    public internal(set) var otherConfigurationFrames = 0
     /// Whether the last independent audio frame was left out (its dependent frames go with it).
     var droppingFrame = false
     /// The samples of the frames left out since the last frame kept in this fragment: once a frame follows them, the
@@ -106,6 +117,11 @@ public struct TSTrackBuilder: Sendable {
     var carry: [UInt8] = []
     var carryPTS: Timestamp?
     var carrySamplesBefore = 0
+    /// For LATM: the reader, which keeps the last StreamMuxConfig.
+    var loas = LOASReader()
+    /// For LATM: the first error met reading a frame (its offset the PES's), so that a stream none of whose frames
+    /// reads is reported with the reason.
+    public internal(set) var frameError: MPEGTSError?
     var sps: [[UInt8]] = []
     var pps: [[UInt8]] = []
     var vps: [[UInt8]] = []
@@ -124,7 +140,7 @@ public struct TSTrackBuilder: Sendable {
     static let captionSearchPictures = 250
 
     /// A builder for the stream on `pid` with `codec`; throws ``FragmentedMP4Error/Code/unsupportedCodec`` naming
-    /// the PID for a codec fragmented MP4 cannot carry here (MPEG-1/2 and MPEG-4 part 2 video, LATM AAC, data).
+    /// the PID for a codec fragmented MP4 cannot carry here (MPEG-1/2 and MPEG-4 part 2 video, data).
     public init(pid: UInt16, codec: Codec) throws(FragmentedMP4Error) {
         self.pid = pid
         switch codec {
@@ -134,6 +150,7 @@ public struct TSTrackBuilder: Sendable {
         case .ac3: kind = .audio(.ac3)
         case .eac3: kind = .audio(.eac3)
         case .mpegAudio: kind = .audio(.mpegAudio)
+        case .aacLATM: kind = .audio(.latm)
         default:
             throw FragmentedMP4Error(
                 .unsupportedCodec, "PID \(pid) (\(codec.name)): this codec cannot be carried in fragmented MP4")
@@ -142,7 +159,7 @@ public struct TSTrackBuilder: Sendable {
 
     /// Whether the builder can carry `codec`.
     public static func carries(_ codec: Codec) -> Bool {
-        [.h264, .hevc, .aac, .ac3, .eac3, .mpegAudio].contains(codec)
+        [.h264, .hevc, .aac, .ac3, .eac3, .mpegAudio, .aacLATM].contains(codec)
     }
 
     public var isVideo: Bool {
@@ -214,6 +231,7 @@ public struct TSTrackBuilder: Sendable {
     }
 
     mutating func appendAudio(_ packet: PESPacket, format: AudioFrameFormat) {
+        if format == .latm { return appendLATM(packet) }
         let bytes = carry.isEmpty ? packet.payload : carry + packet.payload
         let carried = carry.count
         carry = []

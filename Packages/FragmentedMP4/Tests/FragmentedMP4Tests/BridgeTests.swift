@@ -233,7 +233,7 @@ func adtsFrame(_ body: [UInt8]) -> [UInt8] {
             guard let error = error as? FragmentedMP4Error else { return false }
             return error.code == .unsupportedCodec && error.detail.contains("PID 768 (mpeg2video)")
         }
-        #expect(throws: FragmentedMP4Error.self) { try TSTrackBuilder(pid: 7, codec: .aacLATM) }
+        #expect(throws: FragmentedMP4Error.self) { try TSTrackBuilder(pid: 7, codec: .mpeg2Video) }
         // An audio stream whose PES carry no frame header: its PID is named.
         var silent = TSBuilder(streams: [ElementaryStream(streamType: .aacADTS, pid: 0x101)])
         silent.pes(pid: 0x101, streamID: 0xC0, pts: 0, payload: [1, 2, 3, 4])

@@ -24,6 +24,14 @@ public struct CodecDetails: Hashable, Sendable {
             return try? HEVCSPS.parse(sps)
         case .aac: return ADTSHeader.parse(payload)
         case .ac3, .eac3: return AC3Header.parse(payload, codec: codec)
+        case .aacLATM:
+            guard let configuration = LOASReader.firstConfiguration(in: payload) else { return nil }
+            var details = CodecDetails()
+            details.profile = configuration.extensionObjectType ?? configuration.objectType
+            details.codecString = configuration.codecString
+            details.sampleRate = configuration.extensionSampleRate ?? configuration.sampleRate
+            details.channels = configuration.channels
+            return details
         default: return nil
         }
     }

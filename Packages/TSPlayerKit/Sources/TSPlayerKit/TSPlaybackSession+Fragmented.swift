@@ -43,12 +43,12 @@ extension TSPlaybackSession {
                 notes.append("PID \(stream.pid): DVB bitmap subtitles, which AVPlayer cannot show")
             } else if stream.descriptors.contains(where: { $0.tag == 0x56 }) {
                 notes.append("PID \(stream.pid): DVB teletext, which AVPlayer cannot show")
-            } else if codec == .aacLATM {
-                notes.append("PID \(stream.pid): LATM AAC, which AVPlayer cannot decode")
             }
         }
         let undecodableVideo = streams.contains { [Codec.mpeg1Video, .mpeg2Video, .mpeg4Video].contains($0.codec) }
         let hasHEVC = streams.contains { $0.codec == .hevc }
+        // AVPlayer cannot decode LATM from TS; its AAC goes in fMP4 as plain `mp4a` samples.
+        let hasLATM = streams.contains { $0.codec == .aacLATM }
         let audioCount = streams.filter { $0.codec.kind == .audio }.count
         let noStream =
             "no audio or video stream: no program association and map table names one in the \(probe.bytesRead) "
@@ -65,7 +65,7 @@ extension TSPlaybackSession {
                     nil, ["served as TS for players other than AVPlayer: the video cannot be decoded by it"] + notes
                 )
             }
-            if !hasHEVC && audioCount <= 1 && program == nil {
+            if !hasHEVC && !hasLATM && audioCount <= 1 && program == nil {
                 return (nil, ["served as TS: H.264 and one audio track play from TS byte ranges"] + notes)
             }
         case .fmp4:
@@ -78,6 +78,7 @@ extension TSPlaybackSession {
             let presentation = try FragmentedPresentation(layout: layout, file: file)
             var why: [String] = []
             if hasHEVC { why.append("HEVC goes in fMP4 as hvc1") }
+            if hasLATM { why.append("LATM AAC becomes AAC in fMP4 (TS byte ranges cannot carry it to AVPlayer)") }
             if audioCount > 1 { why.append("\(audioCount) audio tracks become renditions") }
             if program != nil && requested == .auto {
                 why.append("TS byte ranges would carry every program")
