@@ -9,25 +9,74 @@
 #    launches (curl's own transfer times: starting curl and date processes on a loaded machine once added 30-80 ms);
 #    then every video and audio segment fetched once with the server's resident memory sampled every 0.2 s (the
 #    segment cache is bounded at 48 MiB)
-# The large file is made by looping a small fixture with `ffmpeg -stream_loop -c copy`.
-# Usage: Scripts/bench/playback.sh [SIZE_GIB]   (default 12)
+# The large file: a small fixture looped with `ffmpeg -stream_loop -c copy` to a piece of about 1.13 GiB, and that
+# piece joined end to end (`cat`) to the size asked for (ffmpeg looping 12 GiB took half an hour on a loaded 2-core
+# machine), so its time stamps reset at each join, as in a joined recording (the index closes each reset up; the
+# playlists have a discontinuity there).
+# Variants (VARIANT=...): `ts` (the default: 188-byte packets, all of the above), `m2ts` (the piece remuxed with
+# `-mpegts_m2ts_mode 1`: 192-byte packets, served as 188-byte TS made on the fly), `programs` (two programs, 720p
+# and 360p, each H.264 + AAC, served with `--container ts --program 2`: each segment filtered on the fly; the Range
+# figure is then the median time to first byte and to the last byte of 21 whole filtered segments). The two
+# variants stop before the fMP4 figures.
+# Usage: [VARIANT=ts|m2ts|programs] [TSPLAYER=PATH] Scripts/bench/playback.sh [SIZE_GIB]   (default 12)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size_gib="${1:-12}"
+variant="${VARIANT:-ts}"
 work=.bench
 mkdir -p "$work"
-big="$work/big-${size_gib}g.ts"
-seed="$work/loop-seed.ts"
-if [[ ! -f "$big" ]]; then
+piece_bytes=1214518728
+joined() {  # joined PIECE OUT: OUT is PIECE repeated to at least SIZE_GIB GiB
+    local copies=$(( (size_gib * 1073741824 + $(stat -c %s "$1") - 1) / $(stat -c %s "$1") ))
+    for _ in $(seq "$copies"); do cat "$1"; done > "$2"
+}
+if [[ ! -f "$work/piece.ts" ]]; then
+    seed="$work/loop-seed.ts"
     ffmpeg -v error -y -f lavfi -i "testsrc2=size=1280x720:rate=30" -f lavfi -i "sine=frequency=440:sample_rate=48000" \
         -t 20 -c:v libx264 -preset ultrafast -g 60 -b:v 8M -c:a aac -f mpegts "$seed"
-    seed_bytes=$(stat -c %s "$seed")
-    loops=$(( size_gib * 1073741824 / seed_bytes ))
-    ffmpeg -v error -y -stream_loop "$loops" -i "$seed" -c copy -f mpegts "$big"
+    ffmpeg -v error -y -stream_loop $(( piece_bytes / $(stat -c %s "$seed") )) -i "$seed" -c copy -f mpegts \
+        "$work/piece.ts"
 fi
+serve_options=()
+case "$variant" in
+    ts)
+        big="$work/big-${size_gib}g.ts"
+        [[ -f "$big" ]] || joined "$work/piece.ts" "$big"
+        ;;
+    m2ts)
+        big="$work/big-${size_gib}g.m2ts"
+        if [[ ! -f "$big" ]]; then
+            [[ -f "$work/piece.m2ts" ]] ||
+                ffmpeg -v error -y -i "$work/piece.ts" -map 0 -c copy -f mpegts -mpegts_m2ts_mode 1 "$work/piece.m2ts"
+            joined "$work/piece.m2ts" "$big"
+        fi
+        ;;
+    programs)
+        big="$work/big-${size_gib}g-programs.ts"
+        if [[ ! -f "$big" ]]; then
+            pseed="$work/loop-seed-programs.ts"
+            ffmpeg -v error -y -f lavfi -i "testsrc2=size=1280x720:rate=30" \
+                -f lavfi -i "sine=frequency=440:sample_rate=48000" -f lavfi -i "testsrc=size=640x360:rate=30" \
+                -f lavfi -i "sine=frequency=880:sample_rate=48000" -t 20 -map 0:v -map 1:a -map 2:v -map 3:a \
+                -c:v libx264 -preset ultrafast -g 60 -b:v:0 6M -b:v:1 2M -c:a aac \
+                -program program_num=1:st=0:st=1 -program program_num=2:st=2:st=3 -f mpegts "$pseed"
+            ffmpeg -v error -y -stream_loop $(( piece_bytes / $(stat -c %s "$pseed") )) -i "$pseed" -map 0 -c copy \
+                -program program_num=1:st=0:st=1 -program program_num=2:st=2:st=3 -f mpegts \
+                "$work/piece-programs.ts"
+            joined "$work/piece-programs.ts" "$big"
+        fi
+        serve_options=(--container ts --program 2)
+        ;;
+    *) echo "unknown VARIANT $variant" >&2; exit 64 ;;
+esac
 rm -f "$big.tsindex"
-swift build -c release --product tsplayer >/dev/null
-tsplayer="$(swift build -c release --show-bin-path)/tsplayer"
+if [[ -n "${TSPLAYER:-}" ]]; then
+    tsplayer="$TSPLAYER"
+else
+    swift build -c release --product tsplayer >/dev/null
+    tsplayer="$(swift build -c release --show-bin-path)/tsplayer"
+fi
+echo "variant: $variant, tsplayer: $tsplayer"
 bytes=$(stat -c %s "$big")
 echo "file: $big, $bytes bytes"
 cat "$big" > /dev/null
@@ -37,7 +86,7 @@ cat_s=$(echo "$t1 - $t0" | bc -l)
 serve() {  # starts tsplayer serve; sets $pid, $url (the media playlist) and $launch (seconds from launch to URL)
     local out; out=$(mktemp)
     local start; start=$(date +%s.%N)
-    "$tsplayer" serve "$big" > "$out" 2>/dev/null & pid=$!
+    "$tsplayer" serve "$big" "${serve_options[@]}" > "$out" 2>/dev/null & pid=$!
     while [[ ! -s "$out" ]]; do sleep 0.001; done
     launch=$(echo "$(date +%s.%N) - $start" | bc -l)
     url=$(head -1 "$out" | sed 's/master.m3u8$/index.m3u8/')
@@ -53,10 +102,23 @@ segments=$(curl -s "$url" | grep -c '^#EXTINF')
 playlist_duration=$(curl -s "$url" | grep '^#EXTINF:' | sed 's/#EXTINF:\([0-9.]*\),.*/\1/' | paste -sd+ | bc -l)
 ffprobe_duration=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$big")
 media=${url%index.m3u8}media.ts
-ttfb=$(for i in $(seq 21); do
-    off=$(( bytes / 2 + i * 7340033 ))
-    curl -s -o /dev/null -r "$off-$((off + 1048575))" -w '%{time_starttransfer}\n' "$media"
-done | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+if [[ $variant == programs ]]; then
+    # 21 whole filtered segments from the middle on: time to first byte and to the last byte, medians.
+    timings=$(for i in $(seq 21); do
+        curl -s -o /dev/null -w '%{time_starttransfer} %{time_total} %{size_download}\n' \
+            "${url%index.m3u8}program/$(( segments / 2 + i )).ts"
+    done)
+    ttfb=$(echo "$timings" | awk '{print $1}' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    segment_total=$(echo "$timings" | awk '{print $2}' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    segment_bytes=$(echo "$timings" | awk '{print $3}' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    master=${url%index.m3u8}master.m3u8
+    bandwidth=$(curl -s "$master" | grep -o 'BANDWIDTH=[0-9]*' | head -2 | paste -sd' ')
+else
+    ttfb=$(for i in $(seq 21); do
+        off=$(( bytes / 2 + i * 7340033 ))
+        curl -s -o /dev/null -r "$off-$((off + 1048575))" -w '%{time_starttransfer}\n' "$media"
+    done | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+fi
 kill -INT $pid; wait $pid 2>/dev/null || true
 serve
 relaunch=$launch
@@ -73,7 +135,13 @@ printf 'final VOD playlist: %.3f s in %d segments; ffprobe: %.3f s; difference %
     "$playlist_duration" "$segments" "$ffprobe_duration" "$(echo "$playlist_duration - $ffprobe_duration" | bc -l)"
 printf 'reopen with sidecar: first playlist byte %.1f ms (launch to URL %.1f ms), VOD: %s\n' \
     "$(echo "$reopen * 1000" | bc -l)" "$(echo "$relaunch * 1000" | bc -l)" "$([[ $vod == 1 ]] && echo yes || echo no)"
+if [[ $variant == programs ]]; then
+    printf 'filtered segment in the middle (median of 21): first byte %.3f ms, whole %.1f ms for %d bytes; master %s\n' \
+        "$(echo "$ttfb * 1000" | bc -l)" "$(echo "$segment_total * 1000" | bc -l)" "$segment_bytes" "$bandwidth"
+    exit 0
+fi
 printf '1 MiB Range in the middle: median time to first byte %.3f ms\n' "$(echo "$ttfb * 1000" | bc -l)"
+[[ $variant == ts ]] || exit 0
 
 # Fragmented MP4, cold: five launches without a sidecar, each timing one curl (one connection, as a player) that
 # fetches the video playlist as soon as it lists a segment and then that segment, while the index runs on; the

@@ -18,6 +18,23 @@ import Testing
         ]
     }
 
+    /// The same two programs in 192-byte packets (M2TS: a 4-byte arrival timecode before each packet; ffmpeg writes
+    /// one program only in M2TS mode, so the timecodes are put in here, one packet's time at 1 MB/s apart).
+    static let programsM2TS: URL? = {
+        guard let source = programs, let plain = try? Data(contentsOf: source) else { return nil }
+        let url = PlaybackFixtures.folder.appendingPathComponent("programs-two.m2ts")
+        if FileManager.default.fileExists(atPath: url.path) { return url }
+        var output = Data(capacity: plain.count / 188 * 192)
+        for packet in 0..<(plain.count / 188) {
+            let time = UInt32(packet * 188 * 27) & 0x3FFF_FFFF
+            output.append(contentsOf: [
+                UInt8(time >> 24), UInt8((time >> 16) & 0xFF), UInt8((time >> 8) & 0xFF), UInt8(time & 0xFF),
+            ])
+            output.append(plain[(plain.startIndex + packet * 188)..<(plain.startIndex + packet * 188 + 188)])
+        }
+        return (try? output.write(to: url)) == nil ? nil : url
+    }()
+
     /// Serves the file (with `--program` when given) and checks the served HLS: fMP4 of that program alone (one
     /// video and one audio codec in CODECS, its picture size), decoded by ffmpeg to the frames and samples of that
     /// program of the file, every playlist lint-clean, and the choice said on stderr.
@@ -71,7 +88,36 @@ import Testing
     /// Served as TS (`--container ts`): each segment is its own resource holding program 2's packets alone, every
     /// PAT naming program 2 alone; ffmpeg decodes the served HLS to program 2's frames and samples; lint-clean.
     @Test func programServedAsFilteredTS() throws {
-        let file = try #require(Self.programs)
+        try checkFilteredTS(try #require(Self.programs))
+    }
+
+    /// The same from 192-byte packets: the segments are plain 188-byte TS of program 2 alone.
+    @Test func programOfM2TSServedAsFilteredTS() throws {
+        try checkFilteredTS(try #require(Self.programsM2TS))
+    }
+
+    /// A GET of `url` (with `range`, a `Range` value, when given): the status, the headers (names in lower case)
+    /// and the body.
+    func get(_ url: String, range: String? = nil) throws -> (status: Int, headers: [String: String], body: [UInt8]) {
+        let curl = try #require(EndToEnd.tool("curl"))
+        let body = TemporaryFolders.make(prefix: "filtered-").appendingPathComponent("body").path
+        let result = try EndToEnd.run(
+            curl,
+            ["-sS", "--max-time", "10", "-D", "-", "-o", body] + (range.map { ["-H", "Range: \($0)"] } ?? []) + [url])
+        #expect(result.status == 0, "curl \(url): \(result.err)")
+        var lines = result.out.split(separator: "\r\n")
+        let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
+        lines.removeFirst(min(1, lines.count))
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
+        }
+        return (status, headers, [UInt8](try Data(contentsOf: URL(fileURLWithPath: body))))
+    }
+
+    func checkFilteredTS(_ file: URL) throws {
         let server = try ServerProcess(
             arguments: [file.path, "--segment-duration", "1", "--container", "ts", "--program", "2", "-v"])
         defer { server.stop() }
@@ -80,25 +126,66 @@ import Testing
         let playlist = try waitForEndList(base + "index.m3u8")
         let uris = playlist.split(separator: "\n").filter { !$0.hasPrefix("#") }
         #expect(uris.count >= 3 && uris.allSatisfy { $0.hasPrefix("program/") }, "\(playlist)")
+        let durations = playlist.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }.map {
+            Double($0.dropFirst("#EXTINF:".count).prefix { $0 != "," }) ?? 0
+        }
+        #expect(durations.count == uris.count && durations.allSatisfy { $0 > 0 }, "\(playlist)")
         // The file's PIDs: program 1 has PMT 0x1000, streams 0x100 and 0x101; program 2 PMT 0x1001, 0x102, 0x103.
         var pids = Set<Int>()
+        var sizes: [Int] = []
         for uri in uris {
-            let bytes = [UInt8](try fetchBytes(base + uri))
-            #expect(!bytes.isEmpty && bytes.count % 188 == 0, "\(uri)")
+            let whole = try get(base + uri)
+            let bytes = whole.body
+            sizes.append(bytes.count)
+            #expect(
+                whole.status == 200 && whole.headers["content-length"] == "\(bytes.count)", "\(uri) \(whole.headers)")
+            #expect(!bytes.isEmpty && bytes.count % 188 == 0 && bytes.first == 0x47, "\(uri)")
             var position = 0
             while position + 188 <= bytes.count {
                 #expect(bytes[position] == 0x47, "\(uri) at \(position)")
                 let pid = Int(bytes[position + 1] & 0x1F) << 8 | Int(bytes[position + 2])
                 pids.insert(pid)
                 if pid == 0 {
-                    // pointer 0, table 0, section_length 13: one program, number 2.
+                    // pointer 0, table 0, section_length 13: one program, number 2, on PMT PID 0x1001.
                     #expect(bytes[position + 7] == 13 && bytes[position + 13] == 0 && bytes[position + 14] == 2)
+                    #expect(bytes[position + 15] & 0x1F == 0x10 && bytes[position + 16] == 0x01)
                 }
                 position += 188
             }
+            // A range inside the filtered segment is exactly those bytes of it.
+            let count = bytes.count
+            for (value, from, to) in [
+                ("bytes=0-187", 0, 188), ("bytes=1000-\(count / 2)", 1000, count / 2 + 1),
+                ("bytes=-500", count - 500, count),
+                ("bytes=\(count - 189)-", count - 189, count),
+            ] {
+                let part = try get(base + uri, range: value)
+                #expect(part.status == 206 && part.body == Array(bytes[from..<to]), "\(uri) \(value) \(part.headers)")
+                #expect(part.headers["content-range"] == "bytes \(from)-\(to - 1)/\(count)", "\(uri) \(value)")
+                #expect(part.headers["content-length"] == "\(to - from)", "\(uri) \(value)")
+            }
+            #expect(try get(base + uri, range: "bytes=\(count)-").status == 416, "\(uri)")
         }
         #expect(
             pids.isSuperset(of: [0, 0x1001, 0x102, 0x103]) && pids.isDisjoint(with: [0x1000, 0x100, 0x101]), "\(pids)")
+        // BANDWIDTH is the peak of the filtered segments' bit rates, AVERAGE-BANDWIDTH their average (the whole
+        // file's rate, both programs, is well above either).
+        let variant = try fetch(master).split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
+        func attribute(_ name: String) -> Double {
+            let after = [":", ","].lazy.compactMap {
+                variant.components(separatedBy: $0 + name + "=").dropFirst().first
+            }
+            return Double(after.first?.prefix { $0.isNumber } ?? "") ?? 0
+        }
+        let rates = zip(sizes, durations).map { Double($0 * 8) / $1 }
+        let peak = rates.max() ?? 0
+        let average = Double(sizes.reduce(0, +) * 8) / durations.reduce(0, +)
+        let bandwidth = attribute("BANDWIDTH")
+        #expect(bandwidth >= peak.rounded(.down) && bandwidth <= peak * 1.01 + 1, "\(variant) peak \(peak)")
+        #expect(abs(attribute("AVERAGE-BANDWIDTH") - average) <= average * 0.01 + 1, "\(variant) average \(average)")
+        let fileRate = try #require(
+            (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int).map { Double($0 * 8) / 4 })
+        #expect(bandwidth < fileRate, "\(variant) file \(fileRate)")
         var text = try fetch(master)
         for _ in 0..<50 where !text.contains("I-FRAME-STREAM-INF") {
             usleep(100_000)

@@ -4,12 +4,13 @@ extension TSIndex {
     /// The sidecar path for a media file: the file's path with `.tsindex` appended.
     public static func sidecarPath(for path: String) -> String { path + ".tsindex" }
 
-    /// The index as a small line-oriented text document (version 3: keyframe ticks run on across time stamp resets,
-    /// and the packet runs are kept; an older sidecar, whose ticks may jump back at a reset and which has no runs, is
+    /// The index as a small line-oriented text document (version 4: keyframe ticks run on across time stamp resets,
+    /// the packet runs are kept, and the packets per PID of each keyframe span, one `n` line a span, as
+    /// `PID:count` pairs; an older sidecar, whose ticks may jump back at a reset and which has no runs or counts, is
     /// refused and the file indexed again).
     public func serialized() -> [UInt8] {
         func optional(_ value: (some CustomStringConvertible)?) -> String { value.map { "\($0)" } ?? "-" }
-        var lines = ["tsindex 3"]
+        var lines = ["tsindex 4"]
         lines.append("size \(fileSize)")
         lines.append("mtime \(modificationSeconds) \(modificationNanoseconds)")
         lines.append("bytes \(bytesIndexed) complete \(isComplete ? 1 : 0) packetSize \(packetSize)")
@@ -30,6 +31,10 @@ extension TSIndex {
             lines.append("run \(run.fileOffset) \(run.servedOffset) \(run.packets) \(run.packetSize)")
         }
         for keyframe in keyframes { lines.append("k \(keyframe.offset) \(keyframe.pts.value) \(keyframe.ticks)") }
+        for span in spanPacketCounts {
+            lines.append(
+                span.isEmpty ? "n -" : "n " + span.pairs.map { "\($0.pid):\($0.count)" }.joined(separator: ","))
+        }
         lines.append("end")
         return Array((lines.joined(separator: "\n") + "\n").utf8)
     }
@@ -53,6 +58,7 @@ extension TSIndex {
         var streams: [Stream] = []
         var keyframes: [Keyframe] = []
         var runs: [PacketRun] = []
+        var spans: [PIDPacketCounts] = []
         var ended = false
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         for line in lines where !line.isEmpty {
@@ -74,7 +80,7 @@ extension TSIndex {
             }
             guard let kind = fields.first else { continue }
             if lineNumber == 1 {
-                guard fields == ["tsindex", "3"] else { throw fail("not a version 3 tsindex") }
+                guard fields == ["tsindex", "4"] else { throw fail("not a version 4 tsindex") }
                 continue
             }
             switch kind {
@@ -114,16 +120,32 @@ extension TSIndex {
                     runs.last.map({ $0.servedOffset + $0.packets * 188 == run.servedOffset }) ?? (run.servedOffset == 0)
                 else { throw fail("packet runs do not follow on") }
                 runs.append(run)
+            case "n":
+                guard fields.count == 2 else { throw fail("span counts") }
+                var pairs: [(pid: UInt16, count: UInt64)] = []
+                if fields[1] != "-" {
+                    for pair in fields[1].split(separator: ",", omittingEmptySubsequences: false) {
+                        let parts = pair.split(separator: ":", omittingEmptySubsequences: false)
+                        guard parts.count == 2, let pid = UInt16(parts[0]), pid < 0x2000, let count = UInt64(parts[1]),
+                            count < 1 << 48
+                        else { throw fail("span counts \(pair)") }
+                        pairs.append((pid, count))
+                    }
+                }
+                spans.append(PIDPacketCounts(pairs))
             case "end": ended = true
             default: throw fail("unknown record \(kind)")
             }
         }
         guard ended, let size else { throw TSFileError(.invalidSidecar, "incomplete sidecar") }
+        guard spans.isEmpty || spans.count == keyframes.count + 1 else {
+            throw TSFileError(.invalidSidecar, "\(spans.count) span counts for \(keyframes.count) keyframes")
+        }
         self.init(
             fileSize: size, modificationSeconds: seconds, modificationNanoseconds: nanoseconds,
             bytesIndexed: bytesIndexed, isComplete: complete, packetSize: packetSize, programs: programs,
             streams: streams, firstPTS: first, durationTicks: duration, keyframePID: keyframePID, keyframes: keyframes,
-            packetRuns: runs)
+            packetRuns: runs, spanPacketCounts: spans)
     }
 
     /// Loads the sidecar of `path` when it exists and matches the file's current size and modification time.

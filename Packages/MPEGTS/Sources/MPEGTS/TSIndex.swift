@@ -92,6 +92,11 @@ public struct TSIndex: Hashable, Sendable {
     public var keyframes: [Keyframe]
     /// The runs of whole packets the scan found (see ``layout``).
     public var packetRuns: [PacketRun] = []
+    /// Packets per PID in each keyframe span: from the file's start to the first keyframe, then from each keyframe to
+    /// the next (the last to ``bytesIndexed``); `keyframes.count + 1` spans, or none when not known (an index of an
+    /// older sidecar, or a file whose packets could not all be counted). A segment's size filtered to one program is
+    /// known from them without reading it (``PIDPacketCounts/packets(keptBy:)``).
+    public var spanPacketCounts: [PIDPacketCounts] = []
 
     /// How the file's packets look as plain 188-byte TS: the served view of ``packetRuns``.
     public var layout: PacketLayout { PacketLayout(packetSize: packetSize, runs: packetRuns) }
@@ -123,6 +128,7 @@ public struct TSIndexer: Sendable {
     public private(set) var bytesIndexed: UInt64 = 0
     public private(set) var isFinished = false
     private var runs = PacketRunRecorder()
+    private var spans = SpanPacketCounter()
 
     /// An indexer; with `program`, the keyframes are those of that program's first video (else audio) stream.
     public init(scanKeyframes: Bool = true, program: UInt16? = nil) {
@@ -141,6 +147,14 @@ public struct TSIndexer: Sendable {
         self.analyzer = analyzer
         self.runs = runs
         bytesIndexed += UInt64(bytes.count)
+        countSpans(bytes)
+    }
+
+    /// Counts the packets of each PID in the bytes just read, per keyframe span (see ``TSIndex/spanPacketCounts``).
+    private mutating func countSpans(_ bytes: UnsafeRawBufferPointer) {
+        spans.count(
+            chunk: bytes, end: bytesIndexed, runs: runs.layout(end: bytesIndexed).runs,
+            candidatePID: analyzer.keyframes.isEmpty ? nil : analyzer.keyframePID, keyframes: analyzer.keyframes)
     }
 
     /// Marks the end of the file (open PES packets are counted).
@@ -153,6 +167,7 @@ public struct TSIndexer: Sendable {
         }
         self.analyzer = analyzer
         self.runs = runs
+        countSpans(UnsafeRawBufferPointer(start: nil, count: 0))
         isFinished = true
     }
 
@@ -217,7 +232,8 @@ public struct TSIndexer: Sendable {
             isComplete: isFinished, packetSize: demuxer.packetSize?.length ?? 188, programs: programs,
             streams: streams, firstPTS: analyzer.firstPTS, durationTicks: analyzer.durationTicks,
             keyframePID: analyzer.keyframePID, keyframes: analyzer.keyframesFromStart,
-            packetRuns: runs.layout(end: bytesIndexed).runs)
+            packetRuns: runs.layout(end: bytesIndexed).runs,
+            spanPacketCounts: spans.spans(keyframes: analyzer.keyframes.count))
     }
 }
 

@@ -38,7 +38,17 @@ extension TSPlaybackSession {
     /// when it lies past the end; several ranges are answered with the whole view, as RFC 9110 §14.2 allows).
     func servedPacketsResponse(_ request: HTTPRequest) -> HTTPResponse {
         let layout = servedLayout()
-        let total = layout.servedLength
+        return Self.rangedResponse(request, total: layout.servedLength) { wanted in
+            .stream(.init(length: wanted.length, ServedPackets(file: file, layout: layout, range: wanted)))
+        }
+    }
+
+    /// A TS resource of `total` bytes made on the fly: the whole, or the one range a `Range` header asks for (206;
+    /// 416 when it lies past the end; several ranges are answered with the whole, as RFC 9110 §14.2 allows), its
+    /// body from `body` for the bytes wanted (never called for none).
+    static func rangedResponse(
+        _ request: HTTPRequest, total: UInt64, body: (ByteRange) -> HTTPResponse.Body
+    ) -> HTTPResponse {
         var headers = HTTPHeaders(reservingCapacity: 4)
         headers.add(name: "Content-Type", value: "video/mp2t")
         headers.add(name: "Accept-Ranges", value: "bytes")
@@ -66,8 +76,7 @@ extension TSPlaybackSession {
         guard let wanted, wanted.length > 0 else {
             return HTTPResponse(status: status, headers: headers, body: .empty)
         }
-        let body = ServedPackets(file: file, layout: layout, range: wanted)
-        return HTTPResponse(status: status, headers: headers, body: .stream(.init(length: wanted.length, body)))
+        return HTTPResponse(status: status, headers: headers, body: body(wanted))
     }
 }
 
@@ -136,22 +145,35 @@ extension TSPlaybackSession {
         return ProgramFilter(programNumber: program, pmtPID: entry.pmtPID, pids: pids)
     }
 
-    /// `program/<n>.ts`: media segment `n` filtered to the program; `program-iframe/<n>.ts`: I-frame `n`, after a
-    /// PAT naming the program alone and the program's PMT packet (the first in the file), so that it can be read on
-    /// its own. Range is answered from the bytes made.
-    func programSegmentResponse(_ name: String, iFrame: Bool) -> HTTPResponse {
+    /// `program/<n>.ts`: media segment `n` filtered to the program, streamed: its length is known from the index's
+    /// packets per PID (``TSIndex/spanPacketCounts``), so it carries `Content-Length` and a `Range` gives exactly
+    /// those bytes of the filtered segment (the segment is filtered from its start and the bytes before the range
+    /// dropped); nothing is held but one step's packets. Without the counts (an index of a file whose packets could
+    /// not all be counted), and for `program-iframe/<n>.ts` (I-frame `n`, after a PAT naming the program alone and
+    /// the program's PMT packet, the first in the file, so that it can be read on its own), the bytes are made in
+    /// memory and Range answered from them.
+    func programSegmentResponse(_ name: String, iFrame: Bool, request: HTTPRequest) -> HTTPResponse {
         guard name.hasSuffix(".ts"), let number = Int(name.dropLast(3)), number >= 0 else {
             return .error(.notFound)
         }
         let planned = iFrame ? (iFrameSegments ?? []) : segments
         guard number < planned.count, let filter = programFilter() else { return .error(.notFound) }
         let layout = servedLayout()
+        let range = Self.served(planned[number], layout: layout)
+        if !iFrame, let index, let packets = Self.filteredPackets(of: planned[number], in: index, keptBy: filter) {
+            let file = self.file
+            return Self.rangedResponse(request, total: packets * 188) { wanted in
+                .stream(
+                    .init(
+                        length: wanted.length,
+                        FilteredPackets(file: file, layout: layout, served: range, filter: filter, range: wanted)))
+            }
+        }
         var output: [UInt8] = []
         if iFrame {
             guard let tables = programTables(filter, layout: layout) else { return .error(.notFound) }
             output = tables
         }
-        let range = Self.served(planned[number], layout: layout)
         output.reserveCapacity(output.count + Int(clamping: range.length / 2))
         var position = range.offset
         let end = range.offset + range.length
@@ -167,6 +189,56 @@ extension TSPlaybackSession {
             position += UInt64(packets * 188)
         }
         return .bytes(output, contentType: "video/mp2t")
+    }
+
+    /// The packets `filter` keeps from `segment` (offsets in the file; it starts at the file's start or a keyframe
+    /// and ends at a keyframe or where the index ends), from the index's packets per PID of each keyframe span; nil
+    /// when the index has no counts or the segment does not lie on its spans.
+    static func filteredPackets(of segment: PlannedSegment, in index: TSIndex, keptBy filter: ProgramFilter)
+        -> UInt64?
+    {
+        let spans = index.spanPacketCounts
+        guard !spans.isEmpty, spans.count == index.keyframes.count + 1 else { return nil }
+        let keyframes = index.keyframes
+        /// The span that starts at file offset `offset` (0: the head span; a keyframe's: the span after it).
+        func span(startingAt offset: UInt64) -> Int? {
+            if offset == 0 { return 0 }
+            var low = 0
+            var high = keyframes.count
+            while low < high {
+                let middle = (low + high) / 2
+                if UInt64(clamping: keyframes[middle].offset) < offset { low = middle + 1 } else { high = middle }
+            }
+            guard low < keyframes.count, UInt64(clamping: keyframes[low].offset) == offset else { return nil }
+            return low + 1
+        }
+        let end = segment.offset + segment.length
+        let indexEnd = index.isComplete ? Swift.max(index.fileSize, index.bytesIndexed) : index.bytesIndexed
+        guard let first = span(startingAt: segment.offset),
+            let last = end >= indexEnd ? spans.count : span(startingAt: end), first <= last
+        else { return nil }
+        return spans[first..<last].reduce(UInt64(0)) { $0 + $1.packets(keptBy: filter) }
+    }
+
+    /// The segments with the lengths served: filtered to the program where TS segments are (from the index's
+    /// counts; a segment without them keeps its unfiltered length, which overstates), else the byte ranges of
+    /// `media.ts`. The multivariant playlist's BANDWIDTH and AVERAGE-BANDWIDTH are measured on these; `filtered`
+    /// says whether every length is a filtered one.
+    func servedSegmentSizes() -> (segments: [PlannedSegment], filtered: Bool) {
+        let layout = servesFileAsIs ? nil : index?.layout
+        let planned = segments
+        guard filtersProgram, let index, let filter = programFilter() else {
+            return (planned.map { Self.served($0, layout: layout) }, false)
+        }
+        var allFiltered = true
+        let sizes = planned.map { segment in
+            guard let packets = Self.filteredPackets(of: segment, in: index, keptBy: filter) else {
+                allFiltered = false
+                return Self.served(segment, layout: layout)
+            }
+            return PlannedSegment(offset: segment.offset, length: packets * 188, duration: segment.duration)
+        }
+        return (sizes, allFiltered && !planned.isEmpty)
     }
 
     /// A PAT naming the program alone and the program's first PMT packet in the file (looked for in its first
@@ -193,5 +265,68 @@ extension TSPlaybackSession {
             position += UInt64(packets * 188)
         }
         return nil
+    }
+}
+
+/// The bytes of one range of a segment filtered to one program (``ProgramFilter``): the segment's packets read from
+/// the file in steps of at most 2048 packets, filtered, the bytes before the range dropped and those after it left
+/// out. Ends with an error, which closes the connection, when the file no longer holds a packet the layout names or
+/// the filtered segment is shorter than the range (the file changed under the index).
+struct FilteredPackets: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    let file: FileStreamer
+    let layout: PacketLayout
+    /// The segment in the served (188-byte) view.
+    let served: PlannedSegment
+    let filter: ProgramFilter
+    /// The bytes wanted, in the filtered segment.
+    let range: ByteRange
+
+    struct ReadFailure: Error {
+        var offset: UInt64
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let sequence: FilteredPackets
+        /// The next packet to read, in the served view.
+        var position: UInt64
+        /// Filtered bytes still to drop before the range, and to send.
+        var skip: UInt64
+        var left: UInt64
+
+        mutating func next() async throws -> [UInt8]? {
+            let end = sequence.served.offset + sequence.served.length
+            while left > 0 {
+                guard position < end, let found = sequence.layout.locate(servedOffset: position) else {
+                    throw ReadFailure(offset: position)
+                }
+                let packets = Int(Swift.min(found.packetsLeft, (end - position + 187) / 188, 2048))
+                let size = found.packetSize
+                let bytes = try sequence.file.read(at: found.packetOffset, length: packets * size)
+                guard bytes.count == packets * size else { throw ReadFailure(offset: found.packetOffset) }
+                position += UInt64(packets * 188)
+                var output: [UInt8] = []
+                output.reserveCapacity(packets * 188)
+                _ = bytes.withUnsafeBytes {
+                    sequence.filter.append($0, packetSize: size, syncOffset: size == 192 ? 4 : 0, to: &output)
+                }
+                let count = UInt64(output.count)
+                if skip >= count {
+                    skip -= count
+                    continue
+                }
+                let from = Int(skip)
+                let to = Int(Swift.min(count, skip + left))
+                skip = 0
+                left -= UInt64(to - from)
+                if from == 0 && to == output.count { return output }
+                return Array(output[from..<to])
+            }
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(sequence: self, position: served.offset, skip: range.offset, left: range.length)
     }
 }

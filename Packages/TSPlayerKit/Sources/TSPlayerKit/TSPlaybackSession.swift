@@ -495,12 +495,13 @@ public final class TSPlaybackSession: PlaybackSource {
         var builder = MultivariantPlaylistBuilder()
         builder.independentSegments = true
         let layout = servesFileAsIs ? nil : index?.layout
-        let planned = segments.map { Self.served($0, layout: layout) }
+        let (planned, filtered) = servedSegmentSizes()
         let peak = planned.map { $0.duration > 0 ? Double($0.length * 8) / $0.duration : 0 }.max() ?? 0
         let totalDuration = planned.reduce(0) { $0 + $1.duration }
         let totalBytes = planned.reduce(UInt64(0)) { $0 + $1.length }
         let average = totalDuration > 0 ? Double(totalBytes * 8) / totalDuration : 0
-        let fallback = probe.duration.map { $0 > 0 ? Double(probe.fileSize * 8) / $0 : 0 } ?? 0
+        // The whole file's rate, before any segment is known; a program's filtered sizes are the measure.
+        let fallback = filtered ? 0 : probe.duration.map { $0 > 0 ? Double(probe.fileSize * 8) / $0 : 0 } ?? 0
         let bandwidth = UInt64(max(peak, fallback, 1).rounded(.up))
         let codecs = codecDetails.compactMap(\.codecString)
         let video = codecDetails.first { $0.width != nil }
@@ -534,7 +535,7 @@ public final class TSPlaybackSession: PlaybackSource {
         let route = request.wildcardSegments
         if let presentation, let response = respondFragmented(route, presentation) { return response }
         if route.count == 2, route[0] == "program" || route[0] == "program-iframe", filtersProgram {
-            return programSegmentResponse(route[1], iFrame: route[0] == "program-iframe")
+            return programSegmentResponse(route[1], iFrame: route[0] == "program-iframe", request: request)
         }
         guard route.count == 1 else { return .error(.notFound) }
         switch route[0] {

@@ -1,7 +1,9 @@
 // Fuzzes the streaming demuxer: the input is demuxed in one shot and again in chunks whose sizes come from the
 // input's own bytes; both must give the same events, and nothing may trap. The index's packet runs (the served
 // 188-byte view of 188/192/204-byte packets) must be the same either way, follow on, and map every served byte to a
-// packet whose 188 bytes start with a sync byte; the bytes read as a sidecar index give a value or a typed error.
+// packet whose 188 bytes start with a sync byte; the packets per PID per keyframe span are the same either way and
+// add up to what a program filter keeps from the runs; the bytes read as a sidecar index give a value or a typed
+// error.
 import FuzzSupport
 import MPEGTS
 
@@ -58,10 +60,36 @@ func checkLayout(_ bytes: UnsafeRawBufferPointer) {
     }
     chunked.finish()
     let size = UInt64(bytes.count)
-    let layout = oneShot.index(fileSize: size, modificationTime: (0, 0)).layout
-    guard layout == chunked.index(fileSize: size, modificationTime: (0, 0)).layout else {
+    let index = oneShot.index(fileSize: size, modificationTime: (0, 0))
+    let layout = index.layout
+    let chunkedIndex = chunked.index(fileSize: size, modificationTime: (0, 0))
+    guard layout == chunkedIndex.layout else {
         print("chunked indexing gives other packet runs than one shot")
         abort()
+    }
+    guard index.spanPacketCounts == chunkedIndex.spanPacketCounts,
+        index.spanPacketCounts.isEmpty || index.spanPacketCounts.count == index.keyframes.count + 1
+    else {
+        print("chunked indexing gives other span counts than one shot, or not one a keyframe span")
+        abort()
+    }
+    let spanFilter = ProgramFilter(programNumber: 1, pmtPID: 0x1000, pids: [0x100, 0x101])
+    if !index.spanPacketCounts.isEmpty {
+        var keptByRuns = 0
+        var scratch: [UInt8] = []
+        for run in layout.runs {
+            let start = Int(run.fileOffset)
+            let end = start + Int(run.packets) * run.packetSize
+            keptByRuns += spanFilter.append(
+                UnsafeRawBufferPointer(rebasing: bytes[start..<end]), packetSize: run.packetSize,
+                syncOffset: run.syncOffset, to: &scratch)
+            scratch.removeAll(keepingCapacity: true)
+        }
+        let counted = index.spanPacketCounts.reduce(UInt64(0)) { $0 + $1.packets(keptBy: spanFilter) }
+        guard counted == UInt64(keptByRuns) else {
+            print("the span counts give \(counted) filtered packets, the runs \(keptByRuns)")
+            abort()
+        }
     }
     // A program filter over the input's packets never traps and writes whole packets.
     var filtered: [UInt8] = []
