@@ -4,12 +4,12 @@ extension TSIndex {
     /// The sidecar path for a media file: the file's path with `.tsindex` appended.
     public static func sidecarPath(for path: String) -> String { path + ".tsindex" }
 
-    /// The index as a small line-oriented text document (version 3: keyframe ticks run on across time stamp resets,
-    /// and the packet runs are kept; an older sidecar, whose ticks may jump back at a reset and which has no runs, is
-    /// refused and the file indexed again).
+    /// The index as a small line-oriented text document (version 4: keyframe ticks run on across time stamp resets,
+    /// the packet runs and the recording's parts are kept; an older sidecar, which may lack runs or parts, is refused
+    /// and the file indexed again).
     public func serialized() -> [UInt8] {
         func optional(_ value: (some CustomStringConvertible)?) -> String { value.map { "\($0)" } ?? "-" }
-        var lines = ["tsindex 3"]
+        var lines = ["tsindex 4"]
         lines.append("size \(fileSize)")
         lines.append("mtime \(modificationSeconds) \(modificationNanoseconds)")
         lines.append("bytes \(bytesIndexed) complete \(isComplete ? 1 : 0) packetSize \(packetSize)")
@@ -28,6 +28,13 @@ extension TSIndex {
         }
         for run in packetRuns {
             lines.append("run \(run.fileOffset) \(run.servedOffset) \(run.packets) \(run.packetSize)")
+        }
+        for part in parts {
+            lines.append(
+                "part \(part.offset) \(part.cause.rawValue) \(part.programNumber) \(part.pmtPID) \(part.pcrPID) "
+                    + "\(optional(part.keyframePID)) \(part.startTicks) \(part.endTicks) "
+                    + (part.streams.isEmpty
+                        ? "-" : part.streams.map { "\($0.pid):\($0.streamType.rawValue)" }.joined(separator: ",")))
         }
         for keyframe in keyframes { lines.append("k \(keyframe.offset) \(keyframe.pts.value) \(keyframe.ticks)") }
         lines.append("end")
@@ -53,6 +60,7 @@ extension TSIndex {
         var streams: [Stream] = []
         var keyframes: [Keyframe] = []
         var runs: [PacketRun] = []
+        var parts: [RecordingPart] = []
         var ended = false
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         for line in lines where !line.isEmpty {
@@ -74,7 +82,7 @@ extension TSIndex {
             }
             guard let kind = fields.first else { continue }
             if lineNumber == 1 {
-                guard fields == ["tsindex", "3"] else { throw fail("not a version 3 tsindex") }
+                guard fields == ["tsindex", "4"] else { throw fail("not a version 4 tsindex") }
                 continue
             }
             switch kind {
@@ -114,6 +122,27 @@ extension TSIndex {
                     runs.last.map({ $0.servedOffset + $0.packets * 188 == run.servedOffset }) ?? (run.servedOffset == 0)
                 else { throw fail("packet runs do not follow on") }
                 runs.append(run)
+            case "part":
+                guard fields.count == 10, let cause = RecordingPart.Cause(rawValue: try int(2)) else {
+                    throw fail("part line")
+                }
+                var partStreams: [RecordingPart.Stream] = []
+                if fields[9] != "-" {
+                    for entry in fields[9].split(separator: ",") {
+                        let pair = entry.split(separator: ":")
+                        guard pair.count == 2, let pid = UInt16(pair[0]), pid < 0x2000, let type = UInt8(pair[1])
+                        else { throw fail("part stream \(entry)") }
+                        partStreams.append(.init(pid: pid, streamType: StreamType(rawValue: type)))
+                    }
+                }
+                let part = RecordingPart(
+                    offset: try int(1), cause: cause, programNumber: try int(3), pmtPID: try int(4),
+                    pcrPID: try int(5), streams: partStreams, keyframePID: try optionalInt(6),
+                    startTicks: try int(7), endTicks: try int(8))
+                guard part.offset >= 0, parts.last.map({ $0.offset <= part.offset }) ?? true else {
+                    throw fail("parts out of order")
+                }
+                parts.append(part)
             case "end": ended = true
             default: throw fail("unknown record \(kind)")
             }
@@ -123,7 +152,7 @@ extension TSIndex {
             fileSize: size, modificationSeconds: seconds, modificationNanoseconds: nanoseconds,
             bytesIndexed: bytesIndexed, isComplete: complete, packetSize: packetSize, programs: programs,
             streams: streams, firstPTS: first, durationTicks: duration, keyframePID: keyframePID, keyframes: keyframes,
-            packetRuns: runs)
+            packetRuns: runs, parts: parts)
     }
 
     /// Loads the sidecar of `path` when it exists and matches the file's current size and modification time.

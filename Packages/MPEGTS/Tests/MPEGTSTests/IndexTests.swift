@@ -78,19 +78,20 @@ import Testing
     }
 
     @Test func malformedSidecarsAreRejected() throws {
-        let index = try TSIndex(serialized: Array("tsindex 3\nsize 10\nrun 4 0 2 192\nrun 600 376 1 188\nend\n".utf8))
+        let index = try TSIndex(serialized: Array("tsindex 4\nsize 10\nrun 4 0 2 192\nrun 600 376 1 188\nend\n".utf8))
         #expect(index.fileSize == 10)
         #expect(index.packetRuns.count == 2)
         let bad = [
-            // Versions 1 and 2 (keyframe ticks that jump back at a time stamp reset; no packet runs) are refused, so
-            // the file is indexed again.
-            "", "tsindex 1\nsize 1\nend\n", "tsindex 2\nsize 1\nend\n", "tsindex 4\nsize 1\nend\n",
-            "tsindex 3\nsize x\nend\n", "tsindex 3\nsize 1\n", "tsindex 3\nsize 1\nk 5 99999999999 0\nend\n",
-            "tsindex 3\nsize 1\nbogus\nend\n",
+            // Versions 1 to 3 (keyframe ticks that jump back at a time stamp reset; no packet runs; no parts) are
+            // refused, so the file is indexed again.
+            "", "tsindex 1\nsize 1\nend\n", "tsindex 2\nsize 1\nend\n", "tsindex 3\nsize 1\nend\n",
+            "tsindex 5\nsize 1\nend\n",
+            "tsindex 4\nsize x\nend\n", "tsindex 4\nsize 1\n", "tsindex 4\nsize 1\nk 5 99999999999 0\nend\n",
+            "tsindex 4\nsize 1\nbogus\nend\n",
             // Packet runs whose served offsets do not follow on, or overflow.
-            "tsindex 3\nsize 1\nrun 0 188 1 188\nend\n", "tsindex 3\nsize 1\nrun 0 0 2 188\nrun 400 188 1 188\nend\n",
-            "tsindex 3\nsize 1\nrun 0 0 18446744073709551615 188\nend\n", "tsindex 3\nsize 1\nrun 0 0 1\nend\n",
-            "tsindex 3\nsize 1\nrun 0 0 1 190\nend\n",
+            "tsindex 4\nsize 1\nrun 0 188 1 188\nend\n", "tsindex 4\nsize 1\nrun 0 0 2 188\nrun 400 188 1 188\nend\n",
+            "tsindex 4\nsize 1\nrun 0 0 18446744073709551615 188\nend\n", "tsindex 4\nsize 1\nrun 0 0 1\nend\n",
+            "tsindex 4\nsize 1\nrun 0 0 1 190\nend\n",
         ]
         for text in bad {
             #expect(throws: TSFileError.self, "\(text)") { _ = try TSIndex(serialized: Array(text.utf8)) }
