@@ -57,10 +57,11 @@ import Testing
         #expect(zip(ticks, ticks.dropFirst()).allSatisfy { $0 < $1 }, "\(ticks)")
         #expect(index.keyframePID(at: index.keyframes[2].offset) == 0x100)
         #expect(index.keyframePID(at: index.keyframes[3].offset) == 0x200)
-        // The parts tile the timeline, each 12 video frames long after its audio's start, and sum to the whole.
+        // The parts tile the timeline and sum to the whole: the first from its audio's start (7200 before its first
+        // picture) to its video's end, the second from its first picture (where it is placed) to its video's end.
         #expect(one.endTicks == two.startTicks && one.startTicks == 0)
         #expect(one.durationTicks == 7200 + 12 * 3600, "\(one)")
-        #expect(two.durationTicks == 7200 + 12 * 3600, "\(two)")
+        #expect(two.durationTicks == 12 * 3600, "\(two)")
         #expect(index.durationTicks == one.durationTicks + two.durationTicks, "\(index.durationTicks ?? -1)")
         // The sidecar keeps the parts.
         #expect(try TSIndex(serialized: index.serialized()) == index)
@@ -129,6 +130,56 @@ import Testing
             #expect(zip(index.parts, index.parts.dropFirst()).allSatisfy { $0.endTicks == $1.startTicks })
             #expect(try TSIndex(serialized: index.serialized()) == index)
         }
+    }
+
+    /// The fuzz target's inputs (Tests/Fuzz/Crashers/FuzzDemuxer, `seed-joined.ts` the start of one ffmpeg recording
+    /// and the start of another on program 2 and PIDs 0x200, 0x201; its first PAT repeats the continuity counter of the
+    /// first's and is dropped as a duplicate packet, so the part begins at its next PAT): their parts are the same drip-fed as in one shot, in
+    /// order and tiling the timeline, and remapping each onto the first writes whole packets.
+    @Test func fuzzInputsGiveOrderedParts() throws {
+        var sawJoined = false
+        for url in FuzzRegressionTests.inputs("FuzzDemuxer") {
+            let bytes = [UInt8](try Data(contentsOf: url))
+            var oneShot = TSIndexer()
+            bytes.withUnsafeBytes { oneShot.consume($0) }
+            oneShot.finish()
+            var chunked = TSIndexer()
+            var position = 0
+            while position < bytes.count {
+                let end = min(bytes.count, position + 1 + position % 997)
+                bytes[position..<end].withUnsafeBytes { chunked.consume($0) }
+                position = end
+            }
+            chunked.finish()
+            let index = oneShot.index(fileSize: UInt64(bytes.count), modificationTime: (0, 0))
+            let name = url.lastPathComponent
+            #expect(
+                index.parts == chunked.index(fileSize: UInt64(bytes.count), modificationTime: (0, 0)).parts, "\(name)")
+            #expect(zip(index.parts, index.parts.dropFirst()).allSatisfy { $0.endTicks == $1.startTicks }, "\(name)")
+            if name == "seed-joined.ts" {
+                sawJoined = true
+                #expect(
+                    index.parts.map(\.programNumber) == [1, 2]
+                        && (index.parts.last?.offset).map { $0 > 30 * 188 && $0 < 70 * 188 } == true, "\(index.parts)")
+            }
+            guard let first = index.parts.first else { continue }
+            for (number, part) in index.parts.enumerated() {
+                var output: [UInt8] = []
+                let written = bytes.withUnsafeBytes {
+                    PartRemapper(from: part, to: first, version: number).append(
+                        $0, packetSize: index.packetSize, syncOffset: index.layout.syncOffset, to: &output)
+                }
+                #expect(output.count == written * 188, "\(name)")
+                // The remapped part names program 1 and the first part's PIDs alone.
+                var offset = 0
+                while offset + 188 <= output.count {
+                    let pid = UInt16(output[offset + 1] & 0x1F) << 8 | UInt16(output[offset + 2])
+                    #expect(pid == 0 || pid == first.pmtPID || first.pids.contains(pid) || !part.pids.contains(pid))
+                    offset += 188
+                }
+            }
+        }
+        #expect(sawJoined)
     }
 
     /// A sidecar whose part lines are malformed is refused with a typed error naming the line.

@@ -1,7 +1,9 @@
 // Fuzzes the streaming demuxer: the input is demuxed in one shot and again in chunks whose sizes come from the
 // input's own bytes; both must give the same events, and nothing may trap. The index's packet runs (the served
 // 188-byte view of 188/192/204-byte packets) must be the same either way, follow on, and map every served byte to a
-// packet whose 188 bytes start with a sync byte; the bytes read as a sidecar index give a value or a typed error.
+// packet whose 188 bytes start with a sync byte; the parts of a joined recording are the same either way, in order
+// and tiling the timeline, and remapping each onto the first writes whole packets; the bytes read as a sidecar index
+// give a value or a typed error.
 import FuzzSupport
 import MPEGTS
 
@@ -58,10 +60,31 @@ func checkLayout(_ bytes: UnsafeRawBufferPointer) {
     }
     chunked.finish()
     let size = UInt64(bytes.count)
-    let layout = oneShot.index(fileSize: size, modificationTime: (0, 0)).layout
-    guard layout == chunked.index(fileSize: size, modificationTime: (0, 0)).layout else {
+    let index = oneShot.index(fileSize: size, modificationTime: (0, 0))
+    let layout = index.layout
+    let chunkedIndex = chunked.index(fileSize: size, modificationTime: (0, 0))
+    guard layout == chunkedIndex.layout else {
         print("chunked indexing gives other packet runs than one shot")
         abort()
+    }
+    // The parts of a joined recording: the same in chunks, in order, tiling the timeline; each later part remapped
+    // onto the first writes whole packets.
+    guard index.parts == chunkedIndex.parts,
+        zip(index.parts, index.parts.dropFirst()).allSatisfy({ $0.offset <= $1.offset && $0.endTicks == $1.startTicks })
+    else {
+        print("parts differ in chunks, or are out of order: \(index.parts)")
+        abort()
+    }
+    if let first = index.parts.first {
+        for (number, part) in index.parts.enumerated() {
+            var remapped: [UInt8] = []
+            let written = PartRemapper(from: part, to: first, version: number).append(
+                bytes, packetSize: layout.packetSize, syncOffset: layout.syncOffset, to: &remapped)
+            guard remapped.count == written * 188 else {
+                print("the part remapper wrote \(remapped.count) bytes for \(written) packets")
+                abort()
+            }
+        }
     }
     // A program filter over the input's packets never traps and writes whole packets.
     var filtered: [UInt8] = []
