@@ -167,6 +167,12 @@ extension TSAnalyzer {
         // The first part begins where the presentation does.
         result[0].startTicks = start
         result[0].endTicks = max(result[0].endTicks, start)
+        // Each part begins where the one before it ends, whatever damaged input made their ticks (a part with no
+        // time stamps, or time stamps before the presentation's start).
+        for index in result.indices.dropFirst() {
+            result[index].startTicks = result[index - 1].endTicks
+            result[index].endTicks = max(result[index].endTicks, result[index].startTicks)
+        }
         for index in result.indices {
             result[index].startTicks -= start
             result[index].endTicks -= start
