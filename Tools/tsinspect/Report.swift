@@ -72,6 +72,20 @@ struct Report {
         row("Duration:", durationSeconds.map { formatSeconds($0) + " s" } ?? "unknown")
         row("Bitrate:", bitrate.map { formatSeconds(Double($0) / 1_000_000) + " Mbit/s" } ?? "unknown")
         row("Tables:", tableNames.isEmpty ? "none" : tableNames.joined(separator: ", "))
+        let parts = analyzer.parts
+        if parts.count > 1 {
+            // A file of several recordings joined end to end: each on its own timeline.
+            row("Parts:", "\(parts.count) recordings joined end to end")
+            for (number, part) in parts.enumerated() {
+                let pids = part.pids.map(hexPID).joined(separator: ", ")
+                lines.append(
+                    "  part \(number + 1) at offset \(part.offset) (\(describe(part.cause))): program "
+                        + "\(part.programNumber), PMT PID \(hexPID(part.pmtPID)), PIDs \(pids), "
+                        + formatSeconds(part.duration) + " s from "
+                        + formatSeconds(Timestamp.seconds(ticks: part.startTicks))
+                        + " s")
+            }
+        }
         for number in analyzer.programs.keys.sorted() {
             guard let program = analyzer.programs[number] else { continue }
             lines.append("")
@@ -165,6 +179,15 @@ struct Report {
                 ("channels", .optional(summary.details?.channels)),
             ])
         }
+        let parts: [JSON] = analyzer.parts.map { part in
+            .object([
+                ("offset", .int(part.offset)), ("cause", .string(describe(part.cause))),
+                ("programNumber", .int(part.programNumber)), ("pmtPid", .int(part.pmtPID)),
+                ("pcrPid", .int(part.pcrPID)), ("streams", .array(part.pids.map { .int($0) })),
+                ("startSeconds", .double(Timestamp.seconds(ticks: part.startTicks))),
+                ("durationSeconds", .double(part.duration)),
+            ])
+        }
         let pids: [JSON] = demuxer.pidStatistics.map { pid in
             let isStream = analyzer.stream(pid: pid.pid) != nil
             return .object([
@@ -183,6 +206,7 @@ struct Report {
             ("bitrate", .optional(bitrate)),
             ("tables", .array(tableNames.map { .string($0) })),
             ("programs", .array(programs)),
+            ("parts", .array(parts)),
             ("streams", .array(streams)),
             ("pids", .array(pids)),
             ("scte35", .array(analyzer.scte35.map(scte35JSON))),
@@ -424,5 +448,14 @@ func writeFrameLine(_ frame: AudioFrameSplitter.Frame, pid: UInt16, json: Bool, 
             writer.put("\n")
         }
         out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: line[..<writer.count]))
+    }
+}
+
+/// How a part began, in the report's words.
+func describe(_ cause: RecordingPart.Cause) -> String {
+    switch cause {
+    case .start: "start"
+    case .timestampBreak: "time stamps break"
+    case .streamsChanged: "streams change"
     }
 }

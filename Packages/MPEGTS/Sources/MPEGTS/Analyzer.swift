@@ -30,6 +30,8 @@ public struct StreamSummary: Hashable, Sendable {
 
     var lastDecode: Timestamp?
     var lastDecodeTicks: Int64 = 0
+    /// Time stamp breaks seen on this stream (``TimelineBreak``).
+    var breaks = 0
 
     public init(pid: UInt16, programNumber: UInt16, stream: ElementaryStream) {
         self.pid = pid
@@ -101,7 +103,7 @@ public struct TSAnalyzer: Sendable {
     }
     /// The first PTS seen in the input, the zero of every `ticks` value.
     public private(set) var reference: Timestamp?
-    public private(set) var keyframePID: UInt16?
+    public internal(set) var keyframePID: UInt16?
     public private(set) var keyframes: [Keyframe] = []
     /// table_id values seen, with how many distinct sections of each (PAT/PMT count changes only).
     public private(set) var tables: [UInt8: Int] = [:]
@@ -113,8 +115,13 @@ public struct TSAnalyzer: Sendable {
     public private(set) var errorCount = 0
 
     /// The program whose first video (else audio) stream the keyframes are recorded for; nil: the first program
-    /// map table's.
-    public var keyframeProgram: UInt16?
+    /// map table's. Where a later PAT no longer lists it (a recording joined to another), the new PAT's first program
+    /// with video is followed (see ``parts``).
+    public var keyframeProgram: UInt16? {
+        get { tracker.requested }
+        set { tracker.requested = newValue }
+    }
+    var tracker = PartTracker()
 
     public init(recordKeyframes: Bool = true, recordSCTE35: Bool = true) {
         self.recordKeyframes = recordKeyframes
@@ -154,11 +161,12 @@ public struct TSAnalyzer: Sendable {
     /// Feeds one demuxer event.
     public mutating func consume(_ event: DemuxEvent) {
         switch event {
-        case .programAssociation(let table, _):
+        case .programAssociation(let table, let offset):
             programAssociation = table
+            tracker.note(table, offset: offset)
             tables[0x00, default: 0] += 1
             for entry in table.programs { pmtPIDs[entry.programNumber] = entry.pmtPID }
-        case .programMap(let table, let pid, _):
+        case .programMap(let table, let pid, let offset):
             tables[0x02, default: 0] += 1
             programs[table.programNumber] = table
             pmtPIDs[table.programNumber] = pid
@@ -180,6 +188,7 @@ public struct TSAnalyzer: Sendable {
                     table.streams.first { $0.codec.kind == .video }?.pid
                     ?? table.streams.first { $0.codec.kind == .audio }?.pid
             }
+            noteParts(table, pmtPID: pid, offset: offset)
         case .pes(let info):
             consume(pes: info)
         case .section(let section, let pid, let offset):
@@ -249,7 +258,26 @@ public struct TSAnalyzer: Sendable {
         let index = Int(indexByPID[Int(info.pid & 0x1FFF)])
         guard index >= 0 else { return }
         if reference == nil, let first = info.dts ?? info.pts { reference = first }
-        guard let reference, let ticks = orderedStreams[index].record(info, reference: reference) else { return }
+        guard var reference else { return }
+        var base: Int64 = 0
+        if !tracker.joining.isEmpty, tracker.joining.contains(info.pid), let pts = info.pts {
+            // The first time stamp of a stream that joined at a cut: placed after the part before, as far from the
+            // part's start as it lies from the part's first PTS (its first picture: where the part begins).
+            tracker.joining.remove(info.pid)
+            if tracker.partReference == nil { tracker.partReference = pts }
+            reference = tracker.partReference ?? pts
+            base = tracker.partBase
+        }
+        let isFollowed = info.pid == (recordKeyframes ? keyframePID : tracker.mainPID) && !tracker.parts.isEmpty
+        let endBefore = isFollowed ? partEnd() : 0
+        let breaksBefore = orderedStreams[index].breaks
+        guard let ticks = orderedStreams[index].record(info, reference: reference, base: base) else { return }
+        if isFollowed {
+            if orderedStreams[index].breaks != breaksBefore && tracker.followedPES > 0 {
+                cutPart(at: info.offset, cause: .timestampBreak, end: endBefore, table: nil, pmtPID: nil)
+            }
+            tracker.followedPES += 1
+        }
         if keyframes.isEmpty, recordKeyframes, let current = keyframePID, current != info.pid, info.isKeyframe {
             // A PID the PMT lists that never carries a packet is no keyframe stream: the first stream of the same
             // program and kind (a video, or audio where there is no video) that shows a keyframe takes its place.
@@ -270,18 +298,19 @@ public struct TSAnalyzer: Sendable {
 }
 
 extension StreamSummary {
-    /// How far decode time stamps may go back (1 ms) or jump forward (30 s) from one PES to the next before the
-    /// step counts as a time stamp reset rather than a step of the stream.
-    public static let resetBackTicks: Int64 = 90
-    public static let resetForwardTicks: Int64 = 30 * 90_000
+    /// How far decode time stamps may go back or jump forward from one PES to the next before the step counts as a
+    /// time stamp reset rather than a step of the stream: ``TimelineBreak``'s.
+    public static let resetBackTicks: Int64 = TimelineBreak.backTicks
+    public static let resetForwardTicks: Int64 = TimelineBreak.forwardTicks
 
-    /// Whether a step between consecutive decode time stamps of one stream is a reset.
+    /// Whether a step between consecutive decode time stamps of one stream is a reset (``TimelineBreak/isBreak(_:)``).
     public static func isReset(_ step: Int64) -> Bool {
-        step < -resetBackTicks || step > resetForwardTicks
+        TimelineBreak.isBreak(step)
     }
 
-    /// Counts a PES and extends the PTS range; returns the PES's PTS in ticks from `reference`.
-    mutating func record(_ info: PESInfo, reference: Timestamp) -> Int64? {
+    /// Counts a PES and extends the PTS range; returns the PES's PTS in ticks from `reference` (plus `base` for the
+    /// stream's first PES).
+    mutating func record(_ info: PESInfo, reference: Timestamp, base: Int64 = 0) -> Int64? {
         pesCount += 1
         if info.isKeyframe { keyframeCount += 1 }
         lastPESOffset = info.offset
@@ -294,12 +323,13 @@ extension StreamSummary {
             if Self.isReset(step) {
                 // A time stamp reset (a concatenation, a restarted encoder): the timeline runs on one step later.
                 decodeTicks = lastDecodeTicks + (lastStepTicks ?? 1)
+                breaks += 1
             } else {
                 decodeTicks = lastDecodeTicks + step
                 if step > 0 { lastStepTicks = step }
             }
         } else {
-            decodeTicks = reference.distance(to: decode)
+            decodeTicks = base + reference.distance(to: decode)
         }
         lastDecode = decode
         lastDecodeTicks = decodeTicks

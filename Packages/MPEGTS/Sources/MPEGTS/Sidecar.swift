@@ -5,9 +5,9 @@ extension TSIndex {
     public static func sidecarPath(for path: String) -> String { path + ".tsindex" }
 
     /// The index as a small line-oriented text document (version 4: keyframe ticks run on across time stamp resets,
-    /// the packet runs are kept, and the packets per PID of each keyframe span, one `n` line a span, as
-    /// `PID:count` pairs; an older sidecar, whose ticks may jump back at a reset and which has no runs or counts, is
-    /// refused and the file indexed again).
+    /// the packet runs, the recording's parts, and the packets per PID of each keyframe span are kept (one `n` line a
+    /// span, as `PID:count` pairs); an older sidecar, which may lack runs, parts or counts, is refused and the file
+    /// indexed again).
     public func serialized() -> [UInt8] {
         func optional(_ value: (some CustomStringConvertible)?) -> String { value.map { "\($0)" } ?? "-" }
         var lines = ["tsindex 4"]
@@ -29,6 +29,13 @@ extension TSIndex {
         }
         for run in packetRuns {
             lines.append("run \(run.fileOffset) \(run.servedOffset) \(run.packets) \(run.packetSize)")
+        }
+        for part in parts {
+            lines.append(
+                "part \(part.offset) \(part.cause.rawValue) \(part.programNumber) \(part.pmtPID) \(part.pcrPID) "
+                    + "\(optional(part.keyframePID)) \(part.startTicks) \(part.endTicks) "
+                    + (part.streams.isEmpty
+                        ? "-" : part.streams.map { "\($0.pid):\($0.streamType.rawValue)" }.joined(separator: ",")))
         }
         for keyframe in keyframes { lines.append("k \(keyframe.offset) \(keyframe.pts.value) \(keyframe.ticks)") }
         for span in spanPacketCounts {
@@ -59,6 +66,7 @@ extension TSIndex {
         var keyframes: [Keyframe] = []
         var runs: [PacketRun] = []
         var spans: [PIDPacketCounts] = []
+        var parts: [RecordingPart] = []
         var ended = false
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         for line in lines where !line.isEmpty {
@@ -133,6 +141,27 @@ extension TSIndex {
                     }
                 }
                 spans.append(PIDPacketCounts(pairs))
+            case "part":
+                guard fields.count == 10, let cause = RecordingPart.Cause(rawValue: try int(2)) else {
+                    throw fail("part line")
+                }
+                var partStreams: [RecordingPart.Stream] = []
+                if fields[9] != "-" {
+                    for entry in fields[9].split(separator: ",") {
+                        let pair = entry.split(separator: ":")
+                        guard pair.count == 2, let pid = UInt16(pair[0]), pid < 0x2000, let type = UInt8(pair[1])
+                        else { throw fail("part stream \(entry)") }
+                        partStreams.append(.init(pid: pid, streamType: StreamType(rawValue: type)))
+                    }
+                }
+                let part = RecordingPart(
+                    offset: try int(1), cause: cause, programNumber: try int(3), pmtPID: try int(4),
+                    pcrPID: try int(5), streams: partStreams, keyframePID: try optionalInt(6),
+                    startTicks: try int(7), endTicks: try int(8))
+                guard part.offset >= 0, parts.last.map({ $0.offset <= part.offset }) ?? true else {
+                    throw fail("parts out of order")
+                }
+                parts.append(part)
             case "end": ended = true
             default: throw fail("unknown record \(kind)")
             }
@@ -145,7 +174,7 @@ extension TSIndex {
             fileSize: size, modificationSeconds: seconds, modificationNanoseconds: nanoseconds,
             bytesIndexed: bytesIndexed, isComplete: complete, packetSize: packetSize, programs: programs,
             streams: streams, firstPTS: first, durationTicks: duration, keyframePID: keyframePID, keyframes: keyframes,
-            packetRuns: runs, spanPacketCounts: spans)
+            packetRuns: runs, spanPacketCounts: spans, parts: parts)
     }
 
     /// Loads the sidecar of `path` when it exists and matches the file's current size and modification time.

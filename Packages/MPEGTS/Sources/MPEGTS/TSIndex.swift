@@ -98,6 +98,20 @@ public struct TSIndex: Hashable, Sendable {
     /// known from them without reading it (``PIDPacketCounts/packets(keptBy:)``).
     public var spanPacketCounts: [PIDPacketCounts] = []
 
+    /// The recordings the file is made of (one for most files; see ``RecordingPart``), their ticks counted from
+    /// ``firstPTS`` as the keyframes' are. Empty when the followed program's PMT was not found.
+    public var parts: [RecordingPart] = []
+
+    /// The part that holds byte `offset` (the last that begins at or before it).
+    public func part(at offset: Int64) -> RecordingPart? {
+        parts.last { $0.offset <= offset } ?? parts.first
+    }
+
+    /// The stream the keyframe at byte `offset` is one of: its part's keyframe stream.
+    public func keyframePID(at offset: Int64) -> UInt16? {
+        part(at: offset)?.keyframePID ?? keyframePID
+    }
+
     /// How the file's packets look as plain 188-byte TS: the served view of ``packetRuns``.
     public var layout: PacketLayout { PacketLayout(packetSize: packetSize, runs: packetRuns) }
 
@@ -226,14 +240,26 @@ public struct TSIndexer: Sendable {
                 codec: summary.codec, pesCount: summary.pesCount, firstPTS: summary.firstPTS,
                 lastPTS: summary.lastPTS, durationTicks: summary.durationTicks)
         }
+        let layout = runs.layout(end: bytesIndexed)
+        // A part begins at the packet that holds its table's section (the demuxer names the section's own byte).
+        let parts = analyzer.parts.map { part in
+            var part = part
+            if let offset = UInt64(exactly: part.offset),
+                let run = layout.runs.last(where: { $0.fileOffset <= offset }), run.packetSize > 0
+            {
+                let start = run.fileOffset + (offset - run.fileOffset) / UInt64(run.packetSize) * UInt64(run.packetSize)
+                part.offset = Int64(exactly: start) ?? part.offset
+            }
+            return part
+        }
         return TSIndex(
             fileSize: fileSize, modificationSeconds: modificationTime.seconds,
             modificationNanoseconds: modificationTime.nanoseconds, bytesIndexed: bytesIndexed,
             isComplete: isFinished, packetSize: demuxer.packetSize?.length ?? 188, programs: programs,
             streams: streams, firstPTS: analyzer.firstPTS, durationTicks: analyzer.durationTicks,
             keyframePID: analyzer.keyframePID, keyframes: analyzer.keyframesFromStart,
-            packetRuns: runs.layout(end: bytesIndexed).runs,
-            spanPacketCounts: spans.spans(keyframes: analyzer.keyframes.count))
+            packetRuns: layout.runs, spanPacketCounts: spans.spans(keyframes: analyzer.keyframes.count),
+            parts: parts)
     }
 }
 
@@ -272,6 +298,29 @@ public struct TSProbe: Hashable, Sendable {
     public var durationTicks: Int64?
     /// Bytes read (head plus tail).
     public var bytesRead: UInt64
+    /// The main stream (the first video, else the first audio stream): where its time stamps begin, and where it
+    /// ends (its latest PTS plus its last frame or PES), so that a folder's files can be compared by
+    /// ``TimelineBreak``.
+    public var mainStream: StreamSpan?
+
+    /// Where one stream's time stamps begin and end.
+    public struct StreamSpan: Hashable, Sendable {
+        public var pid: UInt16
+        public var firstPTS: Timestamp
+        public var endPTS: Timestamp
+
+        public init(pid: UInt16, firstPTS: Timestamp, endPTS: Timestamp) {
+            self.pid = pid
+            self.firstPTS = firstPTS
+            self.endPTS = endPTS
+        }
+    }
+
+    /// The first video, else the first audio stream of `streams`.
+    static func main(_ streams: [StreamSummary]) -> StreamSummary? {
+        streams.first { $0.codec.kind == .video && $0.firstPTS != nil }
+            ?? streams.first { $0.codec.kind == .audio && $0.firstPTS != nil }
+    }
 
     public var duration: Double? { durationTicks.map { Timestamp.seconds(ticks: $0) } }
 
@@ -385,11 +434,16 @@ public struct TSProbe: Hashable, Sendable {
             }
             let starts = timed.compactMap(\.startTicks)
             let lastPTS = latest.values.reduce(nil as Timestamp?) { Self.later($0, $1) }
-            return TSProbe(
+            var result = TSProbe(
                 fileSize: size, packetSize: demuxer.packetSize?.length ?? 188,
                 programs: demuxer.programMaps.keys.sorted().compactMap { demuxer.programMaps[$0] },
                 firstPTS: analyzer.firstPTS, lastPTS: lastPTS,
                 durationTicks: headEnd.flatMap { end in starts.min().map { end - $0 } }, bytesRead: bytesRead)
+            if let main = main(timed), let first = main.firstPTS, let last = latest[main.pid] {
+                let step = lastAudio[main.pid].flatMap { $0.pts == last ? $0.ticks : nil } ?? main.lastStepTicks ?? 0
+                result.mainStream = StreamSpan(pid: main.pid, firstPTS: first, endPTS: last.advanced(by: step))
+            }
+            return result
         }
         // Small file (or no tables in the head): what follows the head, up to `tailBytes`, is read in order.
         let restLimit = min(size, position + tailLimit)
@@ -412,10 +466,15 @@ public struct TSProbe: Hashable, Sendable {
             }
         }
         let lastPTS = analyzer.orderedStreams.compactMap(\.lastPTS).reduce(nil as Timestamp?) { Self.later($0, $1) }
-        return TSProbe(
+        var result = TSProbe(
             fileSize: size, packetSize: demuxer.packetSize?.length ?? 188,
             programs: demuxer.programMaps.keys.sorted().compactMap { demuxer.programMaps[$0] },
             firstPTS: analyzer.firstPTS, lastPTS: lastPTS, durationTicks: analyzer.durationTicks, bytesRead: bytesRead)
+        if let main = main(analyzer.orderedStreams), let first = main.firstPTS, let last = main.lastPTS {
+            result.mainStream = StreamSpan(
+                pid: main.pid, firstPTS: first, endPTS: last.advanced(by: main.lastPESDuration))
+        }
+        return result
     }
 
     /// PES per audio/video stream read at each end before the probe stops early.

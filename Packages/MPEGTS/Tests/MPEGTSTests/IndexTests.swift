@@ -84,8 +84,8 @@ import Testing
         #expect(index.packetRuns.count == 2)
         #expect(index.spanPacketCounts.map { $0.pairs.map(\.count) } == [[1, 7]])
         let bad = [
-            // Versions 1 to 3 (keyframe ticks that jump back at a time stamp reset; no packet runs; no span counts)
-            // are refused, so the file is indexed again.
+            // Versions 1 to 3 (keyframe ticks that jump back at a time stamp reset; no packet runs; no parts; no span
+            // counts) are refused, so the file is indexed again.
             "", "tsindex 1\nsize 1\nend\n", "tsindex 2\nsize 1\nend\n", "tsindex 3\nsize 1\nend\n",
             "tsindex 5\nsize 1\nend\n",
             "tsindex 4\nsize x\nend\n", "tsindex 4\nsize 1\n", "tsindex 4\nsize 1\nk 5 99999999999 0\nend\n",

@@ -69,7 +69,7 @@ public final class TSFolderSession: PlaybackSource {
         } else {
             let tsFiles = names.filter { $0.lowercased().hasSuffix(".ts") }.sorted(by: NaturalOrder.less)
             guard !tsFiles.isEmpty else { throw PlaybackError(.emptySegments, path: folder, detail: "no .ts files") }
-            var previousEnd: Timestamp?
+            var previous: TSProbe?
             for file in tsFiles {
                 let path = folder + "/" + file
                 let probe: TSProbe
@@ -82,11 +82,19 @@ public final class TSFolderSession: PlaybackSource {
                     throw PlaybackError(.notTransportStream, path: path, detail: "no timestamps found")
                 }
                 var discontinuity = false
-                if let previousEnd, let first = probe.firstPTS {
-                    // Continuous when this file starts within a second of where the previous one ended.
-                    discontinuity = abs(previousEnd.distance(to: first)) > 90_000
+                if let previous {
+                    // The one rule for a file and a folder (TimelineBreak): the main stream's time stamps go back or
+                    // jump from where the previous file's ended; or the main stream is another PID (other tables).
+                    if let before = previous.mainStream, let after = probe.mainStream {
+                        discontinuity =
+                            before.pid != after.pid || TimelineBreak.isBreak(before.endPTS.distance(to: after.firstPTS))
+                    } else if let end = previous.firstPTS?.advanced(by: previous.durationTicks ?? 0),
+                        let first = probe.firstPTS
+                    {
+                        discontinuity = TimelineBreak.isBreak(end.distance(to: first))
+                    }
                 }
-                previousEnd = probe.lastPTS
+                previous = probe
                 segments.append(Segment(file: file, range: nil, duration: duration, discontinuity: discontinuity))
             }
         }

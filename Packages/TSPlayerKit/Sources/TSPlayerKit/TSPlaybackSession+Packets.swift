@@ -129,9 +129,47 @@ struct ServedPackets: AsyncSequence, Sendable {
 /// packets of that program alone with a PAT that names it alone (``ProgramFilter``), made on request from the
 /// index's packet runs.
 extension TSPlaybackSession {
-    /// Whether TS segments are filtered to ``program`` (a file of several programs served as TS).
+    /// Whether TS segments are made on request (`program/<n>.ts`): filtered to ``program`` (a file of several
+    /// programs served as TS), or a joined recording whose later parts are on other programs or PIDs, served on its
+    /// first part's (``remapsParts``).
     var filtersProgram: Bool {
-        program != nil && presentation == nil && givenSegments == nil
+        (program != nil || remapsParts) && presentation == nil && givenSegments == nil
+    }
+
+    /// Whether the index's parts are on different programs, PMT PIDs or stream PIDs, so that TS segments carry each
+    /// later part moved onto the first part's program and PIDs (``PartRemapper``).
+    var remapsParts: Bool {
+        guard givenSegments == nil, let parts = index?.parts, let first = parts.first else { return false }
+        return parts.dropFirst().contains {
+            $0.programNumber != first.programNumber || $0.pmtPID != first.pmtPID || $0.pids != first.pids
+        }
+    }
+
+    /// What a made segment's packets go through: the remapper of the part that holds `offset` (a joined recording
+    /// on several programs or PIDs), else the program's filter.
+    enum SegmentFilter {
+        case program(ProgramFilter)
+        case part(PartRemapper)
+
+        func append(_ packets: UnsafeRawBufferPointer, packetSize: Int, syncOffset: Int, to output: inout [UInt8])
+            -> Int
+        {
+            switch self {
+            case .program(let filter):
+                filter.append(packets, packetSize: packetSize, syncOffset: syncOffset, to: &output)
+            case .part(let remapper):
+                remapper.append(packets, packetSize: packetSize, syncOffset: syncOffset, to: &output)
+            }
+        }
+    }
+
+    /// The filter of the segment at file offset `offset`.
+    func segmentFilter(at offset: UInt64) -> SegmentFilter? {
+        if remapsParts, let index, let first = index.parts.first, let position = Int64(exactly: offset) {
+            let number = index.parts.lastIndex { $0.offset <= position } ?? 0
+            return .part(PartRemapper(from: index.parts[number], to: first, version: number))
+        }
+        return programFilter().map { .program($0) }
     }
 
     /// The filter for ``program``: its PMT PID from the index, its streams and PCR PID from the probe's PMT.
@@ -157,21 +195,31 @@ extension TSPlaybackSession {
             return .error(.notFound)
         }
         let planned = iFrame ? (iFrameSegments ?? []) : segments
-        guard number < planned.count, let filter = programFilter() else { return .error(.notFound) }
+        guard number < planned.count, let filter = segmentFilter(at: planned[number].offset) else {
+            return .error(.notFound)
+        }
         let layout = servedLayout()
         let range = Self.served(planned[number], layout: layout)
-        if !iFrame, let index, let packets = Self.filteredPackets(of: planned[number], in: index, keptBy: filter) {
+        if !iFrame, case .program(let programFilter) = filter, let index,
+            let packets = Self.filteredPackets(of: planned[number], in: index, keptBy: programFilter)
+        {
             let file = self.file
             return Self.rangedResponse(request, total: packets * 188) { wanted in
                 .stream(
                     .init(
                         length: wanted.length,
-                        FilteredPackets(file: file, layout: layout, served: range, filter: filter, range: wanted)))
+                        FilteredPackets(
+                            file: file, layout: layout, served: range, filter: programFilter, range: wanted)))
             }
         }
         var output: [UInt8] = []
         if iFrame {
-            guard let tables = programTables(filter, layout: layout) else { return .error(.notFound) }
+            let tables: [UInt8]?
+            switch filter {
+            case .program(let programFilter): tables = programTables(programFilter, layout: layout)
+            case .part(let remapper): tables = partTables(remapper, at: planned[number].offset, layout: layout)
+            }
+            guard let tables else { return .error(.notFound) }
             output = tables
         }
         output.reserveCapacity(output.count + Int(clamping: range.length / 2))
@@ -227,7 +275,8 @@ extension TSPlaybackSession {
     func servedSegmentSizes() -> (segments: [PlannedSegment], filtered: Bool) {
         let layout = servesFileAsIs ? nil : index?.layout
         let planned = segments
-        guard filtersProgram, let index, let filter = programFilter() else {
+        // Parts remapped onto the first keep their packets: their lengths are the byte ranges'.
+        guard filtersProgram, !remapsParts, let index, let filter = programFilter() else {
             return (planned.map { Self.served($0, layout: layout) }, false)
         }
         var allFiltered = true
@@ -239,6 +288,34 @@ extension TSPlaybackSession {
             return PlannedSegment(offset: segment.offset, length: packets * 188, duration: segment.duration)
         }
         return (sizes, allFiltered && !planned.isEmpty)
+    }
+
+    /// A PAT naming the target program and the first PMT packet of the part that holds file offset `offset`,
+    /// rewritten onto the target (looked for from the part's start, in its first 4 MiB), for I-frame segments.
+    func partTables(_ remapper: PartRemapper, at offset: UInt64, layout: PacketLayout) -> [UInt8]? {
+        guard let index, let position = Int64(exactly: offset),
+            let part = index.parts.last(where: { $0.offset <= position }),
+            let partStart = UInt64(exactly: part.offset)
+        else { return nil }
+        var served = layout.servedOffset(ofFileOffset: partStart)
+        let limit = Swift.min(layout.servedLength, served + (4 << 20))
+        while served < limit, let found = layout.locate(servedOffset: served) {
+            let packets = Int(Swift.min(found.packetsLeft, 1024))
+            let size = found.packetSize
+            guard let bytes = try? file.read(at: found.packetOffset, length: packets * size) else { return nil }
+            var start = size == 192 ? 4 : 0
+            while start + 188 <= bytes.count {
+                let pid = UInt16(bytes[start + 1] & 0x1F) << 8 | UInt16(bytes[start + 2])
+                if bytes[start] == 0x47, pid == part.pmtPID,
+                    let pmt = bytes.withUnsafeBytes({ remapper.rewrittenPMT($0, at: start) })
+                {
+                    return remapper.patPacket() + pmt
+                }
+                start += size
+            }
+            served += UInt64(packets * 188)
+        }
+        return nil
     }
 
     /// A PAT naming the program alone and the program's first PMT packet in the file (looked for in its first

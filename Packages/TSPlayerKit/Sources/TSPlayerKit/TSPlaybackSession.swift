@@ -298,7 +298,7 @@ public final class TSPlaybackSession: PlaybackSource {
     /// (capped at 8 MiB), reading only those bytes. Its duration runs to the next keyframe; the first one's from the
     /// presentation's start.
     private func measureIFrames(_ index: TSIndex) {
-        guard let pid = index.keyframePID, !index.keyframes.isEmpty else { return }
+        guard index.keyframePID != nil, !index.keyframes.isEmpty else { return }
         let packetSize = index.packetSize
         let chunk = 64 << 10
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk + 256, alignment: 64)
@@ -306,7 +306,9 @@ public final class TSPlaybackSession: PlaybackSource {
         var result: [PlannedSegment] = []
         let end = Self.presentationEndTicks(index) ?? 0
         for (number, keyframe) in index.keyframes.enumerated() {
-            guard !Task.isCancelled, let start = UInt64(exactly: keyframe.offset) else { return }
+            guard !Task.isCancelled, let start = UInt64(exactly: keyframe.offset),
+                let pid = index.keyframePID(at: keyframe.offset)
+            else { return }
             let nextTicks = number + 1 < index.keyframes.count ? index.keyframes[number + 1].ticks : end
             // The first runs from the presentation's start, as the first media segment does, so that the two
             // playlists' times agree (at a reset, too).
@@ -369,20 +371,20 @@ public final class TSPlaybackSession: PlaybackSource {
         var builder = MediaPlaylistBuilder(kind: .vod)
         builder.iFramesOnly = true
         builder.independentSegments = true
-        let resets = discontinuities
+        let marks = Self.iFrameDiscontinuities(frames, resets: discontinuities)
         let layout = servesFileAsIs ? nil : index?.layout
         let filters = filtersProgram
         builder.segments = frames.enumerated().map { number, frame in
             if filters {
                 return MediaPlaylistBuilder.Segment(
                     uri: "program-iframe/\(number).ts", duration: frame.duration,
-                    discontinuity: resets.contains(frame.offset))
+                    discontinuity: marks.contains(frame.offset))
             }
             let served = Self.served(frame, layout: layout)
             return MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: frame.duration,
                 byteRange: HLSPlaylist.ByteRange(length: served.length, offset: served.offset),
-                discontinuity: resets.contains(frame.offset))
+                discontinuity: marks.contains(frame.offset))
         }
         return builder.build().text
     }
@@ -413,6 +415,7 @@ public final class TSPlaybackSession: PlaybackSource {
             return SegmentPlanner.Cut(offset: offset, ticks: keyframe.ticks)
         }
         let resets = Set(Self.resetOffsets(index))
+        let starts = Self.partStarts(index)
         let size = index.isComplete ? index.fileSize : index.bytesIndexed
         // Each range between resets is planned on its own, from its first keyframe.
         var result: [PlannedSegment] = []
@@ -426,10 +429,12 @@ public final class TSPlaybackSession: PlaybackSource {
             result += planned.map { .init(offset: $0.offset + start.offset, length: $0.length, duration: $0.duration) }
         }
         for cut in cuts where cut.offset < size {
-            if resets.contains(cut.offset), cut.offset > start.offset, cut.ticks > start.ticks {
-                plan(to: cut.offset, endTicks: cut.ticks)
-                start = cut
-                inside = []
+            // A range after a change of streams starts at the tables that announce them (its PAT and PMT).
+            let rangeStart = starts[cut.offset] ?? cut.offset
+            if resets.contains(rangeStart), rangeStart > start.offset, cut.ticks > start.ticks {
+                plan(to: rangeStart, endTicks: cut.ticks)
+                start = SegmentPlanner.Cut(offset: rangeStart, ticks: cut.ticks)
+                inside = rangeStart < cut.offset ? [cut] : []
             } else {
                 inside.append(cut)
             }
@@ -446,17 +451,12 @@ public final class TSPlaybackSession: PlaybackSource {
         return currentPlan()?.resets ?? []
     }
 
-    static func resetOffsets(_ index: TSIndex) -> [UInt64] {
-        zip(index.keyframes, index.keyframes.dropFirst()).compactMap { previous, keyframe in
-            previous.pts.distance(to: keyframe.pts) == keyframe.ticks - previous.ticks
-                ? nil : UInt64(exactly: keyframe.offset)
-        }
-    }
-
     /// Where the presentation ends, in ticks from its start. With video, the video's end (its latest PTS plus one
     /// frame) is exact; an audio PES often carries several frames, so its last step overstates the audio's end.
     /// Without video, the index's own end.
     static func presentationEndTicks(_ index: TSIndex) -> Int64? {
+        // A file of several recordings ends where its last part does (the parts tile the timeline).
+        if index.parts.count > 1, let last = index.parts.last { return last.endTicks }
         let keyframeVideo = index.streams.first { $0.pid == index.keyframePID && $0.codec.kind == .video }
         guard let start = index.firstPTS,
             let video = keyframeVideo.flatMap({ $0.durationTicks == nil ? nil : $0 })
@@ -503,8 +503,12 @@ public final class TSPlaybackSession: PlaybackSource {
         // The whole file's rate, before any segment is known; a program's filtered sizes are the measure.
         let fallback = filtered ? 0 : probe.duration.map { $0 > 0 ? Double(probe.fileSize * 8) / $0 : 0 } ?? 0
         let bandwidth = UInt64(max(peak, fallback, 1).rounded(.up))
-        let codecs = codecDetails.compactMap(\.codecString)
-        let video = codecDetails.first { $0.width != nil }
+        // Each codec once (a file of several recordings may repeat them), the largest picture.
+        var codecs: [String] = []
+        for codec in codecDetails.compactMap(\.codecString) where !codecs.contains(codec) { codecs.append(codec) }
+        let video = codecDetails.filter { $0.width != nil }.max {
+            ($0.width ?? 0) * ($0.height ?? 0) < ($1.width ?? 0) * ($1.height ?? 0)
+        }
         var resolution: Resolution?
         if let width = video?.width, let height = video?.height, width > 0, height > 0 {
             resolution = Resolution(width: UInt64(width), height: UInt64(height))

@@ -2,8 +2,9 @@
 // input's own bytes; both must give the same events, and nothing may trap. The index's packet runs (the served
 // 188-byte view of 188/192/204-byte packets) must be the same either way, follow on, and map every served byte to a
 // packet whose 188 bytes start with a sync byte; the packets per PID per keyframe span are the same either way and
-// add up to what a program filter keeps from the runs; the bytes read as a sidecar index give a value or a typed
-// error.
+// add up to what a program filter keeps from the runs; the parts of a joined recording are the same either way,
+// in order and tiling the timeline, and remapping each onto the first writes whole packets; the bytes read as a
+// sidecar index give a value or a typed error.
 import FuzzSupport
 import MPEGTS
 
@@ -89,6 +90,25 @@ func checkLayout(_ bytes: UnsafeRawBufferPointer) {
         guard counted == UInt64(keptByRuns) else {
             print("the span counts give \(counted) filtered packets, the runs \(keptByRuns)")
             abort()
+        }
+    }
+    // The parts of a joined recording: the same in chunks, in order, tiling the timeline; each later part remapped
+    // onto the first writes whole packets.
+    guard index.parts == chunkedIndex.parts,
+        zip(index.parts, index.parts.dropFirst()).allSatisfy({ $0.offset <= $1.offset && $0.endTicks == $1.startTicks })
+    else {
+        print("parts differ in chunks, or are out of order: \(index.parts)")
+        abort()
+    }
+    if let first = index.parts.first {
+        for (number, part) in index.parts.enumerated() {
+            var remapped: [UInt8] = []
+            let written = PartRemapper(from: part, to: first, version: number).append(
+                bytes, packetSize: layout.packetSize, syncOffset: layout.syncOffset, to: &remapped)
+            guard remapped.count == written * 188 else {
+                print("the part remapper wrote \(remapped.count) bytes for \(written) packets")
+                abort()
+            }
         }
     }
     // A program filter over the input's packets never traps and writes whole packets.
