@@ -220,27 +220,37 @@ public struct ProgramFilter: Sendable {
     public func append(
         _ packets: UnsafeRawBufferPointer, packetSize: Int, syncOffset: Int, to output: inout [UInt8]
     ) -> Int {
-        guard packetSize >= 188, syncOffset >= 0, syncOffset + 188 <= packetSize else { return 0 }
         var appended = 0
-        var position = 0
-        while position + packetSize <= packets.count {
-            let start = position + syncOffset
-            position += packetSize
-            guard packets[start] == 0x47 else { continue }
-            let pid = Int(packets[start + 1] & 0x1F) << 8 | Int(packets[start + 2])
+        forEachSyncedPacket(packets, packetSize: packetSize, syncOffset: syncOffset) { start, pid in
             if pid == 0 {
-                guard packets[start + 1] & 0x40 != 0 else { continue }
+                guard packets[start + 1] & 0x40 != 0 else { return }
                 output.append(0x47)
                 output.append(0x40)
                 output.append(0x00)
                 output.append(0x10 | (packets[start + 3] & 0x0F))
                 output.append(contentsOf: patPayload)
                 appended += 1
-            } else if keep[pid] {
+            } else if keep[Int(pid)] {
                 output.append(contentsOf: UnsafeRawBufferPointer(rebasing: packets[start..<(start + 188)]))
                 appended += 1
             }
         }
         return appended
+    }
+}
+
+/// Calls `body` with the offset and PID of each whole packet in `packets` (each `packetSize` bytes, its 188 bytes at
+/// `syncOffset`) that begins with a sync byte; nothing when the sizes do not describe a TS packet.
+@inline(__always)
+func forEachSyncedPacket(
+    _ packets: UnsafeRawBufferPointer, packetSize: Int, syncOffset: Int, _ body: (_ start: Int, _ pid: UInt16) -> Void
+) {
+    guard packetSize >= 188, syncOffset >= 0, syncOffset + 188 <= packetSize else { return }
+    var position = 0
+    while position + packetSize <= packets.count {
+        let start = position + syncOffset
+        position += packetSize
+        guard packets[start] == 0x47 else { continue }
+        body(start, UInt16(packets[start + 1] & 0x1F) << 8 | UInt16(packets[start + 2]))
     }
 }

@@ -104,20 +104,14 @@ public struct PartRemapper: Sendable {
     public func append(
         _ packets: UnsafeRawBufferPointer, packetSize: Int, syncOffset: Int, to output: inout [UInt8]
     ) -> Int {
-        guard packetSize >= 188, syncOffset >= 0, syncOffset + 188 <= packetSize else { return 0 }
         var appended = 0
-        var position = 0
-        while position + packetSize <= packets.count {
-            let start = position + syncOffset
-            position += packetSize
-            guard packets[start] == 0x47 else { continue }
-            let pid = UInt16(packets[start + 1] & 0x1F) << 8 | UInt16(packets[start + 2])
+        forEachSyncedPacket(packets, packetSize: packetSize, syncOffset: syncOffset) { start, pid in
             if pid == 0 {
-                guard packets[start + 1] & 0x40 != 0 else { continue }
+                guard packets[start + 1] & 0x40 != 0 else { return }
                 output += filter.patPacket(continuityCounter: packets[start + 3] & 0x0F)
                 appended += 1
             } else if pid == sourcePMTPID {
-                guard let packet = rewrittenPMT(packets, at: start) else { continue }
+                guard let packet = rewrittenPMT(packets, at: start) else { return }
                 output += packet
                 appended += 1
             } else if let mapped = target(of: pid) {
