@@ -130,7 +130,9 @@ import Testing
     /// Served as fragmented MP4 (`--container fmp4`): the second part, on other PIDs, goes on in the first part's
     /// tracks. One discontinuity in each playlist at the cut, a second init segment for the video there (H.264 Main
     /// after High) and one for the audio (the same AAC), CODECS naming each codec once, the declared duration the
-    /// parts'; ffmpeg decodes the served HLS to both parts' frames and samples; every playlist lints clean.
+    /// parts'; ffmpeg decodes the served HLS to both parts' frames and samples, and each init segment with its
+    /// segments to its part's frames; the segment at 5.5 s is the second part's; every playlist lints clean;
+    /// GStreamer plays it to the end.
     @Test func servedAsOnePresentationInFragmentedMP4() throws {
         let file = try #require(Self.joined)
         let server = try ServerProcess(arguments: [file.path, "--segment-duration", "1", "--container", "fmp4", "-v"])
@@ -173,9 +175,41 @@ import Testing
             #expect(Array(served.prefix(first.count)) == first)
             #expect(Array(served.suffix(second.count - 1)) == Array(second.dropFirst()))
         }
+        // A player that follows EXT-X-MAP: each init segment with its segments decodes to its own part's frames, and
+        // the segment the playlist's durations put 5.5 s in, after the second init segment, to the second part's.
+        let byInit = try FragmentedConfigurationTests().filesByInitSegment(base, "video.m3u8", label: "joined-fmp4")
+        #expect(byInit.count == 2)
+        for (file, part) in zip(byInit, ["a", "b"]) {
+            #expect(try check.frameHashes(file.path, "v:0") == check.frameHashes(Self.part(part), "v:0"), "\(part)")
+        }
+        var elapsed = 0.0
+        var sought: (map: String, segment: String)?
+        var map = ""
+        var length = 0.0
+        for line in media.split(separator: "\n").map(String.init) {
+            if line.hasPrefix("#EXT-X-MAP:URI=\"") {
+                map = String(line.dropFirst("#EXT-X-MAP:URI=\"".count).prefix { $0 != "\"" })
+            } else if line.hasPrefix("#EXTINF:") {
+                length = Double(line.dropFirst("#EXTINF:".count).prefix { $0 != "," }) ?? 0
+            } else if !line.hasPrefix("#") {
+                if elapsed <= 5.5 && 5.5 < elapsed + length { sought = (map, line) }
+                elapsed += length
+            }
+        }
+        let target = try #require(sought)
+        #expect(target.map == "video-init-1.mp4", "\(target)")
+        let soughtFile = PlaybackFixtures.folder.appendingPathComponent("joined-fmp4-sought.mp4")
+        try (fetchBytes(base + target.map) + fetchBytes(base + target.segment)).write(to: soughtFile)
+        let pictures = try check.frameHashes(soughtFile.path, "v:0")
+        let secondPictures = try check.frameHashes(Self.part("b"), "v:0")
+        #expect(!pictures.isEmpty && pictures.allSatisfy { secondPictures.contains($0) }, "\(target)")
         for url in [master, base + "video.m3u8", base + "audio-257.m3u8", base + "iframes.m3u8"] {
             try check.lint(url)
         }
+        let played = try gstreamerPlayback(master)
+        #expect(played.status == 0, "\(played.log)")
+        #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
+        #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
     }
 
     /// HEVC joined (served as fragmented MP4 by `auto`): one discontinuity in each playlist, CODECS naming each codec
