@@ -27,8 +27,22 @@ public struct TSProgramLayout: Sendable {
         throws(FragmentedMP4Error)
     {
         // A head that holds the start of a second recording joined on (a file smaller than the head read) is cut
-        // there: the layout is the first recording's, whose tables the demuxer would otherwise have replaced.
-        let head = Array(head.prefix(Self.firstRecordingLength(head)))
+        // there: the layout is the first recording's, whose tables the demuxer would otherwise have replaced. When
+        // the bytes before the cut do not make a layout (tables that change before the first keyframe), all of them.
+        let cut = Self.firstRecordingLength(head)
+        if cut < head.count,
+            let layout = try? TSProgramLayout(
+                whole: Array(head.prefix(cut)), pids: pids, leavingOut: leavingOut, program: program)
+        {
+            self = layout
+            return
+        }
+        try self.init(whole: head, pids: pids, leavingOut: leavingOut, program: program)
+    }
+
+    private init(whole head: [UInt8], pids: Set<UInt16>?, leavingOut: Set<UInt16>, program: UInt16?)
+        throws(FragmentedMP4Error)
+    {
         var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
         head.withUnsafeBytes { demuxer.feed($0) { _ in } }
         demuxer.finish { _ in }
@@ -79,10 +93,13 @@ public struct TSProgramLayout: Sendable {
         var programs: [[UInt16]]?
         var maps: [UInt16: [[UInt16]]] = [:]
         var cut: Int64?
+        var packets: (size: Int64, start: Int64) = (188, 0)
         head.withUnsafeBytes { raw in
             demuxer.feed(raw) { event in
                 guard cut == nil else { return }
                 switch event {
+                case .synchronized(let size, let offset):
+                    packets = (Int64(size.length), offset)
                 case .programAssociation(let table, let offset):
                     let seen = table.programs.map { [$0.programNumber, $0.pmtPID] }
                     if let programs, programs != seen { cut = offset } else { programs = seen }
@@ -94,7 +111,10 @@ public struct TSProgramLayout: Sendable {
                 }
             }
         }
-        guard let cut, let length = Int(exactly: cut), length > 0 else { return head.count }
+        // The table's offset is its section's: the cut is at the start of the packet that holds it.
+        guard let cut, cut >= packets.start, packets.size > 0,
+            let length = Int(exactly: packets.start + (cut - packets.start) / packets.size * packets.size), length > 0
+        else { return head.count }
         return min(length, head.count)
     }
 
