@@ -77,16 +77,31 @@ struct HostileOriginClientTests {
         let client = Self.client(deadline: 30, perHost: 1)
         // The holder takes the host's one slot before the second request starts, so the second is the one queued
         // (started together, either could take the slot, and cancelling the one under way lets the other in).
-        let holder = Task { try await client.send(HTTPClientRequest(url: silent.url("/silent/1.ts"))) }
-        for _ in 0..<100 where client.requestCounts(to: silent.url("/")) != (1, 0) || silent.requests("silent") != 1 {
+        let holderEnded = Locked<String?>(nil)
+        let holder = Task {
+            do {
+                _ = try await client.send(HTTPClientRequest(url: silent.url("/silent/1.ts")))
+                holderEnded.withLock { $0 = "answered" }
+            } catch {
+                holderEnded.withLock { $0 = "\(error)" }
+                throw error
+            }
+        }
+        // Up to 10 s each wait: in a full run the machine may be slow to schedule the exchange.
+        for _ in 0..<500 where client.requestCounts(to: silent.url("/")) != (1, 0) || silent.requests("silent") != 1 {
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(client.requestCounts(to: silent.url("/")) == (1, 0) && silent.requests("silent") == 1)
+        #expect(
+            client.requestCounts(to: silent.url("/")) == (1, 0) && silent.requests("silent") == 1,
+            "counts \(client.requestCounts(to: silent.url("/"))), requests \(silent.requests("silent")), holder ended: \(holderEnded.withLock { $0 } ?? "no")"
+        )
         let queued = Task { try await client.send(HTTPClientRequest(url: silent.url("/silent/2.ts"))) }
-        for _ in 0..<100 where client.requestCounts(to: silent.url("/")) != (1, 1) {
+        for _ in 0..<500 where client.requestCounts(to: silent.url("/")) != (1, 1) {
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(client.requestCounts(to: silent.url("/")) == (1, 1))
+        #expect(
+            client.requestCounts(to: silent.url("/")) == (1, 1),
+            "counts \(client.requestCounts(to: silent.url("/"))), holder ended: \(holderEnded.withLock { $0 } ?? "no")")
         let start = ContinuousClock.now
         queued.cancel()
         await #expect(throws: CancellationError.self) { _ = try await queued.value }
