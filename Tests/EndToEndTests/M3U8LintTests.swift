@@ -607,8 +607,7 @@ final class ScriptedOrigin: Sendable {
     static func unusedPort() -> UInt16 { LoopbackTCP.unusedPort() }
 
     deinit {
-        _ = shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        LoopbackTCP.stopServing(listener)
         for fd in held.withLock({ $0 }) { close(fd) }
     }
 }

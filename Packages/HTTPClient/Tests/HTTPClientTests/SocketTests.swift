@@ -73,8 +73,7 @@ final class RawOrigin: Sendable {
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
     deinit {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        LoopbackTCP.stopServing(listener)
     }
 }
 

@@ -40,12 +40,8 @@ public final class HostileOrigin: Sendable {
         LoopbackTCP.serveConnections(on: fd) { [self] client in
             open.withLock { $0.append(client) }
             serve(client)
-            let still = open.withLock { list -> Bool in
-                guard let index = list.firstIndex(of: client) else { return false }
-                list.remove(at: index)
-                return true
-            }
-            if still { close(client) }
+            open.withLock { list in list.removeAll { $0 == client } }
+            close(client)
         }
     }
 
@@ -58,7 +54,8 @@ public final class HostileOrigin: Sendable {
     /// Requests received whose path starts with `/<kind>/` (`silent`, `trickle`, …; `other` for the rest).
     public func requests(_ kind: String) -> Int { counts.withLock { $0[kind] ?? 0 } }
 
-    /// Closes the listener and every connection.
+    /// Stops accepting and shuts every connection down. Each descriptor is closed by the thread that uses it, once
+    /// it returns, so that no thread of this origin reads or writes a number the system has handed to another socket.
     public func stop() {
         guard
             stopped.withLock({ s -> Bool in
@@ -66,14 +63,9 @@ public final class HostileOrigin: Sendable {
                 return !s
             })
         else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for fd in open.withLock({ list -> [Int32] in
-            defer { list = [] }
-            return list
-        }) {
-            shutdown(fd, Int32(SHUT_RDWR))
-            close(fd)
+        LoopbackTCP.stopServing(listener)
+        open.withLock { list in
+            for fd in list { shutdown(fd, Int32(SHUT_RDWR)) }
         }
     }
 

@@ -103,18 +103,30 @@ public enum LoopbackTCP {
         return localPort(fd)
     }
 
-    /// Accepts connections on the listening socket `fd` on a thread of its own until accepting fails (the socket
-    /// was shut down or closed), and hands each one, with SIGPIPE off, to `serve` on a new thread: the loop of the
-    /// tests' raw origins.
+    /// Accepts connections on the listening socket `fd` on a thread of its own until accepting fails, and hands each
+    /// one, with SIGPIPE off, to `serve` on a new thread: the loop of the tests' raw origins. The thread owns `fd`:
+    /// stop it with ``stopServing(_:)``, never by closing `fd`, which the thread closes once `accept` fails. (Closed
+    /// by its owner while the thread was between two `accept` calls, the number went to the next test's listener,
+    /// and this thread accepted that listener's connections and closed them: a request of another test ended at once.)
     public static func serveConnections(on fd: Int32, _ serve: @escaping @Sendable (Int32) -> Void) {
         Thread.detachNewThread {
             while true {
                 let client = accept(fd, nil, nil)
-                if client < 0 { return }
+                if client < 0 {
+                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    close(fd)
+                    return
+                }
                 noSigPipe(client)
                 Thread.detachNewThread { serve(client) }
             }
         }
+    }
+
+    /// Stops the loop of ``serveConnections(on:_:)`` on `fd`: shuts the listener down, so that `accept` fails at once
+    /// (now or at its next call) and the loop closes it.
+    public static func stopServing(_ fd: Int32) {
+        _ = shutdown(fd, Int32(SHUT_RDWR))
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.

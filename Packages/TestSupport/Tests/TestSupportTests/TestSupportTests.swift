@@ -163,3 +163,32 @@ import Testing
         #expect(quick.status == 0)
     }
 }
+
+@Suite struct ServeConnectionsTests {
+    @Test("a stopped raw origin's accepting thread closes its listener itself and accepts nothing more")
+    func stoppingLeavesTheListenerToItsThread() async throws {
+        let listener = LoopbackTCP.listener()
+        try #require(listener >= 0)
+        let port = LoopbackTCP.localPort(listener)
+        let served = Locked(0)
+        LoopbackTCP.serveConnections(on: listener) { client in
+            served.withLock { $0 += 1 }
+            close(client)
+        }
+        #expect(LoopbackTCP.accepts(port))
+        for _ in 0..<100 where served.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(served.withLock { $0 } == 1)
+        LoopbackTCP.stopServing(listener)
+        // The descriptor is closed by the thread once accept fails, not by the caller.
+        var closed = false
+        for _ in 0..<100 {
+            if fcntl(listener, F_GETFD) == -1 && errno == EBADF {
+                closed = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(closed)
+        #expect(!LoopbackTCP.accepts(port))
+    }
+}
