@@ -252,14 +252,19 @@ public struct TSIndexer: Sendable {
             }
             return part
         }
+        // Span counts follow one keyframe stream through the file: a file of several parts (whose keyframe stream may
+        // change at a cut, in the middle of a chunk) has none, and its segments are filtered as they are read.
+        let keyframes = analyzer.keyframesFromStart
+        let spanCounts =
+            parts.count <= 1 && keyframes.count == analyzer.keyframes.count
+            ? spans.spans(keyframes: keyframes.count) : []
         return TSIndex(
             fileSize: fileSize, modificationSeconds: modificationTime.seconds,
             modificationNanoseconds: modificationTime.nanoseconds, bytesIndexed: bytesIndexed,
             isComplete: isFinished, packetSize: demuxer.packetSize?.length ?? 188, programs: programs,
             streams: streams, firstPTS: analyzer.firstPTS, durationTicks: analyzer.durationTicks,
-            keyframePID: analyzer.keyframePID, keyframes: analyzer.keyframesFromStart,
-            packetRuns: layout.runs, spanPacketCounts: spans.spans(keyframes: analyzer.keyframes.count),
-            parts: parts)
+            keyframePID: analyzer.keyframePID, keyframes: keyframes, packetRuns: layout.runs,
+            spanPacketCounts: spanCounts, parts: parts)
     }
 }
 
