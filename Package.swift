@@ -65,11 +65,25 @@ let modules: [Module] = [
         name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"],
         testDependencies: ["HTTPClient", "TestSupport"]),
     Module(
-        name: "TSPlayerKit",
+        name: "TSPlayback",
+        dependencies: ["FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP"],
+        testDependencies: ["TestSupport"]
+    ),
+    Module(
+        name: "HLSProxy",
         dependencies: [
-            "FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP", "HLSAdFilter", "HLSDownload",
-            "HTTPClient",
+            "FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HLSAdFilter", "HTTPClient", "LoopbackHTTP",
         ],
+        testDependencies: ["TestSupport"]
+    ),
+    // The caching proxy fetches through HLSProxy's RemotePlaylistFetcher (retries, caps, the upstream policy).
+    Module(
+        name: "MediaCache", dependencies: ["FileRange", "HTTPClient", "LoopbackHTTP", "HLSProxy"],
+        testDependencies: ["TestSupport"]),
+    // The umbrella: re-exports of the modules an app needs, the seed library's API and the Apple glue.
+    Module(
+        name: "TSPlayerKit",
+        dependencies: ["FileRange", "LoopbackHTTP", "TSPlayback", "HLSProxy", "MediaCache", "HLSDownload"],
         testDependencies: ["HTTPClient", "TestSupport"]
     ),
 ]
@@ -130,8 +144,8 @@ targets.append(
     .executableTarget(
         name: "tsplayer",
         dependencies: [
-            "TSPlayerKit", "LoopbackHTTP", "MPEGTS", "HLSDownload", "HLSPlaylist", "HTTPClient", "FileRange",
-            "FragmentedMP4", "CLIToolkit",
+            "TSPlayerKit", "TSPlayback", "HLSProxy", "MediaCache", "LoopbackHTTP", "MPEGTS", "HLSDownload",
+            "HLSPlaylist", "HTTPClient", "FileRange", "FragmentedMP4", "CLIToolkit",
         ],
         path: "Tools/tsplayer",
         resources: [.copy("Resources/sample.ts")],
@@ -141,7 +155,7 @@ targets.append(
 targets.append(
     .testTarget(
         name: "EndToEndTests",
-        dependencies: ["TSPlayerKit", "LoopbackHTTP", "FragmentedMP4", "TestSupport"],
+        dependencies: ["TSPlayerKit", "TSPlayback", "LoopbackHTTP", "FragmentedMP4", "TestSupport"],
         path: "Tests/EndToEndTests",
         swiftSettings: swiftSettings
     )

@@ -45,7 +45,8 @@ if [[ -n "$foundation_users" ]]; then
     echo "check-linkage: only HTTPClient's URLSessionBackend.swift may import Foundation in the HTTP stack: $(echo $foundation_users)" >&2
     fail=1
 fi
-session_users="$(grep -rnw 'URLSession' Packages/HLSDownload/Sources Packages/TSPlayerKit/Sources Tools/m3u8lint \
+session_users="$(grep -rnw 'URLSession' Packages/HLSDownload/Sources Packages/TSPlayback/Sources Packages/HLSProxy/Sources \
+    Packages/MediaCache/Sources Packages/TSPlayerKit/Sources Tools/m3u8lint \
     | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' | cut -d: -f1 | sort -u || true)"
 if [[ -n "$session_users" ]]; then
     echo "check-linkage: URLSession belongs to HTTPClient only: $(echo $session_users)" >&2

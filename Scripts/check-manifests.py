@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit", "TestSupport"]
+PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayback", "HLSProxy", "MediaCache", "TSPlayerKit", "TestSupport"]
 # Test-only packages: any package may use them in its test targets, and no library or tool target may depend on them.
 TEST_ONLY = {"TestSupport"}
 # The dependency DAG: each package may depend on these siblings and nothing else.
@@ -27,7 +27,10 @@ DAG = {
     "HTTPClient": {"HTTPWire", "FileRange"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
     "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
-    "TSPlayerKit": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
+    "TSPlayback": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP"},
+    "HLSProxy": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HLSAdFilter", "HTTPClient", "LoopbackHTTP"},
+    "MediaCache": {"FileRange", "HTTPClient", "LoopbackHTTP", "HLSProxy"},
+    "TSPlayerKit": {"FileRange", "HTTPClient", "LoopbackHTTP", "TSPlayback", "HLSProxy", "MediaCache", "HLSDownload"},
     "TestSupport": set(),
 }
 

@@ -16,11 +16,10 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "../FileRange"),
-        .package(path: "../MPEGTS"),
-        .package(path: "../FragmentedMP4"),
-        .package(path: "../HLSPlaylist"),
         .package(path: "../LoopbackHTTP"),
-        .package(path: "../HLSAdFilter"),
+        .package(path: "../TSPlayback"),
+        .package(path: "../HLSProxy"),
+        .package(path: "../MediaCache"),
         .package(path: "../HLSDownload"),
         .package(path: "../HTTPClient"),
         .package(path: "../TestSupport"),
@@ -30,20 +29,19 @@ let package = Package(
             name: "TSPlayerKit",
             dependencies: [
                 .product(name: "FileRange", package: "FileRange"),
-                .product(name: "MPEGTS", package: "MPEGTS"),
-                .product(name: "FragmentedMP4", package: "FragmentedMP4"),
-                .product(name: "HLSPlaylist", package: "HLSPlaylist"),
                 .product(name: "LoopbackHTTP", package: "LoopbackHTTP"),
-                .product(name: "HLSAdFilter", package: "HLSAdFilter"),
+                .product(name: "TSPlayback", package: "TSPlayback"),
+                .product(name: "HLSProxy", package: "HLSProxy"),
+                .product(name: "MediaCache", package: "MediaCache"),
                 .product(name: "HLSDownload", package: "HLSDownload"),
-                .product(name: "HTTPClient", package: "HTTPClient"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "TSPlayerKitTests",
             dependencies: [
-                "TSPlayerKit", .product(name: "HTTPClient", package: "HTTPClient"),
+                "TSPlayerKit",
+                .product(name: "HTTPClient", package: "HTTPClient"),
                 .product(name: "TestSupport", package: "TestSupport"),
             ],
             swiftSettings: swiftSettings

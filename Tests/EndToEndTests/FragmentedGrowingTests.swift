@@ -8,7 +8,7 @@ import LoopbackHTTP
 import MPEGTS
 import Testing
 
-@testable import TSPlayerKit
+@testable import TSPlayback
 
 @Suite(.serialized) struct FragmentedGrowingTests {
     /// The session's answer to `name` (`video.m3u8`, `video/3.m4s`, ...): its status and bytes.

@@ -1,7 +1,8 @@
 import CLIToolkit
 import Foundation
+import HLSProxy
 import LoopbackHTTP
-import TSPlayerKit
+import MediaCache
 
 /// `tsplayer cache-proxy`: a loopback URL for a remote media file that needs headers, cached on disk by byte range.
 enum CacheProxyCommand {

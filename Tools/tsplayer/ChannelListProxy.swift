@@ -6,9 +6,9 @@ import CLIToolkit
 import FileRange
 import Foundation
 import HLSPlaylist
+import HLSProxy
 import HTTPClient
 import LoopbackHTTP
-import TSPlayerKit
 
 final class ChannelListProxy: PlaybackSource {
     let token = SessionToken.random()

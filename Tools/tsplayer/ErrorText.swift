@@ -4,9 +4,10 @@ import CLIToolkit
 import FileRange
 import Foundation
 import HLSDownload
+import HLSProxy
 import HTTPClient
 import LoopbackHTTP
-import TSPlayerKit
+import MediaCache
 
 enum ErrorText {
     /// The message for any error a subcommand reports.

@@ -2,9 +2,9 @@ import CLIToolkit
 import Foundation
 import HLSAdFilter
 import HLSPlaylist
+import HLSProxy
 import HTTPClient
 import LoopbackHTTP
-import TSPlayerKit
 
 /// `tsplayer proxy`: an ad-stripping loopback proxy in front of a remote HLS stream.
 enum ProxyCommand {

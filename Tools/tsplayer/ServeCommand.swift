@@ -2,7 +2,7 @@ import CLIToolkit
 import Foundation
 import LoopbackHTTP
 import MPEGTS
-import TSPlayerKit
+import TSPlayback
 
 /// `tsplayer serve`: serves .ts files as HLS on a loopback port until interrupted.
 enum ServeCommand {

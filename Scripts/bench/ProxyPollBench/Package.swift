@@ -7,11 +7,11 @@ import PackageDescription
 let package = Package(
     name: "ProxyPollBench",
     platforms: [.macOS(.v13)],
-    dependencies: [.package(path: "../../../Packages/TSPlayerKit")],
+    dependencies: [.package(path: "../../../Packages/HLSProxy")],
     targets: [
         .executableTarget(
             name: "proxy-poll-bench",
-            dependencies: [.product(name: "TSPlayerKit", package: "TSPlayerKit")]
+            dependencies: [.product(name: "HLSProxy", package: "HLSProxy")]
         )
     ]
 )

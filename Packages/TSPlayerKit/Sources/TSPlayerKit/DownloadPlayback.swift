@@ -1,5 +1,7 @@
 import FileRange
 public import HLSDownload
+public import LoopbackHTTP
+import TSPlayback
 
 /// The playback sessions of downloaded tasks, one per store, task and server, so that asking again for the same
 /// task reuses the session (and its URL) while it is served.

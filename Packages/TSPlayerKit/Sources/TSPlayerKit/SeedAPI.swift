@@ -1,4 +1,5 @@
 public import Foundation
+public import HLSProxy
 
 // The seed library's API beside the toolkit's own, so that its users switch by changing the package they depend on
 // (Documentation/Migration.md maps each call). Each is a few lines over the platform-neutral types; the Apple-only

@@ -12,7 +12,7 @@
 //   URIs, no dates.
 import Foundation
 import HLSPlaylist
-import TSPlayerKit
+import HLSProxy
 
 var polls = 2000
 var window = 1000

@@ -1,0 +1,1 @@
+../../../HLSProxy/Tests/HLSProxyTests/ProxyTestSupport.swift
