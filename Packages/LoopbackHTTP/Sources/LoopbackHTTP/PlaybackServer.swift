@@ -1,5 +1,3 @@
-import FileRange
-
 /// Something the playback server serves under its own token: a `.ts` file, a folder, a presentation, an ad-stripping
 /// proxy's stream, a cached remote file.
 ///
@@ -36,6 +34,10 @@ extension PlaybackSource {
 /// it is removed, and the server stops when the last source goes. One port and one lifecycle for all of them:
 /// ``needsRevival`` and ``revive()`` after the app returns from the background cover every source.
 ///
+/// A thin front over one long-lived ``HTTPServer`` made with ``HTTPServer/init(sourcesWith:)``, which holds the
+/// registry of sources and the one start, stop and revive path; this type keeps the API apps use (URLs, the
+/// ``PlaybackError`` they catch).
+///
 /// Every call is safe from any thread. ``register(_:)`` is synchronous and never waits on Swift's cooperative pool
 /// (binding takes a few milliseconds on the calling thread), so synchronous initialisers above it cannot deadlock,
 /// whether they run on the main thread or inside a task.
@@ -43,26 +45,20 @@ public final class PlaybackServer: Sendable {
     /// The server most apps need.
     public static let shared = PlaybackServer()
 
-    private struct Lifecycle {
-        var configuration: HTTPServerConfiguration
-        var server: HTTPServer?
-        var port: UInt16?
-    }
-
-    private let registry = SessionRegistry()
-    private let lifecycle: LockedValue<Lifecycle>
+    /// The one HTTP server, for the life of this object.
+    private let http: HTTPServer
 
     /// A server that starts with `configuration` when its first session is added.
     public init(configuration: HTTPServerConfiguration = HTTPServerConfiguration()) {
-        lifecycle = LockedValue(Lifecycle(configuration: configuration))
+        http = HTTPServer(sourcesWith: configuration)
     }
 
     /// The settings the server starts with (port, CORS, access log). Change them before the first session.
-    public var configuration: HTTPServerConfiguration { lifecycle.withLock { $0.configuration } }
+    public var configuration: HTTPServerConfiguration { http.application.configuration }
 
     /// Changes the settings used the next time the server starts.
     public func setConfiguration(_ configuration: HTTPServerConfiguration) {
-        lifecycle.withLock { $0.configuration = configuration }
+        http.setConfiguration(configuration)
     }
 
     /// Adds a session (starting the server when needed) and starts indexing it; returns the base URL of its routes,
@@ -82,19 +78,12 @@ public final class PlaybackServer: Sendable {
     public func register(_ session: any PlaybackSource, startingWith configuration: HTTPServerConfiguration?)
         throws(PlaybackError) -> String
     {
-        // Started and joined under one lock, so that a concurrent removal of the last other session cannot stop
-        // the server between the two.
-        let port = try lifecycle.withLock { (life) throws(PlaybackError) -> UInt16 in
-            if let configuration, life.server == nil { life.configuration = configuration }
-            let port = try ensureRunning(&life)
-            registry.sessions.withLock { list in
-                // A source added twice is served once (and removed at once).
-                if !list.contains(where: { $0 === session }) { list.append(session) }
-            }
-            registry.tokens(answeringLater: session.answersLater).insert(session.token)
-            return port
+        let port: UInt16
+        do {
+            port = try http.add(session, startingWith: configuration)
+        } catch {
+            throw PlaybackError(.serverFailed, detail: "\(error)")
         }
-        session.prepare()
         return base(port: port, session)
     }
 
@@ -112,42 +101,21 @@ public final class PlaybackServer: Sendable {
     /// Whether the server stopped accepting connections while it runs (iOS reclaims the listening socket of an
     /// app it suspends): call ``revive()`` when the app returns to the foreground. ``register(_:)`` revives by
     /// itself.
-    public var needsRevival: Bool { lifecycle.withLock { $0.server?.failure != nil } }
+    public var needsRevival: Bool { http.failure != nil }
 
     /// Removes a session; its routes answer 404 from now on. The server stops when no session remains.
     public func remove(_ session: any PlaybackSource) async {
-        await unregister(session)?.stop()
+        await http.remove(session)
     }
 
     /// Removes a session without waiting for the server to stop (for `deinit`s and other synchronous callers).
     public func removeWithoutWaiting(_ session: any PlaybackSource) {
-        guard let server = unregister(session) else { return }
-        Task.detached { await server.stop() }
-    }
-
-    /// Takes the session out; returns the server when it was the last one, for the caller to stop.
-    private func unregister(_ session: any PlaybackSource) -> HTTPServer? {
-        lifecycle.withLock { life in
-            let remaining = registry.sessions.withLock { list in
-                list.removeAll { $0 === session }
-                return list.count
-            }
-            if !registry.sessions.withLock({ list in list.contains { $0.token == session.token } }) {
-                registry.tokens.remove(session.token)
-                registry.laterTokens.remove(session.token)
-            }
-            guard remaining == 0, let server = life.server else { return nil }
-            life.server = nil
-            life.port = nil
-            return server
-        }
+        http.removeWithoutWaiting(session)
     }
 
     /// The base URL of a session's routes while the server runs, or nil when the session is not served.
     public func baseURL(for session: any PlaybackSource) -> String? {
-        guard let port = boundPort, registry.sessions.withLock({ list in list.contains { $0 === session } }) else {
-            return nil
-        }
+        guard let port = boundPort, http.serves(session) else { return nil }
         return base(port: port, session)
     }
 
@@ -158,96 +126,18 @@ public final class PlaybackServer: Sendable {
     /// AirPlay) applies from here on. Returns the port.
     @discardableResult
     public func revive() async throws(PlaybackError) -> UInt16 {
-        let (old, previous) = lifecycle.withLock { life in
-            defer {
-                life.server = nil
-                life.port = nil
-            }
-            return (life.server, life.port)
-        }
-        await old?.stop(gracePeriod: .milliseconds(200))
-        guard registry.sessions.withLock({ !$0.isEmpty }) else { return previous ?? 0 }
-        return try lifecycle.withLock { (life) throws(PlaybackError) -> UInt16 in
-            try ensureRunning(previous: previous, &life)
-        }
-    }
-
-    /// The running HTTP server (for tests).
-    var httpServer: HTTPServer? { lifecycle.withLock { $0.server } }
-
-    /// The port the server listens on, while it runs.
-    public var boundPort: UInt16? { lifecycle.withLock { $0.port } }
-
-    /// Starts the server unless it runs and accepts connections; a server that lost its listener is replaced. A
-    /// new server tries the `previous` port first (or the lost server's), then the configured one, then any.
-    /// Called with the lifecycle's lock held.
-    private func ensureRunning(previous: UInt16? = nil, _ life: inout Lifecycle) throws(PlaybackError) -> UInt16 {
-        var previous = previous
-        if let server = life.server, let port = life.port {
-            guard server.failure != nil else { return port }
-            life.server = nil
-            life.port = nil
-            previous = port
-            Task.detached { await server.stop(gracePeriod: .milliseconds(200)) }
-        }
-        let configured = life.configuration.port
-        if let previous, previous != 0, let port = try? start(port: previous, &life) {
-            return port
-        }
-        return try start(port: configured == previous ? 0 : configured, &life)
-    }
-
-    /// Starts a server on `port`; called with the lifecycle's lock held.
-    private func start(port: UInt16, _ life: inout Lifecycle) throws(PlaybackError) -> UInt16 {
-        var router = Router()
-        let registry = self.registry
-        // The router matches the live tokens in constant time and logs "/{token}/…", never a token.
-        router.getImmediate("/**", sessions: registry.tokens) { request in
-            guard let session = registry.session(for: request) else { return .error(.notFound) }
-            return session.respond(to: request)
-        }
-        // Sources that answer later (the proxies): called on the event loop, answered from any thread.
-        router.add(
-            .get, "/**", sessions: registry.laterTokens,
-            handler: .deferred { request, responder in
-                guard let session = registry.session(for: request) else {
-                    return responder.respond(.error(.notFound))
-                }
-                session.answer(request, responder)
-            })
-        var configuration = life.configuration
-        configuration.port = port
-        if configuration.listensOnLocalNetwork, configuration.nonLoopbackToken == nil {
-            // Session tokens gate every route; this one only satisfies the server's rule and is never handed out.
-            configuration.nonLoopbackToken = SessionToken.random()
-        }
-        let server = HTTPServer(router: router, configuration: configuration)
-        let bound: UInt16
         do {
-            bound = try server.start()
+            return try await http.revive(gracePeriod: .milliseconds(200))
         } catch {
             throw PlaybackError(.serverFailed, detail: "\(error)")
         }
-        life.server = server
-        life.port = bound
-        return bound
     }
-}
 
-/// The live sources, shared between the server object and its handlers.
-private final class SessionRegistry: Sendable {
-    let sessions = LockedValue<[any PlaybackSource]>([])
-    /// The tokens of sources answered on the event loop, and of those that answer later.
-    let tokens = SessionTokenSet()
-    let laterTokens = SessionTokenSet()
+    /// The HTTP server while it runs (for tests).
+    var httpServer: HTTPServer? { http.port == nil ? nil : http }
 
-    func tokens(answeringLater: Bool) -> SessionTokenSet { answeringLater ? laterTokens : tokens }
-
-    /// The source a request's token (matched by the router) names.
-    func session(for request: HTTPRequest) -> (any PlaybackSource)? {
-        guard let token = request.sessionToken else { return nil }
-        return sessions.withLock { list in list.first { $0.token == token } }
-    }
+    /// The port the server listens on, while it runs.
+    public var boundPort: UInt16? { http.port }
 }
 
 /// A source whose requests a closure answers later (the proxies mount themselves with one that holds them weakly, so
