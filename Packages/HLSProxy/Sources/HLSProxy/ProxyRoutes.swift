@@ -35,9 +35,10 @@ extension AdStrippingProxy {
         }
     }
 
-    /// Answers a request from the server. A playlist poll is fetched, filtered and answered on a dispatch queue in
-    /// one blocking socket call (two thread hand-offs in all: to the queue and back to the event loop); everything
-    /// else, and a poll that needs the async path (https, a redirect, a retry), runs ``respond(to:)`` in a task.
+    /// Answers a request from the server. A playlist poll is fetched, filtered and answered on a thread of
+    /// FileRange's ``BlockingPool`` in one blocking socket call (two thread hand-offs in all: to the pool and back to
+    /// the event loop); everything else, and a poll that needs the async path (https, a redirect, a retry), runs
+    /// ``respond(to:)`` in a task.
     func answer(_ request: HTTPRequest, _ responder: HTTPResponder) {
         guard let route = ProxyRoute(request.wildcardSegments).flatMap(playlistTarget),
             fetcher.fetchesBlocking(route.url), route.id != nil || firstFetched.withLock({ $0 })
@@ -45,7 +46,7 @@ extension AdStrippingProxy {
             Task { responder.respond(await self.respond(to: request)) }
             return
         }
-        DispatchQueue.global().async {
+        BlockingPool.shared.submit {
             var response: HTTPResponse?
             do throws(ProxyError) {
                 if let (bytes, finalURL) = try self.fetcher.fetchPlaylistBytesBlocking(route.url) {

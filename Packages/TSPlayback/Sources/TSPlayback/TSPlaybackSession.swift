@@ -77,7 +77,11 @@ public final class TSPlaybackSession: PlaybackSource {
     let indexState: LockedValue<TSIndex?>
     /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete.
     private let iFrames = LockedValue<[PlannedSegment]?>(nil)
+    /// The indexing task, which waits for the scan on a ``BlockingPool`` thread.
     private let indexing = LockedValue<Task<Void, Never>?>(nil)
+    /// Set when the session goes: the scan, which runs on a pool thread with no task to cancel, stops at its next
+    /// chunk.
+    private let indexingCancelled = LockedValue(false)
     /// The last plan of ``segments``, by the index it was made from (which grows while the file is indexed).
     private let lastPlan = LockedValue<(key: PlanKey, segments: [PlannedSegment], resets: Set<UInt64>)?>(nil)
 
@@ -203,6 +207,11 @@ public final class TSPlaybackSession: PlaybackSource {
     }
 
     deinit {
+        stopIndexing()
+    }
+
+    private func stopIndexing() {
+        indexingCancelled.withLock { $0 = true }
         indexing.withLock { $0?.cancel() }
     }
 
@@ -242,14 +251,17 @@ public final class TSPlaybackSession: PlaybackSource {
             // Opened from the sidecar: only the I-frame ranges remain to be measured.
             indexing.withLock { task in
                 guard task == nil else { return }
-                task = Task.detached(priority: .utility) { [self] in self.measureIFrames(index) }
+                task = Task.detached(priority: .utility) { [self] in
+                    await BlockingPool.shared.run { self.measureIFrames(index) }
+                }
             }
             return
         }
         indexing.withLock { task in
             guard task == nil else { return }
+            // The scan reads the whole file: it runs on a pool thread, never on Swift's cooperative pool.
             task = Task.detached(priority: .utility) { [self] in
-                self.buildIndex()
+                await BlockingPool.shared.run { self.buildIndex() }
             }
         }
     }
@@ -276,9 +288,9 @@ public final class TSPlaybackSession: PlaybackSource {
                     let snapshot = indexer.index(fileSize: size, modificationTime: modified)
                     indexState.withLock { $0 = snapshot }
                 }
-                return !Task.isCancelled
+                return !indexingCancelled.withLock({ $0 })
             }
-            guard !Task.isCancelled else { return }
+            guard !indexingCancelled.withLock({ $0 }) else { return }
             indexer.finish()
             // The last audio PES's frames are counted (a few KiB near the end), so an audio-only file's duration is
             // exact rather than a PES step long.
@@ -306,7 +318,7 @@ public final class TSPlaybackSession: PlaybackSource {
         var result: [PlannedSegment] = []
         let end = Self.presentationEndTicks(index) ?? 0
         for (number, keyframe) in index.keyframes.enumerated() {
-            guard !Task.isCancelled, let start = UInt64(exactly: keyframe.offset),
+            guard !indexingCancelled.withLock({ $0 }), let start = UInt64(exactly: keyframe.offset),
                 let pid = index.keyframePID(at: keyframe.offset)
             else { return }
             let nextTicks = number + 1 < index.keyframes.count ? index.keyframes[number + 1].ticks : end
@@ -564,7 +576,7 @@ public final class TSPlaybackSession: PlaybackSource {
 
     /// Closes the file and stops indexing.
     public func close() {
-        indexing.withLock { $0?.cancel() }
+        stopIndexing()
         file.close()
     }
 }
