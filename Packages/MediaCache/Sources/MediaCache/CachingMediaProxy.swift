@@ -186,7 +186,7 @@ public final class CachingMediaProxy: Sendable {
     /// Reads `remoteURL` in process, through the same cache and origin fetches as the loopback URLs, without the
     /// server: the content information, and the bytes from `offset` (to the end, or `length` bytes), which stream
     /// as they arrive from the cache or the origin. This is what a resource loader (such as
-    /// ``CachingResourceLoader`` on Apple platforms) answers a player with.
+    /// TSPlayerKit's `CachingResourceLoader` on Apple platforms) answers a player with.
     public func read(
         _ remoteURL: String, headers: [(name: String, value: String)] = [], from offset: UInt64 = 0,
         length: UInt64? = nil
