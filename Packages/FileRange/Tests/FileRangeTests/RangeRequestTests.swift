@@ -193,3 +193,23 @@ import Testing
         #expect(!IfRange.rangeApplies(ifRange: "garbage", entityTag: "\"x\"", lastModified: lastModified))
     }
 }
+
+/// The one reader of received `Content-Range` values (the downloader's and the caching proxy's).
+@Suite struct ContentRangeParseTests {
+    @Test func readsTheThreeFormsAndRefusesTheRest() {
+        #expect(ContentRange.parse("bytes 0-99/1000")! == (0...99, 1000))
+        #expect(ContentRange.parse("  Bytes 5-5/*\t")! == (5...5, nil))
+        #expect(ContentRange.parse("bytes */1000")! == (nil, 1000))
+        #expect(
+            ContentRange.parse("bytes 0-18446744073709551614/18446744073709551615")! == (
+                0...18_446_744_073_709_551_614, UInt64.max
+            ))
+        for bad in [
+            "", "bytes", "bytes ", "bytes */*", "bytes 10-9/100", "bytes 0-100/100", "bytes 0-99", "items 0-9/10",
+            "bytes -1-9/10", "bytes 0-+9/10", "bytes 0-9/+10", "bytes 0-9/1x", "bytes 0-9/18446744073709551616",
+            "bytes 0 -9/10", "bytes=0-9/10",
+        ] {
+            #expect(ContentRange.parse(bad) == nil, "\(bad)")
+        }
+    }
+}
