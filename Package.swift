@@ -33,7 +33,13 @@ let modules: [Module] = [
                 dependencies: ["FileRange"],
                 path: "Packages/FileRange/Sources/SparseCacheCrashWriter",
                 swiftSettings: swiftSettings
-            )
+            ),
+            .executableTarget(
+                name: "DurableFileCrashWriter",
+                dependencies: ["FileRange"],
+                path: "Packages/FileRange/Sources/DurableFileCrashWriter",
+                swiftSettings: swiftSettings
+            ),
         ]
     ),
     // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
@@ -62,7 +68,7 @@ let modules: [Module] = [
         name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testDependencies: ["TestSupport"],
         testExclude: ["Fixtures"]),
     Module(
-        name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"],
+        name: "HLSDownload", dependencies: ["HLSPlaylist", "MPEGTS", "HTTPClient", "FileRange"],
         testDependencies: ["HTTPClient", "TestSupport"]),
     Module(
         name: "TSPlayerKit",
