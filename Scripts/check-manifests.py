@@ -26,7 +26,7 @@ DAG = {
     "LoopbackHTTP": {"HTTPWire", "FileRange"},
     "HTTPClient": {"HTTPWire", "FileRange"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
-    "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
+    "HLSDownload": {"HLSPlaylist", "MPEGTS", "HTTPClient", "FileRange"},
     "TSPlayerKit": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
     "TestSupport": set(),
 }
