@@ -574,46 +574,41 @@ public actor DownloadManager {
         return storeRoot + "/" + record.folder + "/" + playlist
     }
 
-    /// Concatenates a completed, unencrypted, TS-only task into one `.ts` file at `destination`.
-    public func export(_ id: String, to destination: String) throws(DownloadError) {
+    /// Concatenates a completed, unencrypted, TS-only task into one `.ts` file at `destination`, through FileRange's
+    /// durable writer (a crash leaves whatever was at `destination` before, or the whole export). The segments are
+    /// streamed a megabyte at a time off the actor, on the file threads.
+    public func export(_ id: String, to destination: String) async throws(DownloadError) {
         guard let record = records[id] else { throw Self.noSuchTask(id) }
         guard record.state == .completed, let sources = record.sources, let variant = sources.media.first else {
             throw DownloadError(
                 .unsupported, "only completed tasks can be exported; this one is \(record.state.rawValue)")
         }
+        let folder = storeRoot + "/" + record.folder
+        try await Blocking.run { () throws(DownloadError) -> Void in
+            try Self.export(folder: folder, variantFolder: variant.folder, to: destination)
+        }
+    }
+
+    /// The body of ``export(_:to:)``, on a file thread: reads the task's playlist, then appends each segment.
+    private nonisolated static func export(
+        folder: String, variantFolder: String, to destination: String
+    ) throws(DownloadError) {
         let playlist = try Planner.parse(
             SourcePlaylist(
                 url: "file:///local/index.m3u8",
-                text: String(decoding: try Files.read(storeRoot + "/" + record.folder + "/index.m3u8"), as: UTF8.self),
-                folder: variant.folder))
+                text: String(decoding: try Files.read(folder + "/index.m3u8"), as: UTF8.self),
+                folder: variantFolder))
         let media = playlist.media(url: "file:///local/index.m3u8")
-        let writer = try FileWriter(path: destination + ".part", truncate: true)
-        defer { writer.close() }
-        for segment in media.segments {
-            guard segment.keys.isEmpty, segment.map == nil else {
-                throw DownloadError(.unsupported, "only unencrypted TS tasks can be exported")
-            }
-            if segment.gap { continue }
-            let name = String(segment.uri.dropFirst("file:///local/".count))
-            let path = storeRoot + "/" + record.folder + "/" + name
-            let bytes: [UInt8]
-            if let range = segment.byteRange {
-                let streamer: FileStreamer
-                do {
-                    streamer = try FileStreamer(path: path)
-                    defer { streamer.close() }
-                    bytes = try streamer.read(at: range.offset, length: Int(clamping: range.length))
-                } catch {
-                    throw DownloadError(.fileSystem, "cannot read: \(error)", path: path)
-                }
-            } else {
-                bytes = try Files.read(path, limit: 1 << 30)
-            }
-            try writer.write(bytes[...])
+        guard media.segments.allSatisfy({ $0.keys.isEmpty && $0.map == nil }) else {
+            throw DownloadError(.unsupported, "only unencrypted TS tasks can be exported")
         }
-        try writer.sync()
-        writer.close()
-        try Files.rename(destination + ".part", destination)
+        let writer = try DurableWriter(replacing: destination)
+        for segment in media.segments where !segment.gap {
+            let name = String(segment.uri.dropFirst("file:///local/".count))
+            let range = segment.byteRange.map { (offset: $0.offset, length: $0.length) }
+            try Fetcher.append(folder + "/" + name, range: range, to: writer)
+        }
+        try writer.commit()
     }
 
     // MARK: Running
