@@ -23,9 +23,11 @@ struct Module {
 }
 
 let modules: [Module] = [
+    // The leaf of small pure codecs (RFC 3986 references, percent coding, hex, civil dates, byte search).
+    Module(name: "TextCodecs", dependencies: []),
     Module(
         name: "FileRange",
-        dependencies: [],
+        dependencies: ["TextCodecs"],
         testDependencies: ["TestSupport"],
         extraTargets: [
             .executableTarget(
@@ -44,15 +46,16 @@ let modules: [Module] = [
     ),
     // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
     Module(
-        name: "HLSPlaylist", dependencies: [], testDependencies: ["TestSupport"], testExclude: ["Fixtures"],
+        name: "HLSPlaylist", dependencies: ["TextCodecs"], testDependencies: ["TestSupport"], testExclude: ["Fixtures"],
         linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
     ),
     Module(name: "MPEGTS", dependencies: ["FileRange"], testDependencies: ["TestSupport"]),
-    Module(name: "FragmentedMP4", dependencies: ["MPEGTS"], testDependencies: ["MPEGTS", "TestSupport"]),
-    Module(name: "HTTPWire", dependencies: [], testDependencies: ["TestSupport"]),
+    Module(
+        name: "FragmentedMP4", dependencies: ["MPEGTS", "TextCodecs"], testDependencies: ["MPEGTS", "TestSupport"]),
+    Module(name: "HTTPWire", dependencies: ["TextCodecs"], testDependencies: ["TestSupport"]),
     Module(
         name: "LoopbackHTTP",
-        dependencies: ["HTTPWire", "FileRange"],
+        dependencies: ["HTTPWire", "FileRange", "TextCodecs"],
         testDependencies: ["TestSupport"],
         extraTargets: [
             .executableTarget(
@@ -63,9 +66,10 @@ let modules: [Module] = [
             )
         ]
     ),
-    Module(name: "HTTPClient", dependencies: ["HTTPWire", "FileRange"], testDependencies: ["TestSupport"]),
     Module(
-        name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testDependencies: ["TestSupport"],
+        name: "HTTPClient", dependencies: ["HTTPWire", "FileRange", "TextCodecs"], testDependencies: ["TestSupport"]),
+    Module(
+        name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS", "TextCodecs"], testDependencies: ["TestSupport"],
         testExclude: ["Fixtures"]),
     Module(
         name: "HLSDownload", dependencies: ["HLSPlaylist", "MPEGTS", "HTTPClient", "FileRange"],

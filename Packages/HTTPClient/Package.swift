@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "HTTPClient", targets: ["HTTPClient"])
     ],
     dependencies: [
+        .package(path: "../TextCodecs"),
         .package(path: "../HTTPWire"),
         .package(path: "../FileRange"),
         .package(path: "../TestSupport"),
@@ -25,6 +26,7 @@ let package = Package(
             dependencies: [
                 .product(name: "HTTPWire", package: "HTTPWire"),
                 .product(name: "FileRange", package: "FileRange"),
+                .product(name: "TextCodecs", package: "TextCodecs"),
             ],
             swiftSettings: swiftSettings
         ),

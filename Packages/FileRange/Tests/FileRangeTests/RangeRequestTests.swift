@@ -133,6 +133,20 @@ import Testing
 }
 
 @Suite struct HTTPDateTests {
+    /// The byte-by-byte formatter against known texts, and every value read back by the parser, across leap days,
+    /// the epoch and the last second of year 9999.
+    @Test func imfFixdateIsExactAndReadsBack() {
+        #expect(HTTPDate(secondsSince1970: 0).imfFixdate == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(HTTPDate(secondsSince1970: 784_111_777).imfFixdate == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate(secondsSince1970: 951_782_400).imfFixdate == "Tue, 29 Feb 2000 00:00:00 GMT")
+        #expect(HTTPDate(secondsSince1970: 253_402_300_799).imfFixdate == "Fri, 31 Dec 9999 23:59:59 GMT")
+        #expect(HTTPDate(secondsSince1970: -1).imfFixdate == "Wed, 31 Dec 1969 23:59:59 GMT")
+        for seconds: Int64 in [0, 784_111_777, 951_782_400, 1_700_000_000, 4_102_444_800, 253_402_300_799] {
+            let date = HTTPDate(secondsSince1970: seconds)
+            #expect(HTTPDate.parse(date.imfFixdate) == date, "\(seconds): \(date.imfFixdate)")
+        }
+    }
+
     /// RFC 9110 §5.6.7: the three forms of the same instant.
     @Test func rfc9110Forms() {
         let instant = HTTPDate(secondsSince1970: 784_111_777)
