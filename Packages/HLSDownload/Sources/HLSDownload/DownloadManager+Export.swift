@@ -5,7 +5,7 @@ import HLSPlaylist
 extension DownloadManager {
     /// Concatenates a completed, unencrypted, TS-only task into one `.ts` file at `destination`, through FileRange's
     /// durable writer (a crash leaves whatever was at `destination` before, or the whole export). The segments are
-    /// streamed a megabyte at a time off the actor, on the file threads.
+    /// streamed a megabyte at a time off the actor, on FileRange's `BlockingPool`.
     public func export(_ id: String, to destination: String) async throws(DownloadError) {
         guard let record = records[id] else { throw Self.noSuchTask(id) }
         guard record.state == .completed, let sources = record.sources, let variant = sources.media.first else {
@@ -13,7 +13,7 @@ extension DownloadManager {
                 .unsupported, "only completed tasks can be exported; this one is \(record.state.rawValue)")
         }
         let folder = storeRoot + "/" + record.folder
-        try await Blocking.run { () throws(DownloadError) -> Void in
+        try await BlockingPool.shared.run { () throws(DownloadError) -> Void in
             try Self.export(folder: folder, variantFolder: variant.folder, to: destination)
         }
     }

@@ -153,18 +153,21 @@ extension DownloadManager {
                     add()
                 }
             }
-            for assembly in plan.assemblies {
-                try lock.ensureHeld()
-                try Fetcher.assemble(assembly, folder: folder)
-            }
             let final = try Planner.plan(sources, skipped: skipped)
-            for playlist in final.playlists {
+            // Assembling, writing the playlists and flushing block: FileRange's pool, off the cooperative threads.
+            try await BlockingPool.shared.run { [assemblies = plan.assemblies] () throws(DownloadError) -> Void in
+                for assembly in assemblies {
+                    try lock.ensureHeld()
+                    try Fetcher.assemble(assembly, folder: folder)
+                }
+                for playlist in final.playlists {
+                    try lock.ensureHeld()
+                    try Files.writeAtomically(playlist.bytes, to: folder + "/" + playlist.path)
+                }
                 try lock.ensureHeld()
-                try Files.writeAtomically(playlist.bytes, to: folder + "/" + playlist.path)
+                Files.removeTree(folder + "/.pieces")
+                Files.syncDirectory(folder)
             }
-            try lock.ensureHeld()
-            Files.removeTree(folder + "/.pieces")
-            Files.syncDirectory(folder)
             let main = final.playlists.contains { $0.path == "master.m3u8" } ? "master.m3u8" : "index.m3u8"
             await manager.finish(id, generation: generation, error: nil, playlist: main)
         } catch is CancellationError {

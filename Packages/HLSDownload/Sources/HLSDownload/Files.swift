@@ -1,4 +1,3 @@
-import Dispatch
 import FileRange
 
 /// The downloader's file work, on FileRange's file-system layer (which makes every system call): its errors become
@@ -147,31 +146,6 @@ final class DurableWriter {
     }
 
     func discard() { file.discard() }
-}
-
-/// Runs blocking file work (fsync, integrity reads, renames) on a dispatch queue, so that slow disks never stall
-/// Swift's cooperative thread pool.
-enum Blocking {
-    private static let queue = DispatchQueue(label: "HLSDownload.files", attributes: .concurrent)
-
-    static func run<T: Sendable>(
-        _ work: @escaping @Sendable () throws(DownloadError) -> T
-    ) async throws(DownloadError) -> T {
-        let result = await withCheckedContinuation {
-            (continuation: CheckedContinuation<Result<T, DownloadError>, Never>) in
-            queue.async {
-                do throws(DownloadError) {
-                    continuation.resume(returning: .success(try work()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        switch result {
-        case .success(let value): return value
-        case .failure(let error): throw error
-        }
-    }
 }
 
 extension FileLock {

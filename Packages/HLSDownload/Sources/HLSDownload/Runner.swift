@@ -185,11 +185,11 @@ struct Fetcher: Sendable {
             let permit = await gate.acquire()
             defer { permit.release() }
             try Task.checkCancellation()
-            /// Flushes, checks and renames a complete `.part` file of `total` bytes into place, on the file
-            /// queue (never on the cooperative pool, which a slow fsync would stall).
+            /// Checks a complete `.part` file of `total` bytes and puts it in place (flush, rename, folder flush), on
+            /// FileRange's `BlockingPool` (never on the cooperative pool, which a slow fsync would stall).
             func finalize(_ total: UInt64) async throws -> Outcome {
                 permit.release()
-                let settled = try await Blocking.run { () throws(DownloadError) -> Settled in
+                let settled = try await BlockingPool.shared.run { () throws(DownloadError) -> Settled in
                     try lock.ensureHeld()
                     return try Self.settle(job, part: part, final: final, validator: validatorPath, total: total)
                 }
