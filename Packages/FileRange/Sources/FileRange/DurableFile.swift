@@ -171,7 +171,7 @@ public final class DurableFile {
     /// removes the temporary file and leaves ``path`` as it was; a failure of the folder's flush leaves the new file
     /// in place (it is thrown all the same: the replacement may not survive a power loss).
     public func commit() throws(DurableFileError) {
-        guard fd >= 0 else { throw finished(.rename) }
+        guard fd >= 0 else { throw finished(.sync) }
         if durable {
             do {
                 try syncToStorage(fd)
