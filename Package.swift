@@ -35,7 +35,13 @@ let modules: [Module] = [
                 dependencies: ["FileRange"],
                 path: "Packages/FileRange/Sources/SparseCacheCrashWriter",
                 swiftSettings: swiftSettings
-            )
+            ),
+            .executableTarget(
+                name: "DurableFileCrashWriter",
+                dependencies: ["FileRange"],
+                path: "Packages/FileRange/Sources/DurableFileCrashWriter",
+                swiftSettings: swiftSettings
+            ),
         ]
     ),
     // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
@@ -66,7 +72,7 @@ let modules: [Module] = [
         name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS", "TextCodecs"], testDependencies: ["TestSupport"],
         testExclude: ["Fixtures"]),
     Module(
-        name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"],
+        name: "HLSDownload", dependencies: ["HLSPlaylist", "MPEGTS", "HTTPClient", "FileRange"],
         testDependencies: ["HTTPClient", "TestSupport"]),
     Module(
         name: "TSPlayerKit",

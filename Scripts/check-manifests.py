@@ -27,7 +27,7 @@ DAG = {
     "LoopbackHTTP": {"HTTPWire", "FileRange", "TextCodecs"},
     "HTTPClient": {"HTTPWire", "FileRange", "TextCodecs"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS", "TextCodecs"},
-    "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
+    "HLSDownload": {"HLSPlaylist", "MPEGTS", "HTTPClient", "FileRange"},
     "TSPlayerKit": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
     "TestSupport": set(),
 }
