@@ -246,8 +246,8 @@ struct Fetcher: Sendable {
             }
             let response = try await transport.send(request)
             if response.status == 416, existing > 0 {
-                if let value = response.header("Content-Range"), value.trimmingSpaces.hasPrefix("bytes */"),
-                    UInt64(value.trimmingSpaces.dropFirst(8)) == existing
+                if let value = response.header("Content-Range"), let parsed = ContentRange.parse(value),
+                    parsed.range == nil, parsed.completeLength == existing
                 {
                     // The partial file already holds the whole resource.
                     return try await finalize(existing)
@@ -269,17 +269,17 @@ struct Fetcher: Sendable {
             var expected: UInt64?
             var appendTo = existing
             if response.status == 206 {
-                guard let (first, last) = Self.contentRange(response), last >= first else {
+                guard let range = response.header("Content-Range").flatMap(ContentRange.parse)?.range else {
                     throw DownloadError(.httpStatus, "206 without a usable Content-Range", url: job.url, status: 206)
                 }
-                if first != start {
+                if range.lowerBound != start {
                     // Not the range asked for: start over without a range (ranges are always asked from scratch).
                     counters.add(-Int64(existing))
                     Files.remove(part)
                     return .retry(
                         after: 0, reason: DownloadError(.httpStatus, "unexpected Content-Range", url: job.url))
                 }
-                expected = last - first + 1
+                expected = range.upperBound - range.lowerBound + 1
             } else {
                 // 200: the whole resource; anything partial is discarded.
                 counters.add(-Int64(existing))
@@ -464,17 +464,6 @@ struct Fetcher: Sendable {
         }
         Files.removeLeftovers(of: final)
         return .done(stripped: stripped)
-    }
-
-    /// `first` and `last` of a `Content-Range: bytes first-last/total`.
-    static func contentRange(_ response: HTTPClientResponse) -> (UInt64, UInt64)? {
-        guard let value = response.header("Content-Range") else { return nil }
-        let text = value.trimmingSpaces
-        guard text.hasPrefix("bytes ") else { return nil }
-        let spec = text.dropFirst(6).split(separator: "/").first ?? ""
-        let bounds = spec.split(separator: "-")
-        guard bounds.count == 2, let first = UInt64(bounds[0]), let last = UInt64(bounds[1]) else { return nil }
-        return (first, last)
     }
 
     /// Writes the bytes of `source` from `offset` on to `destination` through a durable writer (a file with a fake
