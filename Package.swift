@@ -44,10 +44,11 @@ let modules: [Module] = [
     Module(name: "MPEGTS", dependencies: ["FileRange"], testDependencies: ["TestSupport"]),
     Module(name: "FragmentedMP4", dependencies: ["MPEGTS"], testDependencies: ["MPEGTS", "TestSupport"]),
     Module(name: "HTTPWire", dependencies: [], testDependencies: ["TestSupport"]),
+    Module(name: "Sockets", dependencies: ["FileRange"], testDependencies: ["TestSupport"]),
     Module(
         name: "LoopbackHTTP",
-        dependencies: ["HTTPWire", "FileRange"],
-        testDependencies: ["TestSupport"],
+        dependencies: ["HTTPWire", "Sockets", "FileRange"],
+        testDependencies: ["Sockets", "TestSupport"],
         extraTargets: [
             .executableTarget(
                 name: "loopback-http-testserver",
@@ -57,7 +58,7 @@ let modules: [Module] = [
             )
         ]
     ),
-    Module(name: "HTTPClient", dependencies: ["HTTPWire", "FileRange"], testDependencies: ["TestSupport"]),
+    Module(name: "HTTPClient", dependencies: ["HTTPWire", "Sockets", "FileRange"], testDependencies: ["TestSupport"]),
     Module(
         name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testDependencies: ["TestSupport"],
         testExclude: ["Fixtures"]),

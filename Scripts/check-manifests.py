@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit", "TestSupport"]
+PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "Sockets", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit", "TestSupport"]
 # Test-only packages: any package may use them in its test targets, and no library or tool target may depend on them.
 TEST_ONLY = {"TestSupport"}
 # The dependency DAG: each package may depend on these siblings and nothing else.
@@ -23,8 +23,9 @@ DAG = {
     "MPEGTS": {"FileRange"},
     "FragmentedMP4": {"MPEGTS"},
     "HTTPWire": set(),
-    "LoopbackHTTP": {"HTTPWire", "FileRange"},
-    "HTTPClient": {"HTTPWire", "FileRange"},
+    "Sockets": {"FileRange"},
+    "LoopbackHTTP": {"HTTPWire", "Sockets", "FileRange"},
+    "HTTPClient": {"HTTPWire", "Sockets", "FileRange"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
     "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
     "TSPlayerKit": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},

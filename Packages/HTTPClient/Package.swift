@@ -16,6 +16,7 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "../HTTPWire"),
+        .package(path: "../Sockets"),
         .package(path: "../FileRange"),
         .package(path: "../TestSupport"),
     ],
@@ -24,6 +25,7 @@ let package = Package(
             name: "HTTPClient",
             dependencies: [
                 .product(name: "HTTPWire", package: "HTTPWire"),
+                .product(name: "Sockets", package: "Sockets"),
                 .product(name: "FileRange", package: "FileRange"),
             ],
             swiftSettings: swiftSettings

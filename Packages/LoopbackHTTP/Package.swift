@@ -16,6 +16,7 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "../HTTPWire"),
+        .package(path: "../Sockets"),
         .package(path: "../FileRange"),
         .package(path: "../TestSupport"),
     ],
@@ -24,6 +25,7 @@ let package = Package(
             name: "LoopbackHTTP",
             dependencies: [
                 .product(name: "HTTPWire", package: "HTTPWire"),
+                .product(name: "Sockets", package: "Sockets"),
                 .product(name: "FileRange", package: "FileRange"),
             ],
             swiftSettings: swiftSettings
@@ -35,7 +37,10 @@ let package = Package(
         ),
         .testTarget(
             name: "LoopbackHTTPTests",
-            dependencies: ["LoopbackHTTP", .product(name: "TestSupport", package: "TestSupport")],
+            dependencies: [
+                "LoopbackHTTP", .product(name: "Sockets", package: "Sockets"),
+                .product(name: "TestSupport", package: "TestSupport"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -46,7 +46,8 @@ public struct HTTPClientConfiguration: Sendable {
 /// one upstream-address policy checked at connect time, streaming bodies and the splice hand-off (``SocketBody``).
 ///
 /// Blocking socket calls run on dispatch queues, never on Swift's cooperative pool; cancelling the calling task
-/// shuts the connection down, which ends a blocked read at once.
+/// shuts the connection down, which ends a blocked read at once, and stops a connect under way (sockets come from
+/// the Sockets package: close-on-exec, no SIGPIPE, connected without blocking).
 public final class HTTPClient: HTTPTransport {
     public let configuration: HTTPClientConfiguration
     private let pool: ConnectionPool
@@ -190,7 +191,7 @@ public final class HTTPClient: HTTPTransport {
             if let reused {
                 connection = reused
             } else {
-                connection = try Connection.connect(target, pool: pool, url: request.url, deadline: deadline)
+                connection = try Connection.establish(target, pool: pool, url: request.url, deadline: deadline)
             }
             do throws(HTTPClientError) {
                 let (parsed, body, after) = try Self.whole(
@@ -357,8 +358,12 @@ public final class HTTPClient: HTTPTransport {
             if let idle = reused {
                 connection = idle
             } else {
-                connection = try await Connection.run(nil) { [pool] () throws(HTTPClientError) -> Connection in
-                    try Connection.connect(target, pool: pool, url: url, deadline: deadline)
+                // A cancelled task stops a connect under way (a peer that never answers) at once.
+                let cancellation = ConnectCancellation()
+                connection = try await Connection.run(nil, onCancel: cancellation.cancel) {
+                    [pool] () throws(HTTPClientError) -> Connection in
+                    try Connection.establish(
+                        target, pool: pool, url: url, deadline: deadline, cancellation: cancellation)
                 }
             }
             do {

@@ -1,5 +1,6 @@
 import FileRange
 import HTTPWire
+import Sockets
 
 #if canImport(Glibc)
     import Glibc
@@ -124,7 +125,8 @@ extension EventLoopRunner {
                 let result: IOResult<Int>
                 do {
                     result = try bytes.withUnsafeBytes { buffer throws(Errno) in
-                        try SocketOps.send(connection.fd, buffer.baseAddress! + sent, buffer.count - sent, more: more)
+                        try Socket(descriptor: connection.fd).send(
+                            buffer.baseAddress! + sent, count: buffer.count - sent, more: more)
                     }
                 } catch {
                     execute(connection.machine.socketError(), connection)
@@ -148,7 +150,7 @@ extension EventLoopRunner {
                 if !connection.usePread {
                     do {
                         result = try file.withFileDescriptor { fileFD in
-                            try SocketOps.sendFile(socket: connection.fd, file: fileFD, offset: offset, count: chunk)
+                            try Socket(descriptor: connection.fd).sendFile(fileFD, offset: offset, count: chunk)
                         }
                     } catch let error as Errno {
                         if SendFile.isUnsupported(error) {
