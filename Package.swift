@@ -83,9 +83,9 @@ let tools: [(name: String, dependencies: [String])] = [
 
 // The command-line toolkit the tools share (argument declarations, help, usage errors and exit codes, JSON, TTY
 // progress, signals): internal to the repository, not a product, and importing only the standard library, the C
-// library and Dispatch.
+// library, Dispatch and FileRange (its one system-call helper).
 var targets: [Target] = [
-    .target(name: "CLIToolkit", path: "Tools/CLIToolkit", swiftSettings: swiftSettings),
+    .target(name: "CLIToolkit", dependencies: ["FileRange"], path: "Tools/CLIToolkit", swiftSettings: swiftSettings),
     .testTarget(
         name: "CLIToolkitTests", dependencies: ["CLIToolkit"], path: "Tests/CLIToolkitTests",
         swiftSettings: swiftSettings),
