@@ -1,0 +1,112 @@
+import Dispatch
+import FileRange
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#else
+    import Darwin
+#endif
+
+/// BlockingPool: work that blocks runs on threads of the pool's own, at most `maximumThreads` at once, in order, with
+/// its result or typed error handed back; idle threads end.
+@Suite struct BlockingPoolTests {
+    struct Refused: Error, Equatable { var code: Int }
+
+    @Test func runReturnsTheResultAndThrowsTheTypedError() async {
+        let pool = BlockingPool(maximumThreads: 2)
+        let value = await pool.run { () -> Int in 6 * 7 }
+        #expect(value == 42)
+        do {
+            _ = try await pool.run { () throws(Refused) -> Int in throw Refused(code: 7) }
+            Issue.record("the error was not thrown")
+        } catch {
+            #expect(error == Refused(code: 7))
+        }
+    }
+
+    /// Twenty tasks each block until all twenty have started: on Swift's cooperative pool (a thread per core) this
+    /// would never finish; on the pool it does, with twenty threads.
+    @Test func blockingWorkDoesNotHoldTheCooperativeThreads() async {
+        let count = 20
+        let pool = BlockingPool(maximumThreads: count)
+        let arrived = LockedValue(0)
+        let allArrived = DispatchSemaphore(value: 0)
+        await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    await pool.run { () -> Bool in
+                        if arrived.withLock({ value in
+                            value += 1
+                            return value == count
+                        }) {
+                            for _ in 0..<count { allArrived.signal() }
+                        }
+                        return allArrived.wait(timeout: .now() + 20) == .success
+                    }
+                }
+            }
+            var released = 0
+            for await ok in group where ok { released += 1 }
+            #expect(released == count, "\(released) of \(count) blocked calls were released")
+        }
+        #expect(pool.threadCount <= count)
+    }
+
+    /// With three threads, no more than three pieces of work run at once, all of them run, and they start in the
+    /// order they were submitted.
+    @Test func atMostMaximumThreadsRunAtOnceInOrder() async {
+        struct Tally {
+            var running = 0
+            var peak = 0
+            var started: [Int] = []
+        }
+        let pool = BlockingPool(maximumThreads: 3)
+        let tally = LockedValue(Tally())
+        let finished = DispatchSemaphore(value: 0)
+        let count = 30
+        for index in 0..<count {
+            pool.submit {
+                tally.withLock { tally in
+                    tally.running += 1
+                    tally.peak = max(tally.peak, tally.running)
+                    tally.started.append(index)
+                }
+                usleep(2_000)
+                tally.withLock { $0.running -= 1 }
+                finished.signal()
+            }
+        }
+        let all = await BlockingPool.shared.run { () -> Bool in
+            (0..<count).allSatisfy { _ in finished.wait(timeout: .now() + 20) == .success }
+        }
+        #expect(all, "not every piece of work ran")
+        let result = tally.withLock { $0 }
+        #expect(result.peak <= 3 && result.peak >= 1, "peak \(result.peak) threads at once")
+        #expect(pool.threadCount <= 3)
+        // Work starts in order: each thread takes the oldest waiting piece.
+        #expect(result.started.count == count)
+        for (position, index) in result.started.enumerated() {
+            #expect(abs(position - index) < 3, "work \(index) started \(position)th")
+        }
+    }
+
+    @Test func idleThreadsEnd() async throws {
+        let pool = BlockingPool(maximumThreads: 4, idleTimeout: .milliseconds(50))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask { await pool.run { () -> Void in _ = usleep(20_000) } }
+            }
+        }
+        #expect(pool.threadCount >= 1)
+        var waited = 0
+        while pool.threadCount > 0, waited < 100 {
+            try await Task.sleep(for: .milliseconds(20))
+            waited += 1
+        }
+        #expect(pool.threadCount == 0, "\(pool.threadCount) threads still running 2 s after the work ended")
+        // A pool whose threads ended starts new ones for new work.
+        let value = await pool.run { () -> Int in 1 }
+        #expect(value == 1)
+    }
+}
