@@ -1,4 +1,3 @@
-import Dispatch
 import FileRange
 import HTTPWire
 import Sockets
@@ -71,7 +70,6 @@ final class Connection: Sendable {
         var shortened = false
     }
     private let state: LockedValue<State>
-    private let queue = DispatchQueue(label: "HTTPClient.connection")
     let limits: HTTPParserLimits
     let idleTimeout: Double
 
@@ -112,7 +110,7 @@ final class Connection: Sendable {
         if fd >= 0 { Socket(descriptor: fd).close() }
     }
 
-    /// Runs blocking `work` on the connection's queue (a fresh queue when there is no connection yet); a
+    /// Runs blocking `work` on a thread of FileRange's ``BlockingPool`` (never on Swift's cooperative pool); a
     /// cancellation of the calling task shuts the connection down so that a blocked call returns, and calls
     /// `onCancel` (a connect under way stops at its next look, ``ConnectCancellation``). A cancelled task throws
     /// `CancellationError`, whatever `work` returned.
@@ -121,15 +119,13 @@ final class Connection: Sendable {
         _ work: @escaping @Sendable () throws(HTTPClientError) -> T
     ) async throws -> T {
         try Task.checkCancellation()
-        let queue = connection?.queue ?? DispatchQueue(label: "HTTPClient.connect")
+        // One exchange uses a connection at a time, so its calls never overlap: no queue of its own is needed.
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, HTTPClientError>, Never>) in
-                queue.async {
-                    do throws(HTTPClientError) {
-                        continuation.resume(returning: .success(try work()))
-                    } catch {
-                        continuation.resume(returning: .failure(error))
-                    }
+            await BlockingPool.shared.run { () -> Result<T, HTTPClientError> in
+                do throws(HTTPClientError) {
+                    return .success(try work())
+                } catch {
+                    return .failure(error)
                 }
             }
         } onCancel: {

@@ -45,7 +45,7 @@ public struct HTTPClientConfiguration: Sendable {
 /// redirect loop (bounded, http(s) only, each target checked), one retry policy (``get(_:headers:maxBytes:timeout:onRetry:)``),
 /// one upstream-address policy checked at connect time, streaming bodies and the splice hand-off (``SocketBody``).
 ///
-/// Blocking socket calls run on dispatch queues, never on Swift's cooperative pool; cancelling the calling task
+/// Blocking socket calls run on FileRange's `BlockingPool`, never on Swift's cooperative pool; cancelling the calling task
 /// shuts the connection down, which ends a blocked read at once, and stops a connect under way (sockets come from
 /// the Sockets package: close-on-exec, no SIGPIPE, connected without blocking).
 public final class HTTPClient: HTTPTransport {
@@ -88,7 +88,7 @@ public final class HTTPClient: HTTPTransport {
     }
 
     /// A small body whole (a playlist, a key): over plain http the request, the head and up to `maxBytes` of body
-    /// are sent and read in one blocking call on the connection's queue. Redirects are followed as by
+    /// are sent and read in one blocking call on a `BlockingPool` thread. Redirects are followed as by
     /// ``send(_:)``. A longer body throws ``HTTPClientError/Code/tooLarge``. Any status is returned.
     public func fetch(_ request: HTTPClientRequest, maxBytes: Int) async throws -> HTTPWholeResponse {
         let deadline = Deadline(seconds: request.deadline ?? configuration.deadline)
