@@ -23,9 +23,11 @@ struct Module {
 }
 
 let modules: [Module] = [
+    // The leaf of small pure codecs (RFC 3986 references, percent coding, hex, civil dates, byte search).
+    Module(name: "TextCodecs", dependencies: []),
     Module(
         name: "FileRange",
-        dependencies: [],
+        dependencies: ["TextCodecs"],
         testDependencies: ["TestSupport"],
         extraTargets: [
             .executableTarget(
@@ -38,16 +40,17 @@ let modules: [Module] = [
     ),
     // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
     Module(
-        name: "HLSPlaylist", dependencies: [], testDependencies: ["TestSupport"], testExclude: ["Fixtures"],
+        name: "HLSPlaylist", dependencies: ["TextCodecs"], testDependencies: ["TestSupport"], testExclude: ["Fixtures"],
         linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]
     ),
     Module(name: "MPEGTS", dependencies: ["FileRange"], testDependencies: ["TestSupport"]),
-    Module(name: "FragmentedMP4", dependencies: ["MPEGTS"], testDependencies: ["MPEGTS", "TestSupport"]),
-    Module(name: "HTTPWire", dependencies: [], testDependencies: ["TestSupport"]),
+    Module(
+        name: "FragmentedMP4", dependencies: ["MPEGTS", "TextCodecs"], testDependencies: ["MPEGTS", "TestSupport"]),
+    Module(name: "HTTPWire", dependencies: ["TextCodecs"], testDependencies: ["TestSupport"]),
     Module(name: "Sockets", dependencies: ["FileRange"], testDependencies: ["TestSupport"]),
     Module(
         name: "LoopbackHTTP",
-        dependencies: ["HTTPWire", "Sockets", "FileRange"],
+        dependencies: ["HTTPWire", "Sockets", "FileRange", "TextCodecs"],
         testDependencies: ["Sockets", "TestSupport"],
         extraTargets: [
             .executableTarget(
@@ -58,9 +61,11 @@ let modules: [Module] = [
             )
         ]
     ),
-    Module(name: "HTTPClient", dependencies: ["HTTPWire", "Sockets", "FileRange"], testDependencies: ["TestSupport"]),
     Module(
-        name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS"], testDependencies: ["TestSupport"],
+        name: "HTTPClient", dependencies: ["HTTPWire", "Sockets", "FileRange", "TextCodecs"],
+        testDependencies: ["TestSupport"]),
+    Module(
+        name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS", "TextCodecs"], testDependencies: ["TestSupport"],
         testExclude: ["Fixtures"]),
     Module(
         name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"],

@@ -13,20 +13,21 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ["FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "Sockets", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit", "TestSupport"]
+PACKAGES = ["TextCodecs", "FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "Sockets", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit", "TestSupport"]
 # Test-only packages: any package may use them in its test targets, and no library or tool target may depend on them.
 TEST_ONLY = {"TestSupport"}
 # The dependency DAG: each package may depend on these siblings and nothing else.
 DAG = {
-    "FileRange": set(),
-    "HLSPlaylist": set(),
+    "TextCodecs": set(),
+    "FileRange": {"TextCodecs"},
+    "HLSPlaylist": {"TextCodecs"},
     "MPEGTS": {"FileRange"},
-    "FragmentedMP4": {"MPEGTS"},
-    "HTTPWire": set(),
+    "FragmentedMP4": {"MPEGTS", "TextCodecs"},
+    "HTTPWire": {"TextCodecs"},
     "Sockets": {"FileRange"},
-    "LoopbackHTTP": {"HTTPWire", "Sockets", "FileRange"},
-    "HTTPClient": {"HTTPWire", "Sockets", "FileRange"},
-    "HLSAdFilter": {"HLSPlaylist", "MPEGTS"},
+    "LoopbackHTTP": {"HTTPWire", "Sockets", "FileRange", "TextCodecs"},
+    "HTTPClient": {"HTTPWire", "Sockets", "FileRange", "TextCodecs"},
+    "HLSAdFilter": {"HLSPlaylist", "MPEGTS", "TextCodecs"},
     "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
     "TSPlayerKit": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},
     "TestSupport": set(),

@@ -1,25 +1,27 @@
 #!/usr/bin/env python3
-"""Counts the tests of a `swift test --xunit-output FILE` run from its result files (FILE for XCTest and
-FILE's `-swift-testing` twin for Swift Testing): one test case is one test, whatever number of issues it recorded
-and whatever its arguments. Prints the failed tests by name, then one line `tests: N passed, N failed, N skipped`.
-Exits 1 when a test failed or no result file was found.
+"""Counts the tests of one or more test runs from their result files (for each FILE given to `--xunit-output`: FILE
+itself, and for `swift test` FILE's `-swift-testing` twin): one test case is one test, whatever number of issues it
+recorded and whatever its arguments. Prints the failed tests by name, then one line
+`tests: N passed, N failed, N skipped`. Exits 1 when a test failed or a run left no result file.
 
-Usage: Scripts/test-results.py FILE"""
+Usage: Scripts/test-results.py FILE [FILE ...]"""
 import os
 import sys
 import xml.etree.ElementTree as ElementTree
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 64
-    base = sys.argv[1]
-    stem, extension = os.path.splitext(base)
-    files = [path for path in (base, stem + "-swift-testing" + extension) if os.path.exists(path)]
-    if not files:
-        print(f"test-results: no result file at {base}", file=sys.stderr)
-        return 1
+    files = []
+    for base in sys.argv[1:]:
+        stem, extension = os.path.splitext(base)
+        found = [path for path in (base, stem + "-swift-testing" + extension) if os.path.exists(path)]
+        if not found:
+            print(f"test-results: no result file at {base}", file=sys.stderr)
+            return 1
+        files += found
     passed, failed, skipped = 0, [], 0
     for path in files:
         for case in ElementTree.parse(path).getroot().iter("testcase"):

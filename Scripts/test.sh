@@ -2,7 +2,7 @@
 # The one test command (README.md and .ci/run call it). It installs the outside programs the tests use when they
 # are missing, makes the media fixtures, checks formatting, the manifests, that no Linux-only symbol sits where
 # Darwin compiles, and the linkage of the pure cores, builds everything with warnings as errors, builds the
-# packages through their own manifests, and runs every test.
+# packages through their own manifests, and runs every test (in several processes at once).
 # Any failure fails it.
 #
 # Usage: Scripts/test.sh [--no-standalone]   (--no-standalone skips the builds through the packages' own manifests)
@@ -98,16 +98,41 @@ if [[ "$found" != "$planted" ]]; then
     exit 1
 fi
 
-# Serially: several suites drive servers with blocking socket clients from async tests, and on a 2-core machine
-# Swift's cooperative pool has two threads; two such tests at once leave a server's async handlers no thread to run
-# on until a timeout fires.
-step "Every test (swift test at the root, one test at a time)"
+# The tests run in several processes at once, each process one test at a time. Inside one process they stay
+# serial: many tests wait on child processes and blocking sockets from Swift's cooperative threads (two on a 2-core
+# machine), and two such waits at once leave the process's own async work no thread until a timeout fires. Most of
+# the suite's time is waiting (live streams played in real time, players, deadlines), so the processes overlap well.
+# Each shard is a regular expression over test IDs (Module.Suite/test()); a shard runs what it matches and no earlier
+# shard did, and a last one runs everything no shard named, so a new test always runs somewhere. The shards are
+# balanced by the suites' measured times (Documentation/Testing.md).
+shards=(
+    'EndToEndTests\.ProxyEndToEndTests/liveAES|EndToEndTests\.BrowserPlaybackTests|EndToEndTests\.FragmentedConfigurationTests|EndToEndTests\.DownloadProcessesTests|^FileRangeTests\.'
+    'EndToEndTests\.ProxyEndToEndTests/liveBreaks|EndToEndTests\.SlateAudioEndToEndTests|EndToEndTests\.FailFastEndToEndTests|EndToEndTests\.DownloadFaultTests|^HTTPClientTests\.'
+    'EndToEndTests\.ProxyEndToEndTests/liveFragmented|EndToEndTests\.FragmentedPlaybackTests|EndToEndTests\.HostileOriginBudgetEndToEndTests|EndToEndTests\.HTTPEndToEndTests'
+    '^EndToEndTests\.'
+)
+step "Every test, in $((${#shards[@]} + 1)) processes at once (each one test at a time)"
 results="$(mktemp -d)"
-set +e
-TSPLAYERKIT_TEST_RUN="$run_id" swift test --no-parallel -Xswiftc -warnings-as-errors \
-    --xunit-output "$results/results.xml" 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]|^(􀟈|◇|↳)|Test .* started\.$'
-status=${PIPESTATUS[0]}
-set -e
+tests="$(swift build --show-bin-path)/TSPlayerKitPackageTests.xctest"
+listed=$("$tests" --testing-library swift-testing --list-tests | grep -c '/')
+taken=""
+pids=()
+for index in $(seq 0 ${#shards[@]}); do
+    arguments=(--testing-library swift-testing --no-parallel --xunit-output "$results/shard-$index.xml")
+    if ((index < ${#shards[@]})); then
+        arguments+=(--filter "${shards[$index]}")
+    fi
+    [[ -n "$taken" ]] && arguments+=(--skip "$taken")
+    TSPLAYERKIT_TEST_RUN="$run_id" "$tests" "${arguments[@]}" >"$results/shard-$index.log" 2>&1 &
+    pids+=($!)
+    ((index < ${#shards[@]})) && taken="${taken:+$taken|}${shards[$index]}"
+done
+status=0
+for index in "${!pids[@]}"; do
+    wait "${pids[$index]}" || status=1
+    echo "--- shard $index (done at $((SECONDS - start))s)"
+    grep -avE '^(.\[[0-9;]*m)?(􀟈|◇|↳)|Test .* started\.$' "$results/shard-$index.log" || true
+done
 
 step "Nothing the tests started is still running"
 left=""
@@ -126,7 +151,14 @@ if [[ -n "$left" ]]; then
 fi
 
 printf '\n==> done in %ss\n' "$((SECONDS - start))"
-# The counts come from the test results (one test case, one test), not from the lines the run prints.
-Scripts/test-results.py "$results/results.xml" || status=1
+# The counts come from the test results (one test case, one test), not from the lines the run prints; every listed
+# test must have run in exactly one shard.
+counts=$(Scripts/test-results.py "$results"/shard-*.xml) || status=1
+echo "$counts"
+ran=$(sed -nE 's/^tests: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 + \2 + \3/p' <<<"$counts")
+if [[ -z "$ran" || $((ran)) != "$listed" ]]; then
+    echo "test.sh: $listed tests listed, ${ran:+$((ran))} run across the shards" >&2
+    status=1
+fi
 rm -rf "$results"
 exit "$status"

@@ -15,12 +15,13 @@ let package = Package(
         .library(name: "FileRange", targets: ["FileRange"])
     ],
     dependencies: [
-        .package(path: "../TestSupport")
+        .package(path: "../TextCodecs"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
             name: "FileRange",
-            dependencies: [],
+            dependencies: [.product(name: "TextCodecs", package: "TextCodecs")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

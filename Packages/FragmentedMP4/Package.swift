@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "FragmentedMP4", targets: ["FragmentedMP4"])
     ],
     dependencies: [
+        .package(path: "../TextCodecs"),
         .package(path: "../MPEGTS"),
         .package(path: "../TestSupport"),
     ],
@@ -22,7 +23,8 @@ let package = Package(
         .target(
             name: "FragmentedMP4",
             dependencies: [
-                .product(name: "MPEGTS", package: "MPEGTS")
+                .product(name: "MPEGTS", package: "MPEGTS"),
+                .product(name: "TextCodecs", package: "TextCodecs"),
             ],
             swiftSettings: swiftSettings
         ),

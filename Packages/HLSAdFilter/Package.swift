@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "HLSAdFilter", targets: ["HLSAdFilter"])
     ],
     dependencies: [
+        .package(path: "../TextCodecs"),
         .package(path: "../HLSPlaylist"),
         .package(path: "../MPEGTS"),
         .package(path: "../TestSupport"),
@@ -25,6 +26,7 @@ let package = Package(
             dependencies: [
                 .product(name: "HLSPlaylist", package: "HLSPlaylist"),
                 .product(name: "MPEGTS", package: "MPEGTS"),
+                .product(name: "TextCodecs", package: "TextCodecs"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -15,12 +15,13 @@ let package = Package(
         .library(name: "HLSPlaylist", targets: ["HLSPlaylist"])
     ],
     dependencies: [
-        .package(path: "../TestSupport")
+        .package(path: "../TextCodecs"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
             name: "HLSPlaylist",
-            dependencies: [],
+            dependencies: [.product(name: "TextCodecs", package: "TextCodecs")],
             swiftSettings: swiftSettings,
             // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
             linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]

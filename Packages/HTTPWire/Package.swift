@@ -15,12 +15,13 @@ let package = Package(
         .library(name: "HTTPWire", targets: ["HTTPWire"])
     ],
     dependencies: [
-        .package(path: "../TestSupport")
+        .package(path: "../TextCodecs"),
+        .package(path: "../TestSupport"),
     ],
     targets: [
         .target(
             name: "HTTPWire",
-            dependencies: [],
+            dependencies: [.product(name: "TextCodecs", package: "TextCodecs")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

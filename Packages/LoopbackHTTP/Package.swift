@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "LoopbackHTTP", targets: ["LoopbackHTTP"])
     ],
     dependencies: [
+        .package(path: "../TextCodecs"),
         .package(path: "../HTTPWire"),
         .package(path: "../Sockets"),
         .package(path: "../FileRange"),
@@ -27,6 +28,7 @@ let package = Package(
                 .product(name: "HTTPWire", package: "HTTPWire"),
                 .product(name: "Sockets", package: "Sockets"),
                 .product(name: "FileRange", package: "FileRange"),
+                .product(name: "TextCodecs", package: "TextCodecs"),
             ],
             swiftSettings: swiftSettings
         ),

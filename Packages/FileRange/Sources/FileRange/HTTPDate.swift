@@ -1,3 +1,5 @@
+import TextCodecs
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -28,23 +30,40 @@ public struct HTTPDate: Hashable, Sendable, Comparable, CustomStringConvertible 
         lhs.secondsSince1970 < rhs.secondsSince1970
     }
 
-    private static let dayNames = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
-    private static let longDayNames = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-    private static let monthNames = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
+    private static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+    private static let monthNames: StaticString = "JanFebMarAprMayJunJulAugSepOctNovDec"
+    private static let dayLetters: StaticString = "SunMonTueWedThuFriSat"
 
-    /// The preferred IMF-fixdate form, such as `Sun, 06 Nov 1994 08:49:37 GMT`.
+    /// The preferred IMF-fixdate form, such as `Sun, 06 Nov 1994 08:49:37 GMT`, written byte by byte (the server
+    /// sends one with every response). Years outside 0 to 9999 are clamped to them.
     public var imfFixdate: String {
-        let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
-        let secondOfDay = secondsSince1970 - days * 86_400
-        let (year, month, day) = Self.civil(fromDays: days)
-        let weekday = Self.dayNames[Int(((days % 7) + 7) % 7)]
-        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        var yearText = "\(year)"
-        while yearText.count < 4 { yearText = "0" + yearText }
-        return "\(weekday), \(two(day)) \(Self.monthNames[Int(month - 1)]) \(yearText) "
-            + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+        let (days, secondOfDay) = CivilDate.split(secondsSince1970: secondsSince1970)
+        let (year, month, day) = CivilDate.date(fromDays: days)
+        let weekday = CivilDate.weekday(fromDays: days)
+        var out = [UInt8](repeating: 0x20, count: 29)
+        out.withUnsafeMutableBufferPointer { b in
+            func two(_ value: Int64, at index: Int) {
+                b[index] = 0x30 + UInt8(value / 10)
+                b[index + 1] = 0x30 + UInt8(value % 10)
+            }
+            for i in 0..<3 { b[i] = Self.dayLetters.utf8Start[weekday * 3 + i] }
+            b[3] = UInt8(ascii: ",")
+            two(day, at: 5)
+            for i in 0..<3 { b[8 + i] = Self.monthNames.utf8Start[Int(month - 1) * 3 + i] }
+            let y = max(0, min(9999, year))
+            two(y / 100, at: 12)
+            two(y % 100, at: 14)
+            two(secondOfDay / 3600, at: 17)
+            b[19] = UInt8(ascii: ":")
+            two(secondOfDay / 60 % 60, at: 20)
+            b[22] = UInt8(ascii: ":")
+            two(secondOfDay % 60, at: 23)
+            b[26] = UInt8(ascii: "G")
+            b[27] = UInt8(ascii: "M")
+            b[28] = UInt8(ascii: "T")
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     public var description: String { imfFixdate }
@@ -76,7 +95,8 @@ public struct HTTPDate: Hashable, Sendable, Comparable, CustomStringConvertible 
                 let time = scanner.time(), scanner.take(UInt8(ascii: " ")), scanner.literal("GMT"),
                 scanner.atEndIgnoringWhitespace()
             else { return nil }
-            let currentYear = civil(fromDays: now().secondsSince1970 / 86_400).year
+            let currentYear = CivilDate.date(fromDays: CivilDate.split(secondsSince1970: now().secondsSince1970).days)
+                .year
             var year = currentYear - currentYear % 100 + shortYear
             if year > currentYear + 50 { year -= 100 }
             return make(year: year, month: month, day: day, time: time)
@@ -101,35 +121,10 @@ public struct HTTPDate: Hashable, Sendable, Comparable, CustomStringConvertible 
 
     private static func make(year: Int64, month: Int64, day: Int64, time: (Int64, Int64, Int64)) -> HTTPDate? {
         let monthLengths: [Int64] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-        let maxDay = month == 2 && leap ? 29 : monthLengths[Int(month - 1)]
+        let maxDay = month == 2 && CivilDate.isLeapYear(year) ? 29 : monthLengths[Int(month - 1)]
         guard day >= 1, day <= maxDay, time.0 < 24, time.1 < 60, time.2 < 61 else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CivilDate.days(year: year, month: month, day: day)
         return HTTPDate(secondsSince1970: days * 86_400 + time.0 * 3600 + time.1 * 60 + min(time.2, 59))
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (the civil-days algorithm).
-    public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    /// The proleptic Gregorian date of a day count since 1970-01-01: the toolkit's one civil-date routine above the
-    /// pure packages (HLSPlaylist, which imports nothing, keeps its own for EXT-X-PROGRAM-DATE-TIME).
-    public static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
 

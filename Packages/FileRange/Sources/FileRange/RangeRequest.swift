@@ -145,6 +145,40 @@ public enum ContentRange {
     public static func unsatisfiedValue(completeLength: UInt64) -> String {
         "bytes */\(completeLength)"
     }
+
+    /// Reads a received value: `bytes FIRST-LAST/COMPLETE`, `bytes FIRST-LAST/*` (the complete length unknown) or
+    /// `bytes */COMPLETE` (sent with 416: no range). The unit is matched without regard to case and spaces around
+    /// the value are ignored. Nil for anything else, including `FIRST` after `LAST`, `LAST` at or past a known
+    /// `COMPLETE`, and `*/*`: the one reader of this field, for the downloader and the caching proxy alike.
+    public static func parse(_ value: String) -> (range: ClosedRange<UInt64>?, completeLength: UInt64?)? {
+        var text = Substring(value)
+        while text.first == " " || text.first == "\t" { text.removeFirst() }
+        while text.last == " " || text.last == "\t" { text.removeLast() }
+        guard text.count > 6, text.prefix(6).lowercased() == "bytes " else { return nil }
+        let halves = text.dropFirst(6).split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard halves.count == 2 else { return nil }
+        func number(_ digits: Substring) -> UInt64? {
+            guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return UInt64(digits)
+        }
+        let completeLength: UInt64?
+        if halves[1] == "*" {
+            completeLength = nil
+        } else {
+            guard let length = number(halves[1]) else { return nil }
+            completeLength = length
+        }
+        if halves[0] == "*" {
+            guard let completeLength else { return nil }
+            return (nil, completeLength)
+        }
+        let bounds = halves[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = number(bounds[0]), let last = number(bounds[1]), first <= last else {
+            return nil
+        }
+        if let completeLength, last >= completeLength { return nil }
+        return (first...last, completeLength)
+    }
 }
 
 /// `If-Range` evaluation (RFC 9110 §13.1.5).

@@ -1,3 +1,5 @@
+import TextCodecs
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -382,33 +384,13 @@ enum RangeMapFile {
         return hash
     }
 
+    /// A map field: bytes from `!` to `~` but `%` kept, the rest percent-encoded; `%` alone for the empty text.
     static func percentEncode(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            if byte > 0x20, byte < 0x7f, byte != UInt8(ascii: "%") {
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                let hex = String(byte, radix: 16, uppercase: true)
-                result += "%" + (hex.count == 1 ? "0" + hex : hex)
-            }
-        }
-        return result.isEmpty ? "%" : result
+        text.isEmpty ? "%" : Percent.encode(text) { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "%") }
     }
 
     static func percentDecode(_ text: Substring) -> String? {
         if text == "%" { return "" }
-        var bytes: [UInt8] = []
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%") {
-                guard let high = iterator.next(), let low = iterator.next(),
-                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
-                else { return nil }
-                bytes.append(value)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        return Percent.decode(text.utf8).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -133,6 +133,20 @@ import Testing
 }
 
 @Suite struct HTTPDateTests {
+    /// The byte-by-byte formatter against known texts, and every value read back by the parser, across leap days,
+    /// the epoch and the last second of year 9999.
+    @Test func imfFixdateIsExactAndReadsBack() {
+        #expect(HTTPDate(secondsSince1970: 0).imfFixdate == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(HTTPDate(secondsSince1970: 784_111_777).imfFixdate == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate(secondsSince1970: 951_782_400).imfFixdate == "Tue, 29 Feb 2000 00:00:00 GMT")
+        #expect(HTTPDate(secondsSince1970: 253_402_300_799).imfFixdate == "Fri, 31 Dec 9999 23:59:59 GMT")
+        #expect(HTTPDate(secondsSince1970: -1).imfFixdate == "Wed, 31 Dec 1969 23:59:59 GMT")
+        for seconds: Int64 in [0, 784_111_777, 951_782_400, 1_700_000_000, 4_102_444_800, 253_402_300_799] {
+            let date = HTTPDate(secondsSince1970: seconds)
+            #expect(HTTPDate.parse(date.imfFixdate) == date, "\(seconds): \(date.imfFixdate)")
+        }
+    }
+
     /// RFC 9110 §5.6.7: the three forms of the same instant.
     @Test func rfc9110Forms() {
         let instant = HTTPDate(secondsSince1970: 784_111_777)
@@ -177,5 +191,25 @@ import Testing
             !IfRange.rangeApplies(ifRange: "Sun, 06 Nov 1994 08:49:38 GMT", entityTag: nil, lastModified: lastModified))
         #expect(!IfRange.rangeApplies(ifRange: "Sun, 06 Nov 1994 08:49:37 GMT", entityTag: "\"x\"", lastModified: nil))
         #expect(!IfRange.rangeApplies(ifRange: "garbage", entityTag: "\"x\"", lastModified: lastModified))
+    }
+}
+
+/// The one reader of received `Content-Range` values (the downloader's and the caching proxy's).
+@Suite struct ContentRangeParseTests {
+    @Test func readsTheThreeFormsAndRefusesTheRest() {
+        #expect(ContentRange.parse("bytes 0-99/1000")! == (0...99, 1000))
+        #expect(ContentRange.parse("  Bytes 5-5/*\t")! == (5...5, nil))
+        #expect(ContentRange.parse("bytes */1000")! == (nil, 1000))
+        #expect(
+            ContentRange.parse("bytes 0-18446744073709551614/18446744073709551615")! == (
+                0...18_446_744_073_709_551_614, UInt64.max
+            ))
+        for bad in [
+            "", "bytes", "bytes ", "bytes */*", "bytes 10-9/100", "bytes 0-100/100", "bytes 0-99", "items 0-9/10",
+            "bytes -1-9/10", "bytes 0-+9/10", "bytes 0-9/+10", "bytes 0-9/1x", "bytes 0-9/18446744073709551616",
+            "bytes 0 -9/10", "bytes=0-9/10",
+        ] {
+            #expect(ContentRange.parse(bad) == nil, "\(bad)")
+        }
     }
 }

@@ -1,3 +1,5 @@
+import TextCodecs
+
 // RFC 6381 `codecs` parameters, as HLS's CODECS attribute lists them, from the configuration records.
 
 extension TrackCodec {
@@ -43,7 +45,4 @@ extension TrackCodec {
     }
 }
 
-func hex2(_ byte: UInt8) -> String {
-    let digits = String(byte, radix: 16)
-    return digits.count == 1 ? "0" + digits : digits
-}
+func hex2(_ byte: UInt8) -> String { Hex.encode([byte]) }

@@ -1,4 +1,5 @@
 public import HLSPlaylist
+import TextCodecs
 
 /// Cleans successive polls of a live media playlist.
 ///
@@ -301,35 +302,11 @@ extension LiveAdFilter.State {
         return out
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 
     static func bytes(hex text: String) -> [UInt8]? {
-        let u = Array(text.utf8)
-        guard u.count % 2 == 0, u.count <= 64 else { return nil }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case 0x30...0x39: return c - 0x30
-            case 0x61...0x66: return c - 0x61 + 10
-            case 0x41...0x46: return c - 0x41 + 10
-            default: return nil
-            }
-        }
-        var out: [UInt8] = []
-        var i = 0
-        while i + 1 < u.count {
-            guard let h = nibble(u[i]), let l = nibble(u[i + 1]) else { return nil }
-            out.append(h << 4 | l)
-            i += 2
-        }
-        return out
+        guard text.utf8.count % 2 == 0, text.utf8.count <= 64 else { return nil }
+        return Hex.decode(text.utf8)
     }
 
     private func clean(_ s: String) -> String {

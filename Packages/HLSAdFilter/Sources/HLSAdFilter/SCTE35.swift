@@ -1,4 +1,5 @@
 import MPEGTS
+import TextCodecs
 
 /// The few fields of an SCTE-35 `splice_info_section` (ANSI/SCTE 35 §9) that ad detection needs.
 ///
@@ -106,27 +107,10 @@ public struct SCTE35Cue: Sendable, Hashable {
         return base64(t)
     }
 
+    /// An even, non-zero count of hexadecimal digits as bytes.
     static func hex(_ s: Substring) -> [UInt8]? {
-        let u = Array(s.utf8)
-        guard !u.isEmpty, u.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(u.count / 2)
-        var i = 0
-        while i + 1 < u.count {
-            guard let h = nibble(u[i]), let l = nibble(u[i + 1]) else { return nil }
-            out.append(h << 4 | l)
-            i += 2
-        }
-        return out
-    }
-
-    static func nibble(_ b: UInt8) -> UInt8? {
-        switch b {
-        case 0x30...0x39: return b - 0x30
-        case 0x41...0x46: return b - 0x41 + 10
-        case 0x61...0x66: return b - 0x61 + 10
-        default: return nil
-        }
+        guard !s.isEmpty, s.utf8.count % 2 == 0 else { return nil }
+        return Hex.decode(s.utf8)
     }
 
     static func base64(_ s: Substring) -> [UInt8]? {

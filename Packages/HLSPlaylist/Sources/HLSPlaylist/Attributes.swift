@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// The value types of RFC 8216bis §4.2.
 public enum AttributeType: Sendable, Hashable {
     case decimalInteger
@@ -409,7 +411,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
             i += 1
             let valueStart = i
             if i < end && b[i] == asciiQuote {
-                i = ByteScan.next(asciiQuote, in: b, from: i + 1)
+                i = ByteSearch.firstIndex(of: asciiQuote, in: b, from: i + 1)
                 if i == end {
                     problems.append(Problem(offset: valueStart, message: "unterminated quoted string"))
                 } else {

@@ -1,3 +1,5 @@
+import TextCodecs
+
 // Byte-level helpers shared by the parsers: ASCII classes, number parsing and number formatting.
 // Everything here works on UTF-8 bytes and never traps on input.
 
@@ -14,17 +16,6 @@
 
 enum ASCII {
     static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
-    static func isHexDigit(_ b: UInt8) -> Bool {
-        isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66)
-    }
-    static func hexValue(_ b: UInt8) -> UInt8? {
-        switch b {
-        case 0x30...0x39: return b &- 0x30
-        case 0x41...0x46: return b &- 0x41 &+ 10
-        case 0x61...0x66: return b &- 0x61 &+ 10
-        default: return nil
-        }
-    }
     static func isWhitespace(_ b: UInt8) -> Bool { b == asciiSpace || b == asciiTab }
     /// Characters of an attribute name per RFC 8216bis §4.2: `[A-Z0-9-]`.
     static func isAttributeNameByte(_ b: UInt8) -> Bool {
@@ -32,35 +23,8 @@ enum ASCII {
     }
 }
 
-/// Byte searches eight bytes at a time.
+/// Searches for one of two bytes, eight bytes at a time (TextCodecs' ``ByteSearch`` finds one).
 enum ByteScan {
-    /// The high bit of each byte of `word` that equals `byte`, exactly (no false positives, so the lowest set bit
-    /// marks the first match and a popcount counts them).
-    @inline(__always)
-    static func matches(_ word: UInt64, _ byte: UInt8) -> UInt64 {
-        let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
-        let x = word ^ (0x0101_0101_0101_0101 &* UInt64(byte))
-        return ~(((x & low) &+ low) | x | low)
-    }
-
-    /// The index of the first `byte` at or after `from` in `b`, or `b.count`.
-    @inline(__always)
-    static func next(_ byte: UInt8, in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        var i = max(from, 0)
-        let n = b.count
-        if let start = b.baseAddress {
-            let raw = UnsafeRawPointer(start)
-            let pattern = 0x0101_0101_0101_0101 &* UInt64(byte)
-            while i &+ 8 <= n {
-                let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ pattern
-                if (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080 != 0 { break }
-                i &+= 8
-            }
-        }
-        while i < n, b[i] != byte { i &+= 1 }
-        return i
-    }
-
     /// The index of the first `=` or comma at or after `from` in `b`, or `b.count` (the end of an attribute name),
     /// eight bytes at a time.
     @inline(__always)
@@ -72,7 +36,7 @@ enum ByteScan {
                 let raw = UnsafeRawPointer(start)
                 while i &+ 8 <= n {
                     let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    let found = matches(w, asciiEquals) | matches(w, asciiComma)
+                    let found = ByteSearch.matches(w, asciiEquals) | ByteSearch.matches(w, asciiComma)
                     if found != 0 { return i &+ (found.trailingZeroBitCount >> 3) }
                     i &+= 8
                 }
@@ -93,7 +57,7 @@ enum ByteScan {
                 let raw = UnsafeRawPointer(start)
                 while i &+ 8 <= n {
                     let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    let found = matches(w, asciiComma) | matches(w, asciiQuote)
+                    let found = ByteSearch.matches(w, asciiComma) | ByteSearch.matches(w, asciiQuote)
                     if found != 0 { return i &+ (found.trailingZeroBitCount >> 3) }
                     i &+= 8
                 }
@@ -224,20 +188,7 @@ enum Numbers {
     static func hexadecimal<C: Collection<UInt8>>(_ bytes: C) -> [UInt8]? {
         let array = Array(bytes)
         guard array.count >= 3, array[0] == 0x30, array[1] == 0x78 || array[1] == 0x58 else { return nil }
-        var digits = array[2...]
-        var out: [UInt8] = []
-        out.reserveCapacity((digits.count + 1) / 2)
-        if digits.count % 2 == 1 {
-            guard let first = digits.first, let v = ASCII.hexValue(first) else { return nil }
-            out.append(v)
-            digits = digits.dropFirst()
-        }
-        var it = digits.makeIterator()
-        while let hi = it.next() {
-            guard let lo = it.next(), let h = ASCII.hexValue(hi), let l = ASCII.hexValue(lo) else { return nil }
-            out.append(h << 4 | l)
-        }
-        return out
+        return Hex.decode(array[2...])
     }
 
     /// Formats with exactly `decimals` fraction digits (rounded half away from zero), without Foundation.

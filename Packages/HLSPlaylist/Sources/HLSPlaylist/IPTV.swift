@@ -1,3 +1,5 @@
+import TextCodecs
+
 // Long file: the IPTV list model, its streaming parser and its writer, kept together as one format.
 /// One raw line of an IPTV list, kept for lossless writing.
 public struct IPTVLine: Sendable, Hashable {
@@ -304,27 +306,8 @@ public struct IPTVStreamParser: Sendable {
 
     /// The index of the next LF at or after `from`, or `chunk.endIndex`; eight bytes at a time.
     static func nextLineFeed(_ chunk: ArraySlice<UInt8>, from: Int) -> Int {
-        chunk.withUnsafeBufferPointer { buffer -> Int in
-            let base = chunk.startIndex
-            var i = from &- base
-            let n = buffer.count
-            if let start = buffer.baseAddress {
-                let raw = UnsafeRawPointer(start)
-                while i &+ 8 <= n {
-                    let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ 0x0A0A_0A0A_0A0A_0A0A
-                    let found = (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
-                    if found != 0 {
-                        #if _endian(little)
-                            // The lowest flagged byte is the first LF (flags above it may be false).
-                            i &+= found.trailingZeroBitCount >> 3
-                        #endif
-                        break
-                    }
-                    i &+= 8
-                }
-            }
-            while i < n, buffer[i] != asciiLF { i &+= 1 }
-            return base &+ i
+        chunk.withUnsafeBufferPointer { buffer in
+            chunk.startIndex &+ ByteSearch.firstIndex(of: asciiLF, in: buffer, from: from &- chunk.startIndex)
         }
     }
 
@@ -581,7 +564,7 @@ public struct IPTVStreamParser: Sendable {
                 var j = valueStart
                 var close: Int?
                 while j < end {
-                    j = ByteScan.next(quote, in: b, from: j)
+                    j = ByteSearch.firstIndex(of: quote, in: b, from: j)
                     if j < end {
                         let (closes, nextKey) = closesValue(b, j)
                         if closes {
@@ -664,7 +647,7 @@ enum JSONObjectReader {
                         guard i + 4 < b.endIndex else { return nil }
                         var v: UInt32 = 0
                         for k in 1...4 {
-                            guard let h = ASCII.hexValue(b[i + k]) else { return nil }
+                            guard let h = Hex.value(of: b[i + k]) else { return nil }
                             v = v << 4 | UInt32(h)
                         }
                         out.append(contentsOf: Array(String(Character(Unicode.Scalar(v) ?? "?")).utf8))

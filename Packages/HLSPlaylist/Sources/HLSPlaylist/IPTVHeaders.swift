@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// The request headers an IPTV list gives a channel, wherever the list puts them: `#EXTVLCOPT:http-user-agent=` and
 /// `http-referrer=`, `#EXTHTTP:{...}`, and Kodi's `url|User-Agent=...&Referer=...` after the URL.
 extension IPTVChannel {
@@ -95,8 +97,8 @@ enum IPTVURL {
         out.reserveCapacity(bytes.count)
         var i = bytes.startIndex
         while i < bytes.endIndex {
-            if bytes[i] == 0x25, i + 2 < bytes.endIndex, let high = ASCII.hexValue(bytes[i + 1]),
-                let low = ASCII.hexValue(bytes[i + 2])
+            if bytes[i] == 0x25, i + 2 < bytes.endIndex, let high = Hex.value(of: bytes[i + 1]),
+                let low = Hex.value(of: bytes[i + 2])
             {
                 out.append(high << 4 | low)
                 i += 3

@@ -1,3 +1,5 @@
+import TextCodecs
+
 // Long file: the linter's checks, one function per area of the spec (the rules themselves are in LintRules.swift).
 /// How serious a lint finding is.
 public enum LintSeverity: String, Sendable, Hashable, Comparable {

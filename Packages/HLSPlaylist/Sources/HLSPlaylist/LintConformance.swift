@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// The checks added when every MUST of RFC 8216bis was gone through one by one: bytes of the file, attribute values
 /// a schema type cannot express, rendition groups, date-range relations, interstitials and the
 /// live-update rules that need the previous poll. Lint.swift calls them from its passes.
@@ -21,10 +23,7 @@ extension LintContext {
         }
     }
 
-    private func hex(_ b: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF")
-        return "0x" + String(digits[Int(b >> 4)]) + String(digits[Int(b & 15)])
-    }
+    private func hex(_ b: UInt8) -> String { "0x" + Hex.encode([b], uppercase: true) }
 
     /// Without the multivariant playlist or the playlist's URL, EXT-X-DEFINE IMPORT and QUERYPARAM cannot be
     /// checked: each such define gets an info finding, and a stand-in value lets the rest of the playlist (its

@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// Reads playlist bytes into a ``Playlist``.
 ///
 /// Works on bytes: lines are views into one shared buffer and only tag values are decoded. Tolerant by default:
@@ -375,7 +377,7 @@ struct ParseState {
     mutating func parseTag(_ bytes: ArraySlice<UInt8>, lineNumber: Int) throws(PlaylistError) -> Tag {
         let s = bytes.startIndex
         // The colon, eight bytes at a time (the buffer's indices are offsets from `s`).
-        let colon = s + bytes.withUnsafeBufferPointer { ByteScan.next(asciiColon, in: $0, from: 1) }
+        let colon = s + bytes.withUnsafeBufferPointer { ByteSearch.firstIndex(of: asciiColon, in: $0, from: 1) }
         let nameBytes = bytes[(s + 1)..<colon]
         var valueBytes: ArraySlice<UInt8>? = colon < bytes.endIndex ? bytes[(colon + 1)...] : nil
         // Trailing whitespace is tolerated (kept in the line's bytes, not in the value).

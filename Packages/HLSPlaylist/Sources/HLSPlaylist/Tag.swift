@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// The EXTINF value: a duration in seconds and an optional title (RFC 8216bis §4.4.4.1).
 public struct ExtInf: Sendable, Hashable {
     public var duration: Double
@@ -142,29 +144,6 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
         return v
     }
 
-    /// Days from 1970-01-01 to the civil date (proleptic Gregorian).
-    static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int {
-        let y = m <= 2 ? y0 - 1 : y0
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (m + 9) % 12
-        let doy = (153 * mp + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146097 + doe - 719468
-    }
-
-    static func civilFromDays(_ z0: Int) -> (Int, Int, Int) {
-        let z = z0 + 719468
-        let era = (z >= 0 ? z : z - 146096) / 146097
-        let doe = z - era * 146097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
-    }
-
     static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Double? {
         if let fixed = parseMilliseconds(b) { return fixed.seconds }
         guard let y = digits(b, 0, 4), b.count > 10, b[4] == 0x2D, let mo = digits(b, 5, 2), b[7] == 0x2D,
@@ -213,7 +192,7 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
             }
         }
         guard i == b.count else { return nil }
-        let days = daysFromCivil(y, mo, d)
+        let days = Int(CivilDate.days(year: Int64(y), month: Int64(mo), day: Int64(d)))
         return Double(days * 86400 + h * 3600 + mi * 60 - offset) + seconds
     }
 
@@ -269,7 +248,9 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
             let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
             let monthDays = mo == 2 ? (leap ? 29 : 28) : (mo == 4 || mo == 6 || mo == 9 || mo == 11 ? 30 : 31)
             return (
-                Double(daysFromCivil(y, mo, day) * 86400 + h * 3600 + mi * 60) + seconds, s < 60 && day <= monthDays
+                Double(
+                    Int(CivilDate.days(year: Int64(y), month: Int64(mo), day: Int64(day))) * 86400 + h * 3600 + mi * 60)
+                    + seconds, s < 60 && day <= monthDays
             )
         #else
             return nil
@@ -285,7 +266,8 @@ public struct DateTime: Sendable, Hashable, CustomStringConvertible {
             rem += 86_400_000
             days -= 1
         }
-        let (y, m, d) = civilFromDays(days)
+        let date = CivilDate.date(fromDays: Int64(days))
+        let (y, m, d) = (Int(date.year), Int(date.month), Int(date.day))
         func pad(_ v: Int, _ n: Int) -> String {
             let s = String(v)
             return String(repeating: "0", count: max(0, n - s.count)) + s

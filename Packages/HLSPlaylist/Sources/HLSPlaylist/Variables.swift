@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// EXT-X-DEFINE variables in effect for one playlist (RFC 8216bis §4.3, §4.4.2.3).
 public struct Variables: Sendable, Hashable {
     public var values: [String: String]

@@ -1,4 +1,5 @@
 public import HTTPWire
+import TextCodecs
 
 /// Settings of an ``HTTPClient``.
 public struct HTTPClientConfiguration: Sendable {
@@ -252,8 +253,8 @@ public final class HTTPClient: HTTPTransport {
                     throw HTTPClientError(
                         .tooManyRedirects, "more than \(configuration.maxRedirects) redirects", url: request.url)
                 }
-                let next = URLParts.resolve(location, against: forwarded.url)
-                let scheme = URLParts(next).scheme?.lowercased()
+                let next = URIReference.resolve(location, against: forwarded.url)
+                let scheme = URIReference(next).scheme?.lowercased()
                 guard scheme == "http" || scheme == "https" else {
                     throw HTTPClientError(
                         .tooManyRedirects, "a redirect to \(next), which is not an http(s) URL", url: request.url)

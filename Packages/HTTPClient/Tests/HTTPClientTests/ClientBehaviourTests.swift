@@ -1,6 +1,7 @@
 import FileRange
 import HTTPWire
 import Testing
+import TextCodecs
 
 @testable import HTTPClient
 
@@ -267,7 +268,7 @@ struct ClientBehaviourTests {
             ("g/../h", "http://a/b/c/h"), ("https://x:8443/y", "https://x:8443/y"),
         ]
         for (reference, expected) in cases {
-            #expect(URLParts.resolve(reference, against: base) == expected, "\(reference)")
+            #expect(URIReference.resolve(reference, against: base) == expected, "\(reference)")
         }
     }
 

@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// Why a chunked body was refused, with the byte offset from the start of the body.
 public struct HTTPChunkedError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong (opaque, so that cases can be added).
@@ -135,7 +137,7 @@ public struct HTTPChunkedDecoder: Sendable {
                 // chunk-size [ chunk-ext ]: hex digits, then nothing, or extensions after BWS and ';'.
                 var size: UInt64 = 0
                 var j = index
-                while j < contentEnd, let digit = Self.hexValue(buffer[j]) {
+                while j < contentEnd, let digit = Hex.value(of: buffer[j]) {
                     guard size <= (UInt64.max >> 4) else { throw fail(.chunkSizeTooLarge, at: index) }
                     size = size << 4 | UInt64(digit)
                     j += 1
@@ -210,15 +212,6 @@ public struct HTTPChunkedDecoder: Sendable {
         }
         return nil
     }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
-    }
 }
 
 /// The chunked transfer coding's writer (RFC 9112 §7.1).
@@ -232,11 +225,10 @@ public enum HTTPChunkedEncoder {
 
     /// Appends the line that starts a chunk of `count` bytes.
     public static func appendChunkHeader(count: Int, to out: inout [UInt8]) {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var value = UInt(max(0, count))
         var reversed: [UInt8] = []
         repeat {
-            reversed.append(digits[Int(value & 0xF)])
+            reversed.append(Hex.digit(UInt8(value & 0xF)))
             value >>= 4
         } while value > 0
         out += reversed.reversed()

@@ -136,7 +136,7 @@ public struct HTTPResponse: Sendable {
         headers.add(name: "Content-Type", value: contentType)
         headers.add(
             name: "ETag", value: entityTag(size: size, seconds: status.seconds, nanoseconds: status.nanoseconds))
-        headers.add(name: "Last-Modified", value: FastDate.imfFixdate(status.seconds))
+        headers.add(name: "Last-Modified", value: HTTPDate(secondsSince1970: status.seconds).imfFixdate)
         // Local media can change (a recording that grows): caches must revalidate, which the validators make cheap.
         headers.add(name: "Cache-Control", value: "no-cache")
         var body = FileBody(file: file, offset: offset, length: length)

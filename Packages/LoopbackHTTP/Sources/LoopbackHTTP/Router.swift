@@ -1,5 +1,6 @@
 import FileRange
 public import HTTPWire
+import TextCodecs
 
 /// What answers a request.
 ///
@@ -348,52 +349,10 @@ public struct Router: Sendable {
         if pieces.first?.isEmpty == true { pieces.removeFirst() }
         if pieces.count > 1, pieces.last?.isEmpty == true { pieces.removeLast() }
         for piece in pieces {
-            guard let segment = percentDecode(piece) else { return nil }
+            guard let segment = Percent.decodeUTF8(piece) else { return nil }
             segments.append(segment)
         }
         if segments.count == 1, segments[0].isEmpty { return [] }
         return segments
-    }
-
-    /// Percent-decodes once; nil on a malformed escape or invalid UTF-8.
-    static func percentDecode(_ bytes: some Collection<UInt8>) -> String? {
-        if !bytes.contains(UInt8(ascii: "%")) { return validatedUTF8(bytes) }
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var iterator = bytes.makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%") {
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                    return nil
-                }
-                output.append(high << 4 | low)
-            } else {
-                output.append(byte)
-            }
-        }
-        return validatedUTF8(output)
-    }
-
-    /// The bytes as a string if they are well-formed UTF-8 (overlong forms and surrogates refused), else nil: what
-    /// `String(validating:as:)` does, which needs macOS 15 / iOS 18.
-    private static func validatedUTF8(_ bytes: some Collection<UInt8>) -> String? {
-        var iterator = bytes.makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: return String(decoding: bytes, as: UTF8.self)
-            case .error: return nil
-            }
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: return byte - 0x30
-        case 0x41...0x46: return byte - 0x41 + 10
-        case 0x61...0x66: return byte - 0x61 + 10
-        default: return nil
-        }
     }
 }

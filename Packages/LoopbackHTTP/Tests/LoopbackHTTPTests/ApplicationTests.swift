@@ -449,10 +449,4 @@ struct ApplicationTests {
         #expect(MediaType.forPath("dir.ts/file") == "application/octet-stream")
         #expect(MediaType.forPath("noext") == "application/octet-stream")
     }
-
-    @Test func fastDateMatchesHTTPDate() {
-        for seconds: Int64 in [0, 784_111_777, 951_782_400, 1_700_000_000, 4_102_444_800, 253_402_300_799] {
-            #expect(FastDate.imfFixdate(seconds) == HTTPDate(secondsSince1970: seconds).imfFixdate, "\(seconds)")
-        }
-    }
 }
