@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ["TextCodecs", "FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit", "TestSupport"]
+PACKAGES = ["TextCodecs", "FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "Sockets", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayerKit", "TestSupport"]
 # Test-only packages: any package may use them in its test targets, and no library or tool target may depend on them.
 TEST_ONLY = {"TestSupport"}
 # The dependency DAG: each package may depend on these siblings and nothing else.
@@ -24,8 +24,9 @@ DAG = {
     "MPEGTS": {"FileRange"},
     "FragmentedMP4": {"MPEGTS", "TextCodecs"},
     "HTTPWire": {"TextCodecs"},
-    "LoopbackHTTP": {"HTTPWire", "FileRange", "TextCodecs"},
-    "HTTPClient": {"HTTPWire", "FileRange", "TextCodecs"},
+    "Sockets": {"FileRange"},
+    "LoopbackHTTP": {"HTTPWire", "Sockets", "FileRange", "TextCodecs"},
+    "HTTPClient": {"HTTPWire", "Sockets", "FileRange", "TextCodecs"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS", "TextCodecs"},
     "HLSDownload": {"HLSPlaylist", "MPEGTS", "HTTPClient", "FileRange"},
     "TSPlayerKit": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload"},

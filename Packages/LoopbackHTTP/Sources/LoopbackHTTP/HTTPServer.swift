@@ -1,5 +1,6 @@
 import FileRange
 import HTTPWire
+import Sockets
 
 #if canImport(Glibc)
     import Glibc
@@ -162,7 +163,7 @@ public final class HTTPServer: Sendable {
             }
         } catch {
             for fd in bound { closeDescriptor(fd) }
-            throw error
+            throw HTTPServerError(error)
         }
         life.listeners = bound
         shared.reset()
