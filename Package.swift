@@ -35,7 +35,13 @@ let modules: [Module] = [
                 dependencies: ["FileRange"],
                 path: "Packages/FileRange/Sources/SparseCacheCrashWriter",
                 swiftSettings: swiftSettings
-            )
+            ),
+            .executableTarget(
+                name: "DurableFileCrashWriter",
+                dependencies: ["FileRange"],
+                path: "Packages/FileRange/Sources/DurableFileCrashWriter",
+                swiftSettings: swiftSettings
+            ),
         ]
     ),
     // Floating-point rounding calls libm, which a program that imports no C library does not link otherwise.
@@ -47,10 +53,11 @@ let modules: [Module] = [
     Module(
         name: "FragmentedMP4", dependencies: ["MPEGTS", "TextCodecs"], testDependencies: ["MPEGTS", "TestSupport"]),
     Module(name: "HTTPWire", dependencies: ["TextCodecs"], testDependencies: ["TestSupport"]),
+    Module(name: "Sockets", dependencies: ["FileRange"], testDependencies: ["TestSupport"]),
     Module(
         name: "LoopbackHTTP",
-        dependencies: ["HTTPWire", "FileRange", "TextCodecs"],
-        testDependencies: ["TestSupport"],
+        dependencies: ["HTTPWire", "Sockets", "FileRange", "TextCodecs"],
+        testDependencies: ["Sockets", "TestSupport"],
         extraTargets: [
             .executableTarget(
                 name: "loopback-http-testserver",
@@ -61,12 +68,13 @@ let modules: [Module] = [
         ]
     ),
     Module(
-        name: "HTTPClient", dependencies: ["HTTPWire", "FileRange", "TextCodecs"], testDependencies: ["TestSupport"]),
+        name: "HTTPClient", dependencies: ["HTTPWire", "Sockets", "FileRange", "TextCodecs"],
+        testDependencies: ["TestSupport"]),
     Module(
         name: "HLSAdFilter", dependencies: ["HLSPlaylist", "MPEGTS", "TextCodecs"], testDependencies: ["TestSupport"],
         testExclude: ["Fixtures"]),
     Module(
-        name: "HLSDownload", dependencies: ["HLSPlaylist", "HTTPClient", "FileRange"],
+        name: "HLSDownload", dependencies: ["HLSPlaylist", "MPEGTS", "HTTPClient", "FileRange"],
         testDependencies: ["HTTPClient", "TestSupport"]),
     Module(
         name: "TSPlayback",
@@ -100,9 +108,9 @@ let tools: [(name: String, dependencies: [String])] = [
 
 // The command-line toolkit the tools share (argument declarations, help, usage errors and exit codes, JSON, TTY
 // progress, signals): internal to the repository, not a product, and importing only the standard library, the C
-// library and Dispatch.
+// library, Dispatch and FileRange (its one system-call helper).
 var targets: [Target] = [
-    .target(name: "CLIToolkit", path: "Tools/CLIToolkit", swiftSettings: swiftSettings),
+    .target(name: "CLIToolkit", dependencies: ["FileRange"], path: "Tools/CLIToolkit", swiftSettings: swiftSettings),
     .testTarget(
         name: "CLIToolkitTests", dependencies: ["CLIToolkit"], path: "Tests/CLIToolkitTests",
         swiftSettings: swiftSettings),

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """The system-call boundary and the file-size rule (Scripts/check-boundaries.sh runs this).
 
-1. Only the floor (FileRange), the server (LoopbackHTTP) and the client (HTTPClient) make system calls. Every other
+1. Only the floor (FileRange), the socket layer (Sockets), the server (LoopbackHTTP) and the client (HTTPClient) make
+   system calls. Every other
    package's sources (Packages/<X>/Sources) and the tools (Tools/) must not import a C library (Glibc, Musl, Darwin,
    ucrt, WinSDK) and must not call a system function unqualified (socket, connect, getaddrinfo, open, write,
    rename, ...; reachable through Foundation too). A name the package itself declares as a function is its own, not
    the C library's. The wire layer (HTTPWire) makes none at all. Of the tools, only their shared toolkit
    (Tools/CLIToolkit) touches the terminal and signals directly.
-2. No Swift source file in Packages/ or Tools/ is longer than 600 lines unless its first lines say why, in a comment
+2. One socket layer and one system-call helper: outside Sockets and FileRange (and the test-only TestSupport, whose
+   raw test clients keep their sockets), no source in Packages/<X>/Sources or Tools/ calls socket(), connect() or
+   rename() (unqualified or as Glibc./Darwin./Musl.), and none retries EINTR by hand (EINTR, Errno.interrupted or a
+   comparison with .interrupted in code): sockets come from Sockets, renames from FileRange's durable writer, and
+   retries from FileRange's retryingOnInterrupt / syscall.
+3. No Swift source file in Packages/ or Tools/ is longer than 600 lines unless its first lines say why, in a comment
    starting with "// Long file:".
 
 Usage: check-boundaries.py [ROOT]; exits 1 and lists every offence.
@@ -16,7 +22,9 @@ import os
 import re
 import sys
 
-SYSCALL_PACKAGES = {"FileRange", "LoopbackHTTP", "HTTPClient"}
+SYSCALL_PACKAGES = {"FileRange", "Sockets", "LoopbackHTTP", "HTTPClient"}
+# The socket layer and the floor: the only places that make sockets, connect, rename or loop on EINTR.
+SOCKET_LAYER = {"Sockets", "FileRange"}
 # Test-only code, no product: the test support starts and stops peer processes (nginx) and probes their ports.
 SYSCALL_TEST_PACKAGES = {"TestSupport"}
 # The tools' shared toolkit owns the terminal: isatty, signals, the exit status.
@@ -29,6 +37,8 @@ CALLS = [
     "flock", "opendir", "readdir", "closedir", "lseek", "memcmp", "memchr", "memcpy", "strerror", "getpid", "kill",
 ]
 LIMIT = 600
+STRICT_CALL = re.compile(r"(?<![\w.$])(socket|connect|rename)\s*\(|\b(?:Glibc|Darwin|Musl)\.(socket|connect|rename)\s*\(")
+EINTR_LOOP = re.compile(r"\bEINTR\b|\bErrno\.interrupted\b|[!=]=\s*\.interrupted\b")
 
 IMPORT = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:public |package |internal |private |fileprivate )?import\s+(?:(?:struct|func|class|enum|var|let)\s+)?(\w+)")
 CALL = re.compile(r"(?<![\w.$])(" + "|".join(CALLS) + r")\s*\(")
@@ -94,15 +104,27 @@ def units(root):
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     offences = []
+    strict = set()
     for name, files in units(root):
         texts = {path: open(path, encoding="utf-8").read() for path in files}
         for path, text in texts.items():
             lines = text.count("\n")
             if lines > LIMIT and "// Long file:" not in "\n".join(text.splitlines()[:5]):
                 offences.append(f"{os.path.relpath(path, root)}: {lines} lines, over {LIMIT}, with no '// Long file:' reason at its top")
+        code = {path: strip(text) for path, text in texts.items()}
+        if name not in SOCKET_LAYER | SYSCALL_TEST_PACKAGES:
+            for path, c in code.items():
+                rel = os.path.relpath(path, root)
+                for number, line in enumerate(c.splitlines(), 1):
+                    for call in STRICT_CALL.finditer(line):
+                        if re.search(r"\bfunc\s+$", line[:call.start()]):
+                            continue  # a declaration of the package's own, not a call
+                        strict.add((rel, number, call.group(1) or call.group(2)))
+                        offences.append(f"{rel}:{number}: calls {call.group(1) or call.group(2)}(); sockets come from Sockets, renames from FileRange")
+                    if EINTR_LOOP.search(line):
+                        offences.append(f"{rel}:{number}: retries EINTR by hand; use FileRange's retryingOnInterrupt or syscall")
         if name in SYSCALL_PACKAGES | SYSCALL_TEST_PACKAGES or name.removeprefix("Tools/") in SYSCALL_TOOLS:
             continue
-        code = {path: strip(text) for path, text in texts.items()}
         own = {m.group(1) or m.group(2) for c in code.values() for m in DECLARED.finditer(c)}
         for path, c in code.items():
             rel = os.path.relpath(path, root)
@@ -111,7 +133,7 @@ def main():
                 if m and m.group(1) in C_LIBRARIES:
                     offences.append(f"{rel}:{number}: imports {m.group(1)}; only {', '.join(sorted(SYSCALL_PACKAGES))} make system calls")
                 for call in CALL.finditer(line):
-                    if call.group(1) not in own:
+                    if call.group(1) not in own and (rel, number, call.group(1)) not in strict:
                         offences.append(f"{rel}:{number}: calls {call.group(1)}() directly; use FileRange (files, processes) or HTTPClient (network)")
     for offence in offences:
         print(offence)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ["TextCodecs", "FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayback", "HLSProxy", "MediaCache", "TSPlayerKit", "TestSupport"]
+PACKAGES = ["TextCodecs", "FileRange", "HLSPlaylist", "MPEGTS", "FragmentedMP4", "HTTPWire", "Sockets", "LoopbackHTTP", "HTTPClient", "HLSAdFilter", "HLSDownload", "TSPlayback", "HLSProxy", "MediaCache", "TSPlayerKit", "TestSupport"]
 # Test-only packages: any package may use them in its test targets, and no library or tool target may depend on them.
 TEST_ONLY = {"TestSupport"}
 # The dependency DAG: each package may depend on these siblings and nothing else.
@@ -24,10 +24,11 @@ DAG = {
     "MPEGTS": {"FileRange"},
     "FragmentedMP4": {"MPEGTS", "TextCodecs"},
     "HTTPWire": {"TextCodecs"},
-    "LoopbackHTTP": {"HTTPWire", "FileRange", "TextCodecs"},
-    "HTTPClient": {"HTTPWire", "FileRange", "TextCodecs"},
+    "Sockets": {"FileRange"},
+    "LoopbackHTTP": {"HTTPWire", "Sockets", "FileRange", "TextCodecs"},
+    "HTTPClient": {"HTTPWire", "Sockets", "FileRange", "TextCodecs"},
     "HLSAdFilter": {"HLSPlaylist", "MPEGTS", "TextCodecs"},
-    "HLSDownload": {"HLSPlaylist", "HTTPClient", "FileRange"},
+    "HLSDownload": {"HLSPlaylist", "MPEGTS", "HTTPClient", "FileRange"},
     "TSPlayback": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP"},
     "HLSProxy": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HLSAdFilter", "HTTPClient", "LoopbackHTTP"},
     "MediaCache": {"FileRange", "HTTPClient", "LoopbackHTTP", "HLSProxy"},

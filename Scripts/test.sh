@@ -43,7 +43,7 @@ Scripts/check-linkage.sh
 step "API floor (and the check can fail)"
 Scripts/check-floor.sh --self-test && Scripts/check-floor.sh
 
-step "System calls only in FileRange, LoopbackHTTP and HTTPClient; long files give a reason (and the check can fail)"
+step "System calls only in FileRange, Sockets, LoopbackHTTP and HTTPClient; sockets, renames and EINTR loops only in Sockets and FileRange; long files give a reason (and the check can fail)"
 Scripts/check-boundaries.sh --self-test
 
 step "Build everything with warnings as errors"

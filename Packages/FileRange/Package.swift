@@ -29,6 +29,11 @@ let package = Package(
             dependencies: ["FileRange"],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "DurableFileCrashWriter",
+            dependencies: ["FileRange"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "FileRangeTests",
             dependencies: ["FileRange", .product(name: "TestSupport", package: "TestSupport")],

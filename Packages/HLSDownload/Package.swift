@@ -16,6 +16,7 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "../HLSPlaylist"),
+        .package(path: "../MPEGTS"),
         .package(path: "../HTTPClient"),
         .package(path: "../FileRange"),
         .package(path: "../TestSupport"),
@@ -25,6 +26,7 @@ let package = Package(
             name: "HLSDownload",
             dependencies: [
                 .product(name: "HLSPlaylist", package: "HLSPlaylist"),
+                .product(name: "MPEGTS", package: "MPEGTS"),
                 .product(name: "HTTPClient", package: "HTTPClient"),
                 .product(name: "FileRange", package: "FileRange"),
             ],

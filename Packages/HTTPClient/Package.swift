@@ -17,6 +17,7 @@ let package = Package(
     dependencies: [
         .package(path: "../TextCodecs"),
         .package(path: "../HTTPWire"),
+        .package(path: "../Sockets"),
         .package(path: "../FileRange"),
         .package(path: "../TestSupport"),
     ],
@@ -25,6 +26,7 @@ let package = Package(
             name: "HTTPClient",
             dependencies: [
                 .product(name: "HTTPWire", package: "HTTPWire"),
+                .product(name: "Sockets", package: "Sockets"),
                 .product(name: "FileRange", package: "FileRange"),
                 .product(name: "TextCodecs", package: "TextCodecs"),
             ],

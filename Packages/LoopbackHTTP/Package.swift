@@ -17,6 +17,7 @@ let package = Package(
     dependencies: [
         .package(path: "../TextCodecs"),
         .package(path: "../HTTPWire"),
+        .package(path: "../Sockets"),
         .package(path: "../FileRange"),
         .package(path: "../TestSupport"),
     ],
@@ -25,6 +26,7 @@ let package = Package(
             name: "LoopbackHTTP",
             dependencies: [
                 .product(name: "HTTPWire", package: "HTTPWire"),
+                .product(name: "Sockets", package: "Sockets"),
                 .product(name: "FileRange", package: "FileRange"),
                 .product(name: "TextCodecs", package: "TextCodecs"),
             ],
@@ -37,7 +39,10 @@ let package = Package(
         ),
         .testTarget(
             name: "LoopbackHTTPTests",
-            dependencies: ["LoopbackHTTP", .product(name: "TestSupport", package: "TestSupport")],
+            dependencies: [
+                "LoopbackHTTP", .product(name: "Sockets", package: "Sockets"),
+                .product(name: "TestSupport", package: "TestSupport"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

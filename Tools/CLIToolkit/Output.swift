@@ -1,5 +1,7 @@
 // Writing to standard output and standard error: whole writes (EINTR retried), buffered output for large reports,
 // the `Error: ` line, and a monotonic clock for timings.
+import FileRange
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -14,8 +16,14 @@ package enum Output {
         var offset = 0
         array.withUnsafeBytes { raw in
             while offset < raw.count {
-                let count = systemWrite(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-                if count < 0 && errno == EINTR { continue }
+                let count: Int
+                do {
+                    count = try retryingOnInterrupt {
+                        systemWrite(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+                    }
+                } catch {
+                    return
+                }
                 if count <= 0 { return }
                 offset += count
             }

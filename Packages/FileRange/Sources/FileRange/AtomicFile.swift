@@ -7,7 +7,7 @@
 #endif
 
 /// Replaces the file at `path` with `bytes` so that a crash or power loss at any moment leaves either the old file
-/// or the new one, never a mix: the toolkit's one atomic writer (the sparse cache's map, the MPEG-TS index sidecar,
+/// or the new one, never a mix: ``DurableFile`` with one chunk (the sparse cache's map, the MPEG-TS index sidecar,
 /// the download store).
 ///
 /// The bytes go to a temporary file beside `path` whose name holds this process's ID and a counter (so two processes
@@ -20,42 +20,24 @@
 /// lose it (for hints whose loss only costs work, such as a resume validator or a progress figure).
 ///
 /// The new file has permissions `mode` (`0o644` by default; `0o600` for a file that holds credentials) whatever the
-/// process's umask, from its creation on, so replacing a file also replaces looser permissions it had.
+/// process's umask, from its creation on, so replacing a file also replaces looser permissions it had. Throws the
+/// errno of the step that failed (``DurableFile`` says which step).
 public func writeFileAtomically(_ bytes: [UInt8], to path: String, durable: Bool = true, mode: UInt16 = 0o644)
     throws(Errno)
 {
-    let temporary = path + atomicWriteMarker + "\(getpid())-\(AtomicFileCounter.next())"
-    let permissions = mode_t(mode & 0o777)
-    let fd = try retryingOnInterrupt { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, permissions) }
-    do throws(Errno) {
-        // The umask may have narrowed the mode (never widened it): set it exactly. Best effort: a file system
-        // without permissions (FAT) refuses, and has nothing to protect with them.
-        _ = fchmod(fd, permissions)
-        try writeAll(bytes, to: fd)
-        if durable { try syncToStorage(fd) }
+    do throws(DurableFileError) {
+        let file = try DurableFile(replacing: path, durable: durable, mode: mode)
+        try file.write(bytes)
+        try file.commit()
     } catch {
-        _ = systemClose(fd)
-        _ = unlink(temporary)
-        throw error
+        throw error.errno
     }
-    guard systemClose(fd) == 0 else {
-        let error = Errno.current
-        _ = unlink(temporary)
-        throw error
-    }
-    do throws(Errno) {
-        _ = try retryingOnInterrupt { rename(temporary, path) }
-    } catch {
-        _ = unlink(temporary)
-        throw error
-    }
-    if durable { try syncFolder(of: path) }
 }
 
-/// What ``writeFileAtomically(_:to:durable:)`` puts between a file's name and the writer's PID in its temporary name.
+/// What ``DurableFile`` puts between a file's name and the writer's PID in its temporary name.
 let atomicWriteMarker = ".tmp"
 
-/// Removes from `folder` the temporary files ``writeFileAtomically(_:to:durable:)`` left when its process died mid-write
+/// Removes from `folder` the temporary files ``DurableFile`` left when its process died mid-write
 /// (those of processes still running are in use and kept), and `name.tmp` files of the fixed-name form older versions
 /// wrote. Returns the names removed.
 @discardableResult
@@ -90,32 +72,4 @@ public func syncFolder(of path: String) throws(Errno) {
     let fd = try retryingOnInterrupt { open(folder, O_RDONLY | O_CLOEXEC) }
     defer { _ = systemClose(fd) }
     try syncToStorage(fd)
-}
-
-/// Writes every byte, looping over short writes and retrying `EINTR`.
-func writeAll(_ bytes: [UInt8], to fd: Int32) throws(Errno) {
-    let failure = bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Errno? in
-        guard let base = buffer.baseAddress else { return nil }
-        var done = 0
-        while done < buffer.count {
-            do throws(Errno) {
-                done += try retryingOnInterrupt { systemWrite(fd, base + done, buffer.count - done) }
-            } catch {
-                return error
-            }
-        }
-        return nil
-    }
-    if let failure { throw failure }
-}
-
-/// Distinct temporary names within one process.
-private enum AtomicFileCounter {
-    static let value = LockedValue<UInt64>(0)
-    static func next() -> UInt64 {
-        value.withLock { count in
-            count &+= 1
-            return count
-        }
-    }
 }

@@ -94,7 +94,11 @@ public final class BlockingPool: Sendable {
                 }
             }
         }
-        return try result.get()
+        // A switch, not `result.get()`: the SDKs' standard library before Swift 6 declares `get()` with untyped throws.
+        switch result {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        }
     }
 
     private func serve() {

@@ -93,8 +93,21 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     }()
 }
 
-/// Calls `body`, a system call that returns -1 and sets `errno` on failure, again for as long as it fails with
-/// `EINTR`; any other failure is thrown as its ``Errno``.
+/// The outcome of a system call on a non-blocking descriptor: done, with its value, or "would block" (`EAGAIN`,
+/// `EWOULDBLOCK`; `EINPROGRESS` for a connect), which is not an error but "try again when the descriptor is ready".
+public enum IOResult<Value> {
+    case done(Value)
+    case wouldBlock
+}
+
+extension IOResult: Sendable where Value: Sendable {}
+extension IOResult: Equatable where Value: Equatable {}
+
+/// The toolkit's one system-call helper (STYLE.md item 9): calls `body`, a system call that returns -1 and sets
+/// `errno` on failure, again for as long as it fails with `EINTR`; any other failure is thrown as its ``Errno``.
+/// For a descriptor that may block, use ``syscall(connecting:_:)``, which reports "would block" as a value.
+///
+/// Only FileRange and Sockets write a loop around `EINTR`: everyone else calls this (Scripts/check-boundaries.sh).
 @inlinable
 public func retryingOnInterrupt<T: FixedWidthInteger & SignedInteger>(_ body: () -> T) throws(Errno) -> T {
     while true {
@@ -107,4 +120,36 @@ public func retryingOnInterrupt<T: FixedWidthInteger & SignedInteger>(_ body: ()
             throw error
         }
     }
+}
+
+/// ``retryingOnInterrupt(_:)`` for a call on a non-blocking descriptor: `EINTR` is retried, `EAGAIN` /
+/// `EWOULDBLOCK` is ``IOResult/wouldBlock`` and, when `connecting` (a `connect(2)` on a non-blocking socket),
+/// `EINPROGRESS` and `EALREADY` are too (the connection completes later: wait until the socket is writable, then
+/// read `SO_ERROR`). Any other failure is thrown as its ``Errno``.
+@inlinable
+public func syscall<T: FixedWidthInteger & SignedInteger>(connecting: Bool = false, _ body: () -> T) throws(Errno)
+    -> IOResult<T>
+{
+    do {
+        return .done(try retryingOnInterrupt(body))
+    } catch {
+        if error.isWouldBlock || (connecting && (error == .inProgress || error == .alreadyInProgress)) {
+            return .wouldBlock
+        }
+        throw error
+    }
+}
+
+extension Errno {
+    /// `EALREADY`: a connect is already under way on this socket.
+    public static let alreadyInProgress = Errno(rawValue: EALREADY)
+
+    /// Whether this is `EAGAIN` or `EWOULDBLOCK` (the same number on Linux and Darwin, two names in POSIX).
+    @inlinable
+    public var isWouldBlock: Bool {
+        rawValue == Errno.wouldBlock.rawValue || rawValue == Errno.wouldBlockAlias
+    }
+
+    @usableFromInline
+    static let wouldBlockAlias: Int32 = EWOULDBLOCK
 }

@@ -1,4 +1,3 @@
-import Dispatch
 import FileRange
 
 /// The downloader's file work, on FileRange's file-system layer (which makes every system call): its errors become
@@ -14,6 +13,11 @@ enum Files {
 
     static func error(_ failure: FileSystemError, _ what: String) -> DownloadError {
         error(failure.errno, what, path: failure.path)
+    }
+
+    /// The error for a failed step of FileRange's durable writer, naming the step and the file being replaced.
+    static func error(_ failure: DurableFileError) -> DownloadError {
+        error(failure.errno, failure.step.description, path: failure.path)
     }
 
     static func exists(_ path: String) -> Bool { FileSystem.exists(path) }
@@ -42,45 +46,34 @@ enum Files {
     /// Removes a folder and everything in it (no symlinks are followed).
     static func removeTree(_ path: String) { FileSystem.removeTree(path) }
 
-    /// Flushes a file's data to the disk.
-    static func sync(_ path: String) throws(DownloadError) {
-        do {
-            try FileSystem.sync(path)
-        } catch {
-            throw Self.error(error, "flushing")
-        }
-    }
-
     /// Flushes a folder's entries (after a rename into it), best effort.
     static func syncDirectory(_ path: String) {
         try? FileSystem.sync(path)
     }
 
-    static func rename(_ from: String, _ to: String) throws(DownloadError) {
+    /// Flushes `staged` (a resumable partial file, which keeps a fixed name so that a later run finds it), renames
+    /// it over `path` and flushes the folder: FileRange's durable writer's last steps.
+    static func install(_ staged: String, as path: String) throws(DownloadError) {
         do {
-            try FileSystem.rename(from, to: to)
+            try DurableFile.install(staged, as: path)
         } catch {
-            throw Self.error(error, "renaming into place")
+            throw Self.error(error)
         }
     }
 
-    /// Writes `bytes` to `path` atomically and durably (FileRange's one atomic writer), as a file with `mode`.
+    /// Writes `bytes` to `path` atomically and durably (FileRange's one durable writer), as a file with `mode`.
     static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt16 = 0o644) throws(DownloadError) {
-        do {
-            try writeFileAtomically(bytes, to: path, mode: mode)
-        } catch {
-            throw Self.error(error, "writing", path: path)
-        }
+        let writer = try DurableWriter(replacing: path, mode: mode)
+        try writer.write(bytes[...])
+        try writer.commit()
     }
 
     /// Replaces `path` with `bytes` without flushing (for hints such as a resume validator, whose loss or damage
     /// only costs a refetch).
     static func writeQuickly(_ bytes: [UInt8], to path: String) throws(DownloadError) {
-        do {
-            try writeFileAtomically(bytes, to: path, durable: false)
-        } catch {
-            throw Self.error(error, "writing", path: path)
-        }
+        let writer = try DurableWriter(replacing: path, durable: false)
+        try writer.write(bytes[...])
+        try writer.commit()
     }
 
     static func parent(of path: String) -> String {
@@ -129,29 +122,30 @@ final class FileWriter {
     func close() { file.close() }
 }
 
-/// Runs blocking file work (fsync, integrity reads, renames) on a dispatch queue, so that slow disks never stall
-/// Swift's cooperative thread pool.
-enum Blocking {
-    private static let queue = DispatchQueue(label: "HLSDownload.files", attributes: .concurrent)
+/// A file replaced in chunks: FileRange's ``DurableFile`` (a uniquely named temporary file beside the target,
+/// flushed, renamed over it, the folder flushed), with the downloader's errors. An uncommitted writer leaves the
+/// target as it was and no temporary file.
+final class DurableWriter {
+    private let file: DurableFile
+    var path: String { file.path }
 
-    static func run<T: Sendable>(
-        _ work: @escaping @Sendable () throws(DownloadError) -> T
-    ) async throws(DownloadError) -> T {
-        let result = await withCheckedContinuation {
-            (continuation: CheckedContinuation<Result<T, DownloadError>, Never>) in
-            queue.async {
-                do throws(DownloadError) {
-                    continuation.resume(returning: .success(try work()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        switch result {
-        case .success(let value): return value
-        case .failure(let error): throw error
+    init(replacing path: String, durable: Bool = true, mode: UInt16 = 0o644) throws(DownloadError) {
+        do {
+            file = try DurableFile(replacing: path, durable: durable, mode: mode)
+        } catch {
+            throw Files.error(error)
         }
     }
+
+    func write(_ bytes: ArraySlice<UInt8>) throws(DownloadError) {
+        do { try file.write(bytes) } catch { throw Files.error(error) }
+    }
+
+    func commit() throws(DownloadError) {
+        do { try file.commit() } catch { throw Files.error(error) }
+    }
+
+    func discard() { file.discard() }
 }
 
 extension FileLock {

@@ -1,6 +1,8 @@
 import FileRange
+import MPEGTS
 
-/// Integrity checks for downloaded media: TS sync bytes and the fake image headers some hosts prepend.
+/// Integrity checks for downloaded media: TS sync bytes (MPEGTS's packet-size detection and sync check) and the fake
+/// image headers some hosts prepend.
 public enum TSIntegrity {
     /// The outcome of checking a body that should be MPEG-TS.
     public enum Verdict: Hashable, Sendable {
@@ -13,7 +15,8 @@ public enum TSIntegrity {
         case notTS
     }
 
-    static let packetSize = 188
+    /// HLS segments are plain 188-byte packets.
+    static let packetSize = PacketSize.standard
 
     /// Whether `bytes` start with an image signature (PNG, JPEG, GIF, BMP) that hides a TS body.
     public static func startsWithImageSignature(_ bytes: ArraySlice<UInt8>) -> Bool {
@@ -26,22 +29,27 @@ public enum TSIntegrity {
     }
 
     /// The length of a fake image header in front of TS packets: the first offset within the first 64 KiB where
-    /// three sync bytes 188 apart begin, such that the rest is whole packets; nil when there is none.
+    /// MPEGTS's detection finds 188-byte packets (``PacketSize/detect(in:)-(UnsafeRawBufferPointer)``), such that the
+    /// rest is whole packets; nil when there is none.
     public static func fakeHeaderLength(_ head: ArraySlice<UInt8>, totalLength: UInt64) -> Int? {
         guard startsWithImageSignature(head) else { return nil }
-        let base = head.startIndex
         let limit = min(head.count, 65_536)
-        var i = 1
-        while i < limit {
-            let a = base + i
-            if head[a] == 0x47, a + 2 * packetSize < head.endIndex, head[a + packetSize] == 0x47,
-                head[a + 2 * packetSize] == 0x47, (totalLength - UInt64(i)) % UInt64(packetSize) == 0
-            {
-                return i
+        return head.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int? in
+            var from = 1
+            while from < limit {
+                let rest = UnsafeRawBufferPointer(rebasing: raw[from...])
+                guard let (size, offset) = PacketSize.detect(in: rest) else { return nil }
+                let start = from + offset
+                guard start < limit else { return nil }
+                if size == packetSize, UInt64(start) <= totalLength,
+                    (totalLength - UInt64(start)) % UInt64(packetSize.length) == 0
+                {
+                    return start
+                }
+                from = start + 1
             }
-            i += 1
+            return nil
         }
-        return nil
     }
 
     /// Checks the file at `path`: sync bytes every 188 bytes, after a fake header when one is found.
@@ -58,25 +66,22 @@ public enum TSIntegrity {
             guard size > 0 else { return .notTS }
             let head = try streamer.read(at: 0, length: Int(min(size, 65_536 + 3 * 188)))
             var start = 0
-            if head.first != 0x47 {
+            if head.first != PacketSize.syncByte {
                 guard let skip = fakeHeaderLength(head[...], totalLength: size) else { return .notTS }
                 start = skip
             }
             var offset = UInt64(start)
-            var buffer = [UInt8]()
-            let chunk = 188 * 5_577  // about 1 MiB of whole packets
+            let chunk = packetSize.length * 5_577  // about 1 MiB of whole packets
             while offset < size {
                 let want = Int(min(UInt64(chunk), size - offset))
-                buffer = try streamer.read(at: offset, length: want)
+                let buffer = try streamer.read(at: offset, length: want)
                 guard !buffer.isEmpty else { break }
-                var i = 0
-                while i < buffer.count {
-                    if buffer[i] != 0x47 { return .invalid(offset: offset + UInt64(i)) }
-                    i += packetSize
+                if let missing = buffer.withUnsafeBytes({ packetSize.firstMissingSyncByte(in: $0) }) {
+                    return .invalid(offset: offset + UInt64(missing))
                 }
                 offset += UInt64(buffer.count)
             }
-            if (size - UInt64(start)) % UInt64(packetSize) != 0 { return .invalid(offset: size) }
+            if (size - UInt64(start)) % UInt64(packetSize.length) != 0 { return .invalid(offset: size) }
             return .valid(headerLength: start)
         } catch {
             throw DownloadError(.fileSystem, "cannot read for checking: \(error)", path: path)

@@ -216,16 +216,21 @@ extension DownloadManager {
                 (maxDuration.map { state.duration >= $0 } ?? false) || (maxBytes.map { state.bytes >= $0 } ?? false)
             let ended = reachedLimit || overLimit || (media.endList && cut == wanted.count)
             if ended {
-                try lock.ensureHeld()
-                try Files.writeAtomically(state.playlist(finished: true), to: folder + "/index.m3u8")
-                Files.syncDirectory(folder)
+                let bytes = state.playlist(finished: true)
+                try await BlockingPool.shared.run { () throws(DownloadError) -> Void in
+                    try lock.ensureHeld()
+                    try Files.writeAtomically(bytes, to: folder + "/index.m3u8")
+                }
                 _ = await manager.setLive(id, generation: generation, state)
                 await manager.finish(id, generation: generation, error: nil, playlist: "index.m3u8")
                 return
             }
             if !wanted.isEmpty {
-                try lock.ensureHeld()
-                try Files.writeAtomically(state.playlist(finished: false), to: folder + "/index.m3u8")
+                let bytes = state.playlist(finished: false)
+                try await BlockingPool.shared.run { () throws(DownloadError) -> Void in
+                    try lock.ensureHeld()
+                    try Files.writeAtomically(bytes, to: folder + "/index.m3u8")
+                }
             }
             guard await manager.setLive(id, generation: generation, state) else { return }
             await manager.report(id, generation: generation, force: true)

@@ -185,11 +185,11 @@ struct Fetcher: Sendable {
             let permit = await gate.acquire()
             defer { permit.release() }
             try Task.checkCancellation()
-            /// Flushes, checks and renames a complete `.part` file of `total` bytes into place, on the file
-            /// queue (never on the cooperative pool, which a slow fsync would stall).
+            /// Checks a complete `.part` file of `total` bytes and puts it in place (flush, rename, folder flush), on
+            /// FileRange's `BlockingPool` (never on the cooperative pool, which a slow fsync would stall).
             func finalize(_ total: UInt64) async throws -> Outcome {
                 permit.release()
-                let settled = try await Blocking.run { () throws(DownloadError) -> Settled in
+                let settled = try await BlockingPool.shared.run { () throws(DownloadError) -> Settled in
                     try lock.ensureHeld()
                     return try Self.settle(job, part: part, final: final, validator: validatorPath, total: total)
                 }
@@ -246,8 +246,8 @@ struct Fetcher: Sendable {
             }
             let response = try await transport.send(request)
             if response.status == 416, existing > 0 {
-                if let value = response.header("Content-Range"), value.trimmingSpaces.hasPrefix("bytes */"),
-                    UInt64(value.trimmingSpaces.dropFirst(8)) == existing
+                if let value = response.header("Content-Range"), let parsed = ContentRange.parse(value),
+                    parsed.range == nil, parsed.completeLength == existing
                 {
                     // The partial file already holds the whole resource.
                     return try await finalize(existing)
@@ -269,17 +269,17 @@ struct Fetcher: Sendable {
             var expected: UInt64?
             var appendTo = existing
             if response.status == 206 {
-                guard let (first, last) = Self.contentRange(response), last >= first else {
+                guard let range = response.header("Content-Range").flatMap(ContentRange.parse)?.range else {
                     throw DownloadError(.httpStatus, "206 without a usable Content-Range", url: job.url, status: 206)
                 }
-                if first != start {
+                if range.lowerBound != start {
                     // Not the range asked for: start over without a range (ranges are always asked from scratch).
                     counters.add(-Int64(existing))
                     Files.remove(part)
                     return .retry(
                         after: 0, reason: DownloadError(.httpStatus, "unexpected Content-Range", url: job.url))
                 }
-                expected = last - first + 1
+                expected = range.upperBound - range.lowerBound + 1
             } else {
                 // 200: the whole resource; anything partial is discarded.
                 counters.add(-Int64(existing))
@@ -426,12 +426,12 @@ struct Fetcher: Sendable {
         case notTS
     }
 
-    /// Flushes a complete part file, checks it, and renames it into place: a file only ever gets its final name
-    /// (which is what counts as done) after its bytes are on the disk.
+    /// Checks a complete part file and puts it in place with FileRange's durable writer's last steps (flush,
+    /// rename, flush the folder): a file only ever gets its final name (which is what counts as done) after its bytes
+    /// are on the disk. A part file with a fake header is copied without it through a durable writer instead.
     static func settle(
         _ job: Job, part: String, final: String, validator: String, total: UInt64
     ) throws(DownloadError) -> Settled {
-        try Files.sync(part)
         if let length = job.rangeLength, total != length {
             Files.remove(part)
             return .rangeMismatch
@@ -447,7 +447,6 @@ struct Fetcher: Sendable {
                     guard job.mayStrip else {
                         throw DownloadError(.integrity, "a fake header inside a byte range", url: job.url)
                     }
-                    try strip(header, path: part)
                     stripped = header
                 }
             case .invalid(let offset):
@@ -458,39 +457,48 @@ struct Fetcher: Sendable {
                 return .notTS
             }
         }
-        try Files.rename(part, final)
+        if stripped > 0 {
+            try copy(part, from: UInt64(stripped), to: final)
+        } else {
+            try Files.install(part, as: final)
+        }
         Files.removeLeftovers(of: final)
         return .done(stripped: stripped)
     }
 
-    /// `first` and `last` of a `Content-Range: bytes first-last/total`.
-    static func contentRange(_ response: HTTPClientResponse) -> (UInt64, UInt64)? {
-        guard let value = response.header("Content-Range") else { return nil }
-        let text = value.trimmingSpaces
-        guard text.hasPrefix("bytes ") else { return nil }
-        let spec = text.dropFirst(6).split(separator: "/").first ?? ""
-        let bounds = spec.split(separator: "-")
-        guard bounds.count == 2, let first = UInt64(bounds[0]), let last = UInt64(bounds[1]) else { return nil }
-        return (first, last)
+    /// Writes the bytes of `source` from `offset` on to `destination` through a durable writer (a file with a fake
+    /// header, without it).
+    static func copy(_ source: String, from offset: UInt64, to destination: String) throws(DownloadError) {
+        let writer = try DurableWriter(replacing: destination)
+        try append(source, range: nil, skipping: offset, to: writer)
+        try writer.commit()
     }
 
-    /// Rewrites `path` without its first `count` bytes.
-    static func strip(_ count: Int, path: String) throws(DownloadError) {
+    /// Appends the bytes of `path` (those of `range` when given, less the first `skipping` bytes) to `writer`, a
+    /// megabyte at a time.
+    static func append(
+        _ path: String, range: (offset: UInt64, length: UInt64)?, skipping: UInt64 = 0, to writer: DurableWriter
+    ) throws(DownloadError) {
         let streamer: FileStreamer
         do {
             streamer = try FileStreamer(path: path)
         } catch {
-            throw DownloadError(.fileSystem, "cannot reopen: \(error)", path: path)
+            throw DownloadError(.fileSystem, "cannot open: \(error)", path: path)
         }
         defer { streamer.close() }
-        let temporary = path + ".strip"
-        let writer = try FileWriter(path: temporary, truncate: true)
-        defer { writer.close() }
         do {
             let size = try streamer.size()
-            var offset = UInt64(count)
-            while offset < size {
-                let bytes = try streamer.read(at: offset, length: Int(min(1 << 20, size - offset)))
+            let start = range?.offset ?? 0
+            var offset = start.addingReportingOverflow(skipping).partialValue
+            if offset < start { offset = size }
+            // A byte range past the end of the file gives what the file has (the bytes were checked when fetched).
+            let end =
+                range.map { range in
+                    let (sum, overflow) = range.offset.addingReportingOverflow(range.length)
+                    return overflow ? size : min(size, sum)
+                } ?? size
+            while offset < end {
+                let bytes = try streamer.read(at: offset, length: Int(min(1 << 20, end - offset)))
                 if bytes.isEmpty { break }
                 try writer.write(bytes[...])
                 offset += UInt64(bytes.count)
@@ -500,45 +508,21 @@ struct Fetcher: Sendable {
         } catch {
             throw DownloadError(.fileSystem, "cannot read: \(error)", path: path)
         }
-        try writer.sync()
-        try Files.rename(temporary, path)
     }
 
-    /// Concatenates the pieces of a shared file into it, then removes them.
+    /// Concatenates the pieces of a shared file into it (through a durable writer), then removes them.
     static func assemble(_ assembly: Assembly, folder: String) throws(DownloadError) {
         let final = folder + "/" + assembly.path
         if Files.exists(final) { return }
-        let temporary = final + ".part"
-        let writer = try FileWriter(path: temporary, truncate: true)
-        defer { writer.close() }
+        let writer = try DurableWriter(replacing: final)
         for piece in assembly.pieces {
             let path = folder + "/" + piece
-            let streamer: FileStreamer
-            do {
-                streamer = try FileStreamer(path: path)
-            } catch {
-                throw DownloadError(.fileSystem, "a piece is missing: \(error)", path: path)
+            guard Files.exists(path) else {
+                throw DownloadError(.fileSystem, "a piece is missing", path: path)
             }
-            defer { streamer.close() }
-            do {
-                let size = try streamer.size()
-                var offset: UInt64 = 0
-                while offset < size {
-                    let bytes = try streamer.read(at: offset, length: Int(min(1 << 20, size - offset)))
-                    if bytes.isEmpty { break }
-                    try writer.write(bytes[...])
-                    offset += UInt64(bytes.count)
-                }
-            } catch let error as DownloadError {
-                throw error
-            } catch {
-                throw DownloadError(.fileSystem, "cannot read a piece: \(error)", path: path)
-            }
+            try append(path, range: nil, to: writer)
         }
-        try writer.sync()
-        writer.close()
-        try Files.rename(temporary, final)
-        Files.syncDirectory(Files.parent(of: final))
+        try writer.commit()
         for piece in assembly.pieces { Files.remove(folder + "/" + piece) }
     }
 }

@@ -43,6 +43,40 @@ import Testing
         #expect(names.allSatisfy { !$0.hasSuffix(".part") && !$0.contains(".tmp") && !$0.hasSuffix(".validator") })
     }
 
+    /// Export streams the segments into one file through FileRange's durable writer: the old file at the
+    /// destination is replaced whole, no temporary file stays beside it, and a task that cannot be exported leaves
+    /// the destination as it was.
+    @Test func exportReplacesTheDestinationWholeAndLeavesNoTemporaryFile() async throws {
+        let segments = (0..<4).map { Fixtures.ts(packets: 30 + $0, seed: UInt8(10 + $0)) }
+        var files: [String: [UInt8]] = [
+            Self.base + "index.m3u8": Array(Fixtures.mediaPlaylist((0..<4).map { "s\($0).ts" }).utf8),
+            Self.base + "f.m3u8": Array(
+                Fixtures.mediaPlaylist(["a.m4s"], extra: [0: "#EXT-X-MAP:URI=\"init.mp4\""]).utf8),
+            Self.base + "init.mp4": [UInt8](repeating: 0x11, count: 100),
+            Self.base + "a.m4s": [UInt8](repeating: 0x22, count: 100),
+        ]
+        for (i, s) in segments.enumerated() { files[Self.base + "s\(i).ts"] = s }
+        let manager = try Fixtures.manager(FakeOrigin(files: files))
+        let ts = try await manager.createTask(url: Self.base + "index.m3u8")
+        let fmp4 = try await manager.createTask(url: Self.base + "f.m3u8")
+        #expect(await manager.waitUntilSettled(ts.id)?.state == .completed)
+        #expect(await manager.waitUntilSettled(fmp4.id)?.state == .completed)
+        let out = TemporaryFolders.make(prefix: "Export-")
+        let destination = out + "/joined.ts"
+        try Data("an older export".utf8).write(to: URL(fileURLWithPath: destination))
+        try await manager.export(ts.id, to: destination)
+        #expect(Fixtures.read(destination) == segments.flatMap { $0 })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["joined.ts"])
+        do {
+            try await manager.export(fmp4.id, to: destination)
+            Issue.record("an fMP4 task was exported")
+        } catch {
+            #expect(error.code == .unsupported)
+        }
+        #expect(Fixtures.read(destination) == segments.flatMap { $0 })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out) == ["joined.ts"])
+    }
+
     @Test func fmp4WithMapAndDiscontinuity() async throws {
         let initBytes = [UInt8](repeating: 0x11, count: 600)
         let media = (0..<3).map { [UInt8](repeating: UInt8(0x20 + $0), count: 1000 + $0) }

@@ -218,7 +218,7 @@ final class BodyReader: Sendable {
         }
     }
 
-    /// Reads a whole body of at most `maxBytes` (blocking; on the connection's queue).
+    /// Reads a whole body of at most `maxBytes` (blocking; on a `BlockingPool` thread).
     static func readWhole(_ connection: Connection, framing: HTTPBodyFraming, maxBytes: Int) throws(HTTPClientError)
         -> [UInt8]
     {

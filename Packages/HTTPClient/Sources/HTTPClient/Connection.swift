@@ -1,6 +1,6 @@
-import Dispatch
 import FileRange
 import HTTPWire
+import Sockets
 
 #if canImport(Glibc)
     import Glibc
@@ -70,7 +70,6 @@ final class Connection: Sendable {
         var shortened = false
     }
     private let state: LockedValue<State>
-    private let queue = DispatchQueue(label: "HTTPClient.connection")
     let limits: HTTPParserLimits
     let idleTimeout: Double
 
@@ -92,18 +91,9 @@ final class Connection: Sendable {
     private func setReceiveTimeout(_ seconds: Double, shortened: Bool) {
         state.withLock { s in
             guard s.fd >= 0 else { return }
-            var timeout = Self.timeoutValue(seconds)
-            _ = setsockopt(s.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            Socket(descriptor: s.fd).setTimeout(seconds, for: .receive)
             s.shortened = shortened
         }
-    }
-
-    private static func timeoutValue(_ seconds: Double) -> timeval {
-        let seconds = max(0.001, seconds)
-        var value = timeval()
-        value.tv_sec = .init(seconds.rounded(.down))
-        value.tv_usec = .init(seconds.truncatingRemainder(dividingBy: 1) * 1e6)
-        return value
     }
 
     /// Before a read: throws the deadline's error once it passed, and shortens the receive timeout to what is left
@@ -117,28 +107,30 @@ final class Connection: Sendable {
 
     deinit {
         let fd = state.withLock { $0.fd }
-        if fd >= 0 { _ = socketClose(fd) }
+        if fd >= 0 { Socket(descriptor: fd).close() }
     }
 
-    /// Runs blocking `work` on the connection's queue (a fresh queue when there is no connection yet); a
-    /// cancellation of the calling task shuts the connection down so that a blocked call returns.
+    /// Runs blocking `work` on a thread of FileRange's ``BlockingPool`` (never on Swift's cooperative pool); a
+    /// cancellation of the calling task shuts the connection down so that a blocked call returns, and calls
+    /// `onCancel` (a connect under way stops at its next look, ``ConnectCancellation``). A cancelled task throws
+    /// `CancellationError`, whatever `work` returned.
     static func run<T: Sendable>(
-        _ connection: Connection?, _ work: @escaping @Sendable () throws(HTTPClientError) -> T
+        _ connection: Connection?, onCancel: @escaping @Sendable () -> Void = {},
+        _ work: @escaping @Sendable () throws(HTTPClientError) -> T
     ) async throws -> T {
         try Task.checkCancellation()
-        let queue = connection?.queue ?? DispatchQueue(label: "HTTPClient.connect")
+        // One exchange uses a connection at a time, so its calls never overlap: no queue of its own is needed.
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, HTTPClientError>, Never>) in
-                queue.async {
-                    do throws(HTTPClientError) {
-                        continuation.resume(returning: .success(try work()))
-                    } catch {
-                        continuation.resume(returning: .failure(error))
-                    }
+            await BlockingPool.shared.run { () -> Result<T, HTTPClientError> in
+                do throws(HTTPClientError) {
+                    return .success(try work())
+                } catch {
+                    return .failure(error)
                 }
             }
         } onCancel: {
             connection?.abort()
+            onCancel()
         }
         if Task.isCancelled {
             connection?.close()
@@ -151,7 +143,7 @@ final class Connection: Sendable {
     func abort() {
         state.withLock { s in
             s.aborted = true
-            if s.fd >= 0 { _ = shutdown(s.fd, Int32(SHUT_RDWR)) }
+            if s.fd >= 0 { Socket(descriptor: s.fd).shutdown() }
         }
     }
 
@@ -163,7 +155,7 @@ final class Connection: Sendable {
             _ = s.machine.abandoned()
             return fd
         }
-        if fd >= 0 { _ = socketClose(fd) }
+        if fd >= 0 { Socket(descriptor: fd).close() }
     }
 
     private var fd: Int32 { state.withLock { $0.fd } }
@@ -178,8 +170,7 @@ final class Connection: Sendable {
     func lend(limit: UInt64) -> (descriptor: Int32, buffered: [UInt8])? {
         state.withLock { s in
             guard s.fd >= 0, !s.aborted, UInt64(s.buffer.count) <= limit else { return nil }
-            let flags = fcntl(s.fd, F_GETFL)
-            guard flags >= 0, fcntl(s.fd, F_SETFL, flags | O_NONBLOCK) == 0 else { return nil }
+            guard (try? Socket(descriptor: s.fd).setNonBlocking(true)) != nil else { return nil }
             defer { s.buffer = [] }
             return (s.fd, s.buffer)
         }
@@ -189,8 +180,7 @@ final class Connection: Sendable {
     func takeBack() {
         state.withLock { s in
             guard s.fd >= 0 else { return }
-            let flags = fcntl(s.fd, F_GETFL)
-            if flags >= 0 { _ = fcntl(s.fd, F_SETFL, flags & ~O_NONBLOCK) }
+            try? Socket(descriptor: s.fd).setNonBlocking(false)
         }
     }
 
@@ -201,15 +191,16 @@ final class Connection: Sendable {
         guard fd >= 0, state.withLock({ !$0.aborted && $0.buffer.isEmpty && $0.machine.state == .idle }) else {
             return false
         }
-        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&descriptor, 1, 0) == 0
+        return (try? Socket(descriptor: fd).wait(for: .readable, timeout: .zero)) == false
     }
 
     /// Opens a connection to the target's host, trying each address the policy allows, each within the connect
-    /// timeout; reads and writes then time out after the idle timeout.
-    static func connect(_ target: Target, pool: ConnectionPool, url: String, deadline: Deadline? = nil)
-        throws(HTTPClientError) -> Connection
-    {
+    /// timeout; reads and writes then time out after the idle timeout. Once `cancellation` is cancelled, a connect
+    /// under way stops within ``Socket/cancellationCheckInterval`` and no further address is tried.
+    static func establish(
+        _ target: Target, pool: ConnectionPool, url: String, deadline: Deadline? = nil,
+        cancellation: ConnectCancellation? = nil
+    ) throws(HTTPClientError) -> Connection {
         if pool.policy.refusesLoopbackNames, UpstreamAddressPolicy.isLoopbackName(target.host) {
             throw HTTPClientError(
                 .addressRefused, "\(target.host) is a loopback name (a private upstream)", url: url)
@@ -217,16 +208,17 @@ final class Connection: Sendable {
         do {
             return try Resolver.withAddresses(target.host, port: target.port) {
                 (first) throws(HTTPClientError) -> Connection in
-                try connect(first, target: target, pool: pool, url: url, deadline: deadline)
+                try establish(
+                    first, target: target, pool: pool, url: url, deadline: deadline, cancellation: cancellation)
             }
         } catch {
             throw error.at(url)
         }
     }
 
-    private static func connect(
+    private static func establish(
         _ first: UnsafeMutablePointer<addrinfo>, target: Target, pool: ConnectionPool, url: String,
-        deadline: Deadline?
+        deadline: Deadline?, cancellation: ConnectCancellation?
     ) throws(HTTPClientError) -> Connection {
         var last: Errno?
         var lastText = "no address"
@@ -248,52 +240,49 @@ final class Connection: Sendable {
                     continue
                 }
             }
-            // Close-on-exec, as the server's sockets are: a program the app starts must not inherit the connection.
-            #if canImport(Glibc)
-                let type = entry.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue)
-            #else
-                let type = entry.pointee.ai_socktype
-            #endif
-            let fd = socket(entry.pointee.ai_family, type, entry.pointee.ai_protocol)
-            guard fd >= 0 else {
-                last = Errno.current
-                lastText = "\(Errno.current)"
+            // Close-on-exec and no SIGPIPE, as every socket of the toolkit (Sockets); connected without blocking,
+            // so that a cancelled request stops waiting for a peer that does not answer.
+            guard let address = entry.pointee.ai_addr else { continue }
+            let socket: Socket
+            do {
+                socket = try Socket.tcp(family: entry.pointee.ai_family, protocol: entry.pointee.ai_protocol)
+            } catch {
+                last = error
+                lastText = "\(error)"
                 continue
             }
-            #if !canImport(Glibc)
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            #endif
-            let flags = fcntl(fd, F_GETFL)
-            _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-            var result = socketConnect(fd, entry.pointee.ai_addr, entry.pointee.ai_addrlen)
-            if result != 0 && Errno.current == .inProgress {
-                var descriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                let ready = poll(&descriptor, 1, Int32(clamping: Int((connectTimeout * 1000).rounded(.up))))
-                var error: Int32 = 0
-                var length = socklen_t(MemoryLayout<Int32>.size)
-                if ready == 1, getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 {
-                    result = 0
-                } else {
-                    last = ready == 0 ? .timedOut : Errno(rawValue: error == 0 ? ETIMEDOUT : error)
-                    lastText = ready == 0 ? "connect timed out" : "\(Errno(rawValue: error == 0 ? ETIMEDOUT : error))"
-                }
-            } else if result != 0 {
-                last = Errno.current
-                lastText = "\(Errno.current)"
+            let outcome = socket.connect(
+                to: address, length: UInt32(entry.pointee.ai_addrlen), timeout: connectTimeout,
+                isCancelled: { cancellation?.isCancelled ?? false })
+            switch outcome {
+            case .connected:
+                break
+            case .cancelled:
+                socket.close()
+                throw HTTPClientError(.other, "the request was cancelled while connecting", url: url)
+            case .timedOut:
+                last = .timedOut
+                lastText = "connect timed out"
+            case .failed(let error):
+                last = error
+                lastText = "\(error)"
             }
-            guard result == 0 else {
-                _ = socketClose(fd)
+            guard outcome == .connected else {
+                socket.close()
                 continue
             }
-            _ = fcntl(fd, F_SETFL, flags)
-            var timeout = timeoutValue(pool.idleTimeout)
-            _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var one: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            #if canImport(Darwin)
-                _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-            #endif
+            do {
+                try socket.setNonBlocking(false)
+            } catch {
+                socket.close()
+                last = error
+                lastText = "\(error)"
+                continue
+            }
+            socket.setTimeout(pool.idleTimeout, for: .receive)
+            socket.setTimeout(pool.idleTimeout, for: .send)
+            socket.setNoDelay()
+            let fd = socket.descriptor
             return Connection(fd: fd, limits: pool.limits, idleTimeout: pool.idleTimeout)
         }
         if !refused.isEmpty, refused.count == tried {
@@ -330,23 +319,24 @@ final class Connection: Sendable {
         let fd = self.fd
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { raw in
-                socketSend(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset, Self.sendFlags)
+            let result: IOResult<Int>
+            do {
+                result = try bytes.withUnsafeBytes { (raw) throws(Errno) -> IOResult<Int> in
+                    guard let base = raw.baseAddress else { return .done(0) }
+                    return try Socket(descriptor: fd).send(base + offset, count: raw.count - offset)
+                }
+            } catch let error as Errno {
+                throw failure(error, "sending the request")
+            } catch {
+                throw HTTPClientError(.other, "sending the request failed: \(error)")
             }
-            if sent < 0 {
-                let e = Errno.current
-                if e == .interrupted { continue }
-                throw failure(e, "sending the request")
+            guard case .done(let sent) = result else {
+                // A blocking socket whose send timeout passed.
+                throw failure(.wouldBlock, "sending the request")
             }
             offset += sent
         }
     }
-
-    #if canImport(Darwin)
-        static let sendFlags: Int32 = 0
-    #else
-        static let sendFlags = Int32(MSG_NOSIGNAL)
-    #endif
 
     /// Reads up to `count` bytes into a new array (buffered bytes first); `waitAll` waits until all arrived (or
     /// the timeout, or the end). An empty result means the peer closed the connection.
@@ -363,17 +353,15 @@ final class Connection: Sendable {
         let fd = self.fd
         var failed: Errno?
         let bytes = [UInt8](unsafeUninitializedCapacity: max(1, count)) { buffer, initialized in
-            while true {
-                let n = recv(fd, buffer.baseAddress, count, waitAll ? Int32(MSG_WAITALL) : 0)
-                if n < 0 {
-                    let e = Errno.current
-                    if e == .interrupted { continue }
-                    failed = e
-                    initialized = 0
-                } else {
-                    initialized = n
+            initialized = 0
+            guard let base = buffer.baseAddress else { return }
+            do throws(Errno) {
+                switch try Socket(descriptor: fd).receive(into: base, count: count, waitAll: waitAll) {
+                case .done(let n): initialized = n
+                case .wouldBlock: failed = .wouldBlock  // a blocking socket whose receive timeout passed
                 }
-                return
+            } catch {
+                failed = error
             }
         }
         if let failed { throw failure(failed, "reading") }
@@ -426,16 +414,12 @@ final class Connection: Sendable {
     }
 }
 
-#if canImport(Glibc)
-    private let socketClose = Glibc.close
-    private let socketConnect = Glibc.connect
-    private let socketSend = Glibc.send
-#elseif canImport(Musl)
-    private let socketClose = Musl.close
-    private let socketConnect = Musl.connect
-    private let socketSend = Musl.send
-#elseif canImport(Darwin)
-    private let socketClose = Darwin.close
-    private let socketConnect = Darwin.connect
-    private let socketSend = Darwin.send
-#endif
+/// Cancels a connect under way on another thread: the connecting thread looks at it between short waits
+/// (``Socket/connect(to:length:timeout:isCancelled:)``).
+final class ConnectCancellation: Sendable {
+    private let cancelled = LockedValue(false)
+
+    func cancel() { cancelled.withLock { $0 = true } }
+
+    var isCancelled: Bool { cancelled.withLock { $0 } }
+}

@@ -46,8 +46,9 @@ public struct HTTPClientConfiguration: Sendable {
 /// redirect loop (bounded, http(s) only, each target checked), one retry policy (``get(_:headers:maxBytes:timeout:onRetry:)``),
 /// one upstream-address policy checked at connect time, streaming bodies and the splice hand-off (``SocketBody``).
 ///
-/// Blocking socket calls run on dispatch queues, never on Swift's cooperative pool; cancelling the calling task
-/// shuts the connection down, which ends a blocked read at once.
+/// Blocking socket calls run on FileRange's `BlockingPool`, never on Swift's cooperative pool; cancelling the calling task
+/// shuts the connection down, which ends a blocked read at once, and stops a connect under way (sockets come from
+/// the Sockets package: close-on-exec, no SIGPIPE, connected without blocking).
 public final class HTTPClient: HTTPTransport {
     public let configuration: HTTPClientConfiguration
     private let pool: ConnectionPool
@@ -88,7 +89,7 @@ public final class HTTPClient: HTTPTransport {
     }
 
     /// A small body whole (a playlist, a key): over plain http the request, the head and up to `maxBytes` of body
-    /// are sent and read in one blocking call on the connection's queue. Redirects are followed as by
+    /// are sent and read in one blocking call on a `BlockingPool` thread. Redirects are followed as by
     /// ``send(_:)``. A longer body throws ``HTTPClientError/Code/tooLarge``. Any status is returned.
     public func fetch(_ request: HTTPClientRequest, maxBytes: Int) async throws -> HTTPWholeResponse {
         let deadline = Deadline(seconds: request.deadline ?? configuration.deadline)
@@ -191,7 +192,7 @@ public final class HTTPClient: HTTPTransport {
             if let reused {
                 connection = reused
             } else {
-                connection = try Connection.connect(target, pool: pool, url: request.url, deadline: deadline)
+                connection = try Connection.establish(target, pool: pool, url: request.url, deadline: deadline)
             }
             do throws(HTTPClientError) {
                 let (parsed, body, after) = try Self.whole(
@@ -358,8 +359,12 @@ public final class HTTPClient: HTTPTransport {
             if let idle = reused {
                 connection = idle
             } else {
-                connection = try await Connection.run(nil) { [pool] () throws(HTTPClientError) -> Connection in
-                    try Connection.connect(target, pool: pool, url: url, deadline: deadline)
+                // A cancelled task stops a connect under way (a peer that never answers) at once.
+                let cancellation = ConnectCancellation()
+                connection = try await Connection.run(nil, onCancel: cancellation.cancel) {
+                    [pool] () throws(HTTPClientError) -> Connection in
+                    try Connection.establish(
+                        target, pool: pool, url: url, deadline: deadline, cancellation: cancellation)
                 }
             }
             do {

@@ -1,5 +1,6 @@
 import FileRange
 import HTTPWire
+import Sockets
 
 #if canImport(Glibc)
     import Glibc
@@ -23,9 +24,12 @@ extension EventLoopRunner {
         // A few per wake-up, like nginx without multi_accept: the listener is level-triggered and exclusive, so
         // the remaining connections wake a loop that is idle instead of piling onto the busy one.
         for _ in 0..<Self.acceptBatch {
-            let accepted: (fd: Int32, peer: String)?
+            let accepted: Socket.Accepted?
             do {
-                accepted = try SocketOps.accept(listener)
+                switch try Socket(descriptor: listener).accept() {
+                case .done(let connection): accepted = connection
+                case .wouldBlock: accepted = nil
+                }
             } catch {
                 switch listenerHealth[listener, default: ListenerHealth()].acceptFailed(error) {
                 case .retry:
@@ -38,7 +42,10 @@ extension EventLoopRunner {
                 return
             }
             listenerHealth[listener, default: ListenerHealth()].healthy()
-            guard let (fd, peer) = accepted else { return }
+            guard let accepted else { return }
+            accepted.socket.setNoDelay()
+            let fd = accepted.socket.descriptor
+            let peer = accepted.peer
             var localHost: String?
             if configuration.listensOnLocalNetwork {
                 switch LocalNetwork.admission(of: fd) {
@@ -99,9 +106,10 @@ extension EventLoopRunner {
             + "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
         let bytes = Array(text.utf8)
         _ = bytes.withUnsafeBytes { buffer in
-            try? SocketOps.send(fd, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, buffer.count)
+            try? Socket(descriptor: fd).send(
+                buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, count: buffer.count)
         }
-        _ = Platform.shutdownWrite(fd)
+        Socket(descriptor: fd).shutdown(.send)
         closeDescriptor(fd)
     }
 

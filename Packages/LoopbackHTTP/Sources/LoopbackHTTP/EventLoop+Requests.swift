@@ -1,5 +1,6 @@
 import FileRange
 import HTTPWire
+import Sockets
 
 #if canImport(Glibc)
     import Glibc
@@ -22,7 +23,8 @@ extension EventLoopRunner {
             connection.readPaused = false
             let result: IOResult<Int>
             do {
-                result = try SocketOps.receive(connection.fd, scratch.baseAddress!, Self.scratchSize)
+                result = try Socket(descriptor: connection.fd).receive(
+                    into: scratch.baseAddress!, count: Self.scratchSize)
             } catch {
                 execute(connection.machine.socketError(), connection)
                 return

@@ -1,5 +1,6 @@
 import FileRange
 import HTTPWire
+import Sockets
 
 #if canImport(Glibc)
     import Glibc
@@ -7,7 +8,8 @@ import HTTPWire
     import Darwin
 #endif
 
-// The event loop: writing responses (bytes, files through sendfile or pread, streams), then closing.
+// The event loop: writing responses (bytes, files through sendfile or pread, streams: the rules are
+// PendingWrites's), then closing.
 extension EventLoopRunner {
 
     func currentDate() -> String {
@@ -117,87 +119,33 @@ extension EventLoopRunner {
     }
 
     func flush(_ connection: Connection) {
+        let socket = Socket(descriptor: connection.fd)
         while !connection.closed, !connection.output.isEmpty {
-            let more = connection.output.count > 1
-            switch connection.output[0] {
-            case .bytes(let bytes, let sent):
-                let result: IOResult<Int>
-                do {
-                    result = try bytes.withUnsafeBytes { buffer throws(Errno) in
-                        try SocketOps.send(connection.fd, buffer.baseAddress! + sent, buffer.count - sent, more: more)
-                    }
-                } catch {
-                    execute(connection.machine.socketError(), connection)
-                    return
-                }
-                guard case .done(let count) = result else {
-                    releaseProducerIfRoom(connection)
-                    return
-                }
-                connection.exchange?.bytesWritten += UInt64(count)
-                connection.machine.wroteBytes(now: monotonicNow())
-                if sent + count >= bytes.count {
-                    connection.output.removeFirst()
-                } else {
-                    connection.output[0] = .bytes(bytes, sent: sent + count)
-                }
-            case .file(let file, let offset, let remaining):
-                let chunk = Int(min(remaining, connection.usePread ? 256 * 1024 : 1 << 30))
-                var result: IOResult<Int> = .wouldBlock
-                var failed = false
-                if !connection.usePread {
-                    do {
-                        result = try file.withFileDescriptor { fileFD in
-                            try SocketOps.sendFile(socket: connection.fd, file: fileFD, offset: offset, count: chunk)
-                        }
-                    } catch let error as Errno {
-                        if SendFile.isUnsupported(error) {
-                            connection.usePread = true  // no sendfile for this pair: copy through memory
-                            continue
-                        }
-                        failed = true
-                    } catch {
-                        failed = true
-                    }
-                } else {
-                    // pread fallback: read a block, queue it as bytes in front of the rest of the file.
-                    do {
-                        let bytes = try file.read(at: offset, length: chunk)
-                        guard bytes.count == chunk else {
-                            failResponse(connection)
-                            return
-                        }
-                        connection.output[0] = .bytes(bytes, sent: 0)
-                        if remaining > UInt64(chunk) {
-                            connection.output.insert(
-                                .file(file, offset: offset + UInt64(chunk), remaining: remaining - UInt64(chunk)), at: 1
-                            )
-                        }
-                        continue
-                    } catch {
-                        failed = true
-                    }
-                }
-                if failed {
-                    failResponse(connection)
-                    return
-                }
-                guard case .done(let count) = result else {
-                    releaseProducerIfRoom(connection)
-                    return
-                }
-                if count == 0 {
-                    failResponse(connection)  // the file shrank under us
-                    return
-                }
-                connection.exchange?.bytesWritten += UInt64(count)
-                connection.machine.wroteBytes(now: monotonicNow())
-                if UInt64(count) >= remaining {
-                    connection.output.removeFirst()
-                } else {
-                    connection.output[0] = .file(
-                        file, offset: offset + UInt64(count), remaining: remaining - UInt64(count))
-                }
+            let stop = connection.output.write(
+                send: { (bytes, more) throws(Errno) in
+                    try socket.send(
+                        bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, count: bytes.count, more: more)
+                },
+                sendFile: { file, offset, count in
+                    try file.withFileDescriptor { fileFD in try socket.sendFile(fileFD, offset: offset, count: count) }
+                },
+                read: { file, offset, count in try file.read(at: offset, length: count) },
+                wrote: { count in
+                    connection.exchange?.bytesWritten += UInt64(count)
+                    connection.machine.wroteBytes(now: monotonicNow())
+                })
+            switch stop {
+            case .drained:
+                break
+            case .wouldBlock:
+                releaseProducerIfRoom(connection)
+                return
+            case .socketFailed:
+                execute(connection.machine.socketError(), connection)
+                return
+            case .fileFailed:
+                failResponse(connection)
+                return
             case .relay(let relay):
                 switch pump(relay, connection) {
                 case .finished:
@@ -240,11 +188,7 @@ extension EventLoopRunner {
     /// slow client still holds the producer back.
     func releaseProducerIfRoom(_ connection: Connection) {
         guard !connection.closed, var stream = connection.stream, let continuation = stream.continuation else { return }
-        var waiting = 0
-        for item in connection.output {
-            if case .bytes(let bytes, let sent) = item { waiting += bytes.count - sent }
-        }
-        guard waiting <= Self.streamAhead else { return }
+        guard connection.output.waitingBytes <= Self.streamAhead else { return }
         stream.continuation = nil
         connection.stream = stream
         continuation.resume(returning: true)
@@ -274,7 +218,7 @@ extension EventLoopRunner {
             stream.task?.cancel()
             connection.stream = nil
         }
-        for case .relay(let relay) in connection.output { endRelay(relay, complete: false) }
+        for case .relay(let relay) in connection.output.items { endRelay(relay, complete: false) }
         connection.output.removeAll()
         closeDescriptor(connection.fd)
         let index = Int(connection.fd)

@@ -1,5 +1,6 @@
 import FileRange
 import HTTPWire
+import Sockets
 
 #if canImport(Glibc)
     import Glibc
@@ -102,12 +103,8 @@ final class LoopHandle: Sendable {
     }
 }
 
-/// One outgoing piece of a response.
-enum OutItem {
-    case bytes([UInt8], sent: Int)
-    case file(FileStreamer, offset: UInt64, remaining: UInt64)
-    case relay(Relay)
-}
+/// A connection's pending writes, with the event loop's files and relays.
+typealias Output = PendingWrites<FileStreamer, Relay>
 
 /// A body moved from a claimed descriptor to the client through a pipe, inside the kernel.
 final class Relay {
@@ -156,13 +153,12 @@ final class Connection {
     var parser: HTTPRequestHeadParser
     var input: [UInt8] = []
     var inputStart = 0
-    var output: [OutItem] = []
+    var output = Output()
     var readPaused = false
     var exchange: Exchange?
     var stream: StreamState?
     var closed = false
     var awaitingHandler = false
-    var usePread = false
     /// The local address this connection arrived on, when it is not a loopback address (``HTTPServerConfiguration/
     /// listensOnLocalNetwork``): a `Host` naming it is accepted.
     let localHost: String?

@@ -1,5 +1,6 @@
 import FileRange
 import HTTPWire
+import Sockets
 
 #if canImport(Glibc)
     import Glibc
@@ -215,7 +216,7 @@ public final class HTTPServer: Sendable {
             }
         } catch {
             for fd in bound { closeDescriptor(fd) }
-            throw error
+            throw HTTPServerError(error)
         }
         let shared = ServerShared(application: application)
         shared.loopsRunning.withLock { $0 = handles.count }

@@ -7,145 +7,17 @@ import HTTPWire
     import Darwin
 #endif
 
-// LoopbackHTTP's platform layer: every call whose name, types or semantics differ between Darwin and Glibc, so
-// that the rest of the package is written once. The readiness APIs (epoll, kqueue) are in Poller.swift, and the
-// Linux entry points the Glibc module does not export in LinuxSystem.swift; splice, which only Linux has, is in
-// Splice.swift.
-
-/// What one `sendfile` call did: the bytes it sent, and `errno` when it returned -1 (nil on success).
-///
-/// On Darwin the bytes sent are `*len` on return, which counts bytes sent even when the call fails with `EAGAIN` or
-/// `EINTR` (sendfile(2)); on Linux they are the return value, and a failed call sent nothing.
-struct SendFileCall: Equatable {
-    var sent: Int
-    var error: Int32?
-}
+// LoopbackHTTP's platform layer: the file calls whose names, types or semantics differ between Darwin and Glibc, so
+// that the rest of the package is written once. Sockets, the poller (epoll, kqueue), sendfile and splice are the
+// Sockets package's.
 
 enum Platform {
-    /// The `type` argument of socket(2) for a listener. Glibc imports `SOCK_STREAM` as a `__socket_type` value and
-    /// takes `SOCK_NONBLOCK | SOCK_CLOEXEC` in the same call; Darwin's `SOCK_STREAM` is an `Int32` and it has neither
-    /// flag (``prepareSocket(_:)`` sets them with fcntl).
-    static var listenerSocketType: Int32 {
-        #if canImport(Glibc)
-            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        #else
-            SOCK_STREAM
-        #endif
-    }
-
-    /// Finishes a socket from socket(2) or accept(2). Darwin: non-blocking and close-on-exec (`fcntl`, whose
-    /// variadic C form Swift calls through the overlay's `fcntl(_:_:_: Int32)`), and `SO_NOSIGPIPE`, since Darwin
-    /// has no `MSG_NOSIGNAL`. Linux: nothing (the flags were given to socket/accept4, and sends pass
-    /// `MSG_NOSIGNAL`).
-    static func prepareSocket(_ fd: Int32) {
-        #if canImport(Darwin)
-            let flags = fcntl(fd, F_GETFL, 0)
-            if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            var one: Int32 = 1
-            _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-        #endif
-    }
-
-    /// The flags of send(2): no SIGPIPE (Linux: `MSG_NOSIGNAL`; Darwin: 0, the socket has `SO_NOSIGPIPE`), and
-    /// `MSG_MORE` on Linux when more data follows at once.
-    @inline(__always)
-    static func sendFlags(more: Bool) -> Int32 {
-        #if canImport(Glibc)
-            Int32(MSG_NOSIGNAL) | (more ? Int32(MSG_MORE) : 0)
-        #else
-            0
-        #endif
-    }
-
-    /// An IPv4 socket address (Darwin's has `sin_len`, which Linux lacks).
-    static func ipv4Address(port: UInt16) -> sockaddr_in {
-        var address = sockaddr_in()
-        #if canImport(Darwin)
-            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
-        #endif
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        return address
-    }
-
-    /// An IPv6 socket address (Darwin's has `sin6_len`).
-    static func ipv6Address(port: UInt16) -> sockaddr_in6 {
-        var address = sockaddr_in6()
-        #if canImport(Darwin)
-            address.sin6_len = UInt8(MemoryLayout<sockaddr_in6>.size)
-        #endif
-        address.sin6_family = sa_family_t(AF_INET6)
-        address.sin6_port = port.bigEndian
-        return address
-    }
-
-    /// accept(2); on Linux accept4 with `SOCK_NONBLOCK | SOCK_CLOEXEC`. Returns the descriptor or -1 with `errno`.
-    @inline(__always)
-    static func accept(
-        _ listener: Int32, _ address: UnsafeMutablePointer<sockaddr>, _ length: UnsafeMutablePointer<socklen_t>
-    ) -> Int32 {
-        #if canImport(Glibc)
-            sys_accept4(
-                listener, UnsafeMutableRawPointer(address), length,
-                Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
-        #else
-            Darwin.accept(listener, address, length)
-        #endif
-    }
-
-    @inline(__always)
-    static func listen(_ fd: Int32, _ backlog: Int32) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.listen(fd, backlog)
-        #else
-            Darwin.listen(fd, backlog)
-        #endif
-    }
-
-    @inline(__always)
-    static func send(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int, _ flags: Int32) -> Int {
-        #if canImport(Glibc)
-            Glibc.send(fd, pointer, count, flags)
-        #else
-            Darwin.send(fd, pointer, count, flags)
-        #endif
-    }
-
-    /// Shuts down the sending side (`SHUT_WR` is an `Int` enum value in Glibc, an `Int32` in Darwin).
-    @inline(__always)
-    static func shutdownWrite(_ fd: Int32) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.shutdown(fd, Int32(SHUT_WR))
-        #else
-            Darwin.shutdown(fd, SHUT_WR)
-        #endif
-    }
-
     @inline(__always)
     static func close(_ fd: Int32) {
         #if canImport(Glibc)
             _ = Glibc.close(fd)
         #else
             _ = Darwin.close(fd)
-        #endif
-    }
-
-    /// One sendfile call for `count` (> 0) bytes of `file` from `offset` to `socket`.
-    ///
-    /// Darwin: `sendfile(fd, s, offset, &len, hdtr, flags)` with the file first; `len` is in and out, and 0 on the
-    /// way in would mean "to the end of the file", which callers never ask for. Linux: `sendfile(out, in, &offset,
-    /// count)`.
-    static func sendFileOnce(socket: Int32, file: Int32, offset: UInt64, count: Int) -> SendFileCall {
-        #if canImport(Darwin)
-            var length = off_t(count)
-            let result = Darwin.sendfile(file, socket, off_t(clamping: offset), &length, nil, 0)
-            let error: Int32? = result == 0 ? nil : errno
-            return SendFileCall(sent: Int(max(0, length)), error: error)
-        #else
-            var position = off_t(clamping: offset)
-            let result = Glibc.sendfile(socket, file, &position, count)
-            return SendFileCall(sent: max(0, result), error: result < 0 ? errno : nil)
         #endif
     }
 

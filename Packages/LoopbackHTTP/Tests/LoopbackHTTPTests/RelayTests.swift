@@ -1,5 +1,6 @@
 import FileRange
 import Foundation
+import Sockets
 import Testing
 
 @testable import LoopbackHTTP

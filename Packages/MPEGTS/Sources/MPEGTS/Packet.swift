@@ -74,6 +74,20 @@ public struct PacketSize: Hashable, Sendable, CustomStringConvertible {
         bytes.withUnsafeBytes { detect(in: $0) }
     }
 
+    /// The byte every packet carries at ``syncOffset``.
+    public static let syncByte: UInt8 = 0x47
+
+    /// The offset in `bytes` of the first sync byte that is missing when packets of this size start at offset 0
+    /// (a last, partial packet included), or nil when every packet has its sync byte.
+    public func firstMissingSyncByte(in bytes: UnsafeRawBufferPointer) -> Int? {
+        var position = syncOffset
+        while position < bytes.count {
+            if bytes[position] != Self.syncByte { return position }
+            position += length
+        }
+        return nil
+    }
+
     enum SearchResult {
         case found(PacketSize, Int)
         /// No answer yet: keep the bytes from this index on and call again with more.

@@ -1,5 +1,3 @@
-import HTTPWire
-
 #if os(Linux)
     // epoll, eventfd and accept4 are not exported by the Glibc module of the Swift toolchain, and this package
     // declares no C target, so the few entry points it needs are declared here by symbol name. Every argument is a

@@ -1,5 +1,4 @@
-import FileRange
-import HTTPWire
+public import FileRange
 
 #if canImport(Glibc)
     import Glibc
@@ -8,21 +7,24 @@ import HTTPWire
 #endif
 
 /// The kernel objects of one poller, created before its thread starts so that other threads can wake it.
-struct PollerDescriptors: Sendable {
-    var poll: Int32
-    var wake: Int32
+public struct PollerDescriptors: Sendable {
+    /// The epoll or kqueue descriptor.
+    public var poll: Int32
+    /// The wake-up source (an eventfd on Linux; on Darwin the kqueue itself, through a user event).
+    public var wake: Int32
 }
 
 /// One readiness event.
-struct PollEvent {
-    var token: UInt64
-    var readable: Bool
-    var writable: Bool
+public struct PollEvent: Hashable, Sendable {
+    /// The token the descriptor was registered with, or ``Poller/wakeToken`` for a wake-up.
+    public var token: UInt64
+    public var readable: Bool
+    public var writable: Bool
     /// The peer closed (at least its sending side), or the socket failed: read until end of file.
-    var hangup: Bool
+    public var hangup: Bool
 }
 
-/// The kernel's readiness API: epoll on Linux, kqueue on Darwin. Connections are registered once,
+/// The kernel's readiness API: epoll on Linux, kqueue on Darwin. The event loops of LoopbackHTTP run one each. Connections are registered once,
 /// edge-triggered for both directions; listeners level-triggered for reading; a wake-up source lets other
 /// threads interrupt `wait`.
 #if canImport(Darwin)
@@ -39,8 +41,9 @@ struct PollEvent {
         ) -> Int32 = kevent
 #endif
 
-final class Poller {
-    static let wakeToken = UInt64.max
+public final class Poller {
+    /// The token of the events that ``wake(_:)`` causes.
+    public static let wakeToken = UInt64.max
 
     #if os(Linux)
         private let epoll: Int32
@@ -48,20 +51,20 @@ final class Poller {
         private let buffer: UnsafeMutableRawPointer
         private let capacity = 256
 
-        static func makeDescriptors() throws(HTTPServerError) -> PollerDescriptors {
+        public static func makeDescriptors() throws(SocketError) -> PollerDescriptors {
             let epoll = sys_epoll_create1(EpollConstants.closeOnExec)
-            guard epoll >= 0 else { throw HTTPServerError(.eventLoop, errno: .current, message: "epoll_create1") }
+            guard epoll >= 0 else { throw SocketError(.poller, errno: .current, message: "epoll_create1") }
             let wakeFD = sys_eventfd(0, EpollConstants.eventfdNonBlocking | EpollConstants.eventfdCloseOnExec)
             guard wakeFD >= 0 else {
                 let error = Errno.current
                 closeDescriptor(epoll)
-                throw HTTPServerError(.eventLoop, errno: error, message: "eventfd")
+                throw SocketError(.poller, errno: error, message: "eventfd")
             }
             guard control(epoll, EpollConstants.controlAdd, wakeFD, EpollConstants.input, Poller.wakeToken) == 0 else {
                 let error = Errno.current
                 closeDescriptor(wakeFD)
                 closeDescriptor(epoll)
-                throw HTTPServerError(.eventLoop, errno: error, message: "epoll_ctl")
+                throw SocketError(.poller, errno: error, message: "epoll_ctl")
             }
             return PollerDescriptors(poll: epoll, wake: wakeFD)
         }
@@ -77,7 +80,7 @@ final class Poller {
             }
         }
 
-        init(descriptors: PollerDescriptors) {
+        public init(descriptors: PollerDescriptors) {
             epoll = descriptors.poll
             wakeFD = descriptors.wake
             buffer = .allocate(byteCount: capacity * EpollEventLayout.stride, alignment: 8)
@@ -85,45 +88,45 @@ final class Poller {
 
         deinit { buffer.deallocate() }
 
-        func closeDescriptors() {
+        public func closeDescriptors() {
             closeDescriptor(wakeFD)
             closeDescriptor(epoll)
         }
 
-        func addConnection(_ fd: Int32, token: UInt64) throws(Errno) {
+        public func addConnection(_ fd: Int32, token: UInt64) throws(Errno) {
             let events =
                 EpollConstants.input | EpollConstants.output | EpollConstants.readHangup | EpollConstants.edgeTriggered
             guard Poller.control(epoll, EpollConstants.controlAdd, fd, events, token) == 0 else { throw Errno.current }
         }
 
         /// Watches a descriptor for arriving bytes only (a relay's source), edge-triggered.
-        func addReadable(_ fd: Int32, token: UInt64) throws(Errno) {
+        public func addReadable(_ fd: Int32, token: UInt64) throws(Errno) {
             let events = EpollConstants.input | EpollConstants.readHangup | EpollConstants.edgeTriggered
             guard Poller.control(epoll, EpollConstants.controlAdd, fd, events, token) == 0 else { throw Errno.current }
         }
 
-        func addListener(_ fd: Int32, token: UInt64) throws(Errno) {
+        public func addListener(_ fd: Int32, token: UInt64) throws(Errno) {
             let events = EpollConstants.input | EpollConstants.exclusive
             guard Poller.control(epoll, EpollConstants.controlAdd, fd, events, token) == 0 else { throw Errno.current }
         }
 
-        func remove(_ fd: Int32) {
+        public func remove(_ fd: Int32) {
             _ = Poller.control(epoll, EpollConstants.controlDelete, fd, 0, 0)
         }
 
         /// Wakes the thread blocked in `wait` on these descriptors (callable from any thread).
-        static func wake(_ descriptors: PollerDescriptors) {
+        public static func wake(_ descriptors: PollerDescriptors) {
             var one: UInt64 = 1
             _ = withUnsafeBytes(of: &one) { write(descriptors.wake, $0.baseAddress, 8) }
         }
 
-        func drainWake() {
+        public func drainWake() {
             var value: UInt64 = 0
             _ = withUnsafeMutableBytes(of: &value) { read(wakeFD, $0.baseAddress, 8) }
         }
 
         /// Waits up to `timeoutMilliseconds` and calls `body` for each event.
-        func wait(timeoutMilliseconds: Int32, _ body: (PollEvent) -> Void) {
+        public func wait(timeoutMilliseconds: Int32, _ body: (PollEvent) -> Void) {
             let count = sys_epoll_wait(epoll, buffer, Int32(capacity), timeoutMilliseconds)
             guard count > 0 else { return }
             let readable =
@@ -160,63 +163,63 @@ final class Poller {
             return event
         }
 
-        static func makeDescriptors() throws(HTTPServerError) -> PollerDescriptors {
+        public static func makeDescriptors() throws(SocketError) -> PollerDescriptors {
             let queue = kqueue()
-            guard queue >= 0 else { throw HTTPServerError(.eventLoop, errno: .current, message: "kqueue") }
+            guard queue >= 0 else { throw SocketError(.poller, errno: .current, message: "kqueue") }
             // The wake-up source: a user event, triggered by `wake` (EVFILT_USER, NOTE_TRIGGER; kqueue(2)).
             var event = Self.event(ident: 0, filter: EVFILT_USER, flags: EV_ADD | EV_CLEAR, token: Poller.wakeToken)
             guard sysKevent(queue, &event, 1, nil, 0, nil) == 0 else {
                 let error = Errno.current
                 closeDescriptor(queue)
-                throw HTTPServerError(.eventLoop, errno: error, message: "kevent EVFILT_USER")
+                throw SocketError(.poller, errno: error, message: "kevent EVFILT_USER")
             }
             return PollerDescriptors(poll: queue, wake: queue)
         }
 
-        init(descriptors: PollerDescriptors) {
+        public init(descriptors: PollerDescriptors) {
             queue = descriptors.poll
             buffer = .allocate(capacity: capacity)
         }
 
         deinit { buffer.deallocate() }
 
-        func closeDescriptors() { closeDescriptor(queue) }
+        public func closeDescriptors() { closeDescriptor(queue) }
 
         private func change(_ fd: Int32, filter: Int32, flags: Int32, token: UInt64) -> Int32 {
             var event = Self.event(ident: UInt(truncatingIfNeeded: fd), filter: filter, flags: flags, token: token)
             return sysKevent(queue, &event, 1, nil, 0, nil)
         }
 
-        func addConnection(_ fd: Int32, token: UInt64) throws(Errno) {
+        public func addConnection(_ fd: Int32, token: UInt64) throws(Errno) {
             guard change(fd, filter: EVFILT_READ, flags: EV_ADD | EV_CLEAR, token: token) == 0,
                 change(fd, filter: EVFILT_WRITE, flags: EV_ADD | EV_CLEAR, token: token) == 0
             else { throw Errno.current }
         }
 
         /// Watches a descriptor for arriving bytes only (a relay's source), edge-triggered.
-        func addReadable(_ fd: Int32, token: UInt64) throws(Errno) {
+        public func addReadable(_ fd: Int32, token: UInt64) throws(Errno) {
             guard change(fd, filter: EVFILT_READ, flags: EV_ADD | EV_CLEAR, token: token) == 0 else {
                 throw Errno.current
             }
         }
 
-        func addListener(_ fd: Int32, token: UInt64) throws(Errno) {
+        public func addListener(_ fd: Int32, token: UInt64) throws(Errno) {
             guard change(fd, filter: EVFILT_READ, flags: EV_ADD, token: token) == 0 else { throw Errno.current }
         }
 
-        func remove(_ fd: Int32) {
+        public func remove(_ fd: Int32) {
             _ = change(fd, filter: EVFILT_READ, flags: EV_DELETE, token: 0)
             _ = change(fd, filter: EVFILT_WRITE, flags: EV_DELETE, token: 0)
         }
 
-        static func wake(_ descriptors: PollerDescriptors) {
+        public static func wake(_ descriptors: PollerDescriptors) {
             var event = Self.event(ident: 0, filter: EVFILT_USER, flags: 0, fflags: UInt32(NOTE_TRIGGER), token: 0)
             _ = sysKevent(descriptors.poll, &event, 1, nil, 0, nil)
         }
 
-        func drainWake() {}
+        public func drainWake() {}
 
-        func wait(timeoutMilliseconds: Int32, _ body: (PollEvent) -> Void) {
+        public func wait(timeoutMilliseconds: Int32, _ body: (PollEvent) -> Void) {
             var timeout = timespec(
                 tv_sec: Int(timeoutMilliseconds / 1000), tv_nsec: Int(timeoutMilliseconds % 1000) * 1_000_000)
             let count = sysKevent(queue, nil, 0, buffer, Int32(capacity), &timeout)

@@ -1,5 +1,4 @@
-import FileRange
-import HTTPWire
+public import FileRange
 
 #if canImport(Glibc)
     import Glibc
@@ -11,7 +10,7 @@ import HTTPWire
 /// source → pipe → client socket without being copied into the process. The C library declares it (and `pipe2`)
 /// only for `_GNU_SOURCE`, so both are looked up at run time; elsewhere (Darwin) ``available`` is false and bodies are pulled
 /// as chunks instead.
-enum Splice {
+public enum Splice {
     #if canImport(Glibc)
         private typealias Function =
             @convention(c) (Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32)
@@ -22,9 +21,9 @@ enum Splice {
     #endif
 
     /// The pipe size asked for (the kernel's default is 64 KiB; `/proc/sys/fs/pipe-max-size` is 1 MiB by default).
-    static let pipeSize: Int32 = 1 << 20
+    public static let pipeSize: Int32 = 1 << 20
 
-    static var available: Bool {
+    public static var available: Bool {
         #if canImport(Glibc)
             function != nil
         #else
@@ -34,7 +33,9 @@ enum Splice {
 
     /// Moves up to `count` bytes from `source` to `destination` (one of them a pipe), never blocking on the pipe;
     /// `more` tells a socket destination that more data follows (like `MSG_MORE`).
-    static func move(from source: Int32, to destination: Int32, count: Int, more: Bool) throws(Errno) -> IOResult<Int> {
+    public static func move(from source: Int32, to destination: Int32, count: Int, more: Bool) throws(Errno)
+        -> IOResult<Int>
+    {
         #if canImport(Glibc)
             guard let function else { throw Errno.notSupported }
             // SPLICE_F_MOVE | SPLICE_F_NONBLOCK, plus SPLICE_F_MORE.
@@ -46,7 +47,7 @@ enum Splice {
     }
 
     /// A non-blocking, close-on-exec pipe, enlarged to ``pipeSize`` where allowed, and its capacity.
-    static func makePipe() -> (read: Int32, write: Int32, capacity: Int)? {
+    public static func makePipe() -> (read: Int32, write: Int32, capacity: Int)? {
         #if canImport(Glibc)
             // Both ends non-blocking and close-on-exec from the start (a process started meanwhile inherits nothing).
             var ends: [Int32] = [-1, -1]
