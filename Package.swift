@@ -78,13 +78,14 @@ let modules: [Module] = [
         testDependencies: ["HTTPClient", "TestSupport"]),
     Module(
         name: "TSPlayback",
-        dependencies: ["FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP"],
+        dependencies: ["FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP", "TextCodecs"],
         testDependencies: ["TestSupport"]
     ),
     Module(
         name: "HLSProxy",
         dependencies: [
             "FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HLSAdFilter", "HTTPClient", "LoopbackHTTP",
+            "TextCodecs",
         ],
         testDependencies: ["TestSupport"]
     ),

@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "HLSProxy", targets: ["HLSProxy"])
     ],
     dependencies: [
+        .package(path: "../TextCodecs"),
         .package(path: "../FileRange"),
         .package(path: "../MPEGTS"),
         .package(path: "../FragmentedMP4"),
@@ -35,6 +36,7 @@ let package = Package(
                 .product(name: "HLSAdFilter", package: "HLSAdFilter"),
                 .product(name: "HTTPClient", package: "HTTPClient"),
                 .product(name: "LoopbackHTTP", package: "LoopbackHTTP"),
+                .product(name: "TextCodecs", package: "TextCodecs"),
             ],
             swiftSettings: swiftSettings
         ),

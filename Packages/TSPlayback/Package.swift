@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "TSPlayback", targets: ["TSPlayback"])
     ],
     dependencies: [
+        .package(path: "../TextCodecs"),
         .package(path: "../FileRange"),
         .package(path: "../MPEGTS"),
         .package(path: "../FragmentedMP4"),
@@ -31,6 +32,7 @@ let package = Package(
                 .product(name: "FragmentedMP4", package: "FragmentedMP4"),
                 .product(name: "HLSPlaylist", package: "HLSPlaylist"),
                 .product(name: "LoopbackHTTP", package: "LoopbackHTTP"),
+                .product(name: "TextCodecs", package: "TextCodecs"),
             ],
             swiftSettings: swiftSettings
         ),

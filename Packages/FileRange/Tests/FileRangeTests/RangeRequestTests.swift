@@ -207,7 +207,7 @@ import Testing
         for bad in [
             "", "bytes", "bytes ", "bytes */*", "bytes 10-9/100", "bytes 0-100/100", "bytes 0-99", "items 0-9/10",
             "bytes -1-9/10", "bytes 0-+9/10", "bytes 0-9/+10", "bytes 0-9/1x", "bytes 0-9/18446744073709551616",
-            "bytes 0 -9/10", "bytes=0-9/10",
+            "bytes 0 -9/10", "bytes=0-9/10", "bytes 5-4/100", "bytes 0-100/100", "items 0-9/100", "bytes 0-9/x",
         ] {
             #expect(ContentRange.parse(bad) == nil, "\(bad)")
         }

@@ -1,5 +1,6 @@
 import HLSAdFilter
 import HLSPlaylist
+import TextCodecs
 
 /// The last live poll of a playlist: its input bytes, decisions and warnings, and the bytes served.
 struct LastPoll {
@@ -278,7 +279,8 @@ struct WindowShape {
             var start = 0
             let count = buffer.count
             while start < count {
-                guard let newline = Bytes.nextLineFeed(in: buffer, from: start) else {
+                let newline = ByteSearch.firstIndex(of: 0x0A, in: buffer, from: start)
+                guard newline < count else {
                     spans.append((start, count, count))
                     break
                 }

@@ -432,7 +432,7 @@ struct PassThroughSequence: AsyncSequence, Sendable {
                 request.append((name: "Range", value: "bytes=\(range.offset)-\(range.upperBound - 1)"))
                 let opened = try await sequence.fetcher.open(sequence.url, headers: request)
                 let status = opened.head.status
-                let start = opened.head.header("Content-Range").flatMap(CachedMediaEntry.parseContentRange)?.first
+                let start = opened.head.header("Content-Range").flatMap(ContentRange.parse)?.range?.lowerBound
                 guard (status == 206 && start == range.offset) || (status == 200 && range.offset == 0) else {
                     opened.cancel()
                     throw PassFailure(description: "\(sequence.url): the origin answered \(status) for a range")

@@ -319,8 +319,8 @@ final class CachedMediaEntry: Sendable {
         let epoch: UInt64
         switch head.status {
         case 206:
-            guard let value = head.header("Content-Range"), let parsed = CachedMediaEntry.parseContentRange(value),
-                let first = parsed.first, let total = parsed.total, first <= start
+            guard let value = head.header("Content-Range"), let parsed = ContentRange.parse(value),
+                let first = parsed.range?.lowerBound, let total = parsed.completeLength, first <= start
             else {
                 throw ProxyError(
                     .httpStatus, url: url, status: 206, detail: "206 without a usable Content-Range")
@@ -329,7 +329,7 @@ final class CachedMediaEntry: Sendable {
             // What was asked and reserved, never more: bytes before `start` are skipped, the rest stops at the
             // reservation's end.
             position = first
-            stop = min(parsed.last.map { $0 &+ 1 } ?? total, total, start &+ reserved)
+            stop = min(parsed.range.map { $0.upperBound &+ 1 } ?? total, total, start &+ reserved)
             guard stop > start else { return }
             skipTo = start
             state.withLock { s in
@@ -353,8 +353,8 @@ final class CachedMediaEntry: Sendable {
             state.withLock { s in s.fetches[id] = Fetch(position: 0, end: total, sequential: true, reserved: held) }
             signal()
         case 416:
-            if let value = head.header("Content-Range"), let parsed = CachedMediaEntry.parseContentRange(value),
-                let total = parsed.total
+            if let value = head.header("Content-Range"), let parsed = ContentRange.parse(value),
+                let total = parsed.completeLength
             {
                 _ = adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: true))
                 return
@@ -438,7 +438,7 @@ final class CachedMediaEntry: Sendable {
         let head = stream.head
         switch head.status {
         case 206:
-            if let value = head.header("Content-Range"), let total = CachedMediaEntry.parseContentRange(value)?.total {
+            if let value = head.header("Content-Range"), let total = ContentRange.parse(value)?.completeLength {
                 adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: true))
             }
         case 200:
@@ -454,23 +454,5 @@ final class CachedMediaEntry: Sendable {
         CachedContentInfo(
             length: length, contentType: head.header("Content-Type") ?? "application/octet-stream",
             acceptsRanges: acceptsRanges, entityTag: head.header("ETag"), lastModified: head.header("Last-Modified"))
-    }
-
-    /// Parses `bytes FIRST-LAST/TOTAL` or `bytes */TOTAL` (RFC 9110 §14.4); `*` for the total gives nil.
-    static func parseContentRange(_ value: String) -> (first: UInt64?, last: UInt64?, total: UInt64?)? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let rest = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
-        let halves = rest.split(separator: "/", omittingEmptySubsequences: false)
-        guard halves.count == 2 else { return nil }
-        let total = halves[1] == "*" ? nil : UInt64(halves[1])
-        if halves[1] != "*", total == nil { return nil }
-        if halves[0] == "*" { return (nil, nil, total) }
-        let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let first = UInt64(bounds[0]), let last = UInt64(bounds[1]), first <= last else {
-            return nil
-        }
-        if let total, last >= total { return nil }
-        return (first, last, total)
     }
 }

@@ -2,6 +2,7 @@ public import FileRange
 import HLSPlaylist
 public import LoopbackHTTP
 import MPEGTS
+import TextCodecs
 
 /// Plays a folder of `.ts` files as one HLS presentation: each file (or each given byte range of a file) is a
 /// segment. Files are discovered in natural name order (`seg2.ts` before `seg10.ts`) and probed at both ends for
@@ -185,21 +186,9 @@ enum NaturalOrder {
     }
 }
 
-/// Percent-encodes a relative file path for use as a URI in a playlist.
+/// Percent-encodes a relative file path for use as a URI in a playlist: every byte but the unreserved ones and `/`.
 enum URIPath {
     static func encode(_ path: String) -> String {
-        var result = ""
-        for byte in path.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"), UInt8(ascii: "/"):
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = String(byte, radix: 16, uppercase: true)
-                result += "%" + (hex.count == 1 ? "0" + hex : hex)
-            }
-        }
-        return result
+        Percent.encode(path) { Percent.isUnreserved($0) || $0 == UInt8(ascii: "/") }
     }
 }
