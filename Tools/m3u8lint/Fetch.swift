@@ -2,7 +2,6 @@
 // https://). Redirects are bounded, one deadline covers the whole fetch, and only answers that may pass on a second
 // try are retried, with the client's retry policy.
 import CLIToolkit
-import Dispatch
 import FileRange
 import HTTPClient
 
@@ -18,7 +17,7 @@ enum Fetch {
     /// Fetches `url` whole: at most `maxBytes` of body, redirects followed, everything within `timeout` seconds.
     /// Returns the body and the URL after redirects. Every error names the URL, and an HTTP failure its status
     /// in words (`404 Not Found`).
-    static func fetch(_ url: String, maxBytes: Int, timeout: Double) throws(InputError) -> (
+    static func fetch(_ url: String, maxBytes: Int, timeout: Double) async throws(InputError) -> (
         body: [UInt8], effectiveURL: String
     ) {
         var configuration = HTTPClientConfiguration()
@@ -29,36 +28,18 @@ enum Fetch {
         configuration.connectTimeout = timeout + 1
         configuration.maxConnectionsPerHost = 1
         let client = HTTPClient(configuration: configuration)
-        let outcome = LockedValue<Result<HTTPWholeResponse, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let task = Task.detached {
-            let result: Result<HTTPWholeResponse, any Error>
-            do {
-                result = .success(
-                    try await client.get(
-                        url, headers: ["User-Agent": userAgent], maxBytes: maxBytes, timeout: timeout,
-                        onRetry: { Output.log(retryLine($0)) }))
-            } catch {
-                result = .failure(error)
-            }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        // The client's deadline ends the fetch; this wait only guards against a task that never reports.
-        guard done.wait(timeout: .now() + .nanoseconds(Int(clamping: UInt64((timeout + 2) * 1e9)))) == .success else {
-            task.cancel()
-            throw .unreadable("\(url): no complete answer within \(seconds(timeout)) (--timeout)")
-        }
-        switch outcome.withLock({ $0 }) {
-        case .success(let response):
-            return (response.body, response.url ?? url)
-        case .failure(let error as HTTPClientError):
+        let response: HTTPWholeResponse
+        do {
+            // The client's deadline (`timeout`) ends a silent or slow fetch.
+            response = try await client.get(
+                url, headers: ["User-Agent": userAgent], maxBytes: maxBytes, timeout: timeout,
+                onRetry: { Output.log(retryLine($0)) })
+        } catch let error as HTTPClientError {
             throw .unreadable("\(url): \(message(error, maxBytes: maxBytes, timeout: timeout))")
-        case .failure(let error):
+        } catch {
             throw .unreadable("\(url): \(error)")
-        case nil:
-            throw .unreadable("\(url): no complete answer within \(seconds(timeout)) (--timeout)")
         }
+        return (response.body, response.url ?? url)
     }
 
     static let userAgent = "m3u8lint"

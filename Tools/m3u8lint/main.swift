@@ -84,10 +84,10 @@ func isURL(_ s: String) -> Bool { s.hasPrefix("http://") || s.hasPrefix("https:/
 /// Reads a playlist; for URLs also returns the URL after redirects (the base for resolution). Input that is not a
 /// playlist at all (binary, a `.ts` segment, an HTML page) is refused at the door with one error; text that starts
 /// with a tag but not with `#EXTM3U` is a playlist with a bad header, which the linter reports (HLS-HEADER).
-func load(_ input: String) throws(InputError) -> (bytes: [UInt8], url: String?) {
+@MainActor func load(_ input: String) async throws(InputError) -> (bytes: [UInt8], url: String?) {
     let loaded: (bytes: [UInt8], url: String?)
     if isURL(input) {
-        let fetched = try Fetch.fetch(input, maxBytes: IO.maxBytes, timeout: options.timeout)
+        let fetched = try await Fetch.fetch(input, maxBytes: IO.maxBytes, timeout: options.timeout)
         loaded = (fetched.body, fetched.effectiveURL)
     } else {
         loaded = (try IO.readFile(input), nil)
@@ -115,10 +115,10 @@ do {
 }
 
 /// Reads the parent playlist's variables for EXT-X-DEFINE IMPORT.
-func parentVariables() -> Variables? {
+@MainActor func parentVariables() async -> Variables? {
     guard let parent = options.parent else { return nil }
     do {
-        let loaded = try load(parent)
+        let loaded = try await load(parent)
         return try Playlist(bytes: loaded.bytes).multivariant(url: loaded.url).variables
     } catch let error as InputError {
         if case .unreadable(let m) = error { Output.line("Error: \(m)", to: 2) }
@@ -129,12 +129,12 @@ func parentVariables() -> Variables? {
     }
 }
 
-func runIPTV() -> Int32 {
+@MainActor func runIPTV() async -> Int32 {
     var status: Int32 = 0
     for input in options.inputs {
         if isURL(input) {
             do {
-                let bytes = try Fetch.fetch(input, maxBytes: IO.maxBytes, timeout: options.timeout).body
+                let bytes = try await Fetch.fetch(input, maxBytes: IO.maxBytes, timeout: options.timeout).body
                 var parser = IPTVStreamParser()
                 var j = ChannelStream()
                 try streamIPTV(bytes[...], parser: &parser, json: &j, final: true)
@@ -264,13 +264,13 @@ struct ChannelStream {
     }
 }
 
-func runPlaylists() -> Int32 {
+@MainActor func runPlaylists() async -> Int32 {
     var status: Int32 = 0
-    let parent = parentVariables()
+    let parent = await parentVariables()
     var previous: Playlist?
     if let p = options.previous {
         do {
-            previous = try Playlist(bytes: try load(p).bytes)
+            previous = try Playlist(bytes: try await load(p).bytes)
         } catch let e as InputError {
             if case .unreadable(let m) = e { Output.line("Error: \(m)", to: 2) }
             return ExitCode.unreadable
@@ -283,7 +283,7 @@ func runPlaylists() -> Int32 {
         let bytes: [UInt8]
         var fetchedURL: String?
         do {
-            (bytes, fetchedURL) = try load(input)
+            (bytes, fetchedURL) = try await load(input)
         } catch {
             if case .unreadable(let m) = error { Output.line("Error: \(m)", to: 2) }
             status = max(status, ExitCode.unreadable)
@@ -398,4 +398,4 @@ func runPlaylists() -> Int32 {
     return status
 }
 
-ExitCode.exit(options.iptvJSON ? runIPTV() : runPlaylists())
+ExitCode.exit(options.iptvJSON ? await runIPTV() : await runPlaylists())

@@ -32,9 +32,9 @@ func fileModificationTime(of info: stat) -> (seconds: Int64, nanoseconds: Int64)
     #endif
 }
 
-/// The C library's `close`, named apart from ``FileStreamer/close()``.
-@usableFromInline
-func systemClose(_ fd: Int32) -> Int32 {
+/// The C library's `close`, named apart from ``FileStreamer/close()`` and `Socket.close()`: one wrapper for every
+/// package that closes a descriptor (FileRange's files, Sockets' sockets and pollers).
+public func systemClose(_ fd: Int32) -> Int32 {
     #if canImport(Glibc)
         Glibc.close(fd)
     #elseif canImport(Musl)

@@ -335,7 +335,7 @@ public struct Socket: Hashable, Sendable, CustomStringConvertible {
 
     /// Closes the descriptor. Not retried on `EINTR` (the descriptor is gone either way on Linux and Darwin).
     public func close() {
-        _ = LibC.close(descriptor)
+        _ = systemClose(descriptor)
     }
 
     func setOption(_ level: Int32, _ name: Int32, _ value: Int32) {
@@ -513,20 +513,9 @@ private enum LibC {
             Darwin.shutdown(fd, how)
         #endif
     }
-
-    @inline(__always)
-    static func close(_ fd: Int32) -> Int32 {
-        #if canImport(Glibc)
-            Glibc.close(fd)
-        #elseif canImport(Musl)
-            Musl.close(fd)
-        #else
-            Darwin.close(fd)
-        #endif
-    }
 }
 
 /// Closes a descriptor that is not a socket (a poller's, a pipe's end).
 func closeDescriptor(_ fd: Int32) {
-    _ = LibC.close(fd)
+    _ = systemClose(fd)
 }
