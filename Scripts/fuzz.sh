@@ -12,14 +12,32 @@ if [[ $# -ne 2 || ! $2 =~ ^[0-9]+$ ]]; then
     exit 64
 fi
 export SWIFT_BACKTRACE=enable=no
-build() {  # builds the named products (all of them with no argument) with libFuzzer and ASan
-    local products=()
+build() {  # builds the named products (all of them with no argument) with libFuzzer and ASan; fails when the build
+    # does, so that a failed build never leaves an older binary to be run in its place. A first failure is retried
+    # once without llbuild's database: after files move between packages an incremental build of this nested
+    # package can stop on "missing inputs" that no longer exist.
+    local products=() log status attempt
     for product in "$@"; do products+=(--product "$product"); done
-    swift build -c release --package-path Tests/Fuzz "${products[@]}" -Xswiftc -sanitize=fuzzer,address \
-        -Xswiftc -DFUZZING 2>&1 | grep -vE 'warning: Cannot export local symbol|^\[[0-9]+/[0-9]+\]' || true
+    log=$(mktemp)
+    for attempt in 1 2; do
+        status=0
+        swift build -c release --package-path Tests/Fuzz "${products[@]}" -Xswiftc -sanitize=fuzzer,address \
+            -Xswiftc -DFUZZING >"$log" 2>&1 || status=$?
+        [[ $status == 0 ]] && break
+        if [[ $attempt == 1 ]]; then
+            echo "fuzz: the fuzz package did not build (swift build exited $status); once more, from its sources" >&2
+            rm -f Tests/Fuzz/.build/build.db
+        fi
+    done
+    grep -vE 'warning: Cannot export local symbol|^\[[0-9]+/[0-9]+\]' "$log" || true
+    rm -f "$log"
+    if [[ $status != 0 ]]; then
+        echo "fuzz: the fuzz package did not build (swift build exited $status)" >&2
+        return "$status"
+    fi
 }
 if [[ $1 == --smoke ]]; then
-    build
+    build || exit 1
     failed=0
     for main in Tests/Fuzz/Sources/*/main.swift; do
         name=$(basename "$(dirname "$main")")
@@ -37,7 +55,7 @@ fi
 name=$1
 seconds=$2
 [[ -f "Tests/Fuzz/Sources/$name/main.swift" ]] || { echo "fuzz: no fuzzer named $name" >&2; exit 64; }
-build "$name"
+build "$name" || exit 1
 binary=$(swift build -c release --package-path Tests/Fuzz --show-bin-path)/$name
 [[ -x $binary ]] || { echo "fuzz: build of $name failed" >&2; exit 1; }
 
