@@ -115,8 +115,27 @@ public final class NginxOrigin {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// The access log's rows, oldest first.
-    public func requests() -> [Request] {
+    /// The access log's rows, oldest first. nginx writes a row after its response has gone out, so a client that has
+    /// read a whole body can look before the row is there: this waits until the log holds at least `atLeast` rows
+    /// (at most 10 s) and then until it has stayed the same for 100 ms (at most 2 s more).
+    public func requests(atLeast: Int = 0) -> [Request] {
+        let start = Date()
+        var rows = readRequests()
+        while rows.count < atLeast, Date().timeIntervalSince(start) < 10 {
+            usleep(20_000)
+            rows = readRequests()
+        }
+        let settle = Date()
+        while Date().timeIntervalSince(settle) < 2 {
+            usleep(100_000)
+            let again = readRequests()
+            if again.count == rows.count { break }
+            rows = again
+        }
+        return rows
+    }
+
+    private func readRequests() -> [Request] {
         let text = (try? String(contentsOf: accessLog, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let quoted = line.split(separator: "\"", omittingEmptySubsequences: false)
