@@ -75,13 +75,17 @@ public final class TSPlaybackSession: PlaybackSource {
     let givenResets: Set<UInt64>
     /// The index the scan has reached (internal: tests stand in for the scan of a file that grows).
     let indexState: LockedValue<TSIndex?>
-    /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete.
-    private let iFrames = LockedValue<[PlannedSegment]?>(nil)
+    /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete, and,
+    /// where each is served filtered (``filtersProgram``), the length of each as served.
+    private let iFrames = LockedValue<(frames: [PlannedSegment], servedLengths: [UInt64]?)?>(nil)
     /// The indexing task, which waits for the scan on a ``BlockingPool`` thread.
     private let indexing = LockedValue<Task<Void, Never>?>(nil)
     /// Set when the session goes: the scan, which runs on a pool thread with no task to cancel, stops at its next
     /// chunk.
     private let indexingCancelled = LockedValue(false)
+    /// Codec details of each later part of a joined recording (``MPEGTS/TSIndex/parts``), by the part's offset:
+    /// what the first 2 MiB from where the part begins show (``readPartHeads(_:)``).
+    let partCodecDetails = LockedValue<[Int64: [CodecDetails]]>([:])
     /// The last plan of ``segments``, by the index it was made from (which grows while the file is indexed).
     private let lastPlan = LockedValue<(key: PlanKey, segments: [PlannedSegment], resets: Set<UInt64>)?>(nil)
 
@@ -252,7 +256,10 @@ public final class TSPlaybackSession: PlaybackSource {
             indexing.withLock { task in
                 guard task == nil else { return }
                 task = Task.detached(priority: .utility) { [self] in
-                    await BlockingPool.shared.run { self.measureIFrames(index) }
+                    await BlockingPool.shared.run {
+                        self.readPartHeads(index)
+                        self.measureIFrames(index)
+                    }
                 }
             }
             return
@@ -286,6 +293,7 @@ public final class TSPlaybackSession: PlaybackSource {
                 if indexer.bytesIndexed - published >= 32 << 20 {
                     published = indexer.bytesIndexed
                     let snapshot = indexer.index(fileSize: size, modificationTime: modified)
+                    readPartHeads(snapshot)
                     indexState.withLock { $0 = snapshot }
                 }
                 return !indexingCancelled.withLock({ $0 })
@@ -296,6 +304,7 @@ public final class TSPlaybackSession: PlaybackSource {
             // exact rather than a PES step long.
             indexer.measureLastAudioPES(in: file)
             let complete = indexer.index(fileSize: size, modificationTime: modified)
+            readPartHeads(complete)
             indexState.withLock { $0 = complete }
             if options.writesSidecar {
                 try? complete.saveSidecar(for: path)
@@ -330,7 +339,16 @@ public final class TSPlaybackSession: PlaybackSource {
             else { continue }
             result.append(PlannedSegment(offset: start, length: length, duration: duration))
         }
-        iFrames.withLock { $0 = result }
+        // Served one resource each (`program-iframe/<n>.ts`), filtered: their lengths as served, for BANDWIDTH.
+        var lengths: [UInt64]?
+        if filtersProgram {
+            var scratch: [UInt8] = []
+            lengths = result.map { frame in
+                servedIFrameLength(frame, layout: index.layout, scratch: &scratch)
+                    ?? Self.served(frame, layout: index.layout).length + 2 * 188
+            }
+        }
+        iFrames.withLock { $0 = (result, lengths) }
     }
 
     /// The bytes from the packet at `start` (which starts a PES on `pid`) to the next packet that starts a PES on
@@ -374,7 +392,22 @@ public final class TSPlaybackSession: PlaybackSource {
 
     /// The I-frame playlist's segments, once measured.
     public var iFrameSegments: [PlannedSegment]? {
-        iFrames.withLock { $0 }
+        iFrames.withLock { $0?.frames }
+    }
+
+    /// The I-frames with the lengths of the bytes served for each, in the served view: the resources
+    /// `program-iframe/<n>.ts` where they are filtered (measured when the I-frames are), else the byte ranges of
+    /// `media.ts` (without the extra bytes of 192- and 204-byte packets). The I-frame variant's BANDWIDTH and
+    /// AVERAGE-BANDWIDTH are measured on these.
+    func servedIFrames() -> [PlannedSegment]? {
+        guard let measured = iFrames.withLock({ $0 }) else { return nil }
+        if let lengths = measured.servedLengths, lengths.count == measured.frames.count {
+            return zip(measured.frames, lengths).map {
+                PlannedSegment(offset: $0.offset, length: $1, duration: $0.duration)
+            }
+        }
+        let layout = servesFileAsIs ? nil : index?.layout
+        return measured.frames.map { Self.served($0, layout: layout) }
     }
 
     /// The I-frame playlist's text (EXT-X-I-FRAMES-ONLY), once the I-frames are measured.
@@ -506,7 +539,6 @@ public final class TSPlaybackSession: PlaybackSource {
     public func multivariantPlaylist() -> String {
         var builder = MultivariantPlaylistBuilder()
         builder.independentSegments = true
-        let layout = servesFileAsIs ? nil : index?.layout
         let (planned, filtered) = servedSegmentSizes()
         let peak = planned.map { $0.duration > 0 ? Double($0.length * 8) / $0.duration : 0 }.max() ?? 0
         let totalDuration = planned.reduce(0) { $0 + $1.duration }
@@ -515,10 +547,15 @@ public final class TSPlaybackSession: PlaybackSource {
         // The whole file's rate, before any segment is known; a program's filtered sizes are the measure.
         let fallback = filtered ? 0 : probe.duration.map { $0 > 0 ? Double(probe.fileSize * 8) / $0 : 0 } ?? 0
         let bandwidth = UInt64(max(peak, fallback, 1).rounded(.up))
-        // Each codec once (a file of several recordings may repeat them), the largest picture.
+        // Each codec once, of every part of a file of several recordings (which may repeat them), the largest picture.
+        let details = allCodecDetails
         var codecs: [String] = []
-        for codec in codecDetails.compactMap(\.codecString) where !codecs.contains(codec) { codecs.append(codec) }
-        let video = codecDetails.filter { $0.width != nil }.max {
+        for codec in details.compactMap(\.codecString) where !codecs.contains(codec) { codecs.append(codec) }
+        var videoCodecs: [String] = []
+        for codec in details.filter({ $0.width != nil }).compactMap(\.codecString) where !videoCodecs.contains(codec) {
+            videoCodecs.append(codec)
+        }
+        let video = details.filter { $0.width != nil }.max {
             ($0.width ?? 0) * ($0.height ?? 0) < ($1.width ?? 0) * ($1.height ?? 0)
         }
         var resolution: Resolution?
@@ -532,7 +569,7 @@ public final class TSPlaybackSession: PlaybackSource {
                 codecs: codecs.isEmpty ? nil : codecs.joined(separator: ","), resolution: resolution,
                 frameRate: video?.frameRate.map { ($0 * 1000).rounded() / 1000 })
         ]
-        if let frames = iFrameSegments?.map({ Self.served($0, layout: layout) }), !frames.isEmpty {
+        if let frames = servedIFrames(), !frames.isEmpty {
             let peakIFrame = frames.map { Double($0.length * 8) / $0.duration }.max() ?? 1
             let iFrameBits = frames.reduce(0) { $0 + Double($1.length * 8) }
             let iFrameDuration = frames.reduce(0) { $0 + $1.duration }
@@ -540,7 +577,7 @@ public final class TSPlaybackSession: PlaybackSource {
                 MultivariantPlaylistBuilder.Variant(
                     uri: "iframes.m3u8", bandwidth: UInt64(max(1, peakIFrame).rounded(.up)),
                     averageBandwidth: iFrameDuration > 0 ? UInt64((iFrameBits / iFrameDuration).rounded(.up)) : nil,
-                    codecs: video?.codecString, resolution: resolution)
+                    codecs: videoCodecs.isEmpty ? nil : videoCodecs.joined(separator: ","), resolution: resolution)
             ]
         }
         return builder.build().text
