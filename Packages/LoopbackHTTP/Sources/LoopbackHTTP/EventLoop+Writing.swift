@@ -27,20 +27,25 @@ extension EventLoopRunner {
         let prepared = shared.application.prepare(
             response, for: request, keepAlive: connection.machine.keepAlive, date: currentDate())
         if !prepared.keepAlive { connection.machine.mustCloseAfterResponse() }
+        // Sized once for the head and a small inline body, and filled byte by byte (no temporary arrays).
         var head: [UInt8] = []
-        head.reserveCapacity(512)
+        head.reserveCapacity(Self.headCapacity(prepared))
         head += "HTTP/1.1 ".utf8
         ASCII.appendDecimal(UInt64(prepared.status.code), to: &head)
         head.append(0x20)
         head += prepared.status.reasonPhrase.utf8
-        head += [0x0D, 0x0A]
+        head.append(0x0D)
+        head.append(0x0A)
         for field in prepared.headers {
             head += field.name.utf8
-            head += [0x3A, 0x20]
+            head.append(0x3A)
+            head.append(0x20)
             head += field.value.utf8
-            head += [0x0D, 0x0A]
+            head.append(0x0D)
+            head.append(0x0A)
         }
-        head += [0x0D, 0x0A]
+        head.append(0x0D)
+        head.append(0x0A)
         connection.exchange?.status = prepared.status.code
         connection.exchange?.headBytes = head.count
         connection.machine.responseHeadWritten(now: monotonicNow())
@@ -62,7 +67,7 @@ extension EventLoopRunner {
                     if length <= Self.inlineFileLimit, let count = Int(exactly: length) {
                         // Small regions: one pread into the head buffer, so head and body leave in one send.
                         let before = head.count
-                        head += repeatElement(0, count: count)
+                        head.append(contentsOf: repeatElement(0, count: count))
                         let read = head.withUnsafeMutableBytes { buffer in
                             try? file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[before...]), at: offset)
                         }
@@ -110,6 +115,18 @@ extension EventLoopRunner {
             }
         }
         flush(connection)
+    }
+
+    /// Room for the head plus a body small enough to be read into it: one allocation for both.
+    static func headCapacity(_ prepared: HTTPApplication.Prepared) -> Int {
+        var capacity = 64
+        for field in prepared.headers { capacity += field.name.utf8.count + field.value.utf8.count + 4 }
+        if case .parts(let parts) = prepared.body, parts.count == 1, case .file(_, _, let length) = parts[0],
+            length <= inlineFileLimit
+        {
+            capacity += Int(length)
+        }
+        return capacity
     }
 
     /// A response cannot be completed: close (the client sees a short body, never a wrong one).

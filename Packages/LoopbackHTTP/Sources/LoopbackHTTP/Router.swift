@@ -344,6 +344,11 @@ public struct Router: Sendable {
     /// segment is not valid UTF-8 (overlong forms included). Empty segments (`//`) are kept so that the static
     /// handler can refuse them.
     static func decodeSegments(_ path: Substring) -> [String]? {
+        plainSegments(path) ?? decodedSegments(path)
+    }
+
+    /// ``decodeSegments(_:)`` for any path: split, then percent-decode and validate each piece.
+    static func decodedSegments(_ path: Substring) -> [String]? {
         var segments: [String] = []
         var pieces = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         if pieces.first?.isEmpty == true { pieces.removeFirst() }
@@ -352,6 +357,30 @@ public struct Router: Sendable {
             guard let segment = Percent.decodeUTF8(piece) else { return nil }
             segments.append(segment)
         }
+        if segments.count == 1, segments[0].isEmpty { return [] }
+        return segments
+    }
+
+    /// The common case of ``decodeSegments(_:)``, without its generic decoding: a path of ASCII bytes with no `%`
+    /// decodes to itself, so its segments are its pieces between `/` as they are (the same empty-piece rules).
+    /// Nil when the path holds a `%` or a byte above 0x7F (then the full decoding runs).
+    static func plainSegments(_ path: Substring) -> [String]? {
+        let utf8 = path.utf8
+        var segments: [String] = []
+        var start = utf8.startIndex
+        var index = start
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if byte >= 0x80 || byte == UInt8(ascii: "%") { return nil }
+            if byte == UInt8(ascii: "/") {
+                segments.append(String(Substring(utf8[start..<index])))
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        segments.append(String(Substring(utf8[start..<index])))
+        if segments.first?.isEmpty == true { segments.removeFirst() }
+        if segments.count > 1, segments.last?.isEmpty == true { segments.removeLast() }
         if segments.count == 1, segments[0].isEmpty { return [] }
         return segments
     }

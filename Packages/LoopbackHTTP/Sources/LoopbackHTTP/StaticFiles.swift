@@ -11,6 +11,11 @@ import HTTPWire
 public enum MediaType {
     /// The media type for a file name's extension; `application/octet-stream` when unknown.
     public static func forPath(_ path: some StringProtocol) -> String {
+        forASCIIPath(path.utf8) ?? forAnyPath(path)
+    }
+
+    /// ``forPath(_:)`` for any path: the extension after the last `.` character, Unicode lower-cased.
+    static func forAnyPath(_ path: some StringProtocol) -> String {
         guard let dot = path.lastIndex(of: "."), !path[dot...].contains("/") else { return octetStream }
         return forExtension(String(path[path.index(after: dot)...]))
     }
@@ -31,6 +36,33 @@ public enum MediaType {
         default: return octetStream
         }
     }
+
+    /// ``forPath(_:)`` for a path of printable ASCII bytes, without building strings (every static file request
+    /// asks); nil for any other path, which then takes the general way (Unicode lower-casing, grapheme rules).
+    static func forASCIIPath(_ utf8: some Collection<UInt8>) -> String? {
+        var key: UInt64 = 0  // the last extension's bytes, lower-cased, packed big-endian (no byte is zero)
+        var length = 0
+        var sawDot = false
+        for byte in utf8 {
+            guard byte >= 0x20, byte < 0x7F else { return nil }
+            if byte == UInt8(ascii: ".") {
+                (key, length, sawDot) = (0, 0, true)
+            } else if byte == UInt8(ascii: "/") {
+                (key, length, sawDot) = (0, 0, false)
+            } else {
+                length += 1
+                let lower = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+                if length <= 8 { key = key << 8 | UInt64(lower) }
+            }
+        }
+        guard sawDot, length <= 8 else { return octetStream }
+        return knownExtensions.first { $0.key == key }?.type ?? octetStream
+    }
+
+    /// The table of ``forExtension(_:)``, keyed as ``forASCIIPath(_:)`` packs an extension.
+    private static let knownExtensions: [(key: UInt64, type: String)] = [
+        "m3u8", "m3u", "ts", "mp4", "m4v", "m4s", "aac", "ac3", "ec3", "mp3", "vtt",
+    ].map { ext in (ext.utf8.reduce(0) { $0 << 8 | UInt64($1) }, forExtension(ext)) }
 
     public static let octetStream = "application/octet-stream"
 }
