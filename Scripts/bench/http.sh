@@ -7,7 +7,8 @@
 # Each cell runs REPS times alternating ours / nginx (so that load from elsewhere hits both alike) and reports the
 # medians.
 # Usage: Scripts/bench/http.sh [seconds-per-run] [reps]   (default 3 s, 3 reps; needs wrk and nginx:
-#        Scripts/deps.sh --bench)
+#        Scripts/deps.sh --bench). OURS_BIN=<loopback-http-testserver> runs that binary instead of building this
+#        checkout's (to compare two branches' servers in one session).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-3}
@@ -24,9 +25,13 @@ nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 [[ -f $root/1gib.ts && $(stat -c %s "$root/1gib.ts") == 1073741824 ]] || head -c 1073741824 /dev/urandom > "$root/1gib.ts"
 cat "$root/4mb.ts" "$root/1gib.ts" > /dev/null  # page cache
 
-swift build -c release --package-path Packages/LoopbackHTTP --scratch-path "$work/build" \
-    --product loopback-http-testserver >/dev/null
-ours_bin="$(swift build -c release --package-path Packages/LoopbackHTTP --scratch-path "$work/build" --show-bin-path)/loopback-http-testserver"
+if [[ -n ${OURS_BIN:-} ]]; then
+    ours_bin=$OURS_BIN  # a server built elsewhere (another branch's, to compare in the same session)
+else
+    swift build -c release --package-path Packages/LoopbackHTTP --scratch-path "$work/build" \
+        --product loopback-http-testserver >/dev/null
+    ours_bin="$(swift build -c release --package-path Packages/LoopbackHTTP --scratch-path "$work/build" --show-bin-path)/loopback-http-testserver"
+fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
