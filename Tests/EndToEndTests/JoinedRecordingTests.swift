@@ -8,23 +8,30 @@ import Testing
     /// 4 s of H.264 High + AAC on program 1 (PIDs 0x100, 0x101), then 4 s of H.264 Main + AAC on program 2, PMT PID
     /// 0x1100, PIDs 0x200 and 0x201. The AAC has no noise substitution (`-aac_pns 0`): its decoder's noise generator
     /// runs on through a continuous decode, so the second part's samples would differ by a few LSB from its own.
-    static let joined = join(
-        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "4"] + FragmentedFixtures.x264
-            + ["-profile:v", "high", "-c:a", "aac", "-aac_pns", "0"],
-        second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550) + ["-t", "4"]
-            + FragmentedFixtures.x264
-            + [
-                "-profile:v", "main", "-c:a", "aac", "-aac_pns", "0", "-mpegts_service_id", "2",
-                "-mpegts_pmt_start_pid", "0x1100",
+    static var joined: URL? { get async { await joinedFixture.value } }
+    private static let joinedFixture = SharedFixture<URL?> {
+        await join(
+            first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "4"] + FragmentedFixtures.x264
+                + ["-profile:v", "high", "-c:a", "aac", "-aac_pns", "0"],
+            second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550) + [
+                "-t", "4",
             ]
-            + ["-mpegts_start_pid", "0x200"])
+                + FragmentedFixtures.x264
+                + [
+                    "-profile:v", "main", "-c:a", "aac", "-aac_pns", "0", "-mpegts_service_id", "2",
+                    "-mpegts_pmt_start_pid", "0x1100",
+                ]
+                + ["-mpegts_start_pid", "0x200"])
+    }
 
     /// The two recordings, made by ffmpeg, and the file of both (`cat a.ts b.ts`).
-    static func join(first: [String], second: [String]) -> URL? {
+    static func join(first: [String], second: [String]) async -> URL? {
         let url = PlaybackFixtures.folder.appendingPathComponent("joined-new-program.ts")
         guard
-            let a = PlaybackFixtures.make("joined-new-program-a.ts", arguments: { first + ["-f", "mpegts", $0] }),
-            let b = PlaybackFixtures.make("joined-new-program-b.ts", arguments: { second + ["-f", "mpegts", $0] }),
+            let a = await PlaybackFixtures.make(
+                "joined-new-program-a.ts", arguments: { first + ["-f", "mpegts", $0] }),
+            let b = await PlaybackFixtures.make(
+                "joined-new-program-b.ts", arguments: { second + ["-f", "mpegts", $0] }),
             let partA = try? Data(contentsOf: a), let partB = try? Data(contentsOf: b)
         else { return nil }
         if !FileManager.default.fileExists(atPath: url.path) {
@@ -38,9 +45,9 @@ import Testing
     }
 
     /// ffprobe's duration of a file (its format's), in seconds.
-    func duration(_ path: String) throws -> Double {
+    func duration(_ path: String) async throws -> Double {
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffprobe, ["-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", path])
         return try #require(Double(result.out.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
@@ -55,38 +62,38 @@ import Testing
     /// and I-frame playlists, CODECS naming each codec once, the declared duration the parts' within a frame; ffmpeg
     /// decodes the served HLS to the frames and samples of the first part then the second; seeking past the cut
     /// lands in the second part; every playlist lints clean; GStreamer plays it to the end.
-    @Test func servedAsOnePresentation() throws {
-        let file = try #require(Self.joined)
-        let server = try ServerProcess(arguments: [file.path, "--segment-duration", "1", "-v"])
+    @Test func servedAsOnePresentation() async throws {
+        let file = try #require(await Self.joined)
+        let server = try await ServerProcess(arguments: [file.path, "--segment-duration", "1", "-v"])
         defer { server.stop() }
         let master = try #require(server.lines.first)
         let base = String(master.dropLast("master.m3u8".count))
-        let media = try waitForEndList(base + "index.m3u8")
+        let media = try await waitForEndList(base + "index.m3u8")
         #expect(media.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(media)")
         let total = durations(media).reduce(0, +)
-        let content = try duration(Self.part("a")) + duration(Self.part("b"))
+        let content = try await duration(Self.part("a")) + duration(Self.part("b"))
         #expect(abs(total - content) <= 0.04, "declared \(total) s, content \(content) s")
-        var text = try fetch(master)
+        var text = try await fetch(master)
         for _ in 0..<50 where !text.contains("I-FRAME-STREAM-INF") {
-            usleep(100_000)
-            text = try fetch(master)
+            await suspend(0.1)
+            text = try await fetch(master)
         }
         let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
         let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
         let list = codecs.split(separator: ",").map(String.init)
         #expect(Set(list).count == list.count && list.count == 3, "\(text)")
         #expect(list.filter { $0.hasPrefix("avc1.") }.count == 2 && list.contains("mp4a.40.2"), "\(text)")
-        let iFrames = try fetch(base + "iframes.m3u8")
+        let iFrames = try await fetch(base + "iframes.m3u8")
         #expect(iFrames.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(iFrames)")
         let check = FragmentedPlaybackTests()
-        let video = try check.frameHashes(Self.part("a"), "v:0") + check.frameHashes(Self.part("b"), "v:0")
+        let video = try await check.frameHashes(Self.part("a"), "v:0") + check.frameHashes(Self.part("b"), "v:0")
         #expect(video.count == 200)
-        #expect(try check.frameHashes(master, "v:0") == video)
+        #expect(try await check.frameHashes(master, "v:0") == video)
         // Audio: every frame the same but the second part's first, which an AAC decoder overlaps with the frame
         // before it (the first part's last, where decoding the part alone overlaps it with silence).
-        let first = try check.frameHashes(Self.part("a"), "a:0")
-        let second = try check.frameHashes(Self.part("b"), "a:0")
-        let served = try check.frameHashes(master, "a:0")
+        let first = try await check.frameHashes(Self.part("a"), "a:0")
+        let second = try await check.frameHashes(Self.part("b"), "a:0")
+        let served = try await check.frameHashes(master, "a:0")
         #expect(served.count == first.count + second.count && first.count > 100, "\(served.count)")
         if served.count == first.count + second.count {
             #expect(Array(served.prefix(first.count)) == first)
@@ -106,22 +113,22 @@ import Testing
             elapsed += length
         }
         let segment = try #require(sought)
-        let pictures = try check.frameHashes(base + segment, "v:0")
-        let secondPictures = try check.frameHashes(Self.part("b"), "v:0")
+        let pictures = try await check.frameHashes(base + segment, "v:0")
+        let secondPictures = try await check.frameHashes(Self.part("b"), "v:0")
         #expect(!pictures.isEmpty && pictures.allSatisfy { secondPictures.contains($0) }, "\(segment)")
-        for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try check.lint(url) }
-        let played = try gstreamerPlayback(master)
+        for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try await check.lint(url) }
+        let played = try await gstreamerPlayback(master)
         #expect(played.status == 0, "\(played.log)")
         #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
         #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
     }
 
     /// `tsinspect --json` reports the two parts: their programs, PIDs and durations, which add up to the file's.
-    @Test func tsinspectReportsTheParts() throws {
-        let file = try #require(Self.joined)
+    @Test func tsinspectReportsTheParts() async throws {
+        let file = try #require(await Self.joined)
         let tool = try #require(EndToEnd.product("tsinspect"))
         // Exit 1: the continuity counters of the PAT and SDT jump at the cut, which tsinspect reports as errors.
-        let result = try EndToEnd.run(tool, ["--json", file.path])
+        let result = try await EndToEnd.run(tool, ["--json", file.path])
         #expect(result.status == 0 || result.status == 1, "\(result.err)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
         let parts = try #require(json["parts"] as? [[String: Any]])
@@ -133,9 +140,9 @@ import Testing
         let total = try #require(json["durationSeconds"] as? Double)
         #expect(seconds.count == 2 && abs(seconds.reduce(0, +) - total) < 0.05, "\(seconds) \(total)")
         for (second, name) in zip(seconds, ["a", "b"]) {
-            #expect(abs(second - (try duration(Self.part(name)))) <= 0.04, "\(name): \(second)")
+            await #expect(abs(second - (try duration(Self.part(name)))) <= 0.04, "\(name): \(second)")
         }
-        let text = try EndToEnd.run(tool, [file.path])
+        let text = try await EndToEnd.run(tool, [file.path])
         #expect(text.status == result.status)
         #expect(text.out.contains("Parts:         2 recordings joined end to end\n"), "\(text.out)")
     }
