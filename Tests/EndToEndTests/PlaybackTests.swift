@@ -57,15 +57,26 @@ enum PlaybackFixtures {
         }
     }
 
+    /// The fixture `name`, made once per process: tests running at once that ask for the same name await the one
+    /// ffmpeg run (a second run, or a look at the file while the first still writes it, would see a partial file).
     static func make(_ name: String, arguments: (String) -> [String]) async -> URL? {
         let url = folder.appendingPathComponent(name)
-        if FileManager.default.fileExists(atPath: url.path) { return url }
-        guard let ffmpeg = EndToEnd.tool("ffmpeg"),
-            let result = try? await EndToEnd.run(ffmpeg, ["-v", "error", "-y"] + arguments(url.path)),
-            result.status == 0
-        else { return nil }
-        return url
+        let command = arguments(url.path)
+        let fixture = made.withLock { made in
+            if let fixture = made[name] { return fixture }
+            let fixture = SharedFixture<URL?> {
+                if FileManager.default.fileExists(atPath: url.path) { return url }
+                guard let ffmpeg = EndToEnd.tool("ffmpeg"),
+                    let result = try? await EndToEnd.run(ffmpeg, ["-v", "error", "-y"] + command), result.status == 0
+                else { return nil }
+                return url
+            }
+            made[name] = fixture
+            return fixture
+        }
+        return await fixture.value
     }
+    private static let made = Locked<[String: SharedFixture<URL?>]>([:])
 }
 
 /// Frame counts per stream type as ffprobe decodes them.
