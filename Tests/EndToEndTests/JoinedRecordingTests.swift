@@ -24,14 +24,27 @@ import Testing
                 + ["-mpegts_start_pid", "0x200"])
     }
 
+    /// 4 s of H.264 High + AAC padded with null packets to 6 Mbit/s (about 2.9 MB: the second part begins past the
+    /// file's first 2 MiB), then 4 s of H.264 Constrained Baseline + AC-3 on the same program and PIDs (the audio
+    /// PID's stream type changes).
+    static var joinedPastHead: URL? { get async { await joinedPastHeadFixture.value } }
+    private static let joinedPastHeadFixture = SharedFixture<URL?> {
+        await join(
+            first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "4"] + FragmentedFixtures.x264
+                + ["-profile:v", "high", "-c:a", "aac", "-muxrate", "6000000"],
+            second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550) + [
+                "-t", "4",
+            ]
+                + FragmentedFixtures.x264 + ["-profile:v", "baseline", "-c:a", "ac3"],
+            name: "joined-past-head")
+    }
+
     /// The two recordings, made by ffmpeg, and the file of both (`cat a.ts b.ts`).
-    static func join(first: [String], second: [String]) async -> URL? {
-        let url = PlaybackFixtures.folder.appendingPathComponent("joined-new-program.ts")
+    static func join(first: [String], second: [String], name: String = "joined-new-program") async -> URL? {
+        let url = PlaybackFixtures.folder.appendingPathComponent("\(name).ts")
         guard
-            let a = await PlaybackFixtures.make(
-                "joined-new-program-a.ts", arguments: { first + ["-f", "mpegts", $0] }),
-            let b = await PlaybackFixtures.make(
-                "joined-new-program-b.ts", arguments: { second + ["-f", "mpegts", $0] }),
+            let a = await PlaybackFixtures.make("\(name)-a.ts", arguments: { first + ["-f", "mpegts", $0] }),
+            let b = await PlaybackFixtures.make("\(name)-b.ts", arguments: { second + ["-f", "mpegts", $0] }),
             let partA = try? Data(contentsOf: a), let partB = try? Data(contentsOf: b)
         else { return nil }
         if !FileManager.default.fileExists(atPath: url.path) {
@@ -40,8 +53,8 @@ import Testing
         return url
     }
 
-    static func part(_ name: String) -> String {
-        PlaybackFixtures.folder.appendingPathComponent("joined-new-program-\(name).ts").path
+    static func part(_ name: String, of file: String = "joined-new-program") -> String {
+        PlaybackFixtures.folder.appendingPathComponent("\(file)-\(name).ts").path
     }
 
     /// ffprobe's duration of a file (its format's), in seconds.
@@ -121,6 +134,41 @@ import Testing
         #expect(played.status == 0, "\(played.log)")
         #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
         #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
+    }
+
+    /// A second part that begins past the file's first 2 MiB, with another H.264 profile and another audio codec,
+    /// served as TS: CODECS names the codecs of both parts, each once (read from where each part begins, not from
+    /// the file's head alone); the I-frame variant's CODECS names both video codecs; every playlist lints clean.
+    @Test func codecsOfAPartPastTheHead() async throws {
+        let file = try #require(await Self.joinedPastHead)
+        let first = try #require(
+            try FileManager.default.attributesOfItem(atPath: Self.part("a", of: "joined-past-head"))[.size] as? Int)
+        #expect(first > 2 << 20, "the first part has \(first) bytes")
+        let server = try await ServerProcess(arguments: [file.path, "--segment-duration", "1", "--container", "ts"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        let base = String(master.dropLast("master.m3u8".count))
+        let media = try await waitForEndList(base + "index.m3u8")
+        #expect(media.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(media)")
+        var text = try await fetch(master)
+        for _ in 0..<50 where !text.contains("I-FRAME-STREAM-INF") {
+            await suspend(0.1)
+            text = try await fetch(master)
+        }
+        func codecs(_ prefix: String) -> [String] {
+            let line = text.split(separator: "\n").first { $0.hasPrefix(prefix) } ?? ""
+            let value = line.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
+            return value.split(separator: ",").map(String.init)
+        }
+        let list = codecs("#EXT-X-STREAM-INF:")
+        #expect(Set(list).count == list.count && list.count == 4, "\(text)")
+        // High (avc1.64…) in the first part, Constrained Baseline (avc1.42…) in the second; AAC-LC, then AC-3.
+        #expect(list.contains { $0.hasPrefix("avc1.64") } && list.contains { $0.hasPrefix("avc1.42") }, "\(text)")
+        #expect(list.contains("mp4a.40.2") && list.contains("ac-3"), "\(text)")
+        let iFrameList = codecs("#EXT-X-I-FRAME-STREAM-INF:")
+        #expect(iFrameList.count == 2 && iFrameList.allSatisfy { $0.hasPrefix("avc1.") }, "\(text)")
+        let check = FragmentedPlaybackTests()
+        for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try await check.lint(url) }
     }
 
     /// `tsinspect --json` reports the two parts: their programs, PIDs and durations, which add up to the file's.
