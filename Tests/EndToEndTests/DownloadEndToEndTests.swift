@@ -222,7 +222,18 @@ import Testing
         let store = Self.store(fixtures)
         let arguments = ["download", nginx.url("slow/www/ts/index.m3u8"), "-o", store.url.path, "--id", "int"]
         let download = try ChildProcess(tool, arguments, stopSignal: SIGINT)
+        // Interrupted once it writes segments (its SIGINT handler is in place by then; a fixed 0.5 s was too short
+        // on a loaded machine, where SIGINT found the default action and the status was 2), at least 0.5 s in.
         await suspend(0.5)
+        let folder = store.url.appendingPathComponent("int").path
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, download.isRunning,
+            !((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).contains(where: {
+                $0.hasSuffix(".ts")
+            })
+        {
+            await suspend(0.05)
+        }
         await download.stop()
         #expect(download.process.terminationStatus == 130)
         let list = try await DownloadTool.run(["tasks", "--store", store.url.path, "--json"])
