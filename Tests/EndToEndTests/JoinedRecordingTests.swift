@@ -20,11 +20,11 @@ import Testing
             + ["-mpegts_start_pid", "0x200"])
 
     /// The two recordings, made by ffmpeg, and the file of both (`cat a.ts b.ts`).
-    static func join(first: [String], second: [String]) -> URL? {
-        let url = PlaybackFixtures.folder.appendingPathComponent("joined-new-program.ts")
+    static func join(_ name: String = "joined-new-program", first: [String], second: [String]) -> URL? {
+        let url = PlaybackFixtures.folder.appendingPathComponent("\(name).ts")
         guard
-            let a = PlaybackFixtures.make("joined-new-program-a.ts", arguments: { first + ["-f", "mpegts", $0] }),
-            let b = PlaybackFixtures.make("joined-new-program-b.ts", arguments: { second + ["-f", "mpegts", $0] }),
+            let a = PlaybackFixtures.make("\(name)-a.ts", arguments: { first + ["-f", "mpegts", $0] }),
+            let b = PlaybackFixtures.make("\(name)-b.ts", arguments: { second + ["-f", "mpegts", $0] }),
             let partA = try? Data(contentsOf: a), let partB = try? Data(contentsOf: b)
         else { return nil }
         if !FileManager.default.fileExists(atPath: url.path) {
@@ -33,8 +33,19 @@ import Testing
         return url
     }
 
-    static func part(_ name: String) -> String {
-        PlaybackFixtures.folder.appendingPathComponent("joined-new-program-\(name).ts").path
+    /// The same join in HEVC (x265, the same settings on both sides), which `auto` serves as fragmented MP4.
+    static let joinedHEVC = join(
+        "joined-hevc",
+        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "4"]
+            + FragmentedFixtures.x265 + ["-c:a", "aac", "-aac_pns", "0"],
+        second: FragmentedFixtures.video + FragmentedFixtures.tone(550) + ["-t", "4"] + FragmentedFixtures.x265
+            + [
+                "-c:a", "aac", "-aac_pns", "0", "-mpegts_service_id", "2", "-mpegts_pmt_start_pid", "0x1100",
+                "-mpegts_start_pid", "0x200",
+            ])
+
+    static func part(_ name: String, of join: String = "joined-new-program") -> String {
+        PlaybackFixtures.folder.appendingPathComponent("\(join)-\(name).ts").path
     }
 
     /// ffprobe's duration of a file (its format's), in seconds.
@@ -114,6 +125,121 @@ import Testing
         #expect(played.status == 0, "\(played.log)")
         #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
         #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
+    }
+
+    /// Served as fragmented MP4 (`--container fmp4`): the second part, on other PIDs, goes on in the first part's
+    /// tracks. One discontinuity in each playlist at the cut, a second init segment for the video there (H.264 Main
+    /// after High) and one for the audio (the same AAC), CODECS naming each codec once, the declared duration the
+    /// parts'; ffmpeg decodes the served HLS to both parts' frames and samples, and each init segment with its
+    /// segments to its part's frames; the segment at 5.5 s is the second part's; every playlist lints clean;
+    /// GStreamer plays it to the end.
+    @Test func servedAsOnePresentationInFragmentedMP4() throws {
+        let file = try #require(Self.joined)
+        let server = try ServerProcess(arguments: [file.path, "--segment-duration", "1", "--container", "fmp4", "-v"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        let base = String(master.dropLast("master.m3u8".count))
+        let media = try waitForEndList(base + "video.m3u8")
+        let audioList = try waitForEndList(base + "audio-257.m3u8")
+        let iFrames = try waitForEndList(base + "iframes.m3u8")
+        func maps(_ playlist: String) -> [String] {
+            playlist.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-MAP:") }.map(String.init)
+        }
+        for playlist in [media, audioList, iFrames] {
+            #expect(playlist.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(playlist)")
+        }
+        // The video's configuration changes at the cut: its own init segment after the discontinuity.
+        #expect(maps(media).count == 2 && maps(media).last?.contains("video-init-1.mp4") == true, "\(media)")
+        #expect(maps(iFrames).count == 2 && maps(iFrames).last?.contains("video-init-1.mp4") == true, "\(iFrames)")
+        #expect(maps(audioList).count == 1, "\(audioList)")
+        let mapLine = media.components(separatedBy: "#EXT-X-DISCONTINUITY\n").last ?? ""
+        #expect(mapLine.hasPrefix("#EXT-X-MAP:"), "\(media)")
+        let total = durations(media).reduce(0, +)
+        let content = try duration(Self.part("a")) + duration(Self.part("b"))
+        #expect(abs(total - content) <= 0.04, "declared \(total) s, content \(content) s")
+        let text = try fetch(master)
+        let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
+        let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
+        let list = codecs.split(separator: ",").map(String.init)
+        #expect(Set(list).count == list.count && list.count == 3, "\(text)")
+        #expect(list.filter { $0.hasPrefix("avc1.") }.count == 2 && list.contains("mp4a.40.2"), "\(text)")
+        let check = FragmentedPlaybackTests()
+        let video = try check.frameHashes(Self.part("a"), "v:0") + check.frameHashes(Self.part("b"), "v:0")
+        #expect(video.count == 200)
+        #expect(try check.frameHashes(master, "v:0") == video)
+        let first = try check.frameHashes(Self.part("a"), "a:0")
+        let second = try check.frameHashes(Self.part("b"), "a:0")
+        let served = try check.frameHashes(master, "a:0")
+        #expect(served.count == first.count + second.count && first.count > 100, "\(served.count)")
+        if served.count == first.count + second.count {
+            #expect(Array(served.prefix(first.count)) == first)
+            #expect(Array(served.suffix(second.count - 1)) == Array(second.dropFirst()))
+        }
+        // A player that follows EXT-X-MAP: each init segment with its segments decodes to its own part's frames, and
+        // the segment the playlist's durations put 5.5 s in, after the second init segment, to the second part's.
+        let byInit = try FragmentedConfigurationTests().filesByInitSegment(base, "video.m3u8", label: "joined-fmp4")
+        #expect(byInit.count == 2)
+        for (file, part) in zip(byInit, ["a", "b"]) {
+            #expect(try check.frameHashes(file.path, "v:0") == check.frameHashes(Self.part(part), "v:0"), "\(part)")
+        }
+        var elapsed = 0.0
+        var sought: (map: String, segment: String)?
+        var map = ""
+        var length = 0.0
+        for line in media.split(separator: "\n").map(String.init) {
+            if line.hasPrefix("#EXT-X-MAP:URI=\"") {
+                map = String(line.dropFirst("#EXT-X-MAP:URI=\"".count).prefix { $0 != "\"" })
+            } else if line.hasPrefix("#EXTINF:") {
+                length = Double(line.dropFirst("#EXTINF:".count).prefix { $0 != "," }) ?? 0
+            } else if !line.hasPrefix("#") {
+                if elapsed <= 5.5 && 5.5 < elapsed + length { sought = (map, line) }
+                elapsed += length
+            }
+        }
+        let target = try #require(sought)
+        #expect(target.map == "video-init-1.mp4", "\(target)")
+        let soughtFile = PlaybackFixtures.folder.appendingPathComponent("joined-fmp4-sought.mp4")
+        try (fetchBytes(base + target.map) + fetchBytes(base + target.segment)).write(to: soughtFile)
+        let pictures = try check.frameHashes(soughtFile.path, "v:0")
+        let secondPictures = try check.frameHashes(Self.part("b"), "v:0")
+        #expect(!pictures.isEmpty && pictures.allSatisfy { secondPictures.contains($0) }, "\(target)")
+        for url in [master, base + "video.m3u8", base + "audio-257.m3u8", base + "iframes.m3u8"] {
+            try check.lint(url)
+        }
+        let played = try gstreamerPlayback(master)
+        #expect(played.status == 0, "\(played.log)")
+        #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
+        #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
+    }
+
+    /// HEVC joined (served as fragmented MP4 by `auto`): one discontinuity in each playlist, CODECS naming each codec
+    /// once, and ffmpeg decodes the served HLS to both parts' frames.
+    @Test func hevcJoinServedAsFragmentedMP4() throws {
+        let file = try #require(Self.joinedHEVC)
+        let server = try ServerProcess(arguments: [file.path, "--segment-duration", "1", "-v"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        let base = String(master.dropLast("master.m3u8".count))
+        let media = try waitForEndList(base + "video.m3u8")
+        let iFrames = try waitForEndList(base + "iframes.m3u8")
+        for playlist in [media, iFrames] {
+            #expect(playlist.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(playlist)")
+        }
+        let text = try fetch(master)
+        let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
+        let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
+        let list = codecs.split(separator: ",").map(String.init)
+        #expect(Set(list).count == list.count && list.contains { $0.hasPrefix("hvc1.") }, "\(text)")
+        let total = durations(media).reduce(0, +)
+        let content = try duration(Self.part("a", of: "joined-hevc")) + duration(Self.part("b", of: "joined-hevc"))
+        #expect(abs(total - content) <= 0.04, "declared \(total) s, content \(content) s")
+        let check = FragmentedPlaybackTests()
+        let video =
+            try check.frameHashes(Self.part("a", of: "joined-hevc"), "v:0")
+            + check.frameHashes(Self.part("b", of: "joined-hevc"), "v:0")
+        #expect(video.count == 200)
+        #expect(try check.frameHashes(master, "v:0") == video)
+        for url in [master, base + "video.m3u8", base + "iframes.m3u8"] { try check.lint(url) }
     }
 
     /// `tsinspect --json` reports the two parts: their programs, PIDs and durations, which add up to the file's.
