@@ -265,4 +265,50 @@ import Testing
         #expect(text.status == result.status)
         #expect(text.out.contains("Parts:         2 recordings joined end to end\n"), "\(text.out)")
     }
+
+    /// `tsplayer remux` of `input`: the output's video frames are both parts' (ffmpeg's framemd5), and its audio is
+    /// the first part's samples then the second's (but the second part's first frame, which a continuous AAC decode
+    /// overlaps with the frame before).
+    func expectRemuxFollowsTheParts(_ input: URL, join: String, label: String) throws {
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let output = PlaybackFixtures.folder.appendingPathComponent("\(label).mp4").path
+        let result = try EndToEnd.run(tsplayer, ["remux", input.path, output])
+        #expect(result.status == 0, "\(result.err)")
+        let check = FragmentedPlaybackTests()
+        let video =
+            try check.frameHashes(Self.part("a", of: join), "v:0") + check.frameHashes(Self.part("b", of: join), "v:0")
+        #expect(video.count == 200)
+        #expect(try check.frameHashes(output, "v:0") == video, "\(label)")
+        let first = try check.frameHashes(Self.part("a", of: join), "a:0")
+        let second = try check.frameHashes(Self.part("b", of: join), "a:0")
+        let remuxed = try check.frameHashes(output, "a:0")
+        #expect(remuxed.count == first.count + second.count && first.count > 100, "\(label): \(remuxed.count)")
+        if remuxed.count == first.count + second.count {
+            #expect(Array(remuxed.prefix(first.count)) == first)
+            #expect(Array(remuxed.suffix(second.count - 1)) == Array(second.dropFirst()))
+        }
+    }
+
+    /// `tsplayer remux` follows the parts: the second part, on another program, PMT PID and stream PIDs, goes on in
+    /// the first part's tracks (before, the file was read with the head's last tables, the second recording's, so
+    /// the first part's frames were lost). The H.264 join (Main after High, which remux does not refuse: the SPS and
+    /// PPS are in the samples) and the HEVC join (the same parameter sets on both sides).
+    @Test func remuxFollowsTheParts() throws {
+        try expectRemuxFollowsTheParts(try #require(Self.joined), join: "joined-new-program", label: "joined-remux")
+        try expectRemuxFollowsTheParts(try #require(Self.joinedHEVC), join: "joined-hevc", label: "joined-hevc-remux")
+    }
+
+    /// The same with 12 MiB of null packets between the parts: the cut lies past the head read for the layout and past
+    /// the bytes the remux's index reads ahead at its start, so the parts are found while the remux goes on.
+    @Test func remuxFollowsAPartFoundAsItGoesOn() throws {
+        let file = try #require(Self.joined)
+        let null: [UInt8] = [0x47, 0x1F, 0xFF, 0x10] + Array(repeating: 0xFF, count: 184)
+        let first = try Data(contentsOf: URL(fileURLWithPath: Self.part("a")))
+        let second = try Data(contentsOf: URL(fileURLWithPath: Self.part("b")))
+        #expect(try Data(contentsOf: file) == first + second)
+        let padded = PlaybackFixtures.folder.appendingPathComponent("joined-padded.ts")
+        let padding = Data((0..<((12 << 20) / 188)).flatMap { _ in null })
+        try (first + padding + second).write(to: padded)
+        try expectRemuxFollowsTheParts(padded, join: "joined-new-program", label: "joined-padded-remux")
+    }
 }
