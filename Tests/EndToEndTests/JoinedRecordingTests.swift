@@ -212,8 +212,10 @@ import Testing
         #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
     }
 
-    /// HEVC joined (served as fragmented MP4 by `auto`): one discontinuity in each playlist, CODECS naming each codec
-    /// once, and ffmpeg decodes the served HLS to both parts' frames.
+    /// HEVC joined (served as fragmented MP4 by `auto`), the second part on program 2, PMT PID 0x1100 and PIDs
+    /// 0x200/0x201: one discontinuity in each playlist, the same parameter sets on both sides so one init segment per
+    /// track, CODECS naming each codec once, the declared duration the parts'; ffmpeg decodes the served HLS to both
+    /// parts' frames and samples; every playlist lints clean; GStreamer plays it to the end.
     @Test func hevcJoinServedAsFragmentedMP4() throws {
         let file = try #require(Self.joinedHEVC)
         let server = try ServerProcess(arguments: [file.path, "--segment-duration", "1", "-v"])
@@ -221,15 +223,18 @@ import Testing
         let master = try #require(server.lines.first)
         let base = String(master.dropLast("master.m3u8".count))
         let media = try waitForEndList(base + "video.m3u8")
+        let audioList = try waitForEndList(base + "audio-257.m3u8")
         let iFrames = try waitForEndList(base + "iframes.m3u8")
-        for playlist in [media, iFrames] {
+        for playlist in [media, audioList, iFrames] {
             #expect(playlist.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(playlist)")
+            #expect(playlist.components(separatedBy: "#EXT-X-MAP:").count - 1 == 1, "\(playlist)")
         }
         let text = try fetch(master)
         let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
         let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
         let list = codecs.split(separator: ",").map(String.init)
         #expect(Set(list).count == list.count && list.contains { $0.hasPrefix("hvc1.") }, "\(text)")
+        #expect(list.count == 2 && list.contains("mp4a.40.2"), "\(text)")
         let total = durations(media).reduce(0, +)
         let content = try duration(Self.part("a", of: "joined-hevc")) + duration(Self.part("b", of: "joined-hevc"))
         #expect(abs(total - content) <= 0.04, "declared \(total) s, content \(content) s")
@@ -239,7 +244,21 @@ import Testing
             + check.frameHashes(Self.part("b", of: "joined-hevc"), "v:0")
         #expect(video.count == 200)
         #expect(try check.frameHashes(master, "v:0") == video)
-        for url in [master, base + "video.m3u8", base + "iframes.m3u8"] { try check.lint(url) }
+        let first = try check.frameHashes(Self.part("a", of: "joined-hevc"), "a:0")
+        let second = try check.frameHashes(Self.part("b", of: "joined-hevc"), "a:0")
+        let served = try check.frameHashes(master, "a:0")
+        #expect(served.count == first.count + second.count && first.count > 100, "\(served.count)")
+        if served.count == first.count + second.count {
+            #expect(Array(served.prefix(first.count)) == first)
+            #expect(Array(served.suffix(second.count - 1)) == Array(second.dropFirst()))
+        }
+        for url in [master, base + "video.m3u8", base + "audio-257.m3u8", base + "iframes.m3u8"] {
+            try check.lint(url)
+        }
+        let played = try gstreamerPlayback(master)
+        #expect(played.status == 0, "\(played.log)")
+        #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
+        #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
     }
 
     /// `tsinspect --json` reports the two parts: their programs, PIDs and durations, which add up to the file's.
