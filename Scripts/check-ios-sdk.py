@@ -29,6 +29,7 @@ Usage: Scripts/check-ios-sdk.sh [--self-test] [--verbose]
 See Documentation/Platforms.md.
 """
 
+import concurrent.futures
 import json
 import os
 import re
@@ -232,31 +233,57 @@ def check(sdk: str, verbose: bool) -> int:
     modules = manifest_modules()
     imported = {dependency for module in modules for dependency in module.dependencies}
     modules_dir = tempfile.mkdtemp(prefix="modules-", dir=WORK)
-    results = []
+    started = time.monotonic()
+    results: dict[str, Result] = {}
     failed_modules: set[str] = set()
+    # Modules are checked one per core at a time, each once every module it imports has produced its interface.
+    names = {module.name for module in modules}
+    waiting = list(modules)
+    running: dict[concurrent.futures.Future, Module] = {}
+
+    def finished(module: Module, result: Result) -> None:
+        if module.name in imported and not os.path.exists(
+                os.path.join(modules_dir, module.module_name + ".swiftmodule")):
+            failed_modules.add(module.name)
+        results[module.name] = result
+        errors = "n/a" if result.errors < 0 else result.errors
+        print(f"  {module.name}: {errors} errors, {result.warnings} warnings, {result.seconds:.1f} s",
+              file=sys.stderr, flush=True)
+
     try:
-        for module in modules:
-            blocked = [d for d in module.dependencies if d in failed_modules]
-            if blocked:
-                result = Result(module.name)
-                result.errors = -1
-                result.log = f"not checked: {', '.join(blocked)} did not produce a module\n"
-                results.append(result)
-                failed_modules.add(module.name)
-                continue
-            sources = module.sources()
-            if module.has_resources:
-                sources.append(resource_accessor(WORK, module))
-            result = compile_module(module, sources, sdk, resources, modules_dir, emit=module.name in imported,
-                                    sil=module.name in SIL_MODULES)
-            if module.name in imported and not os.path.exists(
-                    os.path.join(modules_dir, module.module_name + ".swiftmodule")):
-                failed_modules.add(module.name)
-            results.append(result)
-            print(f"  {module.name}: {result.errors} errors, {result.warnings} warnings, {result.seconds:.1f} s",
-                  file=sys.stderr, flush=True)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            while waiting or running:
+                before = len(waiting)
+                for module in list(waiting):
+                    dependencies = [d for d in module.dependencies if d in names]
+                    if any(d not in results for d in dependencies):
+                        continue
+                    waiting.remove(module)
+                    blocked = [d for d in dependencies if d in failed_modules]
+                    if blocked:
+                        result = Result(module.name)
+                        result.errors = -1
+                        result.log = f"not checked: {', '.join(blocked)} did not produce a module\n"
+                        failed_modules.add(module.name)
+                        finished(module, result)
+                        continue
+                    sources = module.sources()
+                    if module.has_resources:
+                        sources.append(resource_accessor(WORK, module))
+                    running[pool.submit(compile_module, module, sources, sdk, resources, modules_dir,
+                                        module.name in imported, module.name in SIL_MODULES)] = module
+                if not running:
+                    if len(waiting) < before:
+                        continue
+                    if waiting:  # a cycle: nothing could start
+                        raise SystemExit(f"check-ios-sdk: cannot order {', '.join(m.name for m in waiting)}")
+                    break
+                done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    finished(running.pop(future), future.result())
     finally:
         shutil.rmtree(modules_dir, ignore_errors=True)
+    results = [results[module.name] for module in modules]
 
     width = max(len(r.module) for r in results)
     print(f"{'module'.ljust(width)}  errors  warnings  SIL      seconds")
@@ -267,13 +294,13 @@ def check(sdk: str, verbose: bool) -> int:
     for r in results:
         if r in bad or verbose:
             print(f"\n--- {r.module} ---\n{r.log}", file=sys.stderr)
-    total = sum(r.seconds for r in results)
+    total = f"{sum(r.seconds for r in results):.0f} s of compiling in {time.monotonic() - started:.0f} s"
     if bad:
         print(f"check-ios-sdk: {len(bad)} of {len(results)} modules are not clean against {os.path.basename(sdk)} "
-              f"for {TARGET} ({total:.0f} s)", file=sys.stderr)
+              f"for {TARGET} ({total})", file=sys.stderr)
         return 1
     print(f"check-ios-sdk: {len(results)} modules, 0 errors, 0 warnings against {os.path.basename(sdk)} for {TARGET}; "
-          f"SIL checked in {sum(r.sil == 'ok' for r in results)} ({total:.0f} s)")
+          f"SIL checked in {sum(r.sil == 'ok' for r in results)} ({total})")
     return 0
 
 

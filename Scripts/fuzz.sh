@@ -4,7 +4,8 @@
 # Tests/Fuzz/Crashers/NAME; crashing inputs are written to Tests/Fuzz/Crashers/NAME/, where the MPEGTS unit
 # tests replay them (commit them with the fix).
 # Usage: Scripts/fuzz.sh NAME SECONDS      e.g. Scripts/fuzz.sh FuzzDemuxer 60
-#        Scripts/fuzz.sh --smoke SECONDS    every fuzzer for SECONDS each (Scripts/test.sh); fails on any crash
+#        Scripts/fuzz.sh --smoke SECONDS    every fuzzer for SECONDS each, one per core at a time (Scripts/test.sh);
+#                                          fails on any crash
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -ne 2 || ! $2 =~ ^[0-9]+$ ]]; then
@@ -37,11 +38,23 @@ build() {  # builds the named products (all of them with no argument) with libFu
     fi
 }
 if [[ $1 == --smoke ]]; then
+    # One build, then the fuzzers a few at a time (one per core), each run by this script with the build skipped.
     build || exit 1
+    FUZZ_BIN_PATH=$(swift build -c release --package-path Tests/Fuzz --show-bin-path)
+    export FUZZ_BIN_PATH
+    logs=$(mktemp -d)
+    names=()
+    for main in Tests/Fuzz/Sources/*/main.swift; do names+=("$(basename "$(dirname "$main")")"); done
+    jobs=$(nproc 2>/dev/null || echo 2)
+    for name in "${names[@]}"; do
+        while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+        { Scripts/fuzz.sh "$name" "$2" >"$logs/$name.log" 2>&1; echo $? >"$logs/$name.status"; } &
+    done
+    wait
     failed=0
-    for main in Tests/Fuzz/Sources/*/main.swift; do
-        name=$(basename "$(dirname "$main")")
-        if ! log=$(Scripts/fuzz.sh "$name" "$2" 2>&1); then
+    for name in "${names[@]}"; do
+        log=$(<"$logs/$name.log")
+        if [[ $(<"$logs/$name.status") != 0 ]]; then
             echo "$log" | tail -30 >&2
             echo "fuzz: $name failed its smoke run" >&2
             failed=1
@@ -50,13 +63,17 @@ if [[ $1 == --smoke ]]; then
 $(grep -oE 'cov: [0-9]+' <<<"$log" | tail -1)"
         fi
     done
+    rm -rf "$logs"
     exit "$failed"
 fi
 name=$1
 seconds=$2
 [[ -f "Tests/Fuzz/Sources/$name/main.swift" ]] || { echo "fuzz: no fuzzer named $name" >&2; exit 64; }
-build "$name" || exit 1
-binary=$(swift build -c release --package-path Tests/Fuzz --show-bin-path)/$name
+if [[ -z ${FUZZ_BIN_PATH:-} ]]; then  # set by --smoke, which has built every fuzzer
+    build "$name" || exit 1
+    FUZZ_BIN_PATH=$(swift build -c release --package-path Tests/Fuzz --show-bin-path)
+fi
+binary=$FUZZ_BIN_PATH/$name
 [[ -x $binary ]] || { echo "fuzz: build of $name failed" >&2; exit 1; }
 
 corpus=Tests/Fuzz/.build/corpus/$name

@@ -133,3 +133,61 @@ import Testing
         #expect(value == 1)
     }
 }
+
+/// BlockingSerialExecutor: an actor on it runs its methods in order on a thread of its own, so actors that block
+/// do not hold the cooperative threads.
+@Suite struct BlockingSerialExecutorTests {
+    /// An actor whose method blocks, on a thread of its own.
+    actor Blocker {
+        let executor = BlockingSerialExecutor()
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+        var counter = 0
+
+        /// Blocks until every one of `count` actors has arrived (false after 20 s).
+        func meet(_ arrived: LockedValue<Int>, _ allArrived: DispatchSemaphore, count: Int) -> Bool {
+            if arrived.withLock({ value in
+                value += 1
+                return value == count
+            }) {
+                for _ in 0..<count { allArrived.signal() }
+            }
+            return allArrived.wait(timeout: .now() + 20) == .success
+        }
+
+        /// A read and a write with a pause between: two at once would lose an update.
+        func bump() {
+            let value = counter
+            usleep(50)
+            counter = value + 1
+        }
+    }
+
+    /// Eight actors each block in a method until all eight are inside theirs: with the methods on the cooperative
+    /// threads (one per core) this would never finish; each actor on its own thread, it does.
+    @Test func blockingActorsDoNotHoldTheCooperativeThreads() async {
+        let count = 8
+        let actors = (0..<count).map { _ in Blocker() }
+        let arrived = LockedValue(0)
+        let allArrived = DispatchSemaphore(value: 0)
+        await withTaskGroup(of: Bool.self) { group in
+            for blocker in actors {
+                group.addTask { await blocker.meet(arrived, allArrived, count: count) }
+            }
+            var met = 0
+            for await ok in group where ok { met += 1 }
+            #expect(met == count, "\(met) of \(count) blocked actors were released")
+        }
+    }
+
+    /// Four tasks call a method that reads, sleeps and writes back 100 times each: no update is lost, so the jobs
+    /// ran one at a time.
+    @Test func jobsRunOneAtATime() async {
+        let blocker = Blocker()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask { for _ in 0..<100 { await blocker.bump() } }
+            }
+        }
+        #expect(await blocker.counter == 400)
+    }
+}

@@ -22,7 +22,14 @@ public import HTTPClient
 /// the holder's live progress, read from the status file (`.status.json`) the holder writes about once a second.
 /// Changes to `tasks.json` are read-modify-write under a short lock on `.tasks.lock`, each process writing only the
 /// tasks it holds.
+///
+/// The actor runs on a thread of its own (FileRange's ``BlockingSerialExecutor``): its store writes wait on file locks
+/// and `fsync`, in order, without holding one of Swift's cooperative threads.
 public actor DownloadManager {
+    /// The thread the actor's methods run on.
+    private nonisolated let executor = BlockingSerialExecutor()
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     /// The folder that holds the task store and the task folders.
     public nonisolated let storeRoot: String
     /// Task-info updates: every state change, and progress at most every

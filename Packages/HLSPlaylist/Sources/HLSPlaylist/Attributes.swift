@@ -375,7 +375,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                     }
                 }
             #endif
-            if knownID == nil { i = ByteScan.nextEqualsOrComma(in: b, from: i) }
+            if knownID == nil { i = ByteSearch.firstIndex(of: asciiEquals, or: asciiComma, in: b, from: i) }
             var nameEnd = i
             // Then a name directly followed by '=' that is a known name (so well formed) or is made of [A-Z0-9-]
             // only; its id is found on the way.
@@ -425,7 +425,7 @@ public struct AttributeList: Sendable, Hashable, RandomAccessCollection, Express
                 }
             } else {
                 while true {
-                    i = ByteScan.nextCommaOrQuote(in: b, from: i)
+                    i = ByteSearch.firstIndex(of: asciiComma, or: asciiQuote, in: b, from: i)
                     guard i < end, b[i] == asciiQuote else { break }
                     problems.append(Problem(offset: i, message: "quote inside unquoted value"))
                     i += 1

@@ -23,51 +23,6 @@ enum ASCII {
     }
 }
 
-/// Searches for one of two bytes, eight bytes at a time (TextCodecs' ``ByteSearch`` finds one).
-enum ByteScan {
-    /// The index of the first `=` or comma at or after `from` in `b`, or `b.count` (the end of an attribute name),
-    /// eight bytes at a time.
-    @inline(__always)
-    static func nextEqualsOrComma(in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        var i = max(from, 0)
-        let n = b.count
-        #if _endian(little)
-            if let start = b.baseAddress {
-                let raw = UnsafeRawPointer(start)
-                while i &+ 8 <= n {
-                    let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    let found = ByteSearch.matches(w, asciiEquals) | ByteSearch.matches(w, asciiComma)
-                    if found != 0 { return i &+ (found.trailingZeroBitCount >> 3) }
-                    i &+= 8
-                }
-            }
-        #endif
-        while i < n, b[i] != asciiEquals, b[i] != asciiComma { i &+= 1 }
-        return i
-    }
-
-    /// The index of the first comma or double quote at or after `from` in `b`, or `b.count` (the end of an
-    /// unquoted attribute value), eight bytes at a time.
-    @inline(__always)
-    static func nextCommaOrQuote(in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        var i = max(from, 0)
-        let n = b.count
-        #if _endian(little)
-            if let start = b.baseAddress {
-                let raw = UnsafeRawPointer(start)
-                while i &+ 8 <= n {
-                    let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                    let found = ByteSearch.matches(w, asciiComma) | ByteSearch.matches(w, asciiQuote)
-                    if found != 0 { return i &+ (found.trailingZeroBitCount >> 3) }
-                    i &+= 8
-                }
-            }
-        #endif
-        while i < n, b[i] != asciiComma, b[i] != asciiQuote { i &+= 1 }
-        return i
-    }
-}
-
 /// Number parsing per the value types of RFC 8216bis §4.2.
 enum Numbers {
     /// A decimal-integer: 1 to 20 digits in the range 0 to 2^64-1.

@@ -240,7 +240,7 @@ public final class CachingMediaProxy: Sendable {
             fetchHeaders.append((name: "Authorization", value: "Basic " + credentials))
         }
         let now = Date().timeIntervalSince1970
-        entry.touch(now)
+        await entry.touch(now)
         index.update(
             key: key, url: url, length: entry.info?.length, held: entry.cache.available.totalLength, access: now)
         await entry.revalidate(headers: fetchHeaders, using: revalidator)

@@ -94,12 +94,18 @@ final class CachedMediaEntry: Sendable {
         return cache.contains(all)
     }
 
-    /// Records the time of use in the metadata (persisted with the next commit).
-    func touch(_ now: Double) {
+    /// Records the time of use in the metadata, and commits.
+    func touch(_ now: Double) async {
         var metadata = cache.metadata
         metadata["accessed"] = String(now)
         cache.setMetadata(metadata)
-        try? cache.commit()
+        await commit()
+    }
+
+    /// Commits the cache (its data flushed, then its map written durably) on FileRange's `BlockingPool`: the
+    /// flushes wait on the disk, never on one of Swift's cooperative threads.
+    private func commit() async {
+        await BlockingPool.shared.run { () -> Void in try? self.cache.commit() }
     }
 
     // MARK: Waiting
@@ -247,14 +253,14 @@ final class CachedMediaEntry: Sendable {
             do throws(ProxyError) {
                 try await self.runFetch(
                     id: id, start: start, end: end, sequential: sequential, reserved: reserved, headers: headers)
-                self.finishFetch(id, error: nil)
+                await self.finishFetch(id, error: nil)
             } catch {
-                self.finishFetch(id, error: error)
+                await self.finishFetch(id, error: error)
             }
         }
     }
 
-    private func finishFetch(_ id: Int, error: ProxyError?) {
+    private func finishFetch(_ id: Int, error: ProxyError?) async {
         let (commitNow, reserved) = state.withLock { s -> (Bool, UInt64) in
             let reserved = s.fetches.removeValue(forKey: id)?.reserved ?? 0
             if let error {
@@ -265,7 +271,7 @@ final class CachedMediaEntry: Sendable {
             return (dueForCommit(&s) || (s.fetches.isEmpty && complete), reserved)
         }
         if commitNow {
-            try? cache.commit()
+            await commit()
         } else {
             scheduleCommit()
         }
@@ -297,7 +303,7 @@ final class CachedMediaEntry: Sendable {
                 s.uncommitted = 0
                 s.lastCommit = ContinuousClock.now
             }
-            try? self.cache.commit()
+            await self.commit()
         }
     }
 
@@ -325,7 +331,7 @@ final class CachedMediaEntry: Sendable {
                 throw ProxyError(
                     .httpStatus, url: url, status: 206, detail: "206 without a usable Content-Range")
             }
-            epoch = adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: true))
+            epoch = await adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: true))
             // What was asked and reserved, never more: bytes before `start` are skipped, the rest stops at the
             // reservation's end.
             position = first
@@ -341,7 +347,7 @@ final class CachedMediaEntry: Sendable {
                 throw ProxyError(.httpStatus, url: url, status: 200, detail: "200 without Content-Length")
             }
             // The origin ignores Range: fill sequentially from the start.
-            epoch = adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: false))
+            epoch = await adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: false))
             position = 0
             stop = total
             // The whole body will be written: the budget must hold it (a probe reserved one window).
@@ -356,7 +362,7 @@ final class CachedMediaEntry: Sendable {
             if let value = head.header("Content-Range"), let parsed = ContentRange.parse(value),
                 let total = parsed.completeLength
             {
-                _ = adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: true))
+                _ = await adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: true))
                 return
             }
             throw ProxyError(.httpStatus, url: url, status: 416, detail: "416 without a length")
@@ -387,7 +393,7 @@ final class CachedMediaEntry: Sendable {
                     s.uncommitted += UInt64(usable)
                     return dueForCommit(&s)
                 }
-                if commitNow { try? cache.commit() }
+                if commitNow { await commit() }
                 signal()
                 if position >= stop { break }
             }
@@ -404,20 +410,20 @@ final class CachedMediaEntry: Sendable {
     /// Takes `fresh` as the content info: when it describes another version than the cached one, the cache is
     /// emptied first. Returns the epoch the fetch writes under.
     @discardableResult
-    func adopt(_ fresh: CachedContentInfo) -> UInt64 {
+    func adopt(_ fresh: CachedContentInfo) async -> UInt64 {
         let (changed, epoch) = state.withLock { s -> (Bool, UInt64) in
             let changed = s.info.map { $0.differs(from: fresh) } ?? false
             if changed { s.epoch &+= 1 }
             s.info = fresh
             return (changed, s.epoch)
         }
-        if changed { try? cache.removeAll() }
+        if changed { await BlockingPool.shared.run { () -> Void in try? self.cache.removeAll() } }
         var metadata = cache.metadata
         metadata["url"] = url
         for field in ["length", "type", "ranges", "etag", "last-modified"] { metadata[field] = nil }
         metadata.merge(fresh.metadata) { _, new in new }
         cache.setMetadata(metadata)
-        try? cache.commit()
+        await commit()
         signal()
         return epoch
     }
@@ -439,11 +445,11 @@ final class CachedMediaEntry: Sendable {
         switch head.status {
         case 206:
             if let value = head.header("Content-Range"), let total = ContentRange.parse(value)?.completeLength {
-                adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: true))
+                await adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: true))
             }
         case 200:
             if let text = head.header("Content-Length"), let total = UInt64(text) {
-                adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: false))
+                await adopt(CachedMediaEntry.info(from: head, length: total, acceptsRanges: false))
             }
         default:
             break  // 304: still current; anything else: keep what we have

@@ -32,4 +32,27 @@ public enum ByteSearch {
         while i < n, buffer[i] != byte { i &+= 1 }
         return i
     }
+
+    /// The index of the first `byte` or `other` at or after `from` in `buffer`, or `buffer.count` when there is
+    /// neither (the end of an attribute name or an unquoted value).
+    @inlinable @inline(__always)
+    public static func firstIndex(
+        of byte: UInt8, or other: UInt8, in buffer: UnsafeBufferPointer<UInt8>, from: Int
+    ) -> Int {
+        var i = max(from, 0)
+        let n = buffer.count
+        #if _endian(little)
+            if let start = buffer.baseAddress {
+                let raw = UnsafeRawPointer(start)
+                while i &+ 8 <= n {
+                    let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    let found = matches(word, byte) | matches(word, other)
+                    if found != 0 { return i &+ (found.trailingZeroBitCount >> 3) }
+                    i &+= 8
+                }
+            }
+        #endif
+        while i < n, buffer[i] != byte, buffer[i] != other { i &+= 1 }
+        return i
+    }
 }

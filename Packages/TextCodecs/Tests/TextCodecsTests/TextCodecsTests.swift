@@ -131,4 +131,26 @@ import TextCodecs
         let word = UInt64(0x0A00_0A0B_0A09_0A0A)
         #expect(ByteSearch.matches(word, 0x0A).nonzeroBitCount == 5)
     }
+
+    /// The two-byte search against the naive one: every length to 24, each of the two bytes at every position, with
+    /// near misses (one bit off, and the other byte's neighbours) around them.
+    @Test func findsTheFirstOfTwoBytesLikeTheNaiveSearch() {
+        let (a, b): (UInt8, UInt8) = (0x3D, 0x2C)  // `=` and `,`
+        for length in 0...24 {
+            for position in -1..<length {
+                for target in [a, b] {
+                    var bytes = (0..<length).map { [0x3C, 0x2D, 0xBD, 0x2C ^ 0x80, 0x3E][$0 % 5] as UInt8 }
+                    if position >= 0 { bytes[position] = target }
+                    if position >= 0, position + 5 < length { bytes[position + 5] = target == a ? b : a }
+                    for from in 0...length {
+                        let expected = bytes[from...].firstIndex { $0 == a || $0 == b } ?? length
+                        let found = bytes.withUnsafeBufferPointer {
+                            ByteSearch.firstIndex(of: a, or: b, in: $0, from: from)
+                        }
+                        #expect(found == expected, "length \(length), \(target) at \(position), from \(from)")
+                    }
+                }
+            }
+        }
+    }
 }
