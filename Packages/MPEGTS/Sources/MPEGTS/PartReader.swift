@@ -40,10 +40,14 @@ public struct PartReader: Sendable {
         syncOffset = packetSize == 192 ? 4 : 0
     }
 
-    /// Whether two readers move the same packets the same way (the same parts and packet size).
+    /// Whether two readers move the same packets the same way: the same packet size, and the same remapped parts
+    /// (where each starts and ends, and the PIDs it is moved from and to). Parts that differ only in their times (the
+    /// last part's end, as a growing file is indexed) give the same reader.
     public func hasSameParts(as other: PartReader) -> Bool {
         packetSize == other.packetSize && remapped.count == other.remapped.count
-            && zip(remapped, other.remapped).allSatisfy { $0.start == $1.start && $0.end == $1.end }
+            && zip(remapped, other.remapped).allSatisfy {
+                $0.start == $1.start && $0.end == $1.end && $0.remapper.hasSameMapping(as: $1.remapper)
+            }
     }
 
     /// A null packet (PID 0x1FFF), which every reader skips.

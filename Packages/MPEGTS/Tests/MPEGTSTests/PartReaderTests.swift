@@ -129,4 +129,23 @@ import Testing
         // A range past the largest offset reads nothing.
         #expect(reader.read(at: UInt64(original.count) - 1, length: .max, from: file).isEmpty)
     }
+
+    /// Two readers of the same parts are the same whatever the parts' times (a growing file's last part ends later
+    /// each time it is indexed); another cut, other PIDs or another packet size make another reader.
+    @Test func sameParts() throws {
+        let first = Self.part(0, program: 1, pmt: 0x1000, video: 0x100, audio: 0x101)
+        var second = Self.part(1880, program: 2, pmt: 0x1100, video: 0x200, audio: 0x201)
+        let reader = try #require(PartReader(parts: [first, second], packetSize: 188))
+        second.endTicks += 90_000
+        #expect(try #require(PartReader(parts: [first, second], packetSize: 188)).hasSameParts(as: reader))
+        #expect(try !#require(PartReader(parts: [first, second], packetSize: 192)).hasSameParts(as: reader))
+        var moved = second
+        moved.offset = 3760
+        #expect(try !#require(PartReader(parts: [first, moved], packetSize: 188)).hasSameParts(as: reader))
+        var other = second
+        other.streams[1].pid = 0x202
+        #expect(try !#require(PartReader(parts: [first, other], packetSize: 188)).hasSameParts(as: reader))
+        let third = Self.part(5640, program: 3, pmt: 0x1200, video: 0x300, audio: 0x301)
+        #expect(try !#require(PartReader(parts: [first, second, third], packetSize: 188)).hasSameParts(as: reader))
+    }
 }

@@ -10,8 +10,9 @@ extension FragmentedPresentation {
         }
     }
 
-    /// Follows the index's parts: when they change (the index grew past a cut), the ranges' values, shifts and made
-    /// segments are dropped, as they were read on the parts known before.
+    /// Follows the index's parts: when the parts read on other PIDs change (the index grew past a cut), the ranges'
+    /// values, shifts and made segments are dropped, as they were read with the parts known before. The last part's
+    /// end, which moves on as a growing file is indexed, changes nothing that was read.
     func follow(parts: [RecordingPart], packetSize: Int) {
         let changed = knownParts.withLock { known in
             guard known != parts else { return false }
@@ -20,11 +21,15 @@ extension FragmentedPresentation {
         }
         guard changed else { return }
         let reader = PartReader(parts: parts, packetSize: packetSize)
-        let had = partReader.withLock { value in
+        let same = partReader.withLock { value in
             defer { value = reader }
-            return value != nil
+            switch (value, reader) {
+            case (nil, nil): return true
+            case (let old?, let new?): return old.hasSameParts(as: new)
+            default: return false
+            }
         }
-        guard had || reader != nil else { return }
+        guard !same else { return }
         forgetMadeValues()
     }
 }
