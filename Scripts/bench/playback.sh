@@ -13,12 +13,16 @@
 # piece joined end to end (`cat`) to the size asked for (ffmpeg looping 12 GiB took half an hour on a loaded 2-core
 # machine), so its time stamps reset at each join, as in a joined recording (the index closes each reset up; the
 # playlists have a discontinuity there).
-# Variants (VARIANT=...): `ts` (the default: 188-byte packets, all of the above), `m2ts` (the piece remuxed with
-# `-mpegts_m2ts_mode 1`: 192-byte packets, served as 188-byte TS made on the fly), `programs` (two programs, 720p
-# and 360p, each H.264 + AAC, served with `--container ts --program 2`: each segment filtered on the fly; the Range
-# figure is then the median time to first byte and to the last byte of 21 whole filtered segments). The two
-# variants stop before the fMP4 figures.
-# Usage: [VARIANT=ts|m2ts|programs] [TSPLAYER=PATH] Scripts/bench/playback.sh [SIZE_GIB]   (default 12)
+# Variants (VARIANT=...): `ts` (the default: 188-byte packets, all of the above), `m2ts` (192-byte packets, served as
+# 188-byte TS made on the fly), `dvb` (204-byte packets, likewise) and `looped` (188-byte packets): these three are
+# the piece repeated by `tsrepeat` (tsrepeat.c, built here), its PCR, PTS and DTS moved on by the piece's duration at
+# each repetition and its continuity counters running on, so that they are one long recording with continuous time
+# stamps in each packet size, the same content, for comparing indexing speed across packet sizes; `programs` (two
+# programs, 720p and 360p, each H.264 + AAC, served with `--container ts --program 2`: each segment filtered on the
+# fly; the Range figure is then the median time to first byte and to the last byte of 21 whole filtered segments).
+# The variants stop before the fMP4 figures. KEEP=0 deletes the large file at the end (it is 12 GiB).
+# Usage: [VARIANT=ts|m2ts|dvb|looped|programs] [TSPLAYER=PATH] [KEEP=0] Scripts/bench/playback.sh [SIZE_GIB]
+# (default 12)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size_gib="${1:-12}"
@@ -43,12 +47,14 @@ case "$variant" in
         big="$work/big-${size_gib}g.ts"
         [[ -f "$big" ]] || joined "$work/piece.ts" "$big"
         ;;
-    m2ts)
-        big="$work/big-${size_gib}g.m2ts"
+    m2ts | dvb | looped)
+        declare -A packet_sizes=([m2ts]=192 [dvb]=204 [looped]=188)
+        declare -A extensions=([m2ts]=m2ts [dvb]=ts [looped]=ts)
+        big="$work/big-${size_gib}g-${variant}.${extensions[$variant]}"
         if [[ ! -f "$big" ]]; then
-            [[ -f "$work/piece.m2ts" ]] ||
-                ffmpeg -v error -y -i "$work/piece.ts" -map 0 -c copy -f mpegts -mpegts_m2ts_mode 1 "$work/piece.m2ts"
-            joined "$work/piece.m2ts" "$big"
+            [[ "$work/tsrepeat" -nt Scripts/bench/tsrepeat.c ]] || cc -O2 -o "$work/tsrepeat" Scripts/bench/tsrepeat.c
+            # The piece is 30 fps video: one frame is 3000 ticks of 90 kHz.
+            "$work/tsrepeat" "$work/piece.ts" "$big" $(( size_gib * 1073741824 )) "${packet_sizes[$variant]}" 3000
         fi
         ;;
     programs)
@@ -70,6 +76,8 @@ case "$variant" in
     *) echo "unknown VARIANT $variant" >&2; exit 64 ;;
 esac
 rm -f "$big.tsindex"
+cleanup() { if [[ ${KEEP:-1} == 0 ]]; then rm -f "$big" "$big.tsindex"; fi; }
+trap cleanup EXIT
 if [[ -n "${TSPLAYER:-}" ]]; then
     tsplayer="$TSPLAYER"
 else

@@ -24,16 +24,18 @@ enum LATMFixtures {
     }
 
     /// HE-AAC in LATM, audio only, built here: a StreamMuxConfig with explicit hierarchical signalling of
-    /// `objectType` (5: SBR on a stereo 24 kHz core; 29: SBR and PS on a mono one; 48 kHz out) in the first frame of
-    /// each PES and useSameStreamMux between, 117 frames (5 s) of the core's silent blocks (MPEGTS's table): every
-    /// frame decodes, to silence, with no encoder involved.
-    static func heAAC(objectType: Int) throws -> URL {
-        let url = folder.appendingPathComponent("latm-heaac-\(objectType).ts")
+    /// `objectType` (5: SBR on a stereo 24 kHz core; 29: SBR and PS on a mono one; 48 kHz out), or with
+    /// `backwardCompatible` an audioMuxVersion 1 StreamMuxConfig whose AAC-LC ASC is followed by the SBR (and PS) sync
+    /// extensions, in the first frame of each PES and useSameStreamMux between, 117 frames (5 s) of the core's silent
+    /// blocks (MPEGTS's table): every frame decodes, to silence, with no encoder involved.
+    static func heAAC(objectType: Int, backwardCompatible: Bool = false) throws -> URL {
+        let url = folder.appendingPathComponent(
+            "latm-heaac-\(objectType)\(backwardCompatible ? "-compatible" : "").ts")
         if FileManager.default.fileExists(atPath: url.path) { return url }
         let pid: UInt16 = 0x101
         let channels = objectType == 29 ? 1 : 2
         let silent = try #require(SlateBuilder.silentAAC[channels])
-        let config = audioSpecificConfig(objectType: objectType)
+        let config = audioSpecificConfig(objectType: objectType, backwardCompatible: backwardCompatible)
         var packetizer = Packetizer()
         let pat = ProgramAssociationTable(transportStreamID: 1, programs: [.init(programNumber: 1, pmtPID: 0x1000)])
         let pmt = ProgramMapTable(
@@ -44,7 +46,12 @@ enum LATMFixtures {
             bytes += packetizer.packets(section: pmt.sectionBytes, pid: 0x1000)
             var payload: [UInt8] = []
             for index in frame..<min(frame + 4, 117) {
-                payload += LATMFrameSpec(audioSpecificConfig: index == frame ? config : nil, payload: silent).bytes
+                var spec = LATMFrameSpec(audioSpecificConfig: index == frame ? config : nil, payload: silent)
+                if backwardCompatible {
+                    // The ASC's length (LatmGetValue) covers the sync extensions after it.
+                    spec.audioMuxVersion = 1
+                }
+                payload += spec.bytes
             }
             // 1024 samples at 24 kHz: 3840 ticks a frame.
             let pts = Timestamp(wrapping: UInt64(126_000 + frame * 3840))
@@ -54,12 +61,25 @@ enum LATMFixtures {
         return url
     }
 
-    /// The AudioSpecificConfig of `heAAC(objectType:)`: explicit signalling, a 24 kHz core (stereo for SBR, mono
-    /// for SBR and PS), 48 kHz out.
-    static func audioSpecificConfig(objectType: Int) -> BitString {
-        LATMFrameSpec.audioSpecificConfig(
-            frequencyIndex: 6, channels: objectType == 29 ? 1 : 2, extensionType: objectType, extensionFrequencyIndex: 3
-        )
+    /// The AudioSpecificConfig of `heAAC(objectType:backwardCompatible:)`: a 24 kHz core (stereo for SBR, mono for
+    /// SBR and PS), 48 kHz out; explicit signalling, or AAC-LC followed by the sync extensions (0x2B7, type 5,
+    /// sbrPresentFlag, the output frequency index; for PS 0x548 and psPresentFlag, ISO/IEC 14496-3 1.6.2.1).
+    static func audioSpecificConfig(objectType: Int, backwardCompatible: Bool = false) -> BitString {
+        guard backwardCompatible else {
+            return LATMFrameSpec.audioSpecificConfig(
+                frequencyIndex: 6, channels: objectType == 29 ? 1 : 2, extensionType: objectType,
+                extensionFrequencyIndex: 3)
+        }
+        var bits = LATMFrameSpec.audioSpecificConfig(frequencyIndex: 6, channels: objectType == 29 ? 1 : 2)
+        bits.put(0x2B7, 11)
+        bits.put(5, 5)
+        bits.bit(1)
+        bits.put(3, 4)
+        if objectType == 29 {
+            bits.put(0x548, 11)
+            bits.bit(1)
+        }
+        return bits
     }
 
     /// The PID `badLATM` adds.
@@ -173,23 +193,27 @@ enum LATMFixtures {
         #expect(try playback.frameHashes(output, "v:0") == sourceVideo)
     }
 
-    /// HE-AAC (SBR) and HE-AAC v2 (SBR and PS) in LATM, signalled explicitly: served and remuxed with their
-    /// signalling (CODECS `mp4a.40.5` / `mp4a.40.29`; the MP4's esds holds the stream's AudioSpecificConfig),
-    /// decoding at the 48 kHz output rate in stereo to the same samples as the source.
-    @Test(arguments: [5, 29]) func heAACKeepsItsSignalling(objectType: Int) throws {
-        let source = try LATMFixtures.heAAC(objectType: objectType)
+    /// HE-AAC (SBR) and HE-AAC v2 (SBR and PS) in LATM, signalled explicitly or backward-compatibly: served and
+    /// remuxed with their signalling (CODECS `mp4a.40.5` / `mp4a.40.29`; the MP4's esds holds the stream's
+    /// AudioSpecificConfig), decoding at the 48 kHz output rate in stereo to the same samples as the source.
+    @Test(arguments: [(5, false), (29, false), (5, true), (29, true)])
+    func heAACKeepsItsSignalling(objectType: Int, backwardCompatible: Bool) throws {
+        let source = try LATMFixtures.heAAC(objectType: objectType, backwardCompatible: backwardCompatible)
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
         let sourceAudio = try playback.frameHashes(source.path, "a:0")
         let sourcePCM = try pcm(source.path)
         #expect(sourceAudio.count >= 116, "\(sourceAudio.count)")
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
-        let output = LATMFixtures.folder.appendingPathComponent("latm-heaac-\(objectType).mp4").path
+        let output = LATMFixtures.folder.appendingPathComponent(
+            "latm-heaac-\(objectType)\(backwardCompatible ? "-compatible" : "").mp4"
+        ).path
         let remux = try EndToEnd.run(tsplayer, ["remux", source.path, output], timeout: 60)
         #expect(remux.status == 0 && remux.err.isEmpty, "\(remux.status): \(remux.err)")
         #expect(try playback.probeStreams(output).map(\.codec) == ["aac"])
         // The esds's DecoderSpecificInfo (tag 5, its length, the bytes) is the ASC the StreamMuxConfig carried.
         // (ffprobe's profile would say LC: ffmpeg names HE-AAC once it decodes SBR data, which silent frames lack.)
-        let asc = LATMFixtures.audioSpecificConfig(objectType: objectType).bytes
+        let asc = LATMFixtures.audioSpecificConfig(objectType: objectType, backwardCompatible: backwardCompatible)
+            .bytes
         let written = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output)))
         let descriptor = [0x05, UInt8(asc.count)] + asc
         #expect(

@@ -19,8 +19,18 @@ import Testing
             ]
             + ["-mpegts_start_pid", "0x200"])
 
+    /// 4 s of H.264 High + AAC padded with null packets to 6 Mbit/s (about 2.9 MB: the second part begins past the
+    /// file's first 2 MiB), then 4 s of H.264 Constrained Baseline + AC-3 on the same program and PIDs (the audio
+    /// PID's stream type changes).
+    static let joinedPastHead = join(
+        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "4"] + FragmentedFixtures.x264
+            + ["-profile:v", "high", "-c:a", "aac", "-muxrate", "6000000"],
+        second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550) + ["-t", "4"]
+            + FragmentedFixtures.x264 + ["-profile:v", "baseline", "-c:a", "ac3"],
+        name: "joined-past-head")
+
     /// The two recordings, made by ffmpeg, and the file of both (`cat a.ts b.ts`).
-    static func join(_ name: String = "joined-new-program", first: [String], second: [String]) -> URL? {
+    static func join(first: [String], second: [String], name: String = "joined-new-program") -> URL? {
         let url = PlaybackFixtures.folder.appendingPathComponent("\(name).ts")
         guard
             let a = PlaybackFixtures.make("\(name)-a.ts", arguments: { first + ["-f", "mpegts", $0] }),
@@ -35,17 +45,17 @@ import Testing
 
     /// The same join in HEVC (x265, the same settings on both sides), which `auto` serves as fragmented MP4.
     static let joinedHEVC = join(
-        "joined-hevc",
         first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "4"]
             + FragmentedFixtures.x265 + ["-c:a", "aac", "-aac_pns", "0"],
         second: FragmentedFixtures.video + FragmentedFixtures.tone(550) + ["-t", "4"] + FragmentedFixtures.x265
             + [
                 "-c:a", "aac", "-aac_pns", "0", "-mpegts_service_id", "2", "-mpegts_pmt_start_pid", "0x1100",
                 "-mpegts_start_pid", "0x200",
-            ])
+            ],
+        name: "joined-hevc")
 
-    static func part(_ name: String, of join: String = "joined-new-program") -> String {
-        PlaybackFixtures.folder.appendingPathComponent("\(join)-\(name).ts").path
+    static func part(_ name: String, of file: String = "joined-new-program") -> String {
+        PlaybackFixtures.folder.appendingPathComponent("\(file)-\(name).ts").path
     }
 
     /// ffprobe's duration of a file (its format's), in seconds.
@@ -125,6 +135,41 @@ import Testing
         #expect(played.status == 0, "\(played.log)")
         #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
         #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
+    }
+
+    /// A second part that begins past the file's first 2 MiB, with another H.264 profile and another audio codec,
+    /// served as TS: CODECS names the codecs of both parts, each once (read from where each part begins, not from
+    /// the file's head alone); the I-frame variant's CODECS names both video codecs; every playlist lints clean.
+    @Test func codecsOfAPartPastTheHead() throws {
+        let file = try #require(Self.joinedPastHead)
+        let first = try #require(
+            try FileManager.default.attributesOfItem(atPath: Self.part("a", of: "joined-past-head"))[.size] as? Int)
+        #expect(first > 2 << 20, "the first part has \(first) bytes")
+        let server = try ServerProcess(arguments: [file.path, "--segment-duration", "1", "--container", "ts"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        let base = String(master.dropLast("master.m3u8".count))
+        let media = try waitForEndList(base + "index.m3u8")
+        #expect(media.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(media)")
+        var text = try fetch(master)
+        for _ in 0..<50 where !text.contains("I-FRAME-STREAM-INF") {
+            usleep(100_000)
+            text = try fetch(master)
+        }
+        func codecs(_ prefix: String) -> [String] {
+            let line = text.split(separator: "\n").first { $0.hasPrefix(prefix) } ?? ""
+            let value = line.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
+            return value.split(separator: ",").map(String.init)
+        }
+        let list = codecs("#EXT-X-STREAM-INF:")
+        #expect(Set(list).count == list.count && list.count == 4, "\(text)")
+        // High (avc1.64…) in the first part, Constrained Baseline (avc1.42…) in the second; AAC-LC, then AC-3.
+        #expect(list.contains { $0.hasPrefix("avc1.64") } && list.contains { $0.hasPrefix("avc1.42") }, "\(text)")
+        #expect(list.contains("mp4a.40.2") && list.contains("ac-3"), "\(text)")
+        let iFrameList = codecs("#EXT-X-I-FRAME-STREAM-INF:")
+        #expect(iFrameList.count == 2 && iFrameList.allSatisfy { $0.hasPrefix("avc1.") }, "\(text)")
+        let check = FragmentedPlaybackTests()
+        for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try check.lint(url) }
     }
 
     /// Served as fragmented MP4 (`--container fmp4`): the second part, on other PIDs, goes on in the first part's
@@ -284,7 +329,6 @@ import Testing
         #expect(text.status == result.status)
         #expect(text.out.contains("Parts:         2 recordings joined end to end\n"), "\(text.out)")
     }
-
     /// `tsplayer remux` of `input`: the output's video frames are both parts' (ffmpeg's framemd5), and its audio is
     /// the first part's samples then the second's (but the second part's first frame, which a continuous AAC decode
     /// overlaps with the frame before).

@@ -197,6 +197,31 @@ import Testing
         let iFrameURIs = iFrames.split(separator: "\n").filter { !$0.hasPrefix("#") }
         #expect(iFrameURIs.count >= 4 && iFrameURIs.allSatisfy { $0.hasPrefix("program-iframe/") }, "\(iFrames)")
         #expect(try decodedFrames(base + "iframes.m3u8")["video"] == iFrameURIs.count)
+        // The I-frame variant's BANDWIDTH is the peak of the I-frame resources' bit rates as served (each resource's
+        // bits over its EXTINF duration: RFC 8216 4.3.4.2 and 4.3.4.3), within 10 % of it, not the file's ranges
+        // (both programs' packets, which overstate); AVERAGE-BANDWIDTH their total bits over their total duration.
+        let iFrameDurations = iFrames.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }.map {
+            Double($0.dropFirst("#EXTINF:".count).prefix { $0 != "," }) ?? 0
+        }
+        #expect(iFrameDurations.count == iFrameURIs.count && iFrameDurations.allSatisfy { $0 > 0 }, "\(iFrames)")
+        let iFrameSizes = try iFrameURIs.map { try get(base + $0).body.count }
+        let iFrameRates = zip(iFrameSizes, iFrameDurations).map { Double($0 * 8) / $1 }
+        let iFramePeak = try #require(iFrameRates.max())
+        let iFrameAverage = Double(iFrameSizes.reduce(0, +) * 8) / iFrameDurations.reduce(0, +)
+        let iFrameVariant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-I-FRAME-STREAM-INF:") } ?? ""
+        func iFrameAttribute(_ name: String) -> Double {
+            let after = [":", ","].lazy.compactMap {
+                iFrameVariant.components(separatedBy: $0 + name + "=").dropFirst().first
+            }
+            return Double(after.first?.prefix { $0.isNumber } ?? "") ?? 0
+        }
+        let iFrameBandwidth = iFrameAttribute("BANDWIDTH")
+        #expect(
+            iFrameBandwidth >= iFramePeak.rounded(.down) && iFrameBandwidth <= iFramePeak * 1.1,
+            "\(iFrameVariant) peak \(iFramePeak)")
+        #expect(
+            abs(iFrameAttribute("AVERAGE-BANDWIDTH") - iFrameAverage) <= iFrameAverage * 0.01 + 1,
+            "\(iFrameVariant) average \(iFrameAverage)")
         let check = FragmentedPlaybackTests()
         for (source, served) in [("p:2:v", "v:0"), ("p:2:a", "a:0")] {
             let frames = try check.frameHashes(file.path, source)

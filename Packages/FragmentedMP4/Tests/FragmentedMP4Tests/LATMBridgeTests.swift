@@ -121,6 +121,82 @@ import Testing
         }
     }
 
+    /// The position of the first box `type` in `bytes` (its type's first byte), or nil.
+    static func box(_ type: String, in bytes: [UInt8]) -> Int? {
+        let tag = Array(type.utf8)
+        return (4..<(bytes.count - 4)).first { Array(bytes[$0..<($0 + 4)]) == tag }
+    }
+
+    /// A big-endian integer of `count` bytes at `at`.
+    static func integer(_ bytes: [UInt8], at: Int, count: Int) -> Int {
+        bytes[at..<(at + count)].reduce(0) { $0 << 8 | Int($1) }
+    }
+
+    /// HE-AAC (SBR, object type 5) and HE-AAC v2 (SBR and PS, 29) at 48 kHz out of a 24 kHz AAC-LC core, in each way a
+    /// StreamMuxConfig may signal them, checked against AudioSpecificConfig bytes worked out by hand from ISO/IEC
+    /// 14496-3 1.6.2.1 (not from the builder): explicit hierarchical (the ASC begins with type 5 or 29, the core's
+    /// frequency index 6, channels, the extension frequency index 3, then type 2), backward-compatible (an AAC-LC ASC,
+    /// then sync 0x2B7, type 5, sbrPresentFlag, index 3, and for PS sync 0x548, psPresentFlag) and implicit (a plain
+    /// AAC-LC ASC at 24 kHz: the decoder finds SBR in the access units, nothing in the configuration says it). The
+    /// `esds` carries those bytes; CODECS names 5 or 29 where the configuration signals it (40.2 when implicit). The
+    /// sample entry and the timescale state the AAC core, as the ASC's own fields do: `mp4a` at 24,000 Hz (its
+    /// channelcount 14496-14's template 2; the channel configuration is the ASC's, 1 for HE-AAC v2, whose PS makes
+    /// stereo in the decoder), the `mdhd` timescale 24,000, each access unit a sample of 1024 ticks: 42.67 ms, which is
+    /// the 2048 output samples at 48 kHz that an HE-AAC decoder makes of it. A decoder takes the output rate and
+    /// channels from the ASC (or, for implicit signalling, from the access units), so one rule serves every form, and a
+    /// decoder without SBR plays the core at the same times.
+    @Test(arguments: [
+        ("explicit SBR", [0x2B, 0x11, 0x88, 0x00], "mp4a.40.5", 2),
+        ("explicit SBR+PS", [0xEB, 0x09, 0x88, 0x00], "mp4a.40.29", 1),
+        ("sync extension SBR", [0x13, 0x10, 0x56, 0xE5, 0x98], "mp4a.40.5", 2),
+        ("sync extension SBR+PS", [0x13, 0x08, 0x56, 0xE5, 0x9D, 0x48, 0x80], "mp4a.40.29", 1),
+        ("implicit", [0x13, 0x10], "mp4a.40.2", 2),
+    ])
+    func heAACSignalledAsTheStreamSignalsIt(form: String, asc: [UInt8], codecs: String, channels: Int) throws {
+        let ps = codecs == "mp4a.40.29"
+        var spec = LATMFrameSpec(
+            audioSpecificConfig: LATMFrameSpec.audioSpecificConfig(
+                frequencyIndex: 6, channels: channels, extensionType: form.hasPrefix("explicit") ? (ps ? 29 : 5) : nil,
+                extensionFrequencyIndex: 3),
+            payload: [])
+        if form.hasPrefix("sync extension") {
+            spec.audioMuxVersion = 1
+            var tail = BitString()
+            tail.put(0x2B7, 11)
+            tail.put(5, 5)
+            tail.bit(1)
+            tail.put(3, 4)
+            if ps {
+                tail.put(0x548, 11)
+                tail.bit(1)
+            }
+            spec.ascTail = tail
+        }
+        let (bytes, units) = Self.stream(spec, rate: 24000)
+        let layout = try TSProgramLayout(head: bytes)
+        let codec = try #require(layout.codecs[Self.pid])
+        #expect(codec.codecString == codecs, "\(form)")
+        let initSegment = try layout.initSegment().serialized()
+        #expect(Self.decoderSpecificInfo(initSegment) == asc, "\(form)")
+        let mp4a = try #require(Self.box("mp4a", in: initSegment))
+        // channelcount is 14496-14's template value, 2, whatever the ASC's channel configuration (1 for HE-AAC v2).
+        #expect(Self.integer(initSegment, at: mp4a + 20, count: 2) == 2, "\(form): mp4a channelcount")
+        #expect(codec.channelCount == channels, "\(form)")
+        #expect(Self.integer(initSegment, at: mp4a + 28, count: 4) == 24000 << 16, "\(form): mp4a samplerate")
+        let mdhd = try #require(Self.box("mdhd", in: initSegment))
+        let version = initSegment[mdhd + 4]
+        #expect(
+            Self.integer(initSegment, at: mdhd + (version == 1 ? 24 : 16), count: 4) == 24000, "\(form): timescale")
+        var fragmenter = try layout.fragmenter()
+        fragmenter.beginRange(start: 0, end: .max)
+        fragmenter.feed(bytes)
+        fragmenter.finish()
+        let timeline = TSTimeline(firstTimestamp: Timestamp(wrapping: UInt64(90000)))
+        let fragment = try #require(fragmenter.takeFragments(timeline: timeline)[Self.pid])
+        #expect(fragment.samples.map(\.data) == units, "\(form)")
+        #expect(fragment.samples.map(\.duration) == Array(repeating: 1024, count: 6), "\(form)")
+    }
+
     /// A LATM stream beside an ADTS one, whose StreamMuxConfig has two subframes (not read): the layout keeps the
     /// ADTS track and names the LATM PID as left out, with the reason; alone, the LATM stream fails the layout with
     /// `missingConfiguration` naming its PID. Frames before any StreamMuxConfig are dropped and counted.

@@ -106,7 +106,7 @@ struct ServedPackets: AsyncSequence, Sendable {
             // The packets that hold the next served bytes, at most 256 KiB of output a step.
             let needed = (UInt64(found.within) + Swift.min(wanted, 256 << 10) + 187) / 188
             let packets = Int(Swift.min(needed, found.packetsLeft))
-            let bytes = try sequence.file.read(at: found.packetOffset, length: packets * found.packetSize)
+            let bytes = try await sequence.file.readOnPool(at: found.packetOffset, length: packets * found.packetSize)
             var output: [UInt8] = []
             output.reserveCapacity(packets * 188)
             let limit = Int(Swift.min(wanted, UInt64(packets * 188)))
@@ -222,6 +222,17 @@ extension TSPlaybackSession {
             guard let tables else { return .error(.notFound) }
             output = tables
         }
+        guard appendFiltered(range, layout: layout, filter: filter, to: &output) else {
+            return .error(.internalServerError)
+        }
+        return .bytes(output, contentType: "video/mp2t")
+    }
+
+    /// Appends the packets `filter` keeps from `range` (in the served view of `layout`) to `output`; false when the
+    /// file no longer holds a packet the layout names.
+    func appendFiltered(_ range: PlannedSegment, layout: PacketLayout, filter: SegmentFilter, to output: inout [UInt8])
+        -> Bool
+    {
         output.reserveCapacity(output.count + Int(clamping: range.length / 2))
         var position = range.offset
         let end = range.offset + range.length
@@ -230,13 +241,26 @@ extension TSPlaybackSession {
             let size = found.packetSize
             guard let bytes = try? file.read(at: found.packetOffset, length: packets * size),
                 bytes.count == packets * size
-            else { return .error(.internalServerError) }
+            else { return false }
             _ = bytes.withUnsafeBytes {
                 filter.append($0, packetSize: size, syncOffset: size == 192 ? 4 : 0, to: &output)
             }
             position += UInt64(packets * 188)
         }
-        return .bytes(output, contentType: "video/mp2t")
+        return true
+    }
+
+    /// The length of `program-iframe/<n>.ts` for the I-frame `frame` (offsets in the file): the PAT and PMT packets
+    /// before it and the packets of its range that the segment's filter keeps, exactly as served; nil when the
+    /// frame's packets cannot be read or no filter applies. Reads the frame's bytes once.
+    func servedIFrameLength(_ frame: PlannedSegment, layout: PacketLayout, scratch: inout [UInt8]) -> UInt64? {
+        guard let filter = segmentFilter(at: frame.offset) else { return nil }
+        scratch.removeAll(keepingCapacity: true)
+        guard appendFiltered(Self.served(frame, layout: layout), layout: layout, filter: filter, to: &scratch) else {
+            return nil
+        }
+        // The tables in front: one PAT packet and one PMT packet.
+        return UInt64(scratch.count) + 2 * 188
     }
 
     /// The packets `filter` keeps from `segment` (offsets in the file; it starts at the file's start or a keyframe
@@ -379,7 +403,7 @@ struct FilteredPackets: AsyncSequence, Sendable {
                 }
                 let packets = Int(Swift.min(found.packetsLeft, (end - position + 187) / 188, 2048))
                 let size = found.packetSize
-                let bytes = try sequence.file.read(at: found.packetOffset, length: packets * size)
+                let bytes = try await sequence.file.readOnPool(at: found.packetOffset, length: packets * size)
                 guard bytes.count == packets * size else { throw ReadFailure(offset: found.packetOffset) }
                 position += UInt64(packets * 188)
                 var output: [UInt8] = []

@@ -51,7 +51,8 @@ public final class TSPlaybackSession: PlaybackSource {
     public let token: SessionToken
     /// The quick head-and-tail probe, available as soon as the session is open.
     public let probe: TSProbe
-    /// What the streams' own headers say (CODECS strings, picture size, frame rate), read from the file's start.
+    /// What the streams' own headers say (CODECS strings, picture size, frame rate), read from the file's start (the
+    /// multivariant playlist adds each later part's, read where the part begins once the index has found it).
     public let codecDetails: [CodecDetails]
     /// How the file is served: ``PlaybackContainer/ts`` or ``PlaybackContainer/fmp4`` (never `auto`).
     public let container: PlaybackContainer
@@ -75,13 +76,17 @@ public final class TSPlaybackSession: PlaybackSource {
     let givenResets: Set<UInt64>
     /// The index the scan has reached (internal: tests stand in for the scan of a file that grows).
     let indexState: LockedValue<TSIndex?>
-    /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete.
-    private let iFrames = LockedValue<[PlannedSegment]?>(nil)
+    /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete, and,
+    /// where each is served filtered (``filtersProgram``), the length of each as served.
+    let iFrames = LockedValue<(frames: [PlannedSegment], servedLengths: [UInt64]?)?>(nil)
     /// The indexing task, which waits for the scan on a ``BlockingPool`` thread.
     private let indexing = LockedValue<Task<Void, Never>?>(nil)
     /// Set when the session goes: the scan, which runs on a pool thread with no task to cancel, stops at its next
     /// chunk.
     private let indexingCancelled = LockedValue(false)
+    /// Codec details of each later part of a joined recording (``MPEGTS/TSIndex/parts``), by the part's offset:
+    /// what the first 2 MiB from where the part begins show (``readPartHeads(_:)``).
+    let partCodecDetails = LockedValue<[Int64: [CodecDetails]]>([:])
     /// The last plan of ``segments``, by the index it was made from (which grows while the file is indexed).
     private let lastPlan = LockedValue<(key: PlanKey, segments: [PlannedSegment], resets: Set<UInt64>)?>(nil)
 
@@ -252,7 +257,10 @@ public final class TSPlaybackSession: PlaybackSource {
             indexing.withLock { task in
                 guard task == nil else { return }
                 task = Task.detached(priority: .utility) { [self] in
-                    await BlockingPool.shared.run { self.measureIFrames(index) }
+                    await BlockingPool.shared.run {
+                        self.readPartHeads(index)
+                        self.measureIFrames(index)
+                    }
                 }
             }
             return
@@ -286,6 +294,7 @@ public final class TSPlaybackSession: PlaybackSource {
                 if indexer.bytesIndexed - published >= 32 << 20 {
                     published = indexer.bytesIndexed
                     let snapshot = indexer.index(fileSize: size, modificationTime: modified)
+                    readPartHeads(snapshot)
                     indexState.withLock { $0 = snapshot }
                 }
                 return !indexingCancelled.withLock({ $0 })
@@ -296,6 +305,7 @@ public final class TSPlaybackSession: PlaybackSource {
             // exact rather than a PES step long.
             indexer.measureLastAudioPES(in: file)
             let complete = indexer.index(fileSize: size, modificationTime: modified)
+            readPartHeads(complete)
             indexState.withLock { $0 = complete }
             if options.writesSidecar {
                 try? complete.saveSidecar(for: path)
@@ -330,75 +340,21 @@ public final class TSPlaybackSession: PlaybackSource {
             else { continue }
             result.append(PlannedSegment(offset: start, length: length, duration: duration))
         }
-        iFrames.withLock { $0 = result }
-    }
-
-    /// The bytes from the packet at `start` (which starts a PES on `pid`) to the next packet that starts a PES on
-    /// `pid`, or to the end of the file; nil when `start` is not such a packet.
-    static func pesLength(
-        _ file: FileStreamer, from start: UInt64, pid: UInt16, packetSize: Int, buffer: UnsafeMutableRawBufferPointer
-    ) -> UInt64? {
-        let prefix = packetSize == 192 ? 4 : 0
-        let limit: UInt64 = 8 << 20
-        let perChunk = (buffer.count - 256) / packetSize * packetSize
-        var offset = start
-        while offset - start < limit {
-            guard
-                let count = try? file.read(
-                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<perChunk]), at: offset),
-                count >= packetSize
-            else { return offset > start ? offset - start : nil }
-            var position = 0
-            while position + packetSize <= count {
-                let header = position + prefix
-                guard buffer[header] == 0x47 else {
-                    return offset == start && position == 0 ? nil : offset + UInt64(position) - start
-                }
-                let packetPID = (UInt16(buffer[header + 1] & 0x1F) << 8) | UInt16(buffer[header + 2])
-                let startsPES = buffer[header + 1] & 0x40 != 0
-                if packetPID == pid && startsPES {
-                    if offset == start && position == 0 {
-                        // The keyframe's own first packet.
-                    } else {
-                        return offset + UInt64(position) - start
-                    }
-                } else if offset == start && position == 0 {
-                    return nil
-                }
-                position += packetSize
+        // Served one resource each (`program-iframe/<n>.ts`), filtered: their lengths as served, for BANDWIDTH.
+        var lengths: [UInt64]?
+        if filtersProgram {
+            var scratch: [UInt8] = []
+            lengths = result.map { frame in
+                servedIFrameLength(frame, layout: index.layout, scratch: &scratch)
+                    ?? Self.served(frame, layout: index.layout).length + 2 * 188
             }
-            offset += UInt64(position)
         }
-        return limit
+        iFrames.withLock { $0 = (result, lengths) }
     }
 
     /// The I-frame playlist's segments, once measured.
     public var iFrameSegments: [PlannedSegment]? {
-        iFrames.withLock { $0 }
-    }
-
-    /// The I-frame playlist's text (EXT-X-I-FRAMES-ONLY), once the I-frames are measured.
-    public func iFramePlaylist() -> String? {
-        guard let frames = iFrameSegments, !frames.isEmpty else { return nil }
-        var builder = MediaPlaylistBuilder(kind: .vod)
-        builder.iFramesOnly = true
-        builder.independentSegments = true
-        let marks = Self.iFrameDiscontinuities(frames, resets: discontinuities)
-        let layout = servesFileAsIs ? nil : index?.layout
-        let filters = filtersProgram
-        builder.segments = frames.enumerated().map { number, frame in
-            if filters {
-                return MediaPlaylistBuilder.Segment(
-                    uri: "program-iframe/\(number).ts", duration: frame.duration,
-                    discontinuity: marks.contains(frame.offset))
-            }
-            let served = Self.served(frame, layout: layout)
-            return MediaPlaylistBuilder.Segment(
-                uri: "media.ts", duration: frame.duration,
-                byteRange: HLSPlaylist.ByteRange(length: served.length, offset: served.offset),
-                discontinuity: marks.contains(frame.offset))
-        }
-        return builder.build().text
+        iFrames.withLock { $0?.frames }
     }
 
     /// The segments: as given, or as planned from the current index. Where the time stamps reset (a
@@ -506,7 +462,6 @@ public final class TSPlaybackSession: PlaybackSource {
     public func multivariantPlaylist() -> String {
         var builder = MultivariantPlaylistBuilder()
         builder.independentSegments = true
-        let layout = servesFileAsIs ? nil : index?.layout
         let (planned, filtered) = servedSegmentSizes()
         let peak = planned.map { $0.duration > 0 ? Double($0.length * 8) / $0.duration : 0 }.max() ?? 0
         let totalDuration = planned.reduce(0) { $0 + $1.duration }
@@ -515,10 +470,15 @@ public final class TSPlaybackSession: PlaybackSource {
         // The whole file's rate, before any segment is known; a program's filtered sizes are the measure.
         let fallback = filtered ? 0 : probe.duration.map { $0 > 0 ? Double(probe.fileSize * 8) / $0 : 0 } ?? 0
         let bandwidth = UInt64(max(peak, fallback, 1).rounded(.up))
-        // Each codec once (a file of several recordings may repeat them), the largest picture.
+        // Each codec once, of every part of a file of several recordings (which may repeat them), the largest picture.
+        let details = allCodecDetails
         var codecs: [String] = []
-        for codec in codecDetails.compactMap(\.codecString) where !codecs.contains(codec) { codecs.append(codec) }
-        let video = codecDetails.filter { $0.width != nil }.max {
+        for codec in details.compactMap(\.codecString) where !codecs.contains(codec) { codecs.append(codec) }
+        var videoCodecs: [String] = []
+        for codec in details.filter({ $0.width != nil }).compactMap(\.codecString) where !videoCodecs.contains(codec) {
+            videoCodecs.append(codec)
+        }
+        let video = details.filter { $0.width != nil }.max {
             ($0.width ?? 0) * ($0.height ?? 0) < ($1.width ?? 0) * ($1.height ?? 0)
         }
         var resolution: Resolution?
@@ -532,7 +492,7 @@ public final class TSPlaybackSession: PlaybackSource {
                 codecs: codecs.isEmpty ? nil : codecs.joined(separator: ","), resolution: resolution,
                 frameRate: video?.frameRate.map { ($0 * 1000).rounded() / 1000 })
         ]
-        if let frames = iFrameSegments?.map({ Self.served($0, layout: layout) }), !frames.isEmpty {
+        if let frames = servedIFrames(), !frames.isEmpty {
             let peakIFrame = frames.map { Double($0.length * 8) / $0.duration }.max() ?? 1
             let iFrameBits = frames.reduce(0) { $0 + Double($1.length * 8) }
             let iFrameDuration = frames.reduce(0) { $0 + $1.duration }
@@ -540,7 +500,7 @@ public final class TSPlaybackSession: PlaybackSource {
                 MultivariantPlaylistBuilder.Variant(
                     uri: "iframes.m3u8", bandwidth: UInt64(max(1, peakIFrame).rounded(.up)),
                     averageBandwidth: iFrameDuration > 0 ? UInt64((iFrameBits / iFrameDuration).rounded(.up)) : nil,
-                    codecs: video?.codecString, resolution: resolution)
+                    codecs: videoCodecs.isEmpty ? nil : videoCodecs.joined(separator: ","), resolution: resolution)
             ]
         }
         return builder.build().text
