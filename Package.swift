@@ -116,8 +116,11 @@ var targets: [Target] = [
         name: "CLIToolkitTests", dependencies: ["CLIToolkit"], path: "Tests/CLIToolkitTests",
         swiftSettings: swiftSettings),
     // The test support every test target may share (temporary folders, the nginx origin, outside programs):
-    // Packages/TestSupport, a package of its own, depending on nothing; a target here, never a product.
-    .target(name: "TestSupport", path: "Packages/TestSupport/Sources/TestSupport", swiftSettings: swiftSettings),
+    // Packages/TestSupport, a package of its own, depending on FileRange alone (its blocking pool, where the test
+    // clients wait); a target here, never a product.
+    .target(
+        name: "TestSupport", dependencies: ["FileRange"], path: "Packages/TestSupport/Sources/TestSupport",
+        swiftSettings: swiftSettings),
     .testTarget(
         name: "TestSupportTests", dependencies: ["TestSupport"], path: "Packages/TestSupport/Tests/TestSupportTests",
         swiftSettings: swiftSettings),

@@ -33,7 +33,7 @@ DAG = {
     "HLSProxy": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HLSAdFilter", "HTTPClient", "LoopbackHTTP", "TextCodecs"},
     "MediaCache": {"FileRange", "HTTPClient", "LoopbackHTTP", "HLSProxy"},
     "TSPlayerKit": {"FileRange", "HTTPClient", "LoopbackHTTP", "TSPlayback", "HLSProxy", "MediaCache", "HLSDownload"},
-    "TestSupport": set(),
+    "TestSupport": {"FileRange"},
 }
 
 

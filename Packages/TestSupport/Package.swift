@@ -16,11 +16,13 @@ let package = Package(
     products: [
         .library(name: "TestSupport", targets: ["TestSupport"])
     ],
-    dependencies: [],
+    dependencies: [
+        .package(path: "../FileRange")
+    ],
     targets: [
         .target(
             name: "TestSupport",
-            dependencies: [],
+            dependencies: [.product(name: "FileRange", package: "FileRange")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -14,12 +14,12 @@ import Testing
         ).text
     }
 
-    func adfilter(_ arguments: [String], input: String? = nil) throws -> ProcessResult {
+    func adfilter(_ arguments: [String], input: String? = nil) async throws -> ProcessResult {
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
-        return try EndToEnd.run(tsplayer, ["adfilter"] + arguments, input: input.map { Data($0.utf8) })
+        return try await EndToEnd.run(tsplayer, ["adfilter"] + arguments, input: input.map { Data($0.utf8) })
     }
 
-    @Test func vodFromStdinIsCleanedExactly() throws {
+    @Test func vodFromStdinIsCleanedExactly() async throws {
         let input = """
             #EXTM3U
             #EXT-X-VERSION:3
@@ -37,7 +37,7 @@ import Testing
             #EXT-X-ENDLIST
 
             """
-        let result = try adfilter(["-", "--url", Self.url], input: input)
+        let result = try await adfilter(["-", "--url", Self.url], input: input)
         #expect(result.status == 0, "\(result.err)")
         #expect(
             result.out == """
@@ -55,14 +55,14 @@ import Testing
         #expect(result.err.isEmpty)
     }
 
-    @Test func livePollsWithStateAreLintCleanPairwise() throws {
+    @Test func livePollsWithStateAreLintCleanPairwise() async throws {
         let lint = try #require(EndToEnd.product("m3u8lint"))
         let directory = TemporaryFolders.make(prefix: "adfilter-")
         let state = directory.appendingPathComponent("state").path
         var previousPath: String?
         var outputs: [String] = []
         for first in [4, 6, 8, 9, 10] {
-            let result = try adfilter(
+            let result = try await adfilter(
                 ["-", "--url", Self.url, "--mode", "live", "--state", state], input: Self.poll(first))
             #expect(result.status == 0, "\(result.err)")
             outputs.append(result.out)
@@ -70,7 +70,7 @@ import Testing
             try Data(result.out.utf8).write(to: URL(fileURLWithPath: path))
             var arguments = ["--url", Self.url, path]
             if let previousPath { arguments = ["--previous", previousPath] + arguments }
-            let linted = try EndToEnd.run(lint, arguments)
+            let linted = try await EndToEnd.run(lint, arguments)
             #expect(linted.status == 0, "poll \(first): \(linted.out)\(linted.err)\n\(result.out)")
             previousPath = path
         }
@@ -80,12 +80,12 @@ import Testing
         #expect(outputs[4].contains("slate/10.ts"))
         #expect(!outputs.joined().contains("CUE-OUT"))
         // Without the state the same poll has no marker, and nothing is an ad.
-        let stateless = try adfilter(["-", "--url", Self.url, "--mode", "live"], input: Self.poll(9))
+        let stateless = try await adfilter(["-", "--url", Self.url, "--mode", "live"], input: Self.poll(9))
         #expect(!stateless.out.contains("slate/"))
     }
 
-    @Test func explainJSONListsEverySegment() throws {
-        let result = try adfilter(
+    @Test func explainJSONListsEverySegment() async throws {
+        let result = try await adfilter(
             ["-", "--url", Self.url, "--mode", "live", "--explain", "--json"], input: Self.poll(6))
         #expect(result.status == 0)
         let object = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
@@ -98,8 +98,8 @@ import Testing
         #expect(object?["playlist"] == nil)
     }
 
-    @Test func explainWritesDecisionsOnStderr() throws {
-        let result = try adfilter(["-", "--url", Self.url, "--mode", "live", "--explain"], input: Self.poll(6))
+    @Test func explainWritesDecisionsOnStderr() async throws {
+        let result = try await adfilter(["-", "--url", Self.url, "--mode", "live", "--explain"], input: Self.poll(6))
         #expect(result.status == 0)
         #expect(result.out.contains("slate/8.ts"))
         let lines = result.err.split(separator: "\n")
@@ -110,24 +110,24 @@ import Testing
 
     /// Usage errors exit 64 with the toolkit's short usage; input that cannot be read, or is not a media playlist,
     /// exits 2 (before the CLI toolkit, 1).
-    @Test func usageErrorsExit64AndUnreadableInputExits2() throws {
-        let missingURL = try adfilter(["-"], input: Self.poll(0))
+    @Test func usageErrorsExit64AndUnreadableInputExits2() async throws {
+        let missingURL = try await adfilter(["-"], input: Self.poll(0))
         #expect(missingURL.status == 64)
         #expect(
             missingURL.err
                 == "Error: missing --url\nUSAGE: tsplayer adfilter <file> --url <url> [--mode <mode>] [--state <dir>] "
                 + "[--explain] [--json]\n  See 'tsplayer adfilter --help' for more information.\n")
-        let badMode = try adfilter(["-", "--url", Self.url, "--mode", "dvr"], input: Self.poll(0))
+        let badMode = try await adfilter(["-", "--url", Self.url, "--mode", "dvr"], input: Self.poll(0))
         #expect(badMode.status == 64)
-        let fileURL = try adfilter(["-", "--url", "file:///etc/passwd"], input: Self.poll(0))
+        let fileURL = try await adfilter(["-", "--url", "file:///etc/passwd"], input: Self.poll(0))
         #expect(fileURL.status == 64)
-        let missing = try adfilter(["/nonexistent/playlist.m3u8", "--url", Self.url])
+        let missing = try await adfilter(["/nonexistent/playlist.m3u8", "--url", Self.url])
         #expect(missing.status == 2)
         #expect(missing.err == "Error: cannot read '/nonexistent/playlist.m3u8'\n")
-        let multivariant = try adfilter(
+        let multivariant = try await adfilter(
             ["-", "--url", Self.url], input: "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000\nv.m3u8\n")
         #expect(multivariant.status == 2)
-        let help = try adfilter(["--help"])
+        let help = try await adfilter(["--help"])
         #expect(help.status == 0)
         #expect(help.out.hasPrefix("OVERVIEW: Remove ads from one HLS media playlist, offline.\n"))
     }

@@ -110,27 +110,31 @@ final class BrowserPlayer: Sendable {
     let origin: String
 
     /// Starts the page server; `until` is `ended` or `msn:N`.
-    init(until: String, timeout: Double) throws {
+    init(until: String, timeout: Double) async throws {
         let python = try #require(EndToEnd.tool("python3"))
         _ = try #require(EndToEnd.tool("chromium"))
         let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/browser_player.py").path
         child = try ChildProcess(
             python, [script, "--until", until, "--timeout", String(timeout)], standardInput: true,
             passStandardError: true)
-        origin = child.lines(1, within: 20).first ?? ""
+        origin = await child.lines(1, within: 20).first ?? ""
     }
 
     /// Plays `url` and waits (as long as the script's own timeout, plus a margin) for the report.
-    func play(_ url: String, within seconds: Double) throws -> (status: Int32, report: BrowserReport?, text: String) {
+    func play(_ url: String, within seconds: Double) async throws -> (
+        status: Int32, report: BrowserReport?, text: String
+    ) {
         child.write(Data((url + "\n").utf8))
-        if !child.waitForExit(within: seconds + 20) { child.stop() }
-        child.stop()
+        if await !child.waitForExit(within: seconds + 20) { await child.stop() }
+        await child.stop()
         let text = child.stdout
         let lines = text.split(separator: "\n")
         let json = lines.count > 1 ? lines.last.map(String.init) ?? "" : ""
         let report = try? JSONDecoder().decode(BrowserReport.self, from: Data(json.utf8))
         return (child.process.terminationStatus, report, text)
     }
+
+    func stop() async { await child.stop() }
 
     func stop() { child.stop() }
 }
@@ -147,14 +151,15 @@ final class BrowserPlayer: Sendable {
 
     /// The live stream in TS, and in fMP4 (whose slates have an init section of their own, with the content's
     /// audio track).
-    @Test(arguments: [false, true]) func videoJSPlaysALiveStreamThroughTheProxyAcrossAnAdBreak(fragmented: Bool) throws
+    @Test(arguments: [false, true]) func videoJSPlaysALiveStreamThroughTheProxyAcrossAnAdBreak(fragmented: Bool)
+        async throws
     {
-        let dir = try (fragmented ? ProxyMedia.fragmented : ProxyMedia.directory).get()
+        let dir = try (fragmented ? await ProxyMedia.fragmented : await ProxyMedia.directory).get()
         let python = try #require(EndToEnd.tool("python3"))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
         // Segments 8-10 (16-22 s of the stream, red pictures) are one ad break marked with CUE-OUT/CUE-IN.
-        let origin = try ProxyTestProcess(
+        let origin = try await ProxyTestProcess(
             python,
             [
                 script, "--dir", dir.path, "--mode", "live", "--segments", "\(ProxyMedia.segments)", "--breaks",
@@ -162,10 +167,10 @@ final class BrowserPlayer: Sendable {
             ] + (fragmented ? ["--fmp4"] : []))
         defer { origin.stop() }
         let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
-        let browser = try BrowserPlayer(until: "msn:11", timeout: 60)
+        let browser = try await BrowserPlayer(until: "msn:11", timeout: 60)
         defer { browser.stop() }
         #expect(browser.origin.hasPrefix("http://127.0.0.1:"), "page server said \(browser.origin)")
-        let proxy = try ProxyTestProcess(
+        let proxy = try await ProxyTestProcess(
             tsplayer,
             [
                 "proxy", "http://127.0.0.1:\(port)/stream.m3u8", "--allow-private", "--explain", "--cors",
@@ -173,7 +178,7 @@ final class BrowserPlayer: Sendable {
             ])
         defer { proxy.stop() }
         #expect(proxy.firstLine.hasSuffix("/master.m3u8"), "proxy said \(proxy.firstLine)")
-        let (status, decoded, text) = try browser.play(proxy.firstLine, within: 60)
+        let (status, decoded, text) = try await browser.play(proxy.firstLine, within: 60)
         let report = try #require(decoded, "no report from the page: \(text.suffix(3000))")
         let page = try #require(report.page, "\(report.failure ?? "the page sent nothing")\n\(report.logs)")
         let context = "\(report.logs)\n--- proxy ---\n\(proxy.stderr.suffix(4000))"
@@ -203,37 +208,38 @@ final class BrowserPlayer: Sendable {
     /// request carries no `Access-Control-Allow-Origin`; with `--cors <page origin>` the answer names the page and
     /// the page plays. What is asserted is what the viewer sees (the player's error, nothing played) and the cause on
     /// the wire (the header, asked for directly as the browser asks), never chromium's console wording.
-    @Test func withoutCORSTheBrowserRefusesTheProxysPlaylist() throws {
-        let dir = try ProxyMedia.directory.get()
+    @Test func withoutCORSTheBrowserRefusesTheProxysPlaylist() async throws {
+        let dir = try await ProxyMedia.directory.get()
         let python = try #require(EndToEnd.tool("python3"))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
-        let origin = try ProxyTestProcess(
+        let origin = try await ProxyTestProcess(
             python, [script, "--dir", dir.path, "--mode", "vod", "--segments", "\(ProxyMedia.segments)"])
         defer { origin.stop() }
         let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
         let upstream = "http://127.0.0.1:\(port)/stream.m3u8"
 
-        let refusing = try BrowserPlayer(until: "msn:1", timeout: 20)
+        let refusing = try await BrowserPlayer(until: "msn:1", timeout: 20)
         defer { refusing.stop() }
-        let plain = try ProxyTestProcess(tsplayer, ["proxy", upstream, "--allow-private"])
+        let plain = try await ProxyTestProcess(tsplayer, ["proxy", upstream, "--allow-private"])
         defer { plain.stop() }
-        let plainAnswer = try Self.answer(plain.firstLine, origin: refusing.origin)
+        let plainAnswer = try await Self.answer(plain.firstLine, origin: refusing.origin)
         #expect(plainAnswer.status == 200 && plainAnswer.allowOrigin == nil, "\(plainAnswer)")
-        let (_, decoded, text) = try refusing.play(plain.firstLine, within: 20)
+        let (_, decoded, text) = try await refusing.play(plain.firstLine, within: 20)
         let report = try #require(decoded, "no report from the page: \(text.suffix(3000))")
         let page = try #require(report.page, "\(report.failure ?? "the page sent nothing")\n\(report.logs)")
         #expect(page.error != nil && !page.reached, "played without CORS\n\(report.logs)")
         #expect(page.segments.isEmpty, "loaded segments without CORS: \(page.segments.keys.sorted())")
         #expect(page.samples.allSatisfy { $0.currentTime == 0 }, "the picture moved without CORS")
 
-        let allowed = try BrowserPlayer(until: "msn:1", timeout: 30)
+        let allowed = try await BrowserPlayer(until: "msn:1", timeout: 30)
         defer { allowed.stop() }
-        let cors = try ProxyTestProcess(tsplayer, ["proxy", upstream, "--allow-private", "--cors", allowed.origin])
+        let cors = try await ProxyTestProcess(
+            tsplayer, ["proxy", upstream, "--allow-private", "--cors", allowed.origin])
         defer { cors.stop() }
-        let corsAnswer = try Self.answer(cors.firstLine, origin: allowed.origin)
+        let corsAnswer = try await Self.answer(cors.firstLine, origin: allowed.origin)
         #expect(corsAnswer.status == 200 && corsAnswer.allowOrigin == allowed.origin, "\(corsAnswer)")
-        let (status, playedReport, playedText) = try allowed.play(cors.firstLine, within: 30)
+        let (status, playedReport, playedText) = try await allowed.play(cors.firstLine, within: 30)
         let played = try #require(playedReport, "no report from the page: \(playedText.suffix(3000))")
         let playedPage = try #require(played.page, "\(played.failure ?? "the page sent nothing")\n\(played.logs)")
         #expect(
@@ -243,9 +249,9 @@ final class BrowserPlayer: Sendable {
 
     /// The proxy's answer to a GET of `url` carrying the page's `Origin`, as the browser sends it: the status and
     /// the `Access-Control-Allow-Origin` field, if any.
-    static func answer(_ url: String, origin: String) throws -> (status: Int, allowOrigin: String?) {
+    static func answer(_ url: String, origin: String) async throws -> (status: Int, allowOrigin: String?) {
         let curl = try #require(EndToEnd.tool("curl"))
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             curl, ["-s", "-o", "/dev/null", "-D", "-", "-H", "Origin: \(origin)", url], timeout: 30)
         var status = 0
         var allowOrigin: String?
@@ -261,20 +267,20 @@ final class BrowserPlayer: Sendable {
         return (status, allowOrigin)
     }
 
-    @Test func videoJSPlaysTheFragmentedMP4PresentationToTheEnd() throws {
-        let movie = try #require(FragmentedFixtures.h264AAC)
+    @Test func videoJSPlaysTheFragmentedMP4PresentationToTheEnd() async throws {
+        let movie = try #require(await FragmentedFixtures.h264AAC)
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
-        let probe = try EndToEnd.run(
+        let probe = try await EndToEnd.run(
             ffprobe, ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", movie.path])
         let sourceDuration = try #require(Double(probe.out.trimmingCharacters(in: .whitespacesAndNewlines)))
-        let browser = try BrowserPlayer(until: "ended", timeout: 40)
+        let browser = try await BrowserPlayer(until: "ended", timeout: 40)
         defer { browser.stop() }
-        let server = try ServerProcess(arguments: [
+        let server = try await ServerProcess(arguments: [
             movie.path, "--container", "fmp4", "--segment-duration", "1", "--cors", browser.origin, "-v",
         ])
         defer { server.stop() }
         let url = try #require(server.lines.first)
-        let (status, decoded, text) = try browser.play(url, within: 40)
+        let (status, decoded, text) = try await browser.play(url, within: 40)
         let report = try #require(decoded, "no report from the page: \(text.suffix(3000))")
         let page = try #require(report.page, "\(report.failure ?? "the page sent nothing")\n\(report.logs)")
         let context = "\(report.logs)\n--- server ---\n\(server.logText.suffix(4000))"

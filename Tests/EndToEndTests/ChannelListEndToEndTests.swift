@@ -54,8 +54,8 @@ import Testing
         ]
     }
 
-    static func origin(_ fixtures: DownloadFixtures) throws -> FaultOrigin? {
-        try FaultOrigin(
+    static func origin(_ fixtures: DownloadFixtures) async throws -> FaultOrigin? {
+        try await FaultOrigin(
             root: fixtures.www,
             arguments: [
                 "--rate", "0", "--require-header", "User-Agent=\(agent)", "--require-header", "Referer=\(referer)",
@@ -71,12 +71,12 @@ import Testing
     /// `tsplayer download LIST --channel C` of an AES-128 stream with a key change, once per header source: the
     /// playlist, both keys and every segment carried both headers (the origin answers 403 without them), and the
     /// result is the origin's byte for byte. The same channel's URL alone is refused.
-    @Test func downloadSendsTheListsHeadersOnEveryRequest() throws {
-        guard let fixtures = DownloadFixtures.get(), let origin = try Self.origin(fixtures) else { return }
+    @Test func downloadSendsTheListsHeadersOnEveryRequest() async throws {
+        guard let fixtures = await DownloadFixtures.get(), let origin = try await Self.origin(fixtures) else { return }
         defer { origin.stop() }
         let folder = DownloadTool.temporaryStore()
         let url = origin.url("aes/index.m3u8")
-        let plain = try #require(try DownloadTool.run(["download", url, "-o", folder.path + "/plain"]))
+        let plain = try await #require(try DownloadTool.run(["download", url, "-o", folder.path + "/plain"]))
         #expect(plain.status == 2)
         #expect(plain.err.contains("403 Forbidden"), "\(plain.err)")
         let playlist = fixtures.www.appendingPathComponent("aes/index.m3u8")
@@ -86,7 +86,7 @@ import Testing
             let before = FailFastEndToEndTests.requests(origin).count
             let file = try Self.write(list.text, in: folder)
             let store = folder.path + "/store\(index)"
-            let result = try #require(
+            let result = try await #require(
                 try DownloadTool.run(["download", file, "--channel", list.choice, "-o", store, "--id", "k"]))
             #expect(result.status == 0, "\(list.source): \(result.err)")
             #expect(
@@ -104,14 +104,14 @@ import Testing
     /// that refuses any request without both headers (403) and injects no fault. The resumed download completes byte
     /// for byte with every request it made answered (200, or 206 for a part-written file continued by Range), which it
     /// can only do with the list's headers kept in the task: the resume is given no list, no channel and no header.
-    @Test func aResumedChannelDownloadKeepsTheListsHeaders() throws {
-        let fixtures = try #require(DownloadFixtures.get())
+    @Test func aResumedChannelDownloadKeepsTheListsHeaders() async throws {
+        let fixtures = try #require(await DownloadFixtures.get())
         let folder = DownloadTool.temporaryStore()
         let playlist = fixtures.www.appendingPathComponent("aes/index.m3u8")
         let required = ["--require-header", "User-Agent=\(Self.agent)", "--require-header", "Referer=\(Self.referer)"]
         for (index, source) in ["#EXTVLCOPT", "#EXTHTTP", "a pipe suffix on the entry's URL"].enumerated() {
             let stalling = try #require(
-                try FaultOrigin(
+                try await FaultOrigin(
                     root: fixtures.www,
                     arguments: ["--rate", "1", "--faults", "stall", "--stall-seconds", "60"] + required))
             let port = stalling.port
@@ -121,12 +121,12 @@ import Testing
             let runner = try #require(
                 try DownloadProcessesTests.Runner(
                     ["download", file, "--channel", list.choice, "-o", store.path, "--id", "r"], folder: folder))
-            try DownloadProcessesTests.waitFor("\(source): the task to run in process \(runner.pid)") {
-                try DownloadProcessesTests.list(store).first?["pid"] as? Int == Int(runner.pid)
+            try await DownloadProcessesTests.waitFor("\(source): the task to run in process \(runner.pid)") {
+                try await DownloadProcessesTests.list(store).first?["pid"] as? Int == Int(runner.pid)
             }
             // Well into the stalled requests: some file part-written (on a loaded machine that can take longer than
             // any fixed wait).
-            DownloadProcessesTests.waitFor("\(source): a part-written file in \(store.path)") {
+            await DownloadProcessesTests.waitFor("\(source): a part-written file in \(store.path)") {
                 let files = FileManager.default.enumerator(atPath: store.path)?.allObjects as? [String] ?? []
                 return files.contains { name in
                     guard name.hasSuffix(".part") else { return false }
@@ -137,15 +137,15 @@ import Testing
                 }
             }
             kill(runner.pid, SIGKILL)
-            #expect(runner.waitForExit(seconds: 5), "\(source)")
-            stalling.stop()
-            let task = try DownloadProcessesTests.list(store).first
+            #expect(await runner.waitForExit(seconds: 5), "\(source)")
+            await stalling.stop()
+            let task = try await DownloadProcessesTests.list(store).first
             #expect(task?["state"] as? String == "paused", "\(source): \(task ?? [:])")
 
             let origin = try #require(
-                try FaultOrigin(root: fixtures.www, arguments: ["--rate", "0", "--port", "\(port)"] + required))
+                try await FaultOrigin(root: fixtures.www, arguments: ["--rate", "0", "--port", "\(port)"] + required))
             defer { origin.stop() }
-            let resumed = try #require(try DownloadTool.run(["tasks", "resume", "r", "--store", store.path]))
+            let resumed = try await #require(try DownloadTool.run(["tasks", "resume", "r", "--store", store.path]))
             #expect(resumed.status == 0, "\(source): \(resumed.err)")
             #expect(
                 DownloadFixtures.expectIdentical(origin: playlist, local: store.appendingPathComponent("r/index.m3u8"))
@@ -162,9 +162,9 @@ import Testing
 
     /// `tsplayer proxy LIST --channel C` and ffmpeg reading through it, once per header source: every upstream
     /// request (door check, playlist, keys, segments) carried both headers.
-    @Test func proxySendsTheListsHeadersOnEveryRequest() throws {
+    @Test func proxySendsTheListsHeadersOnEveryRequest() async throws {
         guard let tsplayer = EndToEnd.product("tsplayer"), let ffmpeg = EndToEnd.tool("ffmpeg"),
-            let fixtures = DownloadFixtures.get(), let origin = try Self.origin(fixtures)
+            let fixtures = await DownloadFixtures.get(), let origin = try await Self.origin(fixtures)
         else { return }
         defer { origin.stop() }
         let folder = DownloadTool.temporaryStore()
@@ -173,10 +173,11 @@ import Testing
         for list in Self.lists(origin.url("aes/index.m3u8")) {
             let before = FailFastEndToEndTests.requests(origin).count
             let file = try Self.write(list.text, in: folder)
-            let proxy = try ProxyTestProcess(tsplayer, ["proxy", file, "--channel", list.choice, "--allow-private"])
+            let proxy = try await ProxyTestProcess(
+                tsplayer, ["proxy", file, "--channel", list.choice, "--allow-private"])
             defer { proxy.stop() }
             #expect(proxy.firstLine.hasSuffix("/master.m3u8"), "\(list.source): \(proxy.stderr)")
-            let read = try EndToEnd.run(
+            let read = try await EndToEnd.run(
                 ffmpeg, ["-nostdin", "-loglevel", "error", "-i", proxy.firstLine, "-c", "copy", "-f", "null", "-"])
             #expect(read.status == 0, "\(list.source): \(read.err)")
             let requests = FailFastEndToEndTests.requests(origin).dropFirst(before)
@@ -194,10 +195,10 @@ import Testing
     /// http(s) URL (with a warning), and each channel, one per header source (a quoted Kodi header value and a bare
     /// URL line among them), plays through the proxy with its own headers: ffmpeg reads each, and every upstream
     /// request carried both headers, unquoted (the origin refuses any other value). A left-out channel's route is 404.
-    @Test func proxyServesAWholeList() throws {
+    @Test func proxyServesAWholeList() async throws {
         guard let tsplayer = EndToEnd.product("tsplayer"), let ffmpeg = EndToEnd.tool("ffmpeg"),
-            let curl = EndToEnd.tool("curl"), let fixtures = DownloadFixtures.get(),
-            let origin = try Self.origin(fixtures)
+            let curl = EndToEnd.tool("curl"), let fixtures = await DownloadFixtures.get(),
+            let origin = try await Self.origin(fixtures)
         else { return }
         defer { origin.stop() }
         let url = origin.url("aes/index.m3u8")
@@ -213,11 +214,11 @@ import Testing
                 // A bare URL line (no #EXTINF) is a channel too, named after its URL.
                 + "\(url)|User-Agent=KodiTest%2F1.0&Referer=%22http%3A%2F%2Freferrer.example%2Fpage%22\n",
             in: DownloadTool.temporaryStore())
-        let proxy = try ProxyTestProcess(tsplayer, ["proxy", file, "--all-channels", "--allow-private"])
+        let proxy = try await ProxyTestProcess(tsplayer, ["proxy", file, "--all-channels", "--allow-private"])
         defer { proxy.stop() }
         #expect(proxy.firstLine.hasSuffix("/channels.m3u"), "\(proxy.stderr)")
         let base = String(proxy.firstLine.dropLast("channels.m3u".count))
-        let local = try EndToEnd.run(curl, ["-s", "-f", proxy.firstLine])
+        let local = try await EndToEnd.run(curl, ["-s", "-f", proxy.firstLine])
         #expect(
             local.out
                 == "#EXTM3U x-tvg-url=\"http://guide.example/epg.xml\"\n"
@@ -229,7 +230,7 @@ import Testing
         let expected = Set(["/aes/index.m3u8"] + DownloadFixtures.references(playlist).map { "/aes/" + $0 })
         for n in [1, 2, 4, 5] {
             let before = FailFastEndToEndTests.requests(origin).count
-            let read = try EndToEnd.run(
+            let read = try await EndToEnd.run(
                 ffmpeg,
                 ["-nostdin", "-loglevel", "error", "-i", base + "\(n)/index.m3u8", "-c", "copy", "-f", "null", "-"])
             #expect(read.status == 0, "channel \(n): \(read.err)")
@@ -239,7 +240,8 @@ import Testing
                 "channel \(n): \(requests)")
             #expect(Set(requests.map(\.path)) == expected, "channel \(n)")
         }
-        let leftOut = try EndToEnd.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", base + "3/index.m3u8"])
+        let leftOut = try await EndToEnd.run(
+            curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", base + "3/index.m3u8"])
         #expect(leftOut.out == "404")
         #expect(
             proxy.stderr.contains("warning: channel 'Relative' (line 10) has no absolute http or https URL; left out"),
@@ -249,20 +251,20 @@ import Testing
 
     /// A list served over http is read with the caller's -H headers, and the channel's own headers go on the
     /// stream's requests.
-    @Test func aListServedOverHTTPIsReadWithTheCallersHeaders() throws {
-        guard let fixtures = DownloadFixtures.get(), let origin = try Self.origin(fixtures) else { return }
+    @Test func aListServedOverHTTPIsReadWithTheCallersHeaders() async throws {
+        guard let fixtures = await DownloadFixtures.get(), let origin = try await Self.origin(fixtures) else { return }
         defer { origin.stop() }
         let folder = DownloadTool.temporaryStore()
         let www = fixtures.www.appendingPathComponent("channels-\(UUID().uuidString).m3u")
         try Data(Self.lists(origin.url("aes/index.m3u8"))[0].text.utf8).write(to: www)
         defer { try? FileManager.default.removeItem(at: www) }
         let listURL = origin.url(www.lastPathComponent)
-        let refused = try #require(
+        let refused = try await #require(
             try DownloadTool.run(["download", listURL, "--channel", "AES Test", "-o", folder.path]))
         #expect(refused.status == 2)
         #expect(refused.err.hasPrefix("Error: channel list: \(listURL): "), "\(refused.err)")
         #expect(refused.err.contains("403"), "\(refused.err)")
-        let result = try #require(
+        let result = try await #require(
             try DownloadTool.run([
                 "download", listURL, "--channel", "AES Test", "-o", folder.path, "--id", "k", "-H",
                 "Referer: \(Self.referer)", "--user-agent", Self.agent,
@@ -271,7 +273,7 @@ import Testing
     }
 
     /// Names that match no channel or several are usage errors that list the candidates; a missing list is exit 2.
-    @Test func channelChoiceErrors() throws {
+    @Test func channelChoiceErrors() async throws {
         let folder = DownloadTool.temporaryStore()
         let file = try Self.write(
             """
@@ -303,20 +305,22 @@ import Testing
             ),
             ("9", "Error: no channel '9' in the list; the list has 5 channels, numbered 1 to 5"),
         ] {
-            let result = try #require(try DownloadTool.run(["download", file, "--channel", choice, "-o", folder.path]))
+            let result = try #require(
+                try await DownloadTool.run(["download", file, "--channel", choice, "-o", folder.path]))
             #expect(result.status == 64, "\(choice)")
             #expect(result.err.hasPrefix(message + usage), "\(choice): \(result.err)")
-            let proxy = try #require(try DownloadTool.run(["proxy", file, "--channel", choice]))
+            let proxy = try #require(try await DownloadTool.run(["proxy", file, "--channel", choice]))
             #expect(proxy.status == 64, "\(choice)")
             #expect(proxy.err.hasPrefix(message + "\nUSAGE: tsplayer proxy <url>"), "\(choice): \(proxy.err)")
         }
-        let relative = try #require(try DownloadTool.run(["download", file, "--channel", "5", "-o", folder.path]))
+        let relative = try #require(
+            try await DownloadTool.run(["download", file, "--channel", "5", "-o", folder.path]))
         #expect(relative.status == 2)
         #expect(
             relative.err
                 == "Error: channel list \(file): channel 'Relative' (line 10) has no absolute http or https URL: "
                 + "'relative.m3u8'\n", "\(relative.err)")
-        let missing = try #require(
+        let missing = try await #require(
             try DownloadTool.run(["download", folder.path + "/none.m3u", "--channel", "1", "-o", folder.path]))
         #expect(missing.status == 2)
         #expect(missing.err == "Error: channel list \(folder.path)/none.m3u: no such file\n", "\(missing.err)")

@@ -15,9 +15,9 @@ import Testing
         ProcessInfo.processInfo.environment["DOWNLOAD_CRASH_KILLS"].flatMap(Int.init) ?? 20
     }
 
-    @Test func sigkillAtRandomMomentsThenResume() throws {
-        guard let fixtures = DownloadFixtures.get(),
-            let nginx = try NginxOrigin(root: fixtures.root, slowRate: "300k"),
+    @Test func sigkillAtRandomMomentsThenResume() async throws {
+        guard let fixtures = await DownloadFixtures.get(),
+            let nginx = try await NginxOrigin(root: fixtures.root, slowRate: "300k"),
             let tool = EndToEnd.product("tsplayer")
         else { return }
         defer { nginx.stop() }
@@ -27,12 +27,12 @@ import Testing
         var killed = 0
         for _ in 0..<Self.kills {
             let download = try ChildProcess(tool, arguments, stopSignal: SIGKILL)
-            usleep(UInt32.random(in: 50_000...400_000, using: &generator))
+            await suspend(Double.random(in: 0.05...0.4, using: &generator))
             if download.isRunning { killed += 1 }
-            download.stop(grace: 0)
+            await download.stop(grace: 0)
         }
         #expect(killed >= Self.kills / 2, "the download finished before most kills: slow the origin down")
-        let final = try EndToEnd.run(tool, arguments)
+        let final = try await EndToEnd.run(tool, arguments)
         #expect(final.status == 0, "\(final.err)")
         let origin = fixtures.www.appendingPathComponent("ts/index.m3u8")
         #expect(
@@ -51,7 +51,7 @@ import Testing
                 (try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[
                     .size] as? Int) ?? 0
         }
-        let fetched = nginx.requests().filter { $0.uri.hasPrefix("/slow/") }.reduce(0) { $0 + $1.bytes }
+        let fetched = await nginx.requests().filter { $0.uri.hasPrefix("/slow/") }.reduce(0) { $0 + $1.bytes }
         #expect(Double(fetched) < 1.1 * Double(streamSize), "fetched \(fetched) bytes for a \(streamSize)-byte stream")
         print(
             "download crash test: \(killed) kills, fetched \(fetched) bytes for a \(streamSize)-byte stream ("

@@ -12,14 +12,14 @@ import Testing
 
 @Suite(.temporaryFolders) struct DownloadFaultTests {
     @Test(arguments: [1, 2, 3])
-    func seededFaultsEndCompletedOrStoppedWithTheRightError(seed: Int) throws {
-        guard let fixtures = DownloadFixtures.get(),
-            let origin = try FaultOrigin(root: fixtures.www, arguments: ["--seed", "\(seed)", "--rate", "0.3"])
+    func seededFaultsEndCompletedOrStoppedWithTheRightError(seed: Int) async throws {
+        guard let fixtures = await DownloadFixtures.get(),
+            let origin = try await FaultOrigin(root: fixtures.www, arguments: ["--seed", "\(seed)", "--rate", "0.3"])
         else { return }
         defer { origin.stop() }
         let store = DownloadTool.temporaryStore()
         guard
-            let result = try DownloadTool.run([
+            let result = try await DownloadTool.run([
                 "download", origin.url("small/index.m3u8"), "-o", store.path, "--id", "f", "--stall-timeout", "1",
             ])
         else { return }
@@ -45,20 +45,22 @@ import Testing
         }
     }
 
-    @Test func notFoundStopsAndSkippingCompletesWithAGap() throws {
-        guard let fixtures = DownloadFixtures.get(),
-            let origin = try FaultOrigin(
+    @Test func notFoundStopsAndSkippingCompletesWithAGap() async throws {
+        guard let fixtures = await DownloadFixtures.get(),
+            let origin = try await FaultOrigin(
                 root: fixtures.www, arguments: ["--rate", "0", "--not-found", "/small/s003.ts"])
         else { return }
         defer { origin.stop() }
         let store = DownloadTool.temporaryStore()
-        let stopped = try DownloadTool.run(["download", origin.url("small/index.m3u8"), "-o", store.path, "--id", "a"])
+        let stopped = try await DownloadTool.run([
+            "download", origin.url("small/index.m3u8"), "-o", store.path, "--id", "a",
+        ])
         #expect(stopped?.status == 2)
         #expect(
             stopped?.err.contains("s003.ts: the origin has no such file (404 Not Found); --skip-missing") == true,
             "\(stopped?.err ?? "")")
         #expect(!FileManager.default.fileExists(atPath: store.appendingPathComponent("a/index.m3u8").path))
-        let skipped = try DownloadTool.run([
+        let skipped = try await DownloadTool.run([
             "download", origin.url("small/index.m3u8"), "-o", store.path, "--id", "b", "--skip-missing",
         ])
         #expect(skipped?.status == 0)

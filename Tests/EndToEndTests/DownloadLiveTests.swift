@@ -88,8 +88,10 @@ import Testing
         return result
     }
 
-    @Test func liveWindowIsRecordedUntilEndList() throws {
-        guard let fixtures = DownloadFixtures.get(), let nginx = try NginxOrigin(root: fixtures.root) else { return }
+    @Test func liveWindowIsRecordedUntilEndList() async throws {
+        guard let fixtures = await DownloadFixtures.get(), let nginx = try await NginxOrigin(root: fixtures.root) else {
+            return
+        }
         defer { nginx.stop() }
         let segments = Self.segments(fixtures)
         #expect(segments.count >= 10)
@@ -99,7 +101,7 @@ import Testing
         defer { publisher.stop.withLock { $0 = true } }
         let store = DownloadTool.temporaryStore()
         guard
-            let result = try DownloadTool.run([
+            let result = try await DownloadTool.run([
                 "download", nginx.url(live.served + "/live.m3u8"), "-o", store.path, "--id", "live",
             ])
         else { return }
@@ -117,13 +119,15 @@ import Testing
             #expect(origin == copy, "segment \(n)")
         }
         // Every segment fetched once.
-        let fetched = nginx.requests().filter { $0.uri.hasSuffix(".ts") }.map(\.uri)
+        let fetched = await nginx.requests().filter { $0.uri.hasSuffix(".ts") }.map(\.uri)
         #expect(fetched.count == segments.count)
         #expect(Set(fetched).count == segments.count)
     }
 
-    @Test func maxDurationEndsARecordingThatNeverEnds() throws {
-        guard let fixtures = DownloadFixtures.get(), let nginx = try NginxOrigin(root: fixtures.root) else { return }
+    @Test func maxDurationEndsARecordingThatNeverEnds() async throws {
+        guard let fixtures = await DownloadFixtures.get(), let nginx = try await NginxOrigin(root: fixtures.root) else {
+            return
+        }
         defer { nginx.stop() }
         let segments = Self.segments(fixtures)
         let live = Self.liveFolder(fixtures)
@@ -132,7 +136,7 @@ import Testing
         defer { publisher.stop.withLock { $0 = true } }
         let store = DownloadTool.temporaryStore()
         guard
-            let result = try DownloadTool.run([
+            let result = try await DownloadTool.run([
                 "download", nginx.url(live.served + "/live.m3u8"), "-o", store.path, "--id", "cut",
                 "--max-duration", "2",
             ])
@@ -148,7 +152,7 @@ import Testing
         #expect(total >= 2 && total < 2 + longest, "recorded \(total) s")
         #expect(recorded.count < segments.count)
 
-        let bad = try DownloadTool.run(["download", nginx.url("x.m3u8"), "--max-duration", "-1"])
+        let bad = try await DownloadTool.run(["download", nginx.url("x.m3u8"), "--max-duration", "-1"])
         #expect(bad?.status == 64)
         #expect(bad?.err.hasPrefix("Error: max duration must be a positive number of seconds") == true)
     }

@@ -15,14 +15,17 @@ struct DownloadFixtures: Sendable {
     var www: URL { root.appendingPathComponent("www") }
 
     /// The fixtures, or the reason they could not be made.
-    static let shared: Result<DownloadFixtures, FixtureError> = make()
+    static var shared: Result<DownloadFixtures, FixtureError> { get async { await sharedFixture.value } }
+    private static let sharedFixture = SharedFixture<Result<DownloadFixtures, FixtureError>> {
+        await make()
+    }
 
     struct FixtureError: Error, CustomStringConvertible {
         var description: String
     }
 
-    static func get(sourceLocation: SourceLocation = #_sourceLocation) -> DownloadFixtures? {
-        switch shared {
+    static func get(sourceLocation: SourceLocation = #_sourceLocation) async -> DownloadFixtures? {
+        switch await shared {
         case .success(let fixtures): return fixtures
         case .failure(let error):
             Issue.record("fixtures: \(error)", sourceLocation: sourceLocation)
@@ -30,7 +33,7 @@ struct DownloadFixtures: Sendable {
         }
     }
 
-    private static func make() -> Result<DownloadFixtures, FixtureError> {
+    private static func make() async -> Result<DownloadFixtures, FixtureError> {
         guard let ffmpeg = ExternalProgram.find("ffmpeg") else {
             return .failure(FixtureError(description: "ffmpeg is not installed; run Scripts/deps.sh"))
         }
@@ -86,7 +89,8 @@ struct DownloadFixtures: Sendable {
         for arguments in runs {
             let result: ProcessResult
             do {
-                result = try EndToEnd.run(ffmpeg, ["-loglevel", "error", "-y"] + arguments, currentDirectory: www)
+                result = try await EndToEnd.run(
+                    ffmpeg, ["-loglevel", "error", "-y"] + arguments, currentDirectory: www)
             } catch {
                 return .failure(FixtureError(description: "ffmpeg: \(error)"))
             }
@@ -167,9 +171,11 @@ struct DownloadFixtures: Sendable {
 
 enum DownloadTool {
     /// Runs `tsplayer download` (or another tsplayer subcommand) to completion.
-    static func run(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> ProcessResult? {
+    static func run(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws
+        -> ProcessResult?
+    {
         guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return nil }
-        return try EndToEnd.run(tool, arguments)
+        return try await EndToEnd.run(tool, arguments)
     }
 
     /// A new store folder that the running test removes when it ends (its suite must be marked `.temporaryFolders`).
@@ -178,9 +184,9 @@ enum DownloadTool {
     }
 
     /// The number of decoded video frames ffprobe counts in `url`.
-    static func frameCount(_ url: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int? {
+    static func frameCount(_ url: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Int? {
         guard let ffprobe = EndToEnd.tool("ffprobe", sourceLocation: sourceLocation) else { return nil }
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffprobe,
             [
                 "-v", "error", "-allowed_extensions", "ALL", "-count_frames", "-select_streams", "v:0",
@@ -192,16 +198,23 @@ enum DownloadTool {
 
     /// Runs `tsplayer tasks play <id>`, hands its playlist URL to `body`, then interrupts it (exit 0 expected).
     static func withPlay(
-        store: String, id: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: (String) throws -> Void
-    ) throws {
+        store: String, id: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: (String) async throws -> Void
+    ) async throws {
         guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return }
         let play = try ChildProcess(tool, ["tasks", "play", id, "--store", store], stopSignal: SIGINT)
-        let url = play.lines(1, within: 20).first ?? ""
+        let url = await play.lines(1, within: 20).first ?? ""
         #expect(url.hasPrefix("http://127.0.0.1:"), "tasks play printed \(url)", sourceLocation: sourceLocation)
-        defer {
-            play.stop(grace: 2)
-            #expect(play.process.terminationStatus == 0, sourceLocation: sourceLocation)
+        // Stopped, and its exit checked, however the body ends (a defer cannot await the stop).
+        let outcome: Result<Void, any Error>
+        do {
+            try await body(url)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
         }
-        try body(url)
+        await play.stop(grace: 2)
+        #expect(play.process.terminationStatus == 0, sourceLocation: sourceLocation)
+        try outcome.get()
     }
 }

@@ -25,10 +25,10 @@ import Testing
     }
 
     /// Runs a built tool; its result and the seconds it took.
-    func timed(_ name: String, _ arguments: [String]) throws -> (result: ProcessResult, seconds: Double)? {
+    func timed(_ name: String, _ arguments: [String]) async throws -> (result: ProcessResult, seconds: Double)? {
         guard let tool = EndToEnd.product(name) else { return nil }
         let start = ContinuousClock.now
-        let result = try EndToEnd.run(tool, arguments)
+        let result = try await EndToEnd.run(tool, arguments)
         return (result, Self.seconds(since: start))
     }
 
@@ -45,10 +45,10 @@ import Testing
     // MARK: tsplayer download
 
     /// Nothing listens: the error names the URL and comes at once (no retry).
-    @Test func downloadOfAClosedPortFailsWithinASecond() throws {
+    @Test func downloadOfAClosedPortFailsWithinASecond() async throws {
         let port = ScriptedOrigin.unusedPort()
         let url = "http://127.0.0.1:\(port)/index.m3u8"
-        let (result, seconds) = try #require(try timed("tsplayer", ["download", url, "-o", Self.store()]))
+        let (result, seconds) = try #require(try await timed("tsplayer", ["download", url, "-o", Self.store()]))
         #expect(result.status == 2)
         #expect(result.err.hasPrefix("Error: \(url): "), "\(result.err)")
         #expect(result.err.contains("ECONNREFUSED") || result.err.contains("refused"), "\(result.err)")
@@ -57,20 +57,20 @@ import Testing
     }
 
     /// A server that accepts and never answers: the first playlist fetch gives up after its own 8 s.
-    @Test func downloadFromASilentServerFailsWithinTheFirstFetchTimeout() throws {
+    @Test func downloadFromASilentServerFailsWithinTheFirstFetchTimeout() async throws {
         let origin = try ScriptedOrigin { _ in nil }
         let url = origin.url("/silent.m3u8")
-        let (result, seconds) = try #require(try timed("tsplayer", ["download", url, "-o", Self.store()]))
+        let (result, seconds) = try #require(try await timed("tsplayer", ["download", url, "-o", Self.store()]))
         #expect(result.status == 2)
         #expect(result.err == "Error: \(url): no complete answer within 8 s\n")
         #expect(seconds >= 8 && seconds < 9.5, "took \(seconds) s")
     }
 
     /// A 404 is said in words, asked once, at once.
-    @Test func downloadOfAMissingPlaylistSays404NotFound() throws {
+    @Test func downloadOfAMissingPlaylistSays404NotFound() async throws {
         let origin = try ScriptedOrigin { _ in Self.response("404 Not Found") }
         let url = origin.url("/missing.m3u8")
-        let (result, seconds) = try #require(try timed("tsplayer", ["download", url, "-o", Self.store()]))
+        let (result, seconds) = try #require(try await timed("tsplayer", ["download", url, "-o", Self.store()]))
         #expect(result.status == 2)
         #expect(result.err.hasPrefix("Error: \(url): "), "\(result.err)")
         #expect(result.err.contains("404 Not Found"), "\(result.err)")
@@ -80,7 +80,7 @@ import Testing
 
     /// The first two connections are dropped without an answer: each retry is shown on stderr as it happens (delay,
     /// attempt, reason, URL), then the download completes.
-    @Test func downloadShowsRetriesAsTheyHappenThenSucceeds() throws {
+    @Test func downloadShowsRetriesAsTheyHappenThenSucceeds() async throws {
         let asked = LockedValue(0)
         let origin = try ScriptedOrigin { path in
             if path == "/seg.ts" { return Self.response("200 OK", Self.segment) }
@@ -91,7 +91,7 @@ import Testing
             return n <= 2 ? [] : Self.response("200 OK", Self.playlist)
         }
         let url = origin.url("/live.m3u8")
-        let (result, _) = try #require(try timed("tsplayer", ["download", url, "-o", Self.store(), "--id", "r"]))
+        let (result, _) = try #require(try await timed("tsplayer", ["download", url, "-o", Self.store(), "--id", "r"]))
         #expect(result.status == 0, "\(result.err)")
         let retries = result.err.split(separator: "\n").filter { $0.hasPrefix("retrying in ") }
         #expect(retries.count == 2, "\(result.err)")
@@ -104,7 +104,7 @@ import Testing
     // MARK: m3u8lint URL
 
     /// The same dropped connections through m3u8lint: two retry lines, then the lint.
-    @Test func m3u8lintShowsRetriesAsTheyHappen() throws {
+    @Test func m3u8lintShowsRetriesAsTheyHappen() async throws {
         let asked = LockedValue(0)
         let origin = try ScriptedOrigin { _ in
             let n = asked.withLock { n -> Int in
@@ -114,7 +114,7 @@ import Testing
             return n <= 2 ? [] : Self.response("200 OK", Self.playlist)
         }
         let url = origin.url("/x.m3u8")
-        let (result, seconds) = try #require(try timed("m3u8lint", [url]))
+        let (result, seconds) = try #require(try await timed("m3u8lint", [url]))
         #expect(result.status == 0, "\(result.err)")
         let retries = result.err.split(separator: "\n").filter { $0.hasPrefix("retrying in ") }
         #expect(retries.count == 2, "\(result.err)")
@@ -127,32 +127,32 @@ import Testing
 
     /// The proxy's first playlist request against a silent upstream is answered 504 within the first-fetch
     /// timeout (the door check before it gives up sooner and only warns).
-    @Test func proxysFirstRequestToASilentServerFailsWithinTheFirstFetchTimeout() throws {
+    @Test func proxysFirstRequestToASilentServerFailsWithinTheFirstFetchTimeout() async throws {
         guard let tsplayer = EndToEnd.product("tsplayer"), let curl = EndToEnd.tool("curl") else { return }
         let origin = try ScriptedOrigin { _ in nil }
         let url = origin.url("/silent.m3u8")
-        let proxy = try ProxyTestProcess(tsplayer, ["proxy", url, "--allow-private"])
+        let proxy = try await ProxyTestProcess(tsplayer, ["proxy", url, "--allow-private"])
         defer { proxy.stop() }
         #expect(proxy.firstLine.hasSuffix("/master.m3u8"), "\(proxy.stderr)")
         let start = ContinuousClock.now
-        let answer = try EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
+        let answer = try await EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
         let seconds = Self.seconds(since: start)
         #expect(answer.out.hasSuffix("\n504"), "\(answer.out)")
         #expect(answer.out.contains("no complete answer within 8 s"), "\(answer.out)")
         #expect(seconds >= 8 && seconds < 9.5, "took \(seconds) s")
         let deadline = Date().addingTimeInterval(2)
-        while !proxy.stderr.contains("upstream error"), Date() < deadline { usleep(20_000) }
+        while !proxy.stderr.contains("upstream error"), Date() < deadline { await suspend(0.02) }
         #expect(proxy.stderr.contains("upstream error: \(url): "), "\(proxy.stderr)")
     }
 
     /// A closed port through the proxy: its first request is answered 502 at once, naming the URL.
-    @Test func proxysFirstRequestToAClosedPortFailsAtOnce() throws {
+    @Test func proxysFirstRequestToAClosedPortFailsAtOnce() async throws {
         guard let tsplayer = EndToEnd.product("tsplayer"), let curl = EndToEnd.tool("curl") else { return }
         let url = "http://127.0.0.1:\(ScriptedOrigin.unusedPort())/index.m3u8"
-        let proxy = try ProxyTestProcess(tsplayer, ["proxy", url, "--allow-private"])
+        let proxy = try await ProxyTestProcess(tsplayer, ["proxy", url, "--allow-private"])
         defer { proxy.stop() }
         let start = ContinuousClock.now
-        let answer = try EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
+        let answer = try await EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
         let seconds = Self.seconds(since: start)
         #expect(answer.out.hasSuffix("\n502"), "\(answer.out)")
         #expect(answer.out.contains("ECONNREFUSED") || answer.out.contains("refused"), "\(answer.out)")
@@ -162,7 +162,7 @@ import Testing
     }
 
     /// A busy upstream (503 twice, then the playlist): the proxy shows its retry on stderr and answers 200.
-    @Test func proxyShowsRetriesAsTheyHappen() throws {
+    @Test func proxyShowsRetriesAsTheyHappen() async throws {
         guard let tsplayer = EndToEnd.product("tsplayer"), let curl = EndToEnd.tool("curl") else { return }
         let asked = LockedValue(0)
         let origin = try ScriptedOrigin { _ in
@@ -173,10 +173,10 @@ import Testing
             return n <= 2 ? Self.response("503 Service Unavailable") : Self.response("200 OK", Self.playlist)
         }
         let url = origin.url("/busy.m3u8")
-        let proxy = try ProxyTestProcess(tsplayer, ["proxy", url, "--allow-private"])
+        let proxy = try await ProxyTestProcess(tsplayer, ["proxy", url, "--allow-private"])
         defer { proxy.stop() }
         // The door check (one try) took the first 503; the player's request retries past the second.
-        let answer = try EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
+        let answer = try await EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
         #expect(answer.out.hasPrefix("#EXTM3U") && answer.out.hasSuffix("\n200"), "\(answer.out)")
         let retries = proxy.stderr.split(separator: "\n").filter { $0.hasPrefix("retrying in ") }
         #expect(retries.count == 1, "\(proxy.stderr)")
@@ -193,16 +193,16 @@ import Testing
 
     /// The caching proxy's first read of a resource whose origin never answers fails within the first-fetch
     /// timeout.
-    @Test func cacheProxysFirstReadFromASilentServerFailsWithinTheFirstFetchTimeout() throws {
+    @Test func cacheProxysFirstReadFromASilentServerFailsWithinTheFirstFetchTimeout() async throws {
         guard let tsplayer = EndToEnd.product("tsplayer"), let curl = EndToEnd.tool("curl") else { return }
         let origin = try ScriptedOrigin { _ in nil }
         let url = origin.url("/movie.ts")
-        let proxy = try ProxyTestProcess(
+        let proxy = try await ProxyTestProcess(
             tsplayer, ["cache-proxy", url, "--allow-private", "--cache-dir", Self.store()])
         defer { proxy.stop() }
         #expect(proxy.firstLine.hasPrefix("http://127.0.0.1:"), "\(proxy.stderr)")
         let start = ContinuousClock.now
-        let answer = try EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
+        let answer = try await EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
         let seconds = Self.seconds(since: start)
         #expect(answer.out.hasSuffix("\n504") || answer.out.hasSuffix("\n502"), "\(answer.out)")
         #expect(answer.out.contains("within 8 s"), "\(answer.out)")
@@ -228,19 +228,19 @@ import Testing
     /// `tsplayer download 'URL|User-Agent=..&Referer=..'` of an AES-128 stream with a key change: the playlist,
     /// both keys and every segment carried both headers (the origin answers 403 without them), and the result is
     /// the origin's byte for byte. Without the suffix the origin refuses.
-    @Test func downloadSendsTheURLSuffixHeadersOnEveryRequest() throws {
-        guard let fixtures = DownloadFixtures.get(),
-            let origin = try FaultOrigin(root: fixtures.www, arguments: ["--rate", "0"] + Self.required)
+    @Test func downloadSendsTheURLSuffixHeadersOnEveryRequest() async throws {
+        guard let fixtures = await DownloadFixtures.get(),
+            let origin = try await FaultOrigin(root: fixtures.www, arguments: ["--rate", "0"] + Self.required)
         else { return }
         defer { origin.stop() }
         let store = Self.store()
-        let plain = try #require(try DownloadTool.run(["download", origin.url("aes/index.m3u8"), "-o", store]))
+        let plain = try #require(try await DownloadTool.run(["download", origin.url("aes/index.m3u8"), "-o", store]))
         #expect(plain.status == 2)
         #expect(plain.err.contains("403 Forbidden"), "\(plain.err)")
         let refused = Self.requests(origin).count
         #expect(refused == 1)
 
-        let result = try #require(
+        let result = try await #require(
             try DownloadTool.run(["download", origin.url("aes/index.m3u8") + Self.suffix, "-o", store, "--id", "k"]))
         #expect(result.status == 0, "\(result.err)")
         let playlist = fixtures.www.appendingPathComponent("aes/index.m3u8")
@@ -256,17 +256,17 @@ import Testing
 
     /// `tsplayer proxy 'URL|...'` and ffmpeg reading through it: every upstream request (door check, playlist,
     /// keys, segments) carried both headers.
-    @Test func proxySendsTheURLSuffixHeadersOnEveryRequest() throws {
+    @Test func proxySendsTheURLSuffixHeadersOnEveryRequest() async throws {
         guard let tsplayer = EndToEnd.product("tsplayer"), let ffmpeg = EndToEnd.tool("ffmpeg"),
-            let fixtures = DownloadFixtures.get(),
-            let origin = try FaultOrigin(root: fixtures.www, arguments: ["--rate", "0"] + Self.required)
+            let fixtures = await DownloadFixtures.get(),
+            let origin = try await FaultOrigin(root: fixtures.www, arguments: ["--rate", "0"] + Self.required)
         else { return }
         defer { origin.stop() }
-        let proxy = try ProxyTestProcess(
+        let proxy = try await ProxyTestProcess(
             tsplayer, ["proxy", origin.url("aes/index.m3u8") + Self.suffix, "--allow-private"])
         defer { proxy.stop() }
         #expect(proxy.firstLine.hasSuffix("/master.m3u8"), "\(proxy.stderr)")
-        let read = try EndToEnd.run(
+        let read = try await EndToEnd.run(
             ffmpeg, ["-nostdin", "-loglevel", "error", "-i", proxy.firstLine, "-c", "copy", "-f", "null", "-"])
         #expect(read.status == 0, "\(read.err)")
         let requests = Self.requests(origin)

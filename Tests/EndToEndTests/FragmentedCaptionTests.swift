@@ -71,20 +71,29 @@ enum CaptionFixture {
     static let captions = ["HELLO WORLD", "CAPTIONS IN SEI", "THIRD LINE 3"]
 
     /// 6 s of H.264 (no B-frames) with the CEA-608 captions + AAC, as MPEG-TS.
-    static let movie = make("fmp4-captions") { sei($0) }
+    static var movie: URL? { get async { await movieFixture.value } }
+    private static let movieFixture = SharedFixture<URL?> {
+        await make("fmp4-captions") { sei($0) }
+    }
     /// The same pictures with a CEA-708 packet start in each picture's cc_data and no CEA-608.
-    static let cea708 = make("fmp4-captions-708") { _ in sei(triplets: dtvccStart) }
+    static var cea708: URL? { get async { await cea708Fixture.value } }
+    private static let cea708Fixture = SharedFixture<URL?> {
+        await make("fmp4-captions-708") { _ in sei(triplets: dtvccStart) }
+    }
     /// The CEA-608 captions and a CEA-708 packet start in each picture's cc_data.
-    static let both = make("fmp4-captions-608-708") { sei(triplets: field1($0) + dtvccStart) }
+    static var both: URL? { get async { await bothFixture.value } }
+    private static let bothFixture = SharedFixture<URL?> {
+        await make("fmp4-captions-608-708") { sei(triplets: field1($0) + dtvccStart) }
+    }
 
     /// 6 s of H.264 (no B-frames) + AAC as MPEG-TS, each picture with the SEI `sei` makes of its CEA-608 pair.
-    static func make(_ name: String, sei: ((UInt8, UInt8)) -> [UInt8]) -> URL? {
+    static func make(_ name: String, sei: ((UInt8, UInt8)) -> [UInt8]) async -> URL? {
         let folder = PlaybackFixtures.folder
         let url = folder.appendingPathComponent(name + ".ts")
         if FileManager.default.fileExists(atPath: url.path) { return url }
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return nil }
         let raw = folder.appendingPathComponent(name + "-raw.h264")
-        let made = try? EndToEnd.run(
+        let made = try? await EndToEnd.run(
             ffmpeg,
             [
                 "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-t", "6", "-c:v",
@@ -114,7 +123,7 @@ enum CaptionFixture {
         }
         let captioned = folder.appendingPathComponent(name + ".h264")
         guard (try? Data(output).write(to: captioned)) != nil else { return nil }
-        let muxed = try? EndToEnd.run(
+        let muxed = try? await EndToEnd.run(
             ffmpeg,
             [
                 "-v", "error", "-y", "-framerate", "25", "-f", "h264", "-i", captioned.path, "-f", "lavfi", "-i",
@@ -125,10 +134,10 @@ enum CaptionFixture {
     }
 
     /// The caption lines ffmpeg's CEA-608 decoder reads from the video of `path` (a local file), in order.
-    static func text(_ path: String) throws -> [String] {
+    static func text(_ path: String) async throws -> [String] {
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
         let escaped = path.replacingOccurrences(of: ":", with: "\\:")
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffmpeg,
             ["-v", "error", "-f", "lavfi", "-i", "movie=\(escaped)[out+subcc]", "-map", "0:s", "-f", "srt", "-"])
         #expect(result.status == 0, "ffmpeg subcc \(path): \(result.err)")
@@ -158,50 +167,52 @@ enum CaptionFixture {
 }
 
 @Suite(.serialized) struct FragmentedCaptionTests {
-    @Test func captionsAreDeclaredAndSurviveTheRemux() throws {
-        let movie = try #require(CaptionFixture.movie)
-        let source = try CaptionFixture.text(movie.path)
+    @Test func captionsAreDeclaredAndSurviveTheRemux() async throws {
+        let movie = try #require(await CaptionFixture.movie)
+        let source = try await CaptionFixture.text(movie.path)
         #expect(source == CaptionFixture.captions, "ffmpeg read \(source) from the source")
 
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let media = try waitForEndList(base + "video.m3u8")
-        let master = try fetch(url)
+        let media = try await waitForEndList(base + "video.m3u8")
+        let master = try await fetch(url)
         #expect(
             master.contains("TYPE=CLOSED-CAPTIONS,GROUP-ID=\"cc\"") && master.contains("INSTREAM-ID=\"CC1\"")
                 && master.contains("CLOSED-CAPTIONS=\"cc\""), "\(master)")
-        var bytes = try fetchBytes(base + "video-init.mp4")
+        var bytes = try await fetchBytes(base + "video-init.mp4")
         for number in 0..<(media.components(separatedBy: "#EXTINF:").count - 1) {
-            bytes += try fetchBytes(base + "video/\(number).m4s")
+            await bytes += try fetchBytes(base + "video/\(number).m4s")
         }
         let served = PlaybackFixtures.folder.appendingPathComponent("captions-served.mp4")
         try bytes.write(to: served)
-        #expect(try CaptionFixture.text(served.path) == source)
+        await #expect(try CaptionFixture.text(served.path) == source)
 
         // The remux output carries them too.
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = PlaybackFixtures.folder.appendingPathComponent("captions-remux.mp4").path
-        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+        let result = try await EndToEnd.run(tsplayer, ["remux", movie.path, output])
         #expect(result.status == 0, "\(result.err)")
-        #expect(try CaptionFixture.text(output) == source)
+        await #expect(try CaptionFixture.text(output) == source)
     }
 
     /// CEA-708 is declared as SERVICE1, beside CC1 when CEA-608 is there too (only the first, the default, is
     /// AUTOSELECT=YES: the two have no language to tell them apart), in a multivariant of EXT-X-VERSION 7; m3u8lint
     /// finds nothing in it or in any playlist it names.
-    @Test func cea708IsDeclaredAsService1() throws {
+    @Test func cea708IsDeclaredAsService1() async throws {
         for (fixture, expected) in [
-            (CaptionFixture.cea708, ["SERVICE1"]), (CaptionFixture.both, ["CC1", "SERVICE1"]),
-            (CaptionFixture.movie, ["CC1"]),
+            (await CaptionFixture.cea708, ["SERVICE1"]), (await CaptionFixture.both, ["CC1", "SERVICE1"]),
+            (await CaptionFixture.movie, ["CC1"]),
         ] {
             let movie = try #require(fixture)
-            let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+            let server = try await ServerProcess(arguments: [
+                movie.path, "--container", "fmp4", "--segment-duration", "1",
+            ])
             defer { server.stop() }
             let url = try #require(server.lines.first)
-            _ = try waitForEndList(String(url.dropLast("master.m3u8".count)) + "video.m3u8")
-            let master = try fetch(url)
+            _ = try await waitForEndList(String(url.dropLast("master.m3u8".count)) + "video.m3u8")
+            let master = try await fetch(url)
             let renditions = master.split(separator: "\n").filter { $0.contains("TYPE=CLOSED-CAPTIONS") }.map(
                 String.init)
             let expectedLines = expected.enumerated().map { number, id in
@@ -212,7 +223,8 @@ enum CaptionFixture {
             #expect(master.contains("CLOSED-CAPTIONS=\"cc\""), "\(master)")
             // No finding at all in the multivariant or any playlist it names; SERVICE values of INSTREAM-ID need
             // EXT-X-VERSION 7 (RFC 8216bis 8), CC1 alone none.
-            try FragmentedPlaybackTests().lintServed(url, multivariantVersion: expected.contains("SERVICE1") ? 7 : nil)
+            try await FragmentedPlaybackTests().lintServed(
+                url, multivariantVersion: expected.contains("SERVICE1") ? 7 : nil)
         }
     }
 }

@@ -17,11 +17,11 @@ enum ConfigurationFixtures {
     /// it inside a GOP). Returns the file and the offset of the second's first video PES.
     static func joined(
         _ name: String, first: [String], second: [String], dropFromSecond: Int = 0
-    ) -> (url: URL, videoStart: Int)? {
+    ) async -> (url: URL, videoStart: Int)? {
         let url = PlaybackFixtures.folder.appendingPathComponent(name + ".ts")
         guard
-            let a = PlaybackFixtures.make(name + "-a.ts", arguments: { first + ["-f", "mpegts", $0] }),
-            let b = PlaybackFixtures.make(name + "-b.ts", arguments: { second + ["-f", "mpegts", $0] }),
+            let a = await PlaybackFixtures.make(name + "-a.ts", arguments: { first + ["-f", "mpegts", $0] }),
+            let b = await PlaybackFixtures.make(name + "-b.ts", arguments: { second + ["-f", "mpegts", $0] }),
             let partA = try? Data(contentsOf: a), var partB = try? Data(contentsOf: b)
         else { return nil }
         if dropFromSecond > 0 {
@@ -51,43 +51,58 @@ enum ConfigurationFixtures {
     }
 
     /// HEVC + AAC, 320x180 for 3 s then 480x270 for 4 s: the second part's VPS, SPS and PPS differ.
-    static let hevcResolution = joined(
-        "config-hevc-resolution",
-        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + x265 + ["-c:a", "aac"],
-        second: ["-f", "lavfi", "-i", "smptebars=size=480x270:rate=25"] + FragmentedFixtures.tone(550)
-            + ["-t", "4"] + x265 + ["-c:a", "aac"])
+    static var hevcResolution: (url: URL, videoStart: Int)? { get async { await hevcResolutionFixture.value } }
+    private static let hevcResolutionFixture = SharedFixture<(url: URL, videoStart: Int)?> {
+        await joined(
+            "config-hevc-resolution",
+            first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + x265 + ["-c:a", "aac"],
+            second: ["-f", "lavfi", "-i", "smptebars=size=480x270:rate=25"] + FragmentedFixtures.tone(550)
+                + ["-t", "4"] + x265 + ["-c:a", "aac"])
+    }
 
     /// H.264 + AAC, 320x180 for 3 s then 480x270 for 4 s.
-    static let h264Resolution = joined(
-        "config-h264-resolution",
-        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + FragmentedFixtures.x264
-            + ["-c:a", "aac"],
-        second: ["-f", "lavfi", "-i", "smptebars=size=480x270:rate=25"] + FragmentedFixtures.tone(550)
-            + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac"])
+    static var h264Resolution: (url: URL, videoStart: Int)? { get async { await h264ResolutionFixture.value } }
+    private static let h264ResolutionFixture = SharedFixture<(url: URL, videoStart: Int)?> {
+        await joined(
+            "config-h264-resolution",
+            first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + FragmentedFixtures.x264
+                + ["-c:a", "aac"],
+            second: ["-f", "lavfi", "-i", "smptebars=size=480x270:rate=25"] + FragmentedFixtures.tone(550)
+                + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac"])
+    }
 
     /// H.264 + AAC, mono AAC for 3 s then stereo for 4 s (the same picture size and encoder settings).
-    static let aacChannels = joined(
-        "config-aac-channels",
-        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + FragmentedFixtures.x264
-            + ["-c:a", "aac", "-ac", "1"],
-        second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550)
-            + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac", "-ac", "2"])
+    static var aacChannels: (url: URL, videoStart: Int)? { get async { await aacChannelsFixture.value } }
+    private static let aacChannelsFixture = SharedFixture<(url: URL, videoStart: Int)?> {
+        await joined(
+            "config-aac-channels",
+            first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + FragmentedFixtures.x264
+                + ["-c:a", "aac", "-ac", "1"],
+            second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550)
+                + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac", "-ac", "2"])
+    }
 
     /// H.264 + AAC, 48 kHz for 3 s then 44.1 kHz for 4 s.
-    static let aacRate = joined(
-        "config-aac-rate",
-        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + FragmentedFixtures.x264
-            + ["-c:a", "aac"],
-        second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550, rate: 44100)
-            + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac"])
+    static var aacRate: (url: URL, videoStart: Int)? { get async { await aacRateFixture.value } }
+    private static let aacRateFixture = SharedFixture<(url: URL, videoStart: Int)?> {
+        await joined(
+            "config-aac-rate",
+            first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"] + FragmentedFixtures.x264
+                + ["-c:a", "aac"],
+            second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550, rate: 44100)
+                + ["-t", "4"] + FragmentedFixtures.x264 + ["-c:a", "aac"])
+    }
 
     /// ``aacChannels`` (mono, then stereo) with the second part's first audio PES (8 stereo frames) moved before its
     /// first video PES: frames of the new configuration precede the reset's first keyframe, so they lie in the bytes
     /// of the range before it. Returns the file and the moved PES's offset; `config-audio-before-keyframe-rest.ts`
     /// is the second part without that PES.
-    static let audioBeforeKeyframe: (url: URL, audioStart: Int)? = {
+    static var audioBeforeKeyframe: (url: URL, audioStart: Int)? {
+        get async { await audioBeforeKeyframeFixture.value }
+    }
+    private static let audioBeforeKeyframeFixture = SharedFixture<(url: URL, audioStart: Int)?> {
         let folder = PlaybackFixtures.folder
-        guard aacChannels != nil,
+        guard await aacChannels != nil,
             let first = try? Data(contentsOf: folder.appendingPathComponent("config-aac-channels-a.ts")),
             let second = try? Data(contentsOf: folder.appendingPathComponent("config-aac-channels-b.ts")),
             let video = firstPES(second, pid: 256), let audio = firstPES(second, pid: 257), audio > video
@@ -111,20 +126,25 @@ enum ConfigurationFixtures {
             (try? Data(rest).write(to: folder.appendingPathComponent("config-audio-before-keyframe-rest.ts"))) != nil
         else { return nil }
         return (url, first.count + video)
-    }()
+    }
 
     /// H.264 + AAC (no B-frames, a keyframe every 25 pictures) whose second part starts 40 packets into its first
     /// GOP: the reset falls between two keyframes, and the second part's first pictures have no keyframe to
     /// start from.
-    static let midGOPReset = joined(
-        "config-mid-gop-reset",
-        first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"]
-            + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "25", "-bf", "0"]
-            + ["-c:a", "aac"],
-        second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550)
-            + ["-t", "4"] + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "25", "-bf", "0"]
-            + ["-c:a", "aac"],
-        dropFromSecond: 40)
+    static var midGOPReset: (url: URL, videoStart: Int)? { get async { await midGOPResetFixture.value } }
+    private static let midGOPResetFixture = SharedFixture<(url: URL, videoStart: Int)?> {
+        await joined(
+            "config-mid-gop-reset",
+            first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "3"]
+                + ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "25", "-bf", "0"]
+                + ["-c:a", "aac"],
+            second: ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + FragmentedFixtures.tone(550)
+                + ["-t", "4"] + [
+                    "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "25", "-bf", "0",
+                ]
+                + ["-c:a", "aac"],
+            dropFromSecond: 40)
+    }
 }
 
 @Suite(.serialized) struct FragmentedConfigurationTests {
@@ -141,9 +161,9 @@ enum ConfigurationFixtures {
     }
 
     /// ffprobe's `entries` (`width,height`, `channels`) of every decoded frame of `stream` of `input`.
-    func frameEntries(_ input: String, _ stream: String, _ entries: String) throws -> [String] {
+    func frameEntries(_ input: String, _ stream: String, _ entries: String) async throws -> [String] {
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffprobe,
             ["-v", "error", "-select_streams", stream, "-show_entries", "frame=" + entries, "-of", "csv=p=0", input])
         #expect(result.status == 0, "ffprobe \(input): \(result.err)")
@@ -161,10 +181,10 @@ enum ConfigurationFixtures {
     }
 
     /// Runs `tsplayer remux` of `movie` and expects it to refuse, naming `pid` and `offset`.
-    func expectRemuxRefused(_ movie: URL, pid: Int, offset: Int, what: String) throws {
+    func expectRemuxRefused(_ movie: URL, pid: Int, offset: Int, what: String) async throws {
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = PlaybackFixtures.folder.appendingPathComponent(movie.lastPathComponent + ".mp4").path
-        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+        let result = try await EndToEnd.run(tsplayer, ["remux", movie.path, output])
         #expect(result.status == 1, "remux \(movie.lastPathComponent): \(result.status) \(result.err)")
         #expect(
             result.err.contains("PID \(pid)") && result.err.contains("\(what) at byte offset \(offset) "),
@@ -176,14 +196,15 @@ enum ConfigurationFixtures {
 
     /// One file per `EXT-X-MAP` of the playlist at `base + name`: that init segment and the segments after it, up
     /// to the next map.
-    func filesByInitSegment(_ base: String, _ name: String, label: String) throws -> [URL] {
-        let playlist = try fetch(base + name)
+    func filesByInitSegment(_ base: String, _ name: String, label: String) async throws -> [URL] {
+        let playlist = try await fetch(base + name)
         var parts: [Data] = []
         for line in playlist.split(separator: "\n") {
             if line.hasPrefix("#EXT-X-MAP:URI=\"") {
-                parts.append(try fetchBytes(base + line.dropFirst("#EXT-X-MAP:URI=\"".count).prefix { $0 != "\"" }))
+                parts.append(
+                    try await fetchBytes(base + line.dropFirst("#EXT-X-MAP:URI=\"".count).prefix { $0 != "\"" }))
             } else if !line.hasPrefix("#"), !parts.isEmpty {
-                parts[parts.count - 1] += try fetchBytes(base + line)
+                parts[parts.count - 1] += try await fetchBytes(base + line)
             }
         }
         return try parts.enumerated().map { number, bytes in
@@ -193,30 +214,30 @@ enum ConfigurationFixtures {
         }
     }
 
-    @Test func hevcWithOtherParameterSetsAfterTheResetGetsItsOwnInitSegment() throws {
-        let (movie, videoStart) = try #require(ConfigurationFixtures.hevcResolution)
+    @Test func hevcWithOtherParameterSetsAfterTheResetGetsItsOwnInitSegment() async throws {
+        let (movie, videoStart) = try #require(await ConfigurationFixtures.hevcResolution)
         // The audio (the same AAC on both sides) decodes through the served HLS to the source's frames, and every
         // playlist lints clean.
-        let (master, _, _) = try playback.checkServed(movie, streams: ["a:0"])
+        let (master, _, _) = try await playback.checkServed(movie, streams: ["a:0"])
         // The first session wrote the index's sidecar: this one opens from it, with the same init segments.
         #expect(FileManager.default.fileExists(atPath: movie.path + ".tsindex"))
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let video = try waitForEndList(base + "video.m3u8")
+        let video = try await waitForEndList(base + "video.m3u8")
         let videoMaps = maps(video)
         #expect(
             videoMaps.map(\.uri) == ["video-init.mp4", "video-init-1.mp4"]
                 && videoMaps.last?.afterDiscontinuity == true,
             "\(video)")
-        let iFrames = try waitForEndList(base + "iframes.m3u8")
+        let iFrames = try await waitForEndList(base + "iframes.m3u8")
         let iFrameMaps = maps(iFrames)
         #expect(
             iFrameMaps.map(\.uri) == ["video-init.mp4", "video-init-1.mp4"]
                 && iFrameMaps.last?.afterDiscontinuity == true, "\(iFrames)")
         // The audio's configuration is the same on both sides: one init segment.
-        let audio = try fetch(base + audioPlaylist(master))
+        let audio = try await fetch(base + audioPlaylist(master))
         #expect(maps(audio).count == 1, "\(audio)")
         // Both parts' codec strings, and the larger picture.
         let variant = master.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") }.map(String.init) ?? ""
@@ -225,95 +246,97 @@ enum ConfigurationFixtures {
         // ffmpeg's HLS reader hands a changed EXT-X-MAP to its MP4 reader, which skips the second `moov`: so each
         // range is decoded from its own init segment and segments, as a player that follows EXT-X-MAP does. Each
         // decodes to the frames of its part of the source, at its own picture size.
-        let parts = try filesByInitSegment(base, "video.m3u8", label: "config-hevc-video")
+        let parts = try await filesByInitSegment(base, "video.m3u8", label: "config-hevc-video")
         #expect(parts.count == 2)
         let sources = ["config-hevc-resolution-a.ts", "config-hevc-resolution-b.ts"].map {
             PlaybackFixtures.folder.appendingPathComponent($0).path
         }
         for (part, (source, size)) in zip(parts, zip(sources, ["320,180", "480,270"])) {
-            let served = try playback.frameHashes(part.path, "v:0")
-            let expected = try playback.frameHashes(source, "v:0")
+            let served = try await playback.frameHashes(part.path, "v:0")
+            let expected = try await playback.frameHashes(source, "v:0")
             #expect(
                 !served.isEmpty && served == expected,
                 "\(part.lastPathComponent): \(served.count) frames, \(expected.count)")
-            let sizes = Set(try frameEntries(part.path, "v:0", "width,height"))
+            let sizes = await Set(try frameEntries(part.path, "v:0", "width,height"))
             #expect(sizes == [size], "\(part.lastPathComponent): \(sizes)")
         }
         // The I-frames of each range decode from their own init segment too.
-        let iFrameParts = try filesByInitSegment(base, "iframes.m3u8", label: "config-hevc-iframes")
+        let iFrameParts = try await filesByInitSegment(base, "iframes.m3u8", label: "config-hevc-iframes")
         #expect(iFrameParts.count == 2)
         for (part, size) in zip(iFrameParts, ["320,180", "480,270"]) {
-            let sizes = try frameEntries(part.path, "v:0", "width,height")
+            let sizes = try await frameEntries(part.path, "v:0", "width,height")
             #expect(!sizes.isEmpty && Set(sizes) == [size], "\(part.lastPathComponent): \(sizes)")
         }
-        try expectRemuxRefused(movie, pid: 256, offset: videoStart, what: "the parameter sets change")
+        try await expectRemuxRefused(movie, pid: 256, offset: videoStart, what: "the parameter sets change")
     }
 
     /// H.264 keeps its SPS and PPS in the samples: the served HLS decodes through the reset even in ffmpeg (which
     /// keeps the first init segment), and `remux` is not refused: its output decodes to the source's frames, each
     /// at its own size.
-    @Test func h264WithAnotherPictureSizeAfterTheReset() throws {
-        let (movie, _) = try #require(ConfigurationFixtures.h264Resolution)
-        try playback.checkServed(movie, streams: ["v:0", "a:0"])
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+    @Test func h264WithAnotherPictureSizeAfterTheReset() async throws {
+        let (movie, _) = try #require(await ConfigurationFixtures.h264Resolution)
+        try await playback.checkServed(movie, streams: ["v:0", "a:0"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let video = try waitForEndList(base + "video.m3u8")
+        let video = try await waitForEndList(base + "video.m3u8")
         #expect(maps(video).map(\.uri) == ["video-init.mp4", "video-init-1.mp4"], "\(video)")
-        let master = try fetch(url)
+        let master = try await fetch(url)
         #expect(master.contains("RESOLUTION=480x270"), "\(master)")
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = PlaybackFixtures.folder.appendingPathComponent("config-h264-resolution.mp4").path
-        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+        let result = try await EndToEnd.run(tsplayer, ["remux", movie.path, output])
         #expect(result.status == 0, "\(result.err)")
         for stream in ["v:0", "a:0"] {
-            #expect(try playback.frameHashes(output, stream) == playback.frameHashes(movie.path, stream), "\(stream)")
+            await #expect(
+                try playback.frameHashes(output, stream) == playback.frameHashes(movie.path, stream), "\(stream)")
         }
-        let sizes = try frameEntries(output, "v:0", "width,height")
-        #expect(sizes == (try frameEntries(movie.path, "v:0", "width,height")) && Set(sizes) == ["320,180", "480,270"])
+        let sizes = try await frameEntries(output, "v:0", "width,height")
+        await #expect(
+            sizes == (try frameEntries(movie.path, "v:0", "width,height")) && Set(sizes) == ["320,180", "480,270"])
     }
 
-    @Test func aacWithAnotherChannelCountAfterTheResetGetsItsOwnAudioInit() throws {
-        let (movie, _) = try #require(ConfigurationFixtures.aacChannels)
-        let (master, _, _) = try playback.checkServed(movie, streams: ["v:0", "a:0"])
+    @Test func aacWithAnotherChannelCountAfterTheResetGetsItsOwnAudioInit() async throws {
+        let (movie, _) = try #require(await ConfigurationFixtures.aacChannels)
+        let (master, _, _) = try await playback.checkServed(movie, streams: ["v:0", "a:0"])
         #expect(master.contains("CHANNELS=\"2\""), "\(master)")
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
         let name = try audioPlaylist(master)
-        let audio = try waitForEndList(base + name)
+        let audio = try await waitForEndList(base + name)
         let audioMaps = maps(audio)
         let stem = String(name.dropLast(".m3u8".count))
         #expect(
             audioMaps.map(\.uri) == [stem + "-init.mp4", stem + "-init-1.mp4"]
                 && audioMaps.last?.afterDiscontinuity == true, "\(audio)")
         // The same encoder settings and picture size on both sides: the video keeps one init segment.
-        let video = try fetch(base + "video.m3u8")
+        let video = try await fetch(base + "video.m3u8")
         #expect(maps(video).count == 1, "\(video)")
         // Through the HLS, every frame decodes with its own channel count, as from the source (ffmpeg's AAC decoder
         // follows the frames' channel elements even where it keeps the first init segment).
-        let channels = try frameEntries(url, "a:0", "channels")
-        let source = try frameEntries(movie.path, "a:0", "channels")
+        let channels = try await frameEntries(url, "a:0", "channels")
+        let source = try await frameEntries(movie.path, "a:0", "channels")
         #expect(channels == source, "served \(channels.count) frames, source \(source.count)")
         #expect(Set(channels) == ["1", "2"] && channels.first == "1" && channels.last == "2", "\(Set(channels))")
         // Each range from its own init segment: the init segment says mono, then stereo, and the frames decode to
         // those of that part of the source.
-        let parts = try filesByInitSegment(base, name, label: "config-aac-audio")
+        let parts = try await filesByInitSegment(base, name, label: "config-aac-audio")
         let sources = ["config-aac-channels-a.ts", "config-aac-channels-b.ts"].map {
             PlaybackFixtures.folder.appendingPathComponent($0).path
         }
         #expect(parts.count == 2)
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
         for (part, (source, count)) in zip(parts, zip(sources, ["1", "2"])) {
-            let probed = try EndToEnd.run(
+            let probed = try await EndToEnd.run(
                 ffprobe, ["-v", "error", "-show_entries", "stream=channels", "-of", "csv=p=0", part.path])
             #expect(
                 probed.out.trimmingCharacters(in: .whitespacesAndNewlines) == count,
                 "\(part.lastPathComponent): \(probed.out)")
-            let served = try playback.frameHashes(part.path, "a:0")
-            let expected = try playback.frameHashes(source, "a:0")
+            let served = try await playback.frameHashes(part.path, "a:0")
+            let expected = try await playback.frameHashes(source, "a:0")
             #expect(
                 !served.isEmpty && served == expected,
                 "\(part.lastPathComponent): \(served.count) frames, \(expected.count)")
@@ -324,7 +347,7 @@ enum ConfigurationFixtures {
                 try Data(contentsOf: PlaybackFixtures.folder.appendingPathComponent("config-aac-channels-b.ts")),
                 pid: UInt16(audioPID)))
         let first = try Data(contentsOf: PlaybackFixtures.folder.appendingPathComponent("config-aac-channels-a.ts"))
-        try expectRemuxRefused(
+        try await expectRemuxRefused(
             movie, pid: audioPID, offset: first.count + audioStart, what: "the audio configuration changes")
     }
 
@@ -333,17 +356,17 @@ enum ConfigurationFixtures {
     /// configuration than its own. Each range decodes from its own init segment to the frames of its part of the
     /// source (the second without the frames left out). The session and `tsplayer serve` (on stderr) name them.
     @Test func audioOfTheNextConfigurationBeforeTheResetKeyframeIsLeftOut() async throws {
-        let (movie, audioStart) = try #require(ConfigurationFixtures.audioBeforeKeyframe)
-        let (master, _, _) = try playback.checkServed(movie, streams: ["v:0"])
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        let (movie, audioStart) = try #require(await ConfigurationFixtures.audioBeforeKeyframe)
+        let (master, _, _) = try await playback.checkServed(movie, streams: ["v:0"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
         let name = try audioPlaylist(master)
         let stem = String(name.dropLast(".m3u8".count))
-        let audio = try waitForEndList(base + name)
+        let audio = try await waitForEndList(base + name)
         #expect(maps(audio).count == 2 && maps(audio).last?.afterDiscontinuity == true, "\(audio)")
-        let parts = try filesByInitSegment(base, name, label: "config-audio-first")
+        let parts = try await filesByInitSegment(base, name, label: "config-audio-first")
         #expect(parts.count == 2)
         // The second part's source without the PES left out: ffmpeg's AAC encoder uses noise substitution, whose
         // decoder draws from a generator that runs on from the first frame, so a part decodes to the same samples
@@ -352,20 +375,20 @@ enum ConfigurationFixtures {
             PlaybackFixtures.folder.appendingPathComponent($0).path
         }
         for (number, (part, source)) in zip(parts, sources).enumerated() {
-            let channels = try frameEntries(part.path, "a:0", "channels")
+            let channels = try await frameEntries(part.path, "a:0", "channels")
             #expect(!channels.isEmpty && Set(channels) == [number == 0 ? "1" : "2"], "\(part.lastPathComponent)")
-            let served = try playback.frameHashes(part.path, "a:0")
-            let expected = try playback.frameHashes(source, "a:0")
+            let served = try await playback.frameHashes(part.path, "a:0")
+            let expected = try await playback.frameHashes(source, "a:0")
             #expect(
                 !served.isEmpty && served == expected,
                 "\(part.lastPathComponent): \(served.count) frames, \(expected.count)")
         }
         // The PES left out held 8 frames: the second part's source has 8 more.
-        let whole = try playback.frameHashes(
+        let whole = try await playback.frameHashes(
             PlaybackFixtures.folder.appendingPathComponent("config-aac-channels-b.ts").path, "a:0")
-        let rest = try playback.frameHashes(sources[1], "a:0")
+        let rest = try await playback.frameHashes(sources[1], "a:0")
         #expect(whole.count == rest.count + 8, "\(whole.count) frames, \(rest.count) without the PES")
-        try expectRemuxRefused(movie, pid: 257, offset: audioStart, what: "the audio configuration changes")
+        try await expectRemuxRefused(movie, pid: 257, offset: audioStart, what: "the audio configuration changes")
         // In process: the session names the frames left out, with the segment's offset.
         let session = try TSPlaybackSession(
             tsFile: movie.path, options: .init(segmentDuration: 1, writesSidecar: false, container: .fmp4))
@@ -384,28 +407,28 @@ enum ConfigurationFixtures {
         // `tsplayer serve`, which served every segment above, prints it on stderr, naming the file, once: the
         // segments served again add no line.
         let line = "\(movie.path): \(diagnostic)\n"
-        DownloadProcessesTests.waitFor("serve to print \(line)") { server.logText.contains(line) }
-        _ = try filesByInitSegment(base, name, label: "config-audio-first-again")
+        await DownloadProcessesTests.waitFor("serve to print \(line)") { server.logText.contains(line) }
+        _ = try await filesByInitSegment(base, name, label: "config-audio-first-again")
         try await Task.sleep(for: .seconds(1))
         #expect(server.logText.components(separatedBy: line).count == 2, "\(server.logText)")
     }
 
     /// An AAC sample rate change: the later range's init segment has the new rate as its timescale, its frames
     /// decode to the source's, and its first decode time (in seconds) is where the range before ended.
-    @Test func aacWithAnotherSampleRateAfterTheResetChangesTimescale() throws {
-        let (movie, _) = try #require(ConfigurationFixtures.aacRate)
+    @Test func aacWithAnotherSampleRateAfterTheResetChangesTimescale() async throws {
+        let (movie, _) = try #require(await ConfigurationFixtures.aacRate)
         // The video decodes through the served HLS, and every playlist lints clean. (The audio is compared range by
         // range below: ffmpeg's HLS reader would keep the first range's 48 kHz entry.)
-        try playback.checkServed(movie, streams: ["v:0"])
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        try await playback.checkServed(movie, streams: ["v:0"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let master = try fetch(url)
+        let master = try await fetch(url)
         let name = try audioPlaylist(master)
-        let audio = try waitForEndList(base + name)
+        let audio = try await waitForEndList(base + name)
         #expect(maps(audio).count == 2 && maps(audio).last?.afterDiscontinuity == true, "\(audio)")
-        let parts = try filesByInitSegment(base, name, label: "config-aac-rate")
+        let parts = try await filesByInitSegment(base, name, label: "config-aac-rate")
         try #require(parts.count == 2)
         let sources = ["config-aac-rate-a.ts", "config-aac-rate-b.ts"].map {
             PlaybackFixtures.folder.appendingPathComponent($0).path
@@ -414,16 +437,16 @@ enum ConfigurationFixtures {
         var ends: [Double] = []
         var starts: [Double] = []
         for (part, (source, rate)) in zip(parts, zip(sources, [48000, 44100])) {
-            let probed = try EndToEnd.run(
+            let probed = try await EndToEnd.run(
                 ffprobe, ["-v", "error", "-show_entries", "stream=sample_rate,time_base", "-of", "csv=p=0", part.path])
             #expect(
                 probed.out.trimmingCharacters(in: .whitespacesAndNewlines) == "\(rate),1/\(rate)",
                 "\(part.lastPathComponent): \(probed.out)")
-            let served = try playback.frameHashes(part.path, "a:0")
-            let expected = try playback.frameHashes(source, "a:0")
+            let served = try await playback.frameHashes(part.path, "a:0")
+            let expected = try await playback.frameHashes(source, "a:0")
             #expect(
                 !served.isEmpty && served == expected, "\(part.lastPathComponent): \(served.count), \(expected.count)")
-            let times = try packetTimes(part.path, "a:0")
+            let times = try await packetTimes(part.path, "a:0")
             expectContinuous(times, part.lastPathComponent)
             let first = try #require(times.first, "\(part.lastPathComponent): no audio packets")
             let last = try #require(times.last)
@@ -439,15 +462,15 @@ enum ConfigurationFixtures {
 
     /// A reset inside a GOP: the second part lost its first keyframe (and the pictures cut with it), so its first
     /// pictures have no keyframe to start from.
-    @Test func resetInsideAGOPKeepsKeyframeAlignedSegments() throws {
-        let (movie, _) = try #require(ConfigurationFixtures.midGOPReset)
+    @Test func resetInsideAGOPKeepsKeyframeAlignedSegments() async throws {
+        let (movie, _) = try #require(await ConfigurationFixtures.midGOPReset)
         let second = PlaybackFixtures.folder.appendingPathComponent("config-mid-gop-reset-b.ts")
         // What the source decode gives: the first part's 75 pictures; then the second part's pictures before its
         // first remaining keyframe, predicted from the first part's last picture (the static bars' P pictures
         // only copy it), so each decodes to that picture again; then from the keyframe on, the second part's own
         // pictures as it decodes alone from its keyframe at picture 25.
-        let source = try playback.frameHashes(movie.path, "v:0")
-        let alone = try playback.frameHashes(second.path, "v:0")
+        let source = try await playback.frameHashes(movie.path, "v:0")
+        let alone = try await playback.frameHashes(second.path, "v:0")
         let leading = source.count - 75 - (alone.count - 25)
         #expect(leading > 0 && leading < 25, "\(source.count) pictures, \(alone.count) in the second part")
         #expect(
@@ -455,21 +478,21 @@ enum ConfigurationFixtures {
             "the pictures before the second part's keyframe: \(source[74..<75 + leading])")
         #expect(Array(source[(75 + leading)...]) == Array(alone[25...]))
         // The served HLS decodes to exactly those frames (checked frame by frame), and lints clean.
-        try playback.checkServed(movie, streams: ["v:0", "a:0"])
+        try await playback.checkServed(movie, streams: ["v:0", "a:0"])
         // Every served video segment starts with a keyframe; the discontinuity goes on the keyframe's segment.
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let video = try waitForEndList(base + "video.m3u8")
+        let video = try await waitForEndList(base + "video.m3u8")
         #expect(video.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count == 2, "\(video)")
         let count = video.components(separatedBy: "#EXTINF:").count - 1
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
-        let initBytes = try fetchBytes(base + "video-init.mp4")
+        let initBytes = try await fetchBytes(base + "video-init.mp4")
         for number in 0..<count {
             let file = PlaybackFixtures.folder.appendingPathComponent("config-mid-gop-\(number).mp4")
-            try (initBytes + fetchBytes(base + "video/\(number).m4s")).write(to: file)
-            let result = try EndToEnd.run(
+            try await (initBytes + fetchBytes(base + "video/\(number).m4s")).write(to: file)
+            let result = try await EndToEnd.run(
                 ffprobe,
                 ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=flags", "-of", "csv=p=0", file.path])
             #expect(result.out.hasPrefix("K"), "segment \(number) starts with \(result.out.prefix(8))")

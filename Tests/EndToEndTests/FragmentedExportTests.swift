@@ -10,8 +10,8 @@ import Testing
 
     /// An origin folder: `reset/index.m3u8` (the concatenation fixture's two parts as HLS, joined with a
     /// discontinuity) and `fmp4/index.m3u8` (the first part as fMP4 HLS).
-    func makeOrigin() throws -> URL {
-        _ = try #require(FragmentedFixtures.concatenation)
+    func makeOrigin() async throws -> URL {
+        _ = try #require(await FragmentedFixtures.concatenation)
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
         let root = PlaybackFixtures.folder.appendingPathComponent("export-origin-\(UUID().uuidString)")
         let www = root.appendingPathComponent("www")
@@ -22,7 +22,7 @@ import Testing
         var playlist = ""
         for (half, name) in ["fmp4-concatenation-a.ts", "fmp4-concatenation-b.ts"].enumerated() {
             let part = PlaybackFixtures.folder.appendingPathComponent(name).path
-            let result = try EndToEnd.run(
+            let result = try await EndToEnd.run(
                 ffmpeg,
                 [
                     "-v", "error", "-y", "-i", part, "-map", "0", "-c", "copy", "-f", "hls", "-hls_time", "1",
@@ -42,7 +42,7 @@ import Testing
         }
         playlist += "#EXT-X-ENDLIST\n"
         try Data(playlist.utf8).write(to: www.appendingPathComponent("reset/index.m3u8"))
-        let fmp4 = try EndToEnd.run(
+        let fmp4 = try await EndToEnd.run(
             ffmpeg,
             [
                 "-v", "error", "-y", "-i",
@@ -56,8 +56,8 @@ import Testing
     }
 
     /// Downloads `url` into `store`; returns the task ID.
-    func download(_ url: String, store: URL) throws -> String {
-        let result = try #require(try DownloadTool.run(["download", url, "-o", store.path, "--json"]))
+    func download(_ url: String, store: URL) async throws -> String {
+        let result = try #require(try await DownloadTool.run(["download", url, "-o", store.path, "--json"]))
         #expect(result.status == 0, "\(result.err)")
         let last = result.out.split(separator: "\n").last.map { Data($0.utf8) } ?? Data()
         let event = try JSONSerialization.jsonObject(with: last) as? [String: Any]
@@ -65,34 +65,34 @@ import Testing
         return try #require(event?["id"] as? String)
     }
 
-    @Test func exportsADownloadedTSTaskAsOneFragmentedMP4() throws {
-        let movie = try #require(FragmentedFixtures.concatenation)
-        let root = try makeOrigin()
-        let nginx = try #require(try NginxOrigin(root: root))
+    @Test func exportsADownloadedTSTaskAsOneFragmentedMP4() async throws {
+        let movie = try #require(await FragmentedFixtures.concatenation)
+        let root = try await makeOrigin()
+        let nginx = try #require(try await NginxOrigin(root: root))
         defer { nginx.stop() }
         let store = root.appendingPathComponent("store")
-        let id = try download(nginx.url("www/reset/index.m3u8"), store: store)
+        let id = try await download(nginx.url("www/reset/index.m3u8"), store: store)
 
         let output = root.appendingPathComponent("export.mp4")
-        let result = try #require(
+        let result = try await #require(
             try DownloadTool.run(["tasks", "export", id, output.path, "--store", store.path]))
         #expect(result.status == 0, "\(result.err)")
         #expect(!FileManager.default.fileExists(atPath: output.path + ".ts.partial"))
-        let streams = try checks.probeStreams(output.path)
+        let streams = try await checks.probeStreams(output.path)
         #expect(streams.map(\.tag) == ["avc1", "mp4a"], "\(streams)")
         for stream in ["v:0", "a:0"] {
-            let exported = try checks.frameHashes(output.path, stream)
-            let source = try checks.frameHashes(movie.path, stream)
+            let exported = try await checks.frameHashes(output.path, stream)
+            let source = try await checks.frameHashes(movie.path, stream)
             #expect(!source.isEmpty && exported == source, "\(stream): \(exported.count) exported, \(source.count)")
-            expectContinuous(try packetTimes(output.path, stream), "export \(stream)")
+            await expectContinuous(try packetTimes(output.path, stream), "export \(stream)")
         }
 
         // Errors: an unknown task, and a download that is fMP4, not TS.
-        let unknown = try #require(
+        let unknown = try await #require(
             try DownloadTool.run(["tasks", "export", "nope", output.path, "--store", store.path]))
         #expect(unknown.status == 1 && unknown.err.contains("no task with id 'nope'"), "\(unknown.err)")
-        let fmp4 = try download(nginx.url("www/fmp4/index.m3u8"), store: store)
-        let notTS = try #require(
+        let fmp4 = try await download(nginx.url("www/fmp4/index.m3u8"), store: store)
+        let notTS = try await #require(
             try DownloadTool.run(["tasks", "export", fmp4, output.path + ".2.mp4", "--store", store.path]))
         #expect(
             notTS.status != 0 && notTS.err.contains("task '\(fmp4)'")

@@ -10,11 +10,11 @@ import Testing
 
     /// The pieces of `movie` that ffmpeg's segment muxer cuts at keyframes, joined into one file, with their
     /// byte ranges and durations.
-    func joinedPieces(_ movie: URL, name: String) throws -> (url: URL, segments: [SegmentInfo]) {
+    func joinedPieces(_ movie: URL, name: String) async throws -> (url: URL, segments: [SegmentInfo]) {
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
         let pieces = PlaybackFixtures.folder.appendingPathComponent("given-\(name)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: pieces, withIntermediateDirectories: true)
-        let cut = try EndToEnd.run(
+        let cut = try await EndToEnd.run(
             ffmpeg,
             [
                 "-v", "error", "-i", movie.path, "-map", "0", "-c", "copy", "-f", "segment", "-segment_time", "1",
@@ -25,15 +25,16 @@ import Testing
             (Int($0.dropFirst(5).dropLast(3)) ?? 0) < (Int($1.dropFirst(5).dropLast(3)) ?? 0)
         }
         #expect(names.count >= 4, "\(names)")
-        return try join(names.map { pieces.appendingPathComponent($0) }, into: pieces.appendingPathComponent("all.bin"))
+        return try await join(
+            names.map { pieces.appendingPathComponent($0) }, into: pieces.appendingPathComponent("all.bin"))
     }
 
-    func join(_ files: [URL], into url: URL) throws -> (url: URL, segments: [SegmentInfo]) {
+    func join(_ files: [URL], into url: URL) async throws -> (url: URL, segments: [SegmentInfo]) {
         var joined = Data()
         var segments: [SegmentInfo] = []
         for file in files {
             let data = try Data(contentsOf: file)
-            let duration = try TSProbeDuration.of(file.path)
+            let duration = try await TSProbeDuration.of(file.path)
             segments.append(SegmentInfo(offset: UInt64(joined.count), duration: duration, length: UInt64(data.count)))
             joined += data
         }
@@ -46,13 +47,13 @@ import Testing
         #expect(session.container == .fmp4, "\(session.diagnostics)")
         let server = PlaybackServer()
         let base = try await server.add(session)
-        let master = try fetch(base + "master.m3u8")
+        let master = try await fetch(base + "master.m3u8")
         for stream in streams {
-            let served = try checks.frameHashes(base + "master.m3u8", stream)
-            let expected = try checks.frameHashes(source.path, stream)
+            let served = try await checks.frameHashes(base + "master.m3u8", stream)
+            let expected = try await checks.frameHashes(source.path, stream)
             #expect(!expected.isEmpty && served == expected, "\(stream): \(served.count) served, \(expected.count)")
         }
-        let video = try fetch(base + "video.m3u8")
+        let video = try await fetch(base + "video.m3u8")
         #expect(video.contains("#EXT-X-ENDLIST") && video.contains("#EXT-X-MAP:URI="), "\(video)")
         var names = ["video"]
         for line in master.split(separator: "\n") where line.contains("TYPE=AUDIO") {
@@ -61,22 +62,22 @@ import Testing
             }
         }
         for (number, name) in names.enumerated() {
-            let media = try fetch(base + name + ".m3u8")
-            var bytes = try fetchBytes(base + name + "-init.mp4")
+            let media = try await fetch(base + name + ".m3u8")
+            var bytes = try await fetchBytes(base + name + "-init.mp4")
             for segment in 0..<(media.components(separatedBy: "#EXTINF:").count - 1) {
-                bytes += try fetchBytes(base + name + "/\(segment).m4s")
+                await bytes += try fetchBytes(base + name + "/\(segment).m4s")
             }
             let joined = PlaybackFixtures.folder.appendingPathComponent("given-\(UUID().uuidString).mp4")
             try bytes.write(to: joined)
-            expectContinuous(try packetTimes(joined.path, number == 0 ? "v:0" : "a:0"), "given \(name)")
+            await expectContinuous(try packetTimes(joined.path, number == 0 ? "v:0" : "a:0"), "given \(name)")
         }
         await server.remove(session)
         return video
     }
 
     @Test func givenSegmentsOfTwoLanguagesServedAsFragmentedMP4() async throws {
-        let movie = try #require(FragmentedFixtures.twoLanguages)
-        let (url, segments) = try joinedPieces(movie, name: "languages")
+        let movie = try #require(await FragmentedFixtures.twoLanguages)
+        let (url, segments) = try await joinedPieces(movie, name: "languages")
         // auto picks fMP4 for two audio tracks, as for an indexed file.
         let session = try TSPlaybackSession(tsFile: url.path, segments: segments)
         #expect(session.diagnostics.contains { $0.hasPrefix("served as fragmented MP4") }, "\(session.diagnostics)")
@@ -85,11 +86,11 @@ import Testing
     }
 
     @Test func givenSegmentsThatResetTheirTimeStampsGetADiscontinuity() async throws {
-        let movie = try #require(FragmentedFixtures.concatenation)
+        let movie = try #require(await FragmentedFixtures.concatenation)
         let parts = ["fmp4-concatenation-a.ts", "fmp4-concatenation-b.ts"].map {
             PlaybackFixtures.folder.appendingPathComponent($0)
         }
-        let (url, segments) = try join(
+        let (url, segments) = try await join(
             parts, into: PlaybackFixtures.folder.appendingPathComponent("given-concatenation.bin"))
         let session = try TSPlaybackSession(
             tsFile: url.path, segments: segments, options: .init(container: .fmp4))
@@ -97,8 +98,8 @@ import Testing
         #expect(video.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count == 2, "\(video)")
     }
 
-    @Test func givenSegmentNotStartingOnAKeyframe() throws {
-        let movie = try #require(FragmentedFixtures.twoLanguages)
+    @Test func givenSegmentNotStartingOnAKeyframe() async throws {
+        let movie = try #require(await FragmentedFixtures.twoLanguages)
         let size = UInt64(try Data(contentsOf: movie).count)
         // The second segment starts at a packet in the middle of the file: not a keyframe's.
         let middle = size / 188 / 2 * 188

@@ -40,7 +40,7 @@ import Testing
     func aGrowingRecordingWithAResetGainsItsInitSegmentAndEndsAsTheWholeFile(_ fixture: String) async throws {
         let hevc = fixture == "config-hevc-resolution"
         let (movie, videoStart) = try #require(
-            hevc ? ConfigurationFixtures.hevcResolution : ConfigurationFixtures.aacChannels)
+            hevc ? await ConfigurationFixtures.hevcResolution : await ConfigurationFixtures.aacChannels)
         let whole = [UInt8](try Data(contentsOf: movie))
         let firstPart = try Data(contentsOf: PlaybackFixtures.folder.appendingPathComponent(fixture + "-a.ts")).count
         let path = PlaybackFixtures.folder.appendingPathComponent("growing-\(UUID().uuidString).ts").path

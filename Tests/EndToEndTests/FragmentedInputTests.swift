@@ -17,11 +17,12 @@ enum InputFixtures {
     /// second (an empty display set: the end-of-display-set segment), at the picture's PTS. ffmpeg cannot encode
     /// DVB subtitles from text (its dvbsub encoder takes bitmaps only, and lavfi makes none), so the stream is
     /// written here.
-    static let mpeg2WithDVBSubtitles: URL? = {
+    static var mpeg2WithDVBSubtitles: URL? { get async { await mpeg2WithDVBSubtitlesFixture.value } }
+    private static let mpeg2WithDVBSubtitlesFixture = SharedFixture<URL?> {
         let url = folder.appendingPathComponent("input-mpeg2-dvbsub.ts")
         if FileManager.default.fileExists(atPath: url.path) { return url }
         guard
-            let plain = PlaybackFixtures.make(
+            let plain = await PlaybackFixtures.make(
                 "input-mpeg2-aac.ts",
                 arguments: { path in
                     FragmentedFixtures.video + FragmentedFixtures.tone(330)
@@ -34,11 +35,14 @@ enum InputFixtures {
             (try? Data(made).write(to: url)) != nil
         else { return nil }
         return url
-    }()
+    }
 
     /// 2 s of MPEG-2 video alone: nothing fragmented MP4 can carry.
-    static let mpeg2Only = PlaybackFixtures.make("input-mpeg2-only.ts") { path in
-        FragmentedFixtures.video + ["-t", "2", "-c:v", "mpeg2video", "-f", "mpegts", path]
+    static var mpeg2Only: URL? { get async { await mpeg2OnlyFixture.value } }
+    private static let mpeg2OnlyFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("input-mpeg2-only.ts") { path in
+            FragmentedFixtures.video + ["-t", "2", "-c:v", "mpeg2video", "-f", "mpegts", path]
+        }
     }
 
     /// The PID of the DVB subtitles added.
@@ -95,8 +99,9 @@ enum InputFixtures {
     /// `h264AAC` cut inside a packet (100 bytes into it) and inside a video PES: the packets up to the middle of the
     /// file and 100 bytes of the next, which carries video but does not start its PES. Returns the file and the
     /// offset of the cut packet.
-    static let truncated: (url: URL, packetOffset: Int)? = {
-        guard let movie = FragmentedFixtures.h264AAC, let bytes = try? [UInt8](Data(contentsOf: movie)) else {
+    static var truncated: (url: URL, packetOffset: Int)? { get async { await truncatedFixture.value } }
+    private static let truncatedFixture = SharedFixture<(url: URL, packetOffset: Int)?> {
+        guard let movie = await FragmentedFixtures.h264AAC, let bytes = try? [UInt8](Data(contentsOf: movie)) else {
             return nil
         }
         var packet = bytes.count / 188 / 2
@@ -110,7 +115,7 @@ enum InputFixtures {
         let url = folder.appendingPathComponent("input-truncated.ts")
         guard (try? Data(bytes.prefix(packet * 188 + 100)).write(to: url)) != nil else { return nil }
         return (url, packet * 188)
-    }()
+    }
 
     /// Random bytes (SplitMix64, seed 15), `count` of them; with `sync`, each 188-byte packet starts with 0x47.
     static func random(_ count: Int, sync: Bool, seed: UInt64 = 15) -> Data {
@@ -134,10 +139,10 @@ enum InputFixtures {
 
     /// MPEG-2 video with AAC and DVB bitmap subtitles: `--container auto` serves TS byte ranges (for players other
     /// than AVPlayer), and the session's diagnostics and serve's stderr name the video and the subtitles by PID.
-    @Test func mpeg2VideoAndDVBSubtitlesAreServedAsTSAndNamed() throws {
-        let movie = try #require(InputFixtures.mpeg2WithDVBSubtitles)
+    @Test func mpeg2VideoAndDVBSubtitlesAreServedAsTSAndNamed() async throws {
+        let movie = try #require(await InputFixtures.mpeg2WithDVBSubtitles)
         // ffprobe reads the added stream as DVB subtitles.
-        let probed = try playback.probeStreams(movie.path)
+        let probed = try await playback.probeStreams(movie.path)
         #expect(
             probed.map(\.codec) == ["mpeg2video", "aac", "dvb_subtitle"] && probed.last?.language == "eng", "\(probed)")
         let expected = [
@@ -150,26 +155,26 @@ enum InputFixtures {
         defer { session.close() }
         #expect(session.container == .ts)
         #expect(session.diagnostics == expected, "\(session.diagnostics)")
-        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [movie.path, "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let master = try fetch(url)
+        let master = try await fetch(url)
         #expect(master.contains("index.m3u8") && !master.contains("video.m3u8"), "\(master)")
-        let index = try waitForEndList(base + "index.m3u8")
+        let index = try await waitForEndList(base + "index.m3u8")
         #expect(index.contains("#EXT-X-BYTERANGE:") && !index.contains("#EXT-X-MAP"), "\(index)")
         #expect(
             server.logText.contains("\(movie.path): " + expected.joined(separator: "; ")), "\(server.logText)")
         // Other players get the whole stream: ffmpeg decodes the served TS to the source's pictures.
-        let source = try playback.frameHashes(movie.path, "v:0")
-        let served = try playback.frameHashes(url, "v:0")
+        let source = try await playback.frameHashes(movie.path, "v:0")
+        let served = try await playback.frameHashes(url, "v:0")
         #expect(!source.isEmpty && served == source, "\(served.count) pictures served, \(source.count)")
     }
 
     /// `--container fmp4` asked for a file with MPEG-2 video and AAC: the AAC becomes an audio-only presentation,
     /// and the video and subtitles are named as left out; remux likewise keeps the audio and names the video.
-    @Test func mpeg2VideoIsLeftOutOfFragmentedMP4AndRemuxByPID() throws {
-        let movie = try #require(InputFixtures.mpeg2WithDVBSubtitles)
+    @Test func mpeg2VideoIsLeftOutOfFragmentedMP4AndRemuxByPID() async throws {
+        let movie = try #require(await InputFixtures.mpeg2WithDVBSubtitles)
         let session = try TSPlaybackSession(
             tsFile: movie.path, options: .init(segmentDuration: 1, writesSidecar: false, container: .fmp4))
         defer { session.close() }
@@ -181,23 +186,23 @@ enum InputFixtures {
             "\(session.diagnostics)")
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = InputFixtures.folder.appendingPathComponent("input-mpeg2-audio.mp4").path
-        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
+        let result = try await EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
         #expect(result.status == 0, "\(result.err)")
         #expect(result.err.contains("remux: \(movie.path): PID 256 left out: "), "\(result.err)")
-        let source = try playback.frameHashes(movie.path, "a:0")
-        let remuxed = try playback.frameHashes(output, "a:0")
-        let codecs = try playback.probeStreams(output).map(\.codec)
+        let source = try await playback.frameHashes(movie.path, "a:0")
+        let remuxed = try await playback.frameHashes(output, "a:0")
+        let codecs = try await playback.probeStreams(output).map(\.codec)
         #expect(!source.isEmpty && remuxed == source && codecs == ["aac"], "\(codecs)")
     }
 
     /// `tsplayer remux` of MPEG-2 video alone: nothing it can carry, so exit 1 with an error naming the file and
     /// the PID, and no output (nor a partial one) left behind. `serve --container fmp4` serves it as TS and says
     /// why fragmented MP4 is not possible, in words.
-    @Test func remuxOfNothingItCanCarryFailsNamingThePID() throws {
-        let movie = try #require(InputFixtures.mpeg2Only)
+    @Test func remuxOfNothingItCanCarryFailsNamingThePID() async throws {
+        let movie = try #require(await InputFixtures.mpeg2Only)
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = InputFixtures.folder.appendingPathComponent("input-mpeg2-only.mp4").path
-        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
+        let result = try await EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
         #expect(result.status == 1, "\(result.status): \(result.err)")
         #expect(
             result.err
@@ -206,10 +211,10 @@ enum InputFixtures {
         #expect(
             !FileManager.default.fileExists(atPath: output)
                 && !FileManager.default.fileExists(atPath: output + ".partial"))
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
-        #expect(try fetch(url).contains("index.m3u8"))
+        await #expect(try fetch(url).contains("index.m3u8"))
         #expect(
             server.logText.contains(
                 "\(movie.path): served as TS: fragmented MP4 is not possible (program 1 has no H.264, HEVC, AAC, "
@@ -221,39 +226,39 @@ enum InputFixtures {
     /// frames ffmpeg decodes from the cut file, the last picture as far as it goes) and says on stderr where the
     /// file ends, exit 1 (stream errors found, the output written all the same); `serve --container fmp4` serves
     /// every segment of it (200), decoding to the same frames, its playlists linting clean.
-    @Test func truncatedFileIsRemuxedAndServedAsFarAsItGoes() throws {
-        let (movie, offset) = try #require(InputFixtures.truncated)
+    @Test func truncatedFileIsRemuxedAndServedAsFarAsItGoes() async throws {
+        let (movie, offset) = try #require(await InputFixtures.truncated)
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = InputFixtures.folder.appendingPathComponent("input-truncated.mp4").path
-        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
+        let result = try await EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
         #expect(result.status == 1, "\(result.err)")
         #expect(
             result.err
                 == "remux: \(movie.path): the file ends inside a packet: its last 100 bytes, from byte offset "
                 + "\(offset), are not a whole packet and were left out\n", "\(result.err)")
         for stream in ["v:0", "a:0"] {
-            let source = try playback.frameHashes(movie.path, stream)
-            let remuxed = try playback.frameHashes(output, stream)
+            let source = try await playback.frameHashes(movie.path, stream)
+            let remuxed = try await playback.frameHashes(output, stream)
             #expect(!source.isEmpty && remuxed == source, "remux \(stream): \(remuxed.count), \(source.count)")
         }
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let names = try playback.lintServed(url)
+        let names = try await playback.lintServed(url)
         let curl = try #require(EndToEnd.tool("curl"))
         for name in names {
-            let playlist = try waitForEndList(base + name)
+            let playlist = try await waitForEndList(base + name)
             for line in playlist.split(separator: "\n") where !line.hasPrefix("#") || line.hasPrefix("#EXT-X-MAP") {
                 let uri = line.hasPrefix("#") ? String(line.dropFirst(16).prefix { $0 != "\"" }) : String(line)
-                let status = try EndToEnd.run(
+                let status = try await EndToEnd.run(
                     curl, ["-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", base + uri])
                 #expect(status.out == "200", "\(uri): \(status.out) \(status.err)")
             }
         }
         for stream in ["v:0", "a:0"] {
-            let source = try playback.frameHashes(movie.path, stream)
-            let served = try playback.frameHashes(url, stream)
+            let source = try await playback.frameHashes(movie.path, stream)
+            let served = try await playback.frameHashes(url, stream)
             #expect(served == source, "served \(stream): \(served.count), \(source.count)")
         }
         #expect(server.process.isRunning)
@@ -262,27 +267,27 @@ enum InputFixtures {
     /// 1000 bytes of garbage between two packets of the H.264 + AAC fixture: `remux` skips them and says so (exit 1,
     /// stream errors found), its output decoding to the source's frames; `serve --container fmp4` decodes to them
     /// too.
-    @Test func garbageBetweenPacketsIsSkippedAndNamed() throws {
-        let movie = try #require(FragmentedFixtures.h264AAC)
+    @Test func garbageBetweenPacketsIsSkippedAndNamed() async throws {
+        let movie = try #require(await FragmentedFixtures.h264AAC)
         let bytes = try Data(contentsOf: movie)
         let cut = 300 * 188
         let input = try InputFixtures.file(
             "input-garbage-inside.ts", bytes.prefix(cut) + Data(repeating: 0x55, count: 1000) + bytes.dropFirst(cut))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = input.path + ".mp4"
-        let remux = try EndToEnd.run(tsplayer, ["remux", input.path, output], timeout: 60)
+        let remux = try await EndToEnd.run(tsplayer, ["remux", input.path, output], timeout: 60)
         #expect(remux.status == 1, "\(remux.err)")
         #expect(
             remux.err == "remux: \(input.path): sync lost 1 time: 1000 bytes between packets were skipped\n",
             "\(remux.err)")
-        let server = try ServerProcess(arguments: [input.path, "--container", "fmp4", "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [input.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
-        _ = try waitForEndList(String(url.dropLast("master.m3u8".count)) + "video.m3u8")
+        _ = try await waitForEndList(String(url.dropLast("master.m3u8".count)) + "video.m3u8")
         for stream in ["v:0", "a:0"] {
-            let source = try playback.frameHashes(movie.path, stream)
-            let remuxed = try playback.frameHashes(output, stream)
-            let served = try playback.frameHashes(url, stream)
+            let source = try await playback.frameHashes(movie.path, stream)
+            let remuxed = try await playback.frameHashes(output, stream)
+            let served = try await playback.frameHashes(url, stream)
             #expect(!source.isEmpty && remuxed == source, "remux \(stream): \(remuxed.count), \(source.count)")
             #expect(served == source, "served \(stream): \(served.count), \(source.count)")
         }
@@ -294,7 +299,7 @@ enum InputFixtures {
     /// fails with exit 2 naming the missing table; `serve` serves an empty TS playlist and says why on stderr, and
     /// the session (auto) says there is no audio or video stream instead of calling it H.264. Each within the
     /// time bound.
-    @Test func garbageAndRandomInputsFailWithAClearError() throws {
+    @Test func garbageAndRandomInputsFailWithAClearError() async throws {
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let text = Data(String(repeating: "this is not a transport stream\n", count: 2000).utf8)
         let cases: [(name: String, data: Data, remux: String)] = [
@@ -308,13 +313,13 @@ enum InputFixtures {
         for item in cases {
             let input = try InputFixtures.file(item.name, item.data)
             let output = input.path + ".mp4"
-            let remux = try EndToEnd.run(tsplayer, ["remux", input.path, output], timeout: 30)
+            let remux = try await EndToEnd.run(tsplayer, ["remux", input.path, output], timeout: 30)
             #expect(remux.status == 2, "remux \(item.name): \(remux.status) \(remux.err)")
             #expect(remux.err == "Error: \(input.path): \(item.remux)\n", "remux \(item.name): \(remux.err)")
             #expect(
                 !FileManager.default.fileExists(atPath: output)
                     && !FileManager.default.fileExists(atPath: output + ".partial"), "\(item.name)")
-            let serve = try EndToEnd.run(tsplayer, ["serve", input.path, "--container", "fmp4"], timeout: 30)
+            let serve = try await EndToEnd.run(tsplayer, ["serve", input.path, "--container", "fmp4"], timeout: 30)
             #expect(serve.status == 2, "serve \(item.name): \(serve.status) \(serve.err)")
             #expect(
                 serve.err.hasPrefix("Error: not an MPEG transport stream '\(input.path)': no MPEG-TS packets found")
@@ -322,7 +327,7 @@ enum InputFixtures {
         }
         let packets = try InputFixtures.file("input-random-packets.ts", InputFixtures.random(1 << 20, sync: true))
         let output = packets.path + ".mp4"
-        let remux = try EndToEnd.run(tsplayer, ["remux", packets.path, output], timeout: 30)
+        let remux = try await EndToEnd.run(tsplayer, ["remux", packets.path, output], timeout: 30)
         #expect(remux.status == 2, "remux: \(remux.status) \(remux.err)")
         #expect(
             remux.err
@@ -338,10 +343,12 @@ enum InputFixtures {
                     + "\(session.probe.bytesRead) bytes read at the file's start and end, so there is nothing to "
                     + "play yet"
             ], "\(session.diagnostics)")
-        let server = try ServerProcess(arguments: [packets.path, "--container", "fmp4", "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [
+            packets.path, "--container", "fmp4", "--segment-duration", "1",
+        ])
         defer { server.stop() }
         let url = try #require(server.lines.first)
-        let index = try waitForEndList(String(url.dropLast("master.m3u8".count)) + "index.m3u8")
+        let index = try await waitForEndList(String(url.dropLast("master.m3u8".count)) + "index.m3u8")
         #expect(!index.contains("#EXTINF"), "\(index)")
         #expect(
             server.logText.contains(
@@ -354,8 +361,8 @@ enum InputFixtures {
     /// (PES headers, NAL units and ADTS frames all garbage): remux ends without a crash (exit 1, the frames it could
     /// read written) and says on stderr how many PES packets it left out; `serve --container fmp4` answers every playlist,
     /// init segment and segment 200 (the segments hold what could be read) and keeps running.
-    @Test func randomPayloadsBehindValidHeadersNeitherCrashNorHang() throws {
-        let movie = try #require(FragmentedFixtures.h264AAC)
+    @Test func randomPayloadsBehindValidHeadersNeitherCrashNorHang() async throws {
+        let movie = try #require(await FragmentedFixtures.h264AAC)
         var bytes = [UInt8](try Data(contentsOf: movie))
         let noise = [UInt8](InputFixtures.random(bytes.count, sync: false, seed: 99))
         // Keep the first quarter (the tables, parameter sets and first frames the layout is read from).
@@ -368,24 +375,24 @@ enum InputFixtures {
         let input = try InputFixtures.file("input-random-payloads.ts", Data(bytes))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = input.path + ".mp4"
-        let remux = try EndToEnd.run(tsplayer, ["remux", input.path, output], timeout: 60)
+        let remux = try await EndToEnd.run(tsplayer, ["remux", input.path, output], timeout: 60)
         #expect(remux.status == 1, "remux: \(remux.status) \(remux.err)")
         #expect(
             remux.err.hasPrefix("remux: \(input.path): ")
                 && remux.err.contains(" PES packets with a bad header were left out (the frames they held are "),
             "\(remux.err)")
-        let server = try ServerProcess(arguments: [input.path, "--container", "fmp4", "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [input.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let master = try fetch(url)
+        let master = try await fetch(url)
         let curl = try #require(EndToEnd.tool("curl"))
         var statuses: [String: Int] = [:]
         for name in playback.namedPlaylists(master) {
-            let playlist = try waitForEndList(base + name)
+            let playlist = try await waitForEndList(base + name)
             for line in playlist.split(separator: "\n") where !line.hasPrefix("#") || line.hasPrefix("#EXT-X-MAP") {
                 let uri = line.hasPrefix("#") ? String(line.dropFirst(16).prefix { $0 != "\"" }) : String(line)
-                let result = try EndToEnd.run(
+                let result = try await EndToEnd.run(
                     curl, ["-sS", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}", base + uri])
                 #expect(result.status == 0, "\(uri): \(result.err)")
                 statuses[result.out, default: 0] += 1

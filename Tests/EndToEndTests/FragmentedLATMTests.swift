@@ -13,14 +13,20 @@ enum LATMFixtures {
 
     /// 4 s of H.264 + AAC-LC in LATM/LOAS (ffmpeg's `-mpegts_flags latm`: stream_type 0x11, a StreamMuxConfig
     /// now and then, useSameStreamMux between).
-    static let h264LATM = PlaybackFixtures.make("latm-h264.ts") { path in
-        FragmentedFixtures.video + FragmentedFixtures.tone(440) + ["-t", "4"] + FragmentedFixtures.x264
-            + ["-c:a", "aac", "-mpegts_flags", "latm", "-f", "mpegts", path]
+    static var h264LATM: URL? { get async { await h264LATMFixture.value } }
+    private static let h264LATMFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("latm-h264.ts") { path in
+            FragmentedFixtures.video + FragmentedFixtures.tone(440) + ["-t", "4"] + FragmentedFixtures.x264
+                + ["-c:a", "aac", "-mpegts_flags", "latm", "-f", "mpegts", path]
+        }
     }
 
     /// 2 s of H.264 alone, for `badLATM`.
-    static let h264Only = PlaybackFixtures.make("latm-h264-only.ts") { path in
-        FragmentedFixtures.video + ["-t", "2"] + FragmentedFixtures.x264 + ["-f", "mpegts", path]
+    static var h264Only: URL? { get async { await h264OnlyFixture.value } }
+    private static let h264OnlyFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("latm-h264-only.ts") { path in
+            FragmentedFixtures.video + ["-t", "2"] + FragmentedFixtures.x264 + ["-f", "mpegts", path]
+        }
     }
 
     /// HE-AAC in LATM, audio only, built here: a StreamMuxConfig with explicit hierarchical signalling of
@@ -88,10 +94,11 @@ enum LATMFixtures {
     /// `h264Only` with a LATM stream added (PID 0x102, stream_type 0x11 in every PMT) whose every frame carries a
     /// StreamMuxConfig of two subframes, which the bridge does not read: one single-packet PES after each
     /// picture's first packet, at the picture's PTS.
-    static let badLATM: URL? = {
+    static var badLATM: URL? { get async { await badLATMFixture.value } }
+    private static let badLATMFixture = SharedFixture<URL?> {
         let url = folder.appendingPathComponent("latm-bad.ts")
         if FileManager.default.fileExists(atPath: url.path) { return url }
-        guard let plain = h264Only, let source = try? [UInt8](Data(contentsOf: plain)) else { return nil }
+        guard let plain = await h264Only, let source = try? [UInt8](Data(contentsOf: plain)) else { return nil }
         var spec = LATMFrameSpec(audioSpecificConfig: LATMFrameSpec.audioSpecificConfig(), payload: [0x21, 0x10])
         spec.subFrames = 1
         let frame = spec.bytes
@@ -129,7 +136,7 @@ enum LATMFixtures {
         }
         guard (try? Data(output).write(to: url)) != nil else { return nil }
         return url
-    }()
+    }
 }
 
 @Suite(.serialized) struct FragmentedLATMTests {
@@ -144,9 +151,9 @@ enum LATMFixtures {
     }
 
     /// Everything ffmpeg decodes from `input`'s first audio stream, as 16-bit PCM.
-    func pcm(_ input: String) throws -> Data {
+    func pcm(_ input: String) async throws -> Data {
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
-        let result = try EndToEnd.run(ffmpeg, ["-v", "error", "-i", input, "-map", "0:a:0", "-f", "s16le", "-"])
+        let result = try await EndToEnd.run(ffmpeg, ["-v", "error", "-i", input, "-map", "0:a:0", "-f", "s16le", "-"])
         #expect(result.status == 0 && !result.stdout.isEmpty, "ffmpeg PCM of \(input): \(result.err)")
         return result.stdout
     }
@@ -156,9 +163,9 @@ enum LATMFixtures {
     /// audio as the source (every decoded frame's MD5, and all the PCM byte for byte: no priming is trimmed on
     /// either side, as ffmpeg trims none from TS and the fMP4 has no edit list) and the same pictures. `tsplayer remux`
     /// writes an MP4 of h264 and aac that decodes to the same.
-    @Test func latmIsServedAndRemuxedAsAACDecodingToTheSourceSamples() throws {
-        let movie = try #require(LATMFixtures.h264LATM)
-        #expect(try playback.probeStreams(movie.path).map(\.codec) == ["h264", "aac_latm"])
+    @Test func latmIsServedAndRemuxedAsAACDecodingToTheSourceSamples() async throws {
+        let movie = try #require(await LATMFixtures.h264LATM)
+        await #expect(try playback.probeStreams(movie.path).map(\.codec) == ["h264", "aac_latm"])
         #expect(try streamTypes(movie.path) == [0x1B, 0x11])
         let session = try TSPlaybackSession(
             tsFile: movie.path, options: .init(segmentDuration: 1, writesSidecar: false, container: .auto))
@@ -168,48 +175,48 @@ enum LATMFixtures {
             session.diagnostics == [
                 "served as fragmented MP4: LATM AAC becomes AAC in fMP4 (TS byte ranges cannot carry it to AVPlayer)"
             ], "\(session.diagnostics)")
-        let sourceAudio = try playback.frameHashes(movie.path, "a:0")
-        let sourceVideo = try playback.frameHashes(movie.path, "v:0")
-        let sourcePCM = try pcm(movie.path)
+        let sourceAudio = try await playback.frameHashes(movie.path, "a:0")
+        let sourceVideo = try await playback.frameHashes(movie.path, "v:0")
+        let sourcePCM = try await pcm(movie.path)
         #expect(sourceAudio.count > 180 && sourceVideo.count == 100, "\(sourceAudio.count) \(sourceVideo.count)")
 
-        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [movie.path, "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
-        let master = try fetch(url)
+        let master = try await fetch(url)
         #expect(master.contains("CODECS=\"avc1.") && master.contains(",mp4a.40.2\""), "\(master)")
-        try playback.lintServed(url)
-        #expect(try playback.frameHashes(url, "a:0") == sourceAudio)
-        #expect(try pcm(url) == sourcePCM)
-        #expect(try playback.frameHashes(url, "v:0") == sourceVideo)
+        try await playback.lintServed(url)
+        await #expect(try playback.frameHashes(url, "a:0") == sourceAudio)
+        await #expect(try pcm(url) == sourcePCM)
+        await #expect(try playback.frameHashes(url, "v:0") == sourceVideo)
 
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = LATMFixtures.folder.appendingPathComponent("latm-h264.mp4").path
-        let remux = try EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
+        let remux = try await EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
         #expect(remux.status == 0 && remux.err.isEmpty, "\(remux.status): \(remux.err)")
-        #expect(try playback.probeStreams(output).map(\.codec) == ["h264", "aac"])
-        #expect(try playback.frameHashes(output, "a:0") == sourceAudio)
-        #expect(try pcm(output) == sourcePCM)
-        #expect(try playback.frameHashes(output, "v:0") == sourceVideo)
+        await #expect(try playback.probeStreams(output).map(\.codec) == ["h264", "aac"])
+        await #expect(try playback.frameHashes(output, "a:0") == sourceAudio)
+        await #expect(try pcm(output) == sourcePCM)
+        await #expect(try playback.frameHashes(output, "v:0") == sourceVideo)
     }
 
     /// HE-AAC (SBR) and HE-AAC v2 (SBR and PS) in LATM, signalled explicitly or backward-compatibly: served and
     /// remuxed with their signalling (CODECS `mp4a.40.5` / `mp4a.40.29`; the MP4's esds holds the stream's
     /// AudioSpecificConfig), decoding at the 48 kHz output rate in stereo to the same samples as the source.
     @Test(arguments: [(5, false), (29, false), (5, true), (29, true)])
-    func heAACKeepsItsSignalling(objectType: Int, backwardCompatible: Bool) throws {
+    func heAACKeepsItsSignalling(objectType: Int, backwardCompatible: Bool) async throws {
         let source = try LATMFixtures.heAAC(objectType: objectType, backwardCompatible: backwardCompatible)
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
-        let sourceAudio = try playback.frameHashes(source.path, "a:0")
-        let sourcePCM = try pcm(source.path)
+        let sourceAudio = try await playback.frameHashes(source.path, "a:0")
+        let sourcePCM = try await pcm(source.path)
         #expect(sourceAudio.count >= 116, "\(sourceAudio.count)")
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = LATMFixtures.folder.appendingPathComponent(
             "latm-heaac-\(objectType)\(backwardCompatible ? "-compatible" : "").mp4"
         ).path
-        let remux = try EndToEnd.run(tsplayer, ["remux", source.path, output], timeout: 60)
+        let remux = try await EndToEnd.run(tsplayer, ["remux", source.path, output], timeout: 60)
         #expect(remux.status == 0 && remux.err.isEmpty, "\(remux.status): \(remux.err)")
-        #expect(try playback.probeStreams(output).map(\.codec) == ["aac"])
+        await #expect(try playback.probeStreams(output).map(\.codec) == ["aac"])
         // The esds's DecoderSpecificInfo (tag 5, its length, the bytes) is the ASC the StreamMuxConfig carried.
         // (ffprobe's profile would say LC: ffmpeg names HE-AAC once it decodes SBR data, which silent frames lack.)
         let asc = LATMFixtures.audioSpecificConfig(objectType: objectType, backwardCompatible: backwardCompatible)
@@ -221,26 +228,26 @@ enum LATMFixtures {
                 && (0...(written.count - descriptor.count)).contains {
                     written[$0..<($0 + descriptor.count)].elementsEqual(descriptor)
                 }, "\(asc)")
-        let decoded = try #require(try ExternalProgram.decodedAudio(ffmpeg, output))
+        let decoded = try #require(try await ExternalProgram.decodedAudio(ffmpeg, output))
         #expect(decoded.sampleRate == 48000 && decoded.channels == 2 && decoded.peak == 0, "\(decoded)")
-        #expect(try playback.frameHashes(output, "a:0") == sourceAudio)
-        #expect(try pcm(output) == sourcePCM)
+        await #expect(try playback.frameHashes(output, "a:0") == sourceAudio)
+        await #expect(try pcm(output) == sourcePCM)
 
-        let server = try ServerProcess(arguments: [source.path, "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [source.path, "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
-        let master = try fetch(url)
+        let master = try await fetch(url)
         #expect(master.contains("CODECS=\"mp4a.40.\(objectType)\""), "\(master)")
-        try playback.lintServed(url)
-        #expect(try playback.frameHashes(url, "a:0") == sourceAudio)
-        #expect(try pcm(url) == sourcePCM)
+        try await playback.lintServed(url)
+        await #expect(try playback.frameHashes(url, "a:0") == sourceAudio)
+        await #expect(try pcm(url) == sourcePCM)
     }
 
     /// H.264 with a LATM stream whose StreamMuxConfig (two subframes) the bridge does not read: the session serves
     /// the video as fMP4 and names the LATM PID as left out, with the reason; the served video decodes to the
     /// source's pictures and the playlists lint clean; `remux` writes the video and names the PID on stderr.
-    @Test func unreadableLATMIsLeftOutByPIDAndTheVideoPlays() throws {
-        let movie = try #require(LATMFixtures.badLATM)
+    @Test func unreadableLATMIsLeftOutByPIDAndTheVideoPlays() async throws {
+        let movie = try #require(await LATMFixtures.badLATM)
         #expect(try streamTypes(movie.path) == [0x1B, 0x11])
         let session = try TSPlaybackSession(
             tsFile: movie.path, options: .init(segmentDuration: 1, writesSidecar: false, container: .auto))
@@ -252,19 +259,19 @@ enum LATMFixtures {
                 && session.diagnostics.contains {
                     $0.hasPrefix("PID 258 left out: aac_latm that cannot be read: LATM with 2 subframes")
                 }, "\(session.diagnostics)")
-        let sourceVideo = try playback.frameHashes(movie.path, "v:0")
-        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "1"])
+        let sourceVideo = try await playback.frameHashes(movie.path, "v:0")
+        let server = try await ServerProcess(arguments: [movie.path, "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
-        try playback.lintServed(url)
-        let servedVideo = try playback.frameHashes(url, "v:0")
+        try await playback.lintServed(url)
+        let servedVideo = try await playback.frameHashes(url, "v:0")
         #expect(!sourceVideo.isEmpty && servedVideo == sourceVideo)
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = LATMFixtures.folder.appendingPathComponent("latm-bad.mp4").path
-        let remux = try EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
+        let remux = try await EndToEnd.run(tsplayer, ["remux", movie.path, output], timeout: 60)
         #expect(remux.status == 0, "\(remux.status): \(remux.err)")
         #expect(remux.err.hasPrefix("remux: \(movie.path): PID 258 left out: aac_latm that cannot be read: "))
-        #expect(try playback.probeStreams(output).map(\.codec) == ["h264"])
-        #expect(try playback.frameHashes(output, "v:0") == sourceVideo)
+        await #expect(try playback.probeStreams(output).map(\.codec) == ["h264"])
+        await #expect(try playback.frameHashes(output, "v:0") == sourceVideo)
     }
 }

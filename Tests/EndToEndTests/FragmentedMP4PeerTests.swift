@@ -10,22 +10,23 @@ final class FragmentedMP4PeerTests {
 
     /// Runs a tool; returns its stdout and stderr, and records an issue when it exits with a failure.
     @discardableResult
-    func run(_ name: String, _ arguments: [String]) throws -> (out: Data, err: String) {
+    func run(_ name: String, _ arguments: [String]) async throws -> (out: Data, err: String) {
         guard let tool = EndToEnd.tool(name) else { throw CocoaError(.fileNoSuchFile) }
-        let result = try ExternalProgram.run(tool, arguments)
+        let result = try await ExternalProgram.run(tool, arguments)
         #expect(result.status == 0, "\(name) \(arguments.joined(separator: " ")): \(result.err)")
         return (result.stdout, result.err)
     }
 
-    func probe(_ path: String) throws -> (streams: [[String: Any]], packets: [[String: Any]]) {
-        let output = try run("ffprobe", ["-v", "error", "-show_streams", "-show_packets", "-of", "json", path]).out
+    func probe(_ path: String) async throws -> (streams: [[String: Any]], packets: [[String: Any]]) {
+        let output = try await run("ffprobe", ["-v", "error", "-show_streams", "-show_packets", "-of", "json", path])
+            .out
         let json = try #require(try JSONSerialization.jsonObject(with: output) as? [String: Any])
         return (json["streams"] as? [[String: Any]] ?? [], json["packets"] as? [[String: Any]] ?? [])
     }
 
-    @Test func aacTrackReadByFFprobeAndDecodedByFFmpeg() throws {
+    @Test func aacTrackReadByFFprobeAndDecodedByFFmpeg() async throws {
         let aac = folder.appendingPathComponent("in.aac").path
-        try run(
+        try await run(
             "ffmpeg",
             ["-v", "error", "-f", "lavfi", "-i", "sine=frequency=1000:duration=1", "-c:a", "aac", "-f", "adts", aac])
         let adts = [UInt8](try Data(contentsOf: URL(fileURLWithPath: aac)))
@@ -54,7 +55,7 @@ final class FragmentedMP4PeerTests {
         let file = folder.appendingPathComponent("out.mp4").path
         try Data(initSegment + fragment).write(to: URL(fileURLWithPath: file))
 
-        let (streams, packets) = try probe(file)
+        let (streams, packets) = try await probe(file)
         #expect(streams.count == 1)
         let stream = try #require(streams.first)
         #expect(stream["codec_name"] as? String == "aac")
@@ -65,7 +66,7 @@ final class FragmentedMP4PeerTests {
             #expect(packet["size"] as? String == String(frame.count), "packet \(index)")
             #expect(packet["pts"] as? Int == index * 1024, "packet \(index)")
         }
-        let decode = try run("ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"])
+        let decode = try await run("ffmpeg", ["-v", "error", "-i", file, "-f", "null", "-"])
         #expect(decode.err.isEmpty, "ffmpeg decode: \(decode.err)")
         // Keep the file for comparing box trees with ffmpeg's own fragmented output.
         if let keep = ProcessInfo.processInfo.environment["FMP4_KEEP"] {
@@ -97,9 +98,9 @@ final class FragmentedMP4PeerTests {
         return units
     }
 
-    @Test func h264TrackMatchesTheRawStreamFrameByFrame() throws {
+    @Test func h264TrackMatchesTheRawStreamFrameByFrame() async throws {
         let h264 = folder.appendingPathComponent("in.h264").path
-        try run(
+        try await run(
             "ffmpeg",
             [
                 "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25:duration=2", "-c:v", "libx264",
@@ -148,23 +149,23 @@ final class FragmentedMP4PeerTests {
         let file = folder.appendingPathComponent("out.mp4").path
         try Data(initSegment + fragments).write(to: URL(fileURLWithPath: file))
 
-        let (streams, packets) = try probe(file)
+        let (streams, packets) = try await probe(file)
         let stream = try #require(streams.first)
         #expect(stream["codec_name"] as? String == "h264" && stream["codec_tag_string"] as? String == "avc1")
         #expect(stream["width"] as? Int == 320 && stream["height"] as? Int == 240)
         #expect(packets.count == accessUnits.count)
         #expect(packets.compactMap { $0["flags"] as? String }.filter { $0.hasPrefix("K") }.count == 2)
 
-        func hashes(_ path: String, _ format: [String]) throws -> [String] {
+        func hashes(_ path: String, _ format: [String]) async throws -> [String] {
             let text = String(
-                decoding: try run("ffmpeg", ["-v", "error"] + format + ["-i", path, "-f", "framemd5", "-"]).out,
+                decoding: try await run("ffmpeg", ["-v", "error"] + format + ["-i", path, "-f", "framemd5", "-"]).out,
                 as: UTF8.self)
             return text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap {
                 $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) }
             }
         }
-        let ours = try hashes(file, [])
-        let raw = try hashes(h264, ["-f", "h264"])
+        let ours = try await hashes(file, [])
+        let raw = try await hashes(h264, ["-f", "h264"])
         #expect(ours.count == 50 && ours == raw)
         if let keep = ProcessInfo.processInfo.environment["FMP4_KEEP"] {
             try? FileManager.default.removeItem(atPath: keep + "/h264.mp4")

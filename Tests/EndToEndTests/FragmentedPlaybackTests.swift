@@ -16,35 +16,56 @@ enum FragmentedFixtures {
     ]
 
     /// 5 s of H.264 + AAC.
-    static let h264AAC = PlaybackFixtures.make("fmp4-h264-aac.ts") { path in
-        video + tone(330) + ["-t", "5"] + x264 + ["-c:a", "aac", "-f", "mpegts", path]
+    static var h264AAC: URL? { get async { await h264AACFixture.value } }
+    private static let h264AACFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("fmp4-h264-aac.ts") { path in
+            video + tone(330) + ["-t", "5"] + x264 + ["-c:a", "aac", "-f", "mpegts", path]
+        }
     }
     /// 5 s of HEVC with B-frames and open GOPs + AC-3.
-    static let hevcAC3 = PlaybackFixtures.make("fmp4-hevc-ac3.ts") { path in
-        video + tone(330) + ["-t", "5"] + x265 + ["-c:a", "ac3", "-f", "mpegts", path]
+    static var hevcAC3: URL? { get async { await hevcAC3Fixture.value } }
+    private static let hevcAC3Fixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("fmp4-hevc-ac3.ts") { path in
+            video + tone(330) + ["-t", "5"] + x265 + ["-c:a", "ac3", "-f", "mpegts", path]
+        }
     }
     /// 5 s of H.264 with two AAC tracks, English and French.
-    static let twoLanguages = PlaybackFixtures.make("fmp4-two-languages.ts") { path in
-        video + tone(330) + tone(550) + ["-t", "5", "-map", "0", "-map", "1", "-map", "2"] + x264
-            + ["-c:a", "aac", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra"]
-            + ["-f", "mpegts", path]
+    static var twoLanguages: URL? { get async { await twoLanguagesFixture.value } }
+    private static let twoLanguagesFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("fmp4-two-languages.ts") { path in
+            video + tone(330) + tone(550) + ["-t", "5", "-map", "0", "-map", "1", "-map", "2"] + x264
+                + ["-c:a", "aac", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra"]
+                + ["-f", "mpegts", path]
+        }
     }
     /// 5 s of H.264 + MPEG-1 layer II audio.
-    static let mp2 = PlaybackFixtures.make("fmp4-mp2.ts") { path in
-        video + tone(330) + ["-t", "5"] + x264 + ["-c:a", "mp2", "-f", "mpegts", path]
+    static var mp2: URL? { get async { await mp2Fixture.value } }
+    private static let mp2Fixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("fmp4-mp2.ts") { path in
+            video + tone(330) + ["-t", "5"] + x264 + ["-c:a", "mp2", "-f", "mpegts", path]
+        }
     }
     /// 5 s of AAC alone.
-    static let audioOnly = PlaybackFixtures.make("fmp4-audio-only.ts") { path in
-        tone(330, rate: 44100) + ["-t", "5", "-c:a", "aac", "-f", "mpegts", path]
+    static var audioOnly: URL? { get async { await audioOnlyFixture.value } }
+    private static let audioOnlyFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("fmp4-audio-only.ts") { path in
+            tone(330, rate: 44100) + ["-t", "5", "-c:a", "aac", "-f", "mpegts", path]
+        }
     }
     /// 6 s of H.264 + AAC whose time stamps pass 2^33 ticks (95443.7 s) after about 3.7 s.
-    static let ptsWrap = PlaybackFixtures.make("fmp4-pts-wrap.ts") { path in
-        video + tone(330) + ["-t", "6"] + x264 + ["-c:a", "aac", "-output_ts_offset", "95440", "-f", "mpegts", path]
+    static var ptsWrap: URL? { get async { await ptsWrapFixture.value } }
+    private static let ptsWrapFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("fmp4-pts-wrap.ts") { path in
+            video + tone(330) + ["-t", "6"] + x264 + [
+                "-c:a", "aac", "-output_ts_offset", "95440", "-f", "mpegts", path,
+            ]
+        }
     }
     /// H.264 + AAC cut 0.7 s into a GOP: the file starts with the tail of a picture and of an audio PES.
-    static let midGOP: URL? = {
+    static var midGOP: URL? { get async { await midGOPFixture.value } }
+    private static let midGOPFixture = SharedFixture<URL?> {
         guard
-            let whole = PlaybackFixtures.make(
+            let whole = await PlaybackFixtures.make(
                 "fmp4-mid-gop-whole.ts",
                 arguments: { path in
                     video + tone(330) + ["-t", "6"] + x264 + ["-c:a", "aac", "-f", "mpegts", path]
@@ -57,23 +78,27 @@ enum FragmentedFixtures {
         let cut = (bytes.count / 8 / 188) * 188 + 188 * 3
         guard (try? bytes.dropFirst(cut).write(to: url)) != nil else { return nil }
         return url
-    }()
+    }
     /// 30 s of 640x360 H.264 at 12 Mbit/s + AAC, about 17 MB: more than one 8 MiB remux fragment.
-    static let large = PlaybackFixtures.make("fmp4-large.ts") { path in
-        ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"] + tone(330) + ["-t", "30"]
-            + ["-c:v", "libx264", "-preset", "ultrafast", "-b:v", "12M", "-g", "25", "-bf", "2"]
-            + ["-c:a", "aac", "-f", "mpegts", path]
+    static var large: URL? { get async { await largeFixture.value } }
+    private static let largeFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("fmp4-large.ts") { path in
+            ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"] + tone(330) + ["-t", "30"]
+                + ["-c:v", "libx264", "-preset", "ultrafast", "-b:v", "12M", "-g", "25", "-bf", "2"]
+                + ["-c:a", "aac", "-f", "mpegts", path]
+        }
     }
     /// Two H.264 + AAC recordings of 3 s and 4 s joined end to end (`cat a.ts b.ts`): both start at the same time
     /// stamps, so they go back 3 s in the middle.
-    static let concatenation: URL? = {
+    static var concatenation: URL? { get async { await concatenationFixture.value } }
+    private static let concatenationFixture = SharedFixture<URL?> {
         let url = PlaybackFixtures.folder.appendingPathComponent("fmp4-concatenation.ts")
         if FileManager.default.fileExists(atPath: url.path) { return url }
         guard
-            let first = PlaybackFixtures.make(
+            let first = await PlaybackFixtures.make(
                 "fmp4-concatenation-a.ts",
                 arguments: { path in video + tone(330) + ["-t", "3"] + x264 + ["-c:a", "aac", "-f", "mpegts", path] }),
-            let second = PlaybackFixtures.make(
+            let second = await PlaybackFixtures.make(
                 "fmp4-concatenation-b.ts",
                 arguments: { path in
                     ["-f", "lavfi", "-i", "smptebars=size=320x180:rate=25"] + tone(550) + ["-t", "4"] + x264
@@ -83,14 +108,14 @@ enum FragmentedFixtures {
             (try? (a + b).write(to: url)) != nil
         else { return nil }
         return url
-    }()
+    }
 }
 
 /// The decode times and durations ffprobe reads from the packets of one stream of `input`, every packet: a duration
 /// ffprobe gives as N/A (the first AAC packet of an fMP4 file) is nil; a line without a decode time is an issue.
-func packetTimes(_ input: String, _ stream: String) throws -> [(dts: Int, duration: Int?)] {
+func packetTimes(_ input: String, _ stream: String) async throws -> [(dts: Int, duration: Int?)] {
     let ffprobe = try #require(EndToEnd.tool("ffprobe"))
-    let result = try EndToEnd.run(
+    let result = try await EndToEnd.run(
         ffprobe,
         ["-v", "error", "-select_streams", stream, "-show_entries", "packet=dts,duration", "-of", "csv=p=0", input])
     #expect(result.status == 0, "ffprobe \(input): \(result.err)")
@@ -126,9 +151,9 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
 
 @Suite(.serialized, .temporaryFolders) struct FragmentedPlaybackTests {
     /// The MD5 column of ffmpeg's framemd5 of one stream (`v:0`, `a:1`, ...) of `input`.
-    func frameHashes(_ input: String, _ stream: String, decoder: [String] = []) throws -> [String] {
+    func frameHashes(_ input: String, _ stream: String, decoder: [String] = []) async throws -> [String] {
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffmpeg, ["-v", "error"] + decoder + ["-i", input, "-map", "0:\(stream)", "-f", "framemd5", "-"])
         #expect(result.status == 0, "ffmpeg framemd5 \(stream) of \(input): \(result.err)")
         return result.out.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap {
@@ -138,11 +163,11 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
 
     /// ffmpeg's framemd5 of one stream of `input` with the stream's own time stamps (`-copyts`, no frame rate
     /// conversion, the demuxer's time base): each decoded frame's presentation time in seconds and its MD5.
-    func timedFrames(_ input: String, _ stream: String, decoder: [String] = []) throws -> [(
+    func timedFrames(_ input: String, _ stream: String, decoder: [String] = []) async throws -> [(
         time: Double, hash: String
     )] {
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffmpeg,
             ["-v", "error", "-copyts"] + decoder + ["-i", input, "-map", "0:\(stream)"]
                 + ["-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "framemd5", "-"])
@@ -223,9 +248,9 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
     }
 
     /// ffprobe's streams of `input`: codec name, tag and language.
-    func probeStreams(_ input: String) throws -> [(codec: String, tag: String, language: String?)] {
+    func probeStreams(_ input: String) async throws -> [(codec: String, tag: String, language: String?)] {
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffprobe,
             [
                 "-v", "error", "-show_entries", "stream=codec_name,codec_tag_string:stream_tags=language", "-of",
@@ -243,9 +268,9 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
 
     /// Lints a served playlist with m3u8lint: no finding at all (no error, warning or info, APPLE-* rules
     /// included), read from `m3u8lint --json`'s issues.
-    func lint(_ url: String) throws {
+    func lint(_ url: String) async throws {
         let tool = try #require(EndToEnd.product("m3u8lint"))
-        let result = try EndToEnd.run(tool, ["--json", url])
+        let result = try await EndToEnd.run(tool, ["--json", url])
         #expect(result.status == 0, "m3u8lint \(url): \(result.out) \(result.err)")
         let object = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
         let issues = try #require(object?["issues"] as? [Any], "m3u8lint --json \(url): \(result.out) \(result.err)")
@@ -268,10 +293,10 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
     /// playlist 5 (EXT-X-MAP with EXT-X-I-FRAMES-ONLY), each EXT-X-INDEPENDENT-SEGMENTS. Returns the playlists'
     /// names.
     @discardableResult
-    func lintServed(_ url: String, multivariantVersion version: Int? = nil) throws -> [String] {
+    func lintServed(_ url: String, multivariantVersion version: Int? = nil) async throws -> [String] {
         let base = String(url.dropLast("master.m3u8".count))
-        let master = try fetch(url)
-        try lint(url)
+        let master = try await fetch(url)
+        try await lint(url)
         let lines = master.split(separator: "\n")
         #expect(lines.contains("#EXT-X-INDEPENDENT-SEGMENTS"), "\(master)")
         #expect(
@@ -280,8 +305,8 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         let names = namedPlaylists(master)
         #expect(!names.isEmpty, "\(master)")
         for name in names {
-            try lint(base + name)
-            let text = try fetch(base + name)
+            try await lint(base + name)
+            let text = try await fetch(base + name)
             let tags = text.split(separator: "\n")
             let iFrames = name == "iframes.m3u8"
             #expect(tags.contains("#EXT-X-I-FRAMES-ONLY") == iFrames, "\(name): \(text)")
@@ -293,14 +318,14 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
     }
 
     /// The init segment and every segment of the served media playlist `name` (one EXT-X-MAP) joined in one file.
-    func joinedSegments(_ base: String, _ name: String, label: String) throws -> URL {
-        let playlist = try waitForEndList(base + name)
+    func joinedSegments(_ base: String, _ name: String, label: String) async throws -> URL {
+        let playlist = try await waitForEndList(base + name)
         var bytes = Data()
         for line in playlist.split(separator: "\n") {
             if line.hasPrefix("#EXT-X-MAP:URI=\"") {
-                bytes += try fetchBytes(base + line.dropFirst("#EXT-X-MAP:URI=\"".count).prefix { $0 != "\"" })
+                bytes += try await fetchBytes(base + line.dropFirst("#EXT-X-MAP:URI=\"".count).prefix { $0 != "\"" })
             } else if !line.hasPrefix("#") {
-                bytes += try fetchBytes(base + line)
+                bytes += try await fetchBytes(base + line)
             }
         }
         let url = PlaybackFixtures.folder.appendingPathComponent("\(label).mp4")
@@ -317,21 +342,23 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
     func checkServed(
         _ fixture: URL?, container: String = "fmp4", streams: [String], mediaPlaylist: String = "video.m3u8",
         decoder: [String] = [], sourceSkip: [String: Int] = [:], timing: Bool = false
-    ) throws -> (master: String, streams: [(codec: String, tag: String, language: String?)], log: String) {
+    ) async throws -> (master: String, streams: [(codec: String, tag: String, language: String?)], log: String) {
         let movie = try #require(fixture)
-        let server = try ServerProcess(arguments: [movie.path, "--container", container, "--segment-duration", "1"])
+        let server = try await ServerProcess(arguments: [
+            movie.path, "--container", container, "--segment-duration", "1",
+        ])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let media = try waitForEndList(base + mediaPlaylist)
+        let media = try await waitForEndList(base + mediaPlaylist)
         #expect(media.contains("#EXT-X-MAP:URI="), "\(media)")
         #expect(media.components(separatedBy: "#EXTINF:").count > 3, "several segments: \(media)")
-        let master = try fetch(url)
+        let master = try await fetch(url)
         var servedTimes: [String: [(time: Double, hash: String)]] = [:]
         var sourceTimes: [String: [(time: Double, hash: String)]] = [:]
         for stream in streams {
-            let source = try frameHashes(movie.path, stream, decoder: decoder)
-            let served = try frameHashes(url, stream, decoder: decoder)
+            let source = try await frameHashes(movie.path, stream, decoder: decoder)
+            let served = try await frameHashes(url, stream, decoder: decoder)
             #expect(!source.isEmpty)
             let expected = Array(source.dropFirst(sourceSkip[stream] ?? 0))
             let first =
@@ -342,9 +369,9 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
                 "\(movie.lastPathComponent) \(stream): first difference at frame \(first); \(movie.lastPathComponent) \(stream): \(served.count) frames served, \(source.count) in the source"
             )
             if timing {
-                servedTimes[stream] = try timedFrames(url, stream, decoder: decoder)
+                servedTimes[stream] = try await timedFrames(url, stream, decoder: decoder)
                 sourceTimes[stream] = Array(
-                    try timedFrames(movie.path, stream, decoder: decoder).dropFirst(sourceSkip[stream] ?? 0))
+                    try await timedFrames(movie.path, stream, decoder: decoder).dropFirst(sourceSkip[stream] ?? 0))
                 expectSameTiming(
                     servedTimes[stream] ?? [], sourceTimes[stream] ?? [], "served \(movie.lastPathComponent) \(stream)")
             }
@@ -353,44 +380,45 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
             expectSameStarts(servedTimes, sourceTimes, streams: streams, "served \(movie.lastPathComponent)")
             for name in namedPlaylists(master) where name != "iframes.m3u8" {
                 let label = "\(movie.deletingPathExtension().lastPathComponent)-served-\(name.dropLast(".m3u8".count))"
-                let joined = try joinedSegments(base, name, label: label)
+                let joined = try await joinedSegments(base, name, label: label)
                 let stream = name == "video.m3u8" ? "v:0" : "a:0"
-                expectContinuous(try packetTimes(joined.path, stream), "served \(movie.lastPathComponent) \(name)")
+                expectContinuous(
+                    try await packetTimes(joined.path, stream), "served \(movie.lastPathComponent) \(name)")
             }
         }
-        try lintServed(url)
-        return (master, try probeStreams(url), server.logText)
+        try await lintServed(url)
+        return (master, try await probeStreams(url), server.logText)
     }
 
-    @Test func h264AndAACServedAsFragmentedMP4DecodeLikeTheSource() throws {
-        let (master, streams, log) = try checkServed(FragmentedFixtures.h264AAC, streams: ["v:0", "a:0"])
+    @Test func h264AndAACServedAsFragmentedMP4DecodeLikeTheSource() async throws {
+        let (master, streams, log) = try await checkServed(await FragmentedFixtures.h264AAC, streams: ["v:0", "a:0"])
         #expect(master.contains("CODECS=\"avc1.") && master.contains("mp4a.40.2"), "\(master)")
         #expect(master.contains("CLOSED-CAPTIONS=NONE") && master.contains("#EXT-X-I-FRAME-STREAM-INF"), "\(master)")
         #expect(log.contains("served as fragmented MP4"), "\(log)")
         #expect(streams.contains { $0.codec == "h264" && $0.tag == "avc1" }, "\(streams)")
     }
 
-    @Test func autoServesH264AndOneAudioTrackAsTS() throws {
-        let movie = try #require(FragmentedFixtures.h264AAC)
-        let server = try ServerProcess(arguments: [movie.path])
+    @Test func autoServesH264AndOneAudioTrackAsTS() async throws {
+        let movie = try #require(await FragmentedFixtures.h264AAC)
+        let server = try await ServerProcess(arguments: [movie.path])
         defer { server.stop() }
         let url = try #require(server.lines.first)
-        let master = try fetch(url)
+        let master = try await fetch(url)
         #expect(master.contains("index.m3u8") && !master.contains("video.m3u8"), "\(master)")
         #expect(server.logText.contains("served as TS"), "\(server.logText)")
     }
 
     /// `--container ts` given on the HEVC fixture: TS byte ranges of the file anyway (no fMP4 playlist), and the
     /// line on stderr says so and why.
-    @Test func containerTSGivenServesHEVCAsTSByteRanges() throws {
-        let movie = try #require(FragmentedFixtures.hevcAC3)
-        let server = try ServerProcess(arguments: [movie.path, "--container", "ts", "--segment-duration", "1"])
+    @Test func containerTSGivenServesHEVCAsTSByteRanges() async throws {
+        let movie = try #require(await FragmentedFixtures.hevcAC3)
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "ts", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let master = try fetch(url)
+        let master = try await fetch(url)
         #expect(master.contains("index.m3u8") && !master.contains("video.m3u8"), "\(master)")
-        let index = try waitForEndList(base + "index.m3u8")
+        let index = try await waitForEndList(base + "index.m3u8")
         #expect(!index.contains("#EXT-X-MAP") && index.contains("#EXT-X-BYTERANGE:"), "\(index)")
         // The byte ranges are the file's own bytes.
         let line = try #require(index.split(separator: "\n").first { $0.hasPrefix("#EXT-X-BYTERANGE:") })
@@ -398,7 +426,7 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         let uri = try #require(index.split(separator: "\n").first { !$0.hasPrefix("#") })
         try #require(range.count == 2)
         let curl = try #require(EndToEnd.tool("curl"))
-        let slice = try EndToEnd.run(
+        let slice = try await EndToEnd.run(
             curl, ["-sS", "--fail", "-r", "\(range[1])-\(range[1] + range[0] - 1)", base + uri])
         let file = try Data(contentsOf: movie)
         #expect(slice.stdout == file[range[1]..<(range[1] + range[0])], "\(slice.stdout.count) bytes, \(slice.err)")
@@ -407,45 +435,45 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
 
     /// A `Range` request on a served `.m4s` segment answers 206 with exactly that slice of the whole segment, an
     /// open-ended range the rest of it, and a range past its end 416.
-    @Test func rangeRequestsOnAServedSegment() throws {
-        let movie = try #require(FragmentedFixtures.hevcAC3)
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+    @Test func rangeRequestsOnAServedSegment() async throws {
+        let movie = try #require(await FragmentedFixtures.hevcAC3)
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        _ = try waitForEndList(base + "video.m3u8")
+        _ = try await waitForEndList(base + "video.m3u8")
         let segment = base + "video/1.m4s"
-        let whole = try fetchBytes(segment)
+        let whole = try await fetchBytes(segment)
         try #require(whole.count > 2000)
         let curl = try #require(EndToEnd.tool("curl"))
-        func get(_ range: String) throws -> (status: String, body: Data) {
-            let result = try EndToEnd.run(
+        func get(_ range: String) async throws -> (status: String, body: Data) {
+            let result = try await EndToEnd.run(
                 curl, ["-sS", "--max-time", "10", "-r", range, "-o", "-", "-w", "\n%{http_code}", segment])
             #expect(result.status == 0, "curl -r \(range): \(result.err)")
             let body = result.stdout
             guard let cut = body.lastIndex(of: UInt8(ascii: "\n")) else { return ("", body) }
             return (String(decoding: body[(cut + 1)...], as: UTF8.self), body[..<cut])
         }
-        let middle = try get("1000-1999")
+        let middle = try await get("1000-1999")
         #expect(middle.status == "206" && middle.body == whole[1000..<2000], "\(middle.status) \(middle.body.count)")
-        let tail = try get("\(whole.count - 100)-")
+        let tail = try await get("\(whole.count - 100)-")
         #expect(tail.status == "206" && tail.body == whole.suffix(100), "\(tail.status) \(tail.body.count)")
-        let past = try get("\(whole.count)-\(whole.count + 10)")
+        let past = try await get("\(whole.count)-\(whole.count + 10)")
         #expect(past.status == "416", "\(past.status)")
     }
 
-    @Test func hevcWithBFramesAndAC3AutoServedAsHvc1() throws {
-        let (master, streams, log) = try checkServed(
-            FragmentedFixtures.hevcAC3, container: "auto", streams: ["v:0", "a:0"])
+    @Test func hevcWithBFramesAndAC3AutoServedAsHvc1() async throws {
+        let (master, streams, log) = try await checkServed(
+            await FragmentedFixtures.hevcAC3, container: "auto", streams: ["v:0", "a:0"])
         #expect(master.contains("CODECS=\"hvc1.1.6.L") && master.contains(",ac-3\""), "\(master)")
         #expect(log.contains("HEVC goes in fMP4 as hvc1"), "\(log)")
         #expect(streams.contains { $0.codec == "hevc" && $0.tag == "hvc1" }, "\(streams)")
         #expect(streams.contains { $0.codec == "ac3" && $0.tag == "ac-3" }, "\(streams)")
     }
 
-    @Test func twoLanguagesBecomeAudioRenditions() throws {
-        let (master, streams, _) = try checkServed(
-            FragmentedFixtures.twoLanguages, container: "auto", streams: ["v:0", "a:0", "a:1"], timing: true)
+    @Test func twoLanguagesBecomeAudioRenditions() async throws {
+        let (master, streams, _) = try await checkServed(
+            await FragmentedFixtures.twoLanguages, container: "auto", streams: ["v:0", "a:0", "a:1"], timing: true)
         #expect(
             master.contains(
                 "TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES"),
@@ -458,53 +486,53 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         #expect(languages.contains("en") && languages.contains("fr"), "\(languages)")
     }
 
-    @Test func mpegLayerIIAudio() throws {
+    @Test func mpegLayerIIAudio() async throws {
         // ffmpeg maps the MPEG-1 audio object type to its MP3 decoder for any layer: decode both with mp2.
-        try checkServed(FragmentedFixtures.mp2, streams: ["v:0", "a:0"], decoder: ["-c:a", "mp2"])
+        try await checkServed(await FragmentedFixtures.mp2, streams: ["v:0", "a:0"], decoder: ["-c:a", "mp2"])
     }
 
-    @Test func audioOnly() throws {
-        let movie = try #require(FragmentedFixtures.audioOnly)
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+    @Test func audioOnly() async throws {
+        let movie = try #require(await FragmentedFixtures.audioOnly)
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
-        let master = try fetch(url)
+        let master = try await fetch(url)
         let media = try #require(
             master.split(separator: "\n").first { !$0.hasPrefix("#") && $0.hasSuffix(".m3u8") }.map(String.init))
-        _ = try waitForEndList(String(url.dropLast("master.m3u8".count)) + media)
+        _ = try await waitForEndList(String(url.dropLast("master.m3u8".count)) + media)
         #expect(!master.contains("video.m3u8") && !master.contains("CLOSED-CAPTIONS"), "\(master)")
-        let source = try frameHashes(movie.path, "a:0")
-        let served = try frameHashes(url, "a:0")
+        let source = try await frameHashes(movie.path, "a:0")
+        let served = try await frameHashes(url, "a:0")
         #expect(!source.isEmpty && served == source, "\(served.count) frames served, \(source.count) in the source")
         // The multivariant and the audio playlist it names (the variant's own) lint with no finding at all.
-        #expect(try lintServed(url) == [media])
+        await #expect(try lintServed(url) == [media])
     }
 
     /// Across the wrap the served frames keep the source's presentation times, and each track's decode times run
     /// on (checked frame by frame, not only the pictures).
-    @Test func ptsWrap() throws {
-        try checkServed(FragmentedFixtures.ptsWrap, streams: ["v:0", "a:0"], timing: true)
+    @Test func ptsWrap() async throws {
+        try await checkServed(await FragmentedFixtures.ptsWrap, streams: ["v:0", "a:0"], timing: true)
     }
 
-    @Test func fileStartingMidGOP() throws {
-        try checkServed(FragmentedFixtures.midGOP, streams: ["v:0", "a:0"], timing: true)
+    @Test func fileStartingMidGOP() async throws {
+        try await checkServed(await FragmentedFixtures.midGOP, streams: ["v:0", "a:0"], timing: true)
     }
 
     /// A concatenation: the playlists say where the time stamps reset, the segments decode like the source and
     /// their decode times run on through the reset (read by ffprobe from the init segment and every segment).
-    @Test func concatenationWithATimestampReset() throws {
-        let movie = try #require(FragmentedFixtures.concatenation)
-        try checkServed(movie, streams: ["v:0", "a:0"])
-        let server = try ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
+    @Test func concatenationWithATimestampReset() async throws {
+        let movie = try #require(await FragmentedFixtures.concatenation)
+        try await checkServed(movie, streams: ["v:0", "a:0"])
+        let server = try await ServerProcess(arguments: [movie.path, "--container", "fmp4", "--segment-duration", "1"])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         let base = String(url.dropLast("master.m3u8".count))
-        let master = try fetch(url)
+        let master = try await fetch(url)
         let audio = try #require(
             master.split(separator: "\n").first { $0.contains("TYPE=AUDIO") }?.components(separatedBy: "URI=\"").last?
                 .prefix { $0 != "\"" }.dropLast(".m3u8".count))
         for (name, stream) in [("video", "v:0"), (String(audio), "a:0")] {
-            let media = try waitForEndList(base + name + ".m3u8")
+            let media = try await waitForEndList(base + name + ".m3u8")
             #expect(
                 media.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count == 2,
                 "one discontinuity in \(name): \(media)")
@@ -515,14 +543,14 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
             #expect(abs(total - 7) < 0.2, "\(name): \(total) s")
             let count = media.components(separatedBy: "#EXTINF:").count - 1
             let joined = PlaybackFixtures.folder.appendingPathComponent("concatenation-\(name).mp4")
-            var bytes = try fetchBytes(base + name + "-init.mp4")
-            for number in 0..<count { bytes += try fetchBytes(base + name + "/\(number).m4s") }
+            var bytes = try await fetchBytes(base + name + "-init.mp4")
+            for number in 0..<count { await bytes += try fetchBytes(base + name + "/\(number).m4s") }
             try bytes.write(to: joined)
-            expectContinuous(try packetTimes(joined.path, stream), "served \(name)")
+            await expectContinuous(try packetTimes(joined.path, stream), "served \(name)")
         }
         // The I-frame playlist follows on exactly after the reset: its discontinuity falls at the video playlist's
         // time, and each I-frame's decode time is the one the same frame has in the served video.
-        func startOfDiscontinuity(_ text: String) -> Double? {
+        func startOfDiscontinuity(_ text: String) async -> Double? {
             var time = 0.0
             for line in text.split(separator: "\n") {
                 if line == "#EXT-X-DISCONTINUITY" { return time }
@@ -532,18 +560,18 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
             }
             return nil
         }
-        let iFrames = try waitForEndList(base + "iframes.m3u8")
-        let video = try fetch(base + "video.m3u8")
-        let iFrameReset = try #require(startOfDiscontinuity(iFrames), "\(iFrames)")
-        let videoReset = try #require(startOfDiscontinuity(video), "\(video)")
+        let iFrames = try await waitForEndList(base + "iframes.m3u8")
+        let video = try await fetch(base + "video.m3u8")
+        let iFrameReset = try #require(await startOfDiscontinuity(iFrames), "\(iFrames)")
+        let videoReset = try #require(await startOfDiscontinuity(video), "\(video)")
         #expect(abs(iFrameReset - videoReset) < 0.001, "I-frames reset at \(iFrameReset) s, video at \(videoReset) s")
         let iFrameCount = iFrames.components(separatedBy: "#EXTINF:").count - 1
-        var iFrameBytes = try fetchBytes(base + "video-init.mp4")
-        for number in 0..<iFrameCount { iFrameBytes += try fetchBytes(base + "iframe/\(number).m4s") }
+        var iFrameBytes = try await fetchBytes(base + "video-init.mp4")
+        for number in 0..<iFrameCount { await iFrameBytes += try fetchBytes(base + "iframe/\(number).m4s") }
         let iFrameFile = PlaybackFixtures.folder.appendingPathComponent("concatenation-iframes.mp4")
         try iFrameBytes.write(to: iFrameFile)
-        let iFrameTimes = try packetTimes(iFrameFile.path, "v:0").map(\.dts)
-        let videoTimes = Set(
+        let iFrameTimes = try await packetTimes(iFrameFile.path, "v:0").map(\.dts)
+        let videoTimes = await Set(
             try packetTimes(PlaybackFixtures.folder.appendingPathComponent("concatenation-video.mp4").path, "v:0")
                 .map(\.dts))
         #expect(iFrameTimes.count == iFrameCount, "\(iFrameTimes.count) I-frames decoded, \(iFrameCount) listed")
@@ -553,11 +581,11 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
         // The remux output: the same frames, one continuous timeline.
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let output = PlaybackFixtures.folder.appendingPathComponent("concatenation.mp4").path
-        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+        let result = try await EndToEnd.run(tsplayer, ["remux", movie.path, output])
         #expect(result.status == 0, "\(result.err)")
         for stream in ["v:0", "a:0"] {
-            #expect(try frameHashes(output, stream) == frameHashes(movie.path, stream), "remux \(stream)")
-            expectContinuous(try packetTimes(output, stream), "remux \(stream)")
+            await #expect(try frameHashes(output, stream) == frameHashes(movie.path, stream), "remux \(stream)")
+            await expectContinuous(try packetTimes(output, stream), "remux \(stream)")
         }
     }
 
@@ -565,84 +593,87 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
     /// `timing`, the frames have the source's presentation times (from each stream's first frame) and each stream
     /// starts where it does against the first in the source. Returns the output's path.
     @discardableResult
-    func checkRemux(_ fixture: URL?, streams: [String], decoder: [String] = [], timing: Bool = false) throws -> String {
+    func checkRemux(_ fixture: URL?, streams: [String], decoder: [String] = [], timing: Bool = false) async throws
+        -> String
+    {
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let movie = try #require(fixture)
         let output = PlaybackFixtures.folder.appendingPathComponent(movie.lastPathComponent + ".mp4").path
-        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, output])
+        let result = try await EndToEnd.run(tsplayer, ["remux", movie.path, output])
         #expect(result.status == 0, "remux \(movie.lastPathComponent): \(result.err)")
         var remuxedTimes: [String: [(time: Double, hash: String)]] = [:]
         var sourceTimes: [String: [(time: Double, hash: String)]] = [:]
         for stream in streams {
-            let remuxed = try frameHashes(output, stream, decoder: decoder)
-            let source = try frameHashes(movie.path, stream, decoder: decoder)
+            let remuxed = try await frameHashes(output, stream, decoder: decoder)
+            let source = try await frameHashes(movie.path, stream, decoder: decoder)
             #expect(
                 !source.isEmpty && remuxed == source,
                 "\(movie.lastPathComponent) \(stream): \(remuxed.count) remuxed, \(source.count)")
             if timing {
-                remuxedTimes[stream] = try timedFrames(output, stream, decoder: decoder)
-                sourceTimes[stream] = try timedFrames(movie.path, stream, decoder: decoder)
+                remuxedTimes[stream] = try await timedFrames(output, stream, decoder: decoder)
+                sourceTimes[stream] = try await timedFrames(movie.path, stream, decoder: decoder)
                 expectSameTiming(
                     remuxedTimes[stream] ?? [], sourceTimes[stream] ?? [], "remux \(movie.lastPathComponent) \(stream)")
             }
-            expectContinuous(try packetTimes(output, stream), "remux \(movie.lastPathComponent) \(stream)")
+            await expectContinuous(try packetTimes(output, stream), "remux \(movie.lastPathComponent) \(stream)")
         }
         if timing { expectSameStarts(remuxedTimes, sourceTimes, streams: streams, "remux \(movie.lastPathComponent)") }
         return output
     }
 
-    @Test func remuxMatchesTheSourceFrameByFrame() throws {
+    @Test func remuxMatchesTheSourceFrameByFrame() async throws {
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
-        let hevc = try checkRemux(FragmentedFixtures.hevcAC3, streams: ["v:0", "a:0"])
-        let hevcStreams = try probeStreams(hevc)
+        let hevc = try await checkRemux(await FragmentedFixtures.hevcAC3, streams: ["v:0", "a:0"])
+        let hevcStreams = try await probeStreams(hevc)
         #expect(
             hevcStreams.map(\.codec) == ["hevc", "ac3"] && hevcStreams.map(\.tag) == ["hvc1", "ac-3"], "\(hevcStreams)")
         // Every track of the two languages, each with its language; the frames keep the source's times.
-        let both = try checkRemux(FragmentedFixtures.twoLanguages, streams: ["v:0", "a:0", "a:1"], timing: true)
-        let bothStreams = try probeStreams(both)
+        let both = try await checkRemux(
+            await FragmentedFixtures.twoLanguages, streams: ["v:0", "a:0", "a:1"], timing: true)
+        let bothStreams = try await probeStreams(both)
         #expect(bothStreams.map(\.tag) == ["avc1", "mp4a", "mp4a"], "\(bothStreams)")
         #expect(bothStreams.map(\.language) == ["und", "eng", "fra"], "\(bothStreams)")
-        let large = try checkRemux(FragmentedFixtures.large, streams: ["v:0", "a:0"])
-        #expect(try probeStreams(large).map(\.tag) == ["avc1", "mp4a"])
-        let movie = try #require(FragmentedFixtures.twoLanguages)
+        let large = try await checkRemux(await FragmentedFixtures.large, streams: ["v:0", "a:0"])
+        await #expect(try probeStreams(large).map(\.tag) == ["avc1", "mp4a"])
+        let movie = try #require(await FragmentedFixtures.twoLanguages)
         let french = PlaybackFixtures.folder.appendingPathComponent("french.mp4").path
-        let result = try EndToEnd.run(tsplayer, ["remux", movie.path, french, "--audio", "fra"])
+        let result = try await EndToEnd.run(tsplayer, ["remux", movie.path, french, "--audio", "fra"])
         #expect(result.status == 0, "\(result.err)")
-        let streams = try probeStreams(french)
+        let streams = try await probeStreams(french)
         #expect(streams.count == 2 && streams.last?.language == "fra", "\(streams)")
-        let missing = try EndToEnd.run(tsplayer, ["remux", movie.path, french, "--audio", "deu"])
+        let missing = try await EndToEnd.run(tsplayer, ["remux", movie.path, french, "--audio", "deu"])
         #expect(missing.status == 1 && missing.err.contains("no audio track in language 'deu'"), "\(missing.err)")
-        let notTS = try EndToEnd.run(tsplayer, ["remux", french, french + ".mp4"])
+        let notTS = try await EndToEnd.run(tsplayer, ["remux", french, french + ".mp4"])
         #expect(notTS.status == 2 && notTS.err.contains("not an MPEG-TS file"), "\(notTS.err)")
     }
 
     /// The other shapes remuxed: MPEG-1 layer II audio, audio only, a PTS wrap and a file that starts mid-GOP (each
     /// stream to the source's frames at the source's presentation times, decode times running on), and the
     /// concatenation whose second part starts inside a GOP (FragmentedConfigurationTests), to the source's frames.
-    @Test func remuxOfTheOtherShapesMatchesTheSourceFrameByFrame() throws {
-        let mp2 = try checkRemux(
-            FragmentedFixtures.mp2, streams: ["v:0", "a:0"], decoder: ["-c:a", "mp2"], timing: true)
-        #expect(try probeStreams(mp2).map(\.tag) == ["avc1", ".mp3"])
-        let audio = try checkRemux(FragmentedFixtures.audioOnly, streams: ["a:0"], timing: true)
-        #expect(try probeStreams(audio).map(\.codec) == ["aac"])
-        let wrap = try checkRemux(FragmentedFixtures.ptsWrap, streams: ["v:0", "a:0"], timing: true)
-        #expect(try probeStreams(wrap).map(\.tag) == ["avc1", "mp4a"])
-        let midGOP = try checkRemux(FragmentedFixtures.midGOP, streams: ["v:0", "a:0"], timing: true)
-        #expect(try probeStreams(midGOP).map(\.tag) == ["avc1", "mp4a"])
-        try checkRemux(ConfigurationFixtures.midGOPReset?.url, streams: ["v:0", "a:0"])
+    @Test func remuxOfTheOtherShapesMatchesTheSourceFrameByFrame() async throws {
+        let mp2 = try await checkRemux(
+            await FragmentedFixtures.mp2, streams: ["v:0", "a:0"], decoder: ["-c:a", "mp2"], timing: true)
+        await #expect(try probeStreams(mp2).map(\.tag) == ["avc1", ".mp3"])
+        let audio = try await checkRemux(await FragmentedFixtures.audioOnly, streams: ["a:0"], timing: true)
+        await #expect(try probeStreams(audio).map(\.codec) == ["aac"])
+        let wrap = try await checkRemux(await FragmentedFixtures.ptsWrap, streams: ["v:0", "a:0"], timing: true)
+        await #expect(try probeStreams(wrap).map(\.tag) == ["avc1", "mp4a"])
+        let midGOP = try await checkRemux(await FragmentedFixtures.midGOP, streams: ["v:0", "a:0"], timing: true)
+        await #expect(try probeStreams(midGOP).map(\.tag) == ["avc1", "mp4a"])
+        try await checkRemux(await ConfigurationFixtures.midGOPReset?.url, streams: ["v:0", "a:0"])
     }
 
     /// GStreamer's playbin (hlsdemux, qtdemux, libav decoders) plays the H.264 fMP4 presentation, with its two
     /// audio renditions, to the end.
-    @Test func gstreamerPlaysTheFragmentedPresentationToTheEnd() throws {
-        let movie = try #require(FragmentedFixtures.twoLanguages)
-        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "1", "-v"])
+    @Test func gstreamerPlaysTheFragmentedPresentationToTheEnd() async throws {
+        let movie = try #require(await FragmentedFixtures.twoLanguages)
+        let server = try await ServerProcess(arguments: [movie.path, "--segment-duration", "1", "-v"])
         defer { server.stop() }
         let master = try #require(server.lines.first)
-        _ = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "video.m3u8"))
+        _ = try await waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "video.m3u8"))
         // Played to the end: every video frame of the file decoded, and one language's audio for its whole length.
-        let played = try gstreamerPlayback(master)
-        let source = try decodedFrames(movie.path)
+        let played = try await gstreamerPlayback(master)
+        let source = try await decodedFrames(movie.path)
         #expect(played.status == 0, "\(played.log)")
         #expect(played.videoFrames == source["video"], "\(played.videoFrames) frames of \(source)")
         #expect(abs(played.audioSeconds - 5) < 0.1, "\(played.audioSeconds) s of audio")
@@ -653,9 +684,9 @@ func expectContinuous(_ times: [(dts: Int, duration: Int?)], _ what: String) {
 }
 
 /// Fetches a URL's body as bytes.
-func fetchBytes(_ url: String) throws -> Data {
+func fetchBytes(_ url: String) async throws -> Data {
     let curl = try #require(EndToEnd.tool("curl"))
-    let result = try EndToEnd.run(curl, ["-sS", "--fail", "--max-time", "10", url])
+    let result = try await EndToEnd.run(curl, ["-sS", "--fail", "--max-time", "10", url])
     #expect(result.status == 0, "curl \(url): \(result.err)")
     return result.stdout
 }

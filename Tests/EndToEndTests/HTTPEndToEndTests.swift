@@ -16,12 +16,12 @@ final class HTTPTestServer {
     let port: UInt16
     let token: String
 
-    init?(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    init?(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws {
         guard let executable = EndToEnd.product("loopback-http-testserver", sourceLocation: sourceLocation) else {
             return nil
         }
         child = try ChildProcess(executable, arguments, standardInput: true)
-        let lines = child.lines(2, within: 20)
+        let lines = await child.lines(2, within: 20)
         var port: UInt16 = 0
         var token = ""
         for line in lines {
@@ -53,10 +53,22 @@ final class HTTPTestServer {
     /// What each open descriptor is (also for a failure message).
     var descriptors: [String] { Platform.descriptors(of: pid) }
 
+    func stop() async {
+        child.closeInput()
+        await child.waitForExit(within: 10)
+        await child.stop()
+    }
+
+    /// ``stop()`` from a `defer`: stdin closed now; 10 s for the server to end and the signals after them on
+    /// FileRange's pool.
     func stop() {
         child.closeInput()
-        child.waitForExit(within: 10)
-        child.stop()
+        let child = child
+        BlockingPool.shared.submit {
+            let deadline = Date().addingTimeInterval(10)
+            while child.isRunning, Date() < deadline { usleep(20_000) }
+            child.stop()
+        }
     }
 }
 
@@ -88,12 +100,13 @@ private struct CurlResult {
     var stderr: String
 }
 
-private func curl(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> CurlResult? {
+private func curl(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> CurlResult?
+{
     guard let curl = EndToEnd.tool("curl", sourceLocation: sourceLocation) else { return nil }
     let directory = TemporaryFolders.make(prefix: "curl-", sourceLocation: sourceLocation)
     let headerFile = directory.appendingPathComponent("h").path
     let bodyFile = directory.appendingPathComponent("b").path
-    let result = try EndToEnd.run(curl, ["-s", "-D", headerFile, "-o", bodyFile] + arguments)
+    let result = try await EndToEnd.run(curl, ["-s", "-D", headerFile, "-o", bodyFile] + arguments)
     let headerText = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
     var status = 0
     var headers: [String: String] = [:]
@@ -132,8 +145,12 @@ private func sendAll(_ fd: Int32, _ text: String) {
     }
 }
 
-/// Reads until a complete response head has arrived (or the peer closes, or 10 s pass).
-private func readUntilResponse(_ fd: Int32) -> [UInt8] {
+/// Reads until a complete response head has arrived (or the peer closes, or 10 s pass), on FileRange's pool.
+private func readUntilResponse(_ fd: Int32) async -> [UInt8] {
+    await blocking { readUntilResponseNow(fd) }
+}
+
+private func readUntilResponseNow(_ fd: Int32) -> [UInt8] {
     var all: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
     while all.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
@@ -144,8 +161,12 @@ private func readUntilResponse(_ fd: Int32) -> [UInt8] {
     return all
 }
 
-/// Reads until the peer closes (or times out); returns everything.
-private func readAll(_ fd: Int32) -> [UInt8] {
+/// Reads until the peer closes (or times out), on FileRange's pool; returns everything.
+private func readAll(_ fd: Int32) async -> [UInt8] {
+    await blocking { readAllNow(fd) }
+}
+
+private func readAllNow(_ fd: Int32) -> [UInt8] {
     var all: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65536)
     while true {
@@ -157,14 +178,14 @@ private func readAll(_ fd: Int32) -> [UInt8] {
 
 @Suite("LoopbackHTTP end to end", .serialized, .temporaryFolders)
 struct HTTPEndToEndTests {
-    @Test func curlRangeCases() throws {
+    @Test func curlRangeCases() async throws {
         let tree = try HTTPFixtureTree()
-        guard let server = try HTTPTestServer(["--root", tree.www.path]) else { return }
+        guard let server = try await HTTPTestServer(["--root", tree.www.path]) else { return }
         defer { server.stop() }
         let url = server.base + "/file.ts"
         let content = tree.content
 
-        let whole = try #require(try curl([url]))
+        let whole = try #require(try await curl([url]))
         #expect(whole.status == 200)
         #expect(whole.headers["content-length"] == "10000")
         #expect(whole.headers["accept-ranges"] == "bytes")
@@ -178,14 +199,14 @@ struct HTTPEndToEndTests {
             ("5000-999999", 5000, 9999), ("100-199,150-299", 100, 299),
         ]
         for (range, first, last) in singles {
-            let result = try #require(try curl(["-H", "Range: bytes=\(range)", url]))
+            let result = try #require(try await curl(["-H", "Range: bytes=\(range)", url]))
             #expect(result.status == 206, "\(range)")
             #expect(result.headers["content-range"] == "bytes \(first)-\(last)/10000", "\(range)")
             #expect(result.headers["content-length"] == String(last - first + 1), "\(range)")
             #expect(result.body == Array(content[first...last]), "\(range)")
         }
 
-        let multi = try #require(try curl(["-H", "Range: bytes=0-9,5000-5009,-10", url]))
+        let multi = try #require(try await curl(["-H", "Range: bytes=0-9,5000-5009,-10", url]))
         #expect(multi.status == 206)
         let contentType = try #require(multi.headers["content-type"])
         #expect(contentType.hasPrefix("multipart/byteranges; boundary="))
@@ -201,45 +222,46 @@ struct HTTPEndToEndTests {
         #expect(multi.body == expected)
         #expect(multi.headers["content-length"] == String(expected.count))
 
-        let unsatisfiable = try #require(try curl(["-H", "Range: bytes=10000-", url]))
+        let unsatisfiable = try #require(try await curl(["-H", "Range: bytes=10000-", url]))
         #expect(unsatisfiable.status == 416)
         #expect(unsatisfiable.headers["content-range"] == "bytes */10000")
         #expect(unsatisfiable.body.isEmpty)
 
-        let invalid = try #require(try curl(["-H", "Range: bytes=9-1", url]))
+        let invalid = try #require(try await curl(["-H", "Range: bytes=9-1", url]))
         #expect(invalid.status == 200)
         #expect(invalid.body == content)
 
-        let ifRangeMatch = try #require(try curl(["-H", "Range: bytes=0-0", "-H", "If-Range: \(etag)", url]))
+        let ifRangeMatch = try #require(try await curl(["-H", "Range: bytes=0-0", "-H", "If-Range: \(etag)", url]))
         #expect(ifRangeMatch.status == 206)
-        let ifRangeDate = try #require(try curl(["-H", "Range: bytes=0-0", "-H", "If-Range: \(lastModified)", url]))
+        let ifRangeDate = try #require(
+            try await curl(["-H", "Range: bytes=0-0", "-H", "If-Range: \(lastModified)", url]))
         #expect(ifRangeDate.status == 206)
-        let ifRangeMismatch = try #require(try curl(["-H", "Range: bytes=0-0", "-H", "If-Range: \"nope\"", url]))
+        let ifRangeMismatch = try #require(try await curl(["-H", "Range: bytes=0-0", "-H", "If-Range: \"nope\"", url]))
         #expect(ifRangeMismatch.status == 200)
         #expect(ifRangeMismatch.body.count == 10000)
 
-        let notModified = try #require(try curl(["-H", "If-None-Match: \(etag)", url]))
+        let notModified = try #require(try await curl(["-H", "If-None-Match: \(etag)", url]))
         #expect(notModified.status == 304)
         #expect(notModified.body.isEmpty)
 
-        let empty = try #require(try curl(["-H", "Range: bytes=0-", server.base + "/empty.ts"]))
+        let empty = try #require(try await curl(["-H", "Range: bytes=0-", server.base + "/empty.ts"]))
         #expect(empty.status == 416)
         #expect(empty.headers["content-range"] == "bytes */0")
-        let emptyWhole = try #require(try curl([server.base + "/empty.ts"]))
+        let emptyWhole = try #require(try await curl([server.base + "/empty.ts"]))
         #expect(emptyWhole.status == 200)
         #expect(emptyWhole.headers["content-length"] == "0")
 
-        let head = try #require(try curl(["-I", url]))
+        let head = try #require(try await curl(["-I", url]))
         #expect(head.status == 200)
         #expect(head.headers["content-length"] == "10000")
 
-        let playlist = try #require(try curl([server.base + "/index.m3u8"]))
+        let playlist = try #require(try await curl([server.base + "/index.m3u8"]))
         #expect(playlist.headers["content-type"] == "application/vnd.apple.mpegurl")
     }
 
-    @Test func curlTraversalAttempts() throws {
+    @Test func curlTraversalAttempts() async throws {
         let tree = try HTTPFixtureTree()
-        guard let server = try HTTPTestServer(["--root", tree.www.path]) else { return }
+        guard let server = try await HTTPTestServer(["--root", tree.www.path]) else { return }
         defer { server.stop() }
         let attempts = [
             "/../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E/secret.txt", "/.%2e/secret.txt", "/..%2fsecret.txt",
@@ -248,22 +270,22 @@ struct HTTPEndToEndTests {
             "//secret.txt", "/%00/../secret.txt", "/" + tree.root.path + "/secret.txt",
         ]
         for attempt in attempts {
-            let result = try #require(try curl(["--path-as-is", server.base + attempt]))
+            let result = try #require(try await curl(["--path-as-is", server.base + attempt]))
             #expect(result.status == 404 || result.status == 400, "\(attempt) → \(result.status)")
             #expect(!String(decoding: result.body, as: UTF8.self).contains("top secret"), "\(attempt)")
         }
-        let fine = try #require(try curl(["--path-as-is", server.base + "/file.ts"]))
+        let fine = try #require(try await curl(["--path-as-is", server.base + "/file.ts"]))
         #expect(fine.status == 200)
     }
 
-    @Test func curlReusesTheConnection() throws {
+    @Test func curlReusesTheConnection() async throws {
         let tree = try HTTPFixtureTree()
-        guard let server = try HTTPTestServer(["--root", tree.www.path]) else { return }
+        guard let server = try await HTTPTestServer(["--root", tree.www.path]) else { return }
         defer { server.stop() }
         let url = server.base + "/file.ts"
         // curl's own count of the connections each transfer opened (`%{num_connects}`), not its log's wording.
         let curl = try #require(EndToEnd.tool("curl"))
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             curl,
             [["-r", "0-9"], ["-r", "10-19"], []].map {
                 ["-s", "-w", "%{num_connects} %{http_code}\n", "-o", "/dev/null"] + $0 + [url]
@@ -274,9 +296,9 @@ struct HTTPEndToEndTests {
         #expect(transfers == ["1 206", "0 206", "0 200"], "one TCP connection for three requests: \(transfers)")
     }
 
-    @Test func pythonHTTPClientAndH11() throws {
+    @Test func pythonHTTPClientAndH11() async throws {
         let tree = try HTTPFixtureTree()
-        guard let server = try HTTPTestServer(["--root", tree.www.path]),
+        guard let server = try await HTTPTestServer(["--root", tree.www.path]),
             let python = EndToEnd.tool("python3")
         else { return }
         defer { server.stop() }
@@ -341,26 +363,26 @@ struct HTTPEndToEndTests {
             assert status == 200 and body.startswith(b"#EXTM3U")
             print("ok")
             """
-        let result = try EndToEnd.run(python, ["-c", script, String(server.port)])
+        let result = try await EndToEnd.run(python, ["-c", script, String(server.port)])
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out == "ok\n")
     }
 
-    @Test func ffprobeReadsAndSeeksByRange() throws {
+    @Test func ffprobeReadsAndSeeksByRange() async throws {
         guard let ffmpeg = EndToEnd.tool("ffmpeg"), let ffprobe = EndToEnd.tool("ffprobe") else { return }
         let tree = try HTTPFixtureTree()
         let media = tree.root.appendingPathComponent("clip.ts")
-        let made = try EndToEnd.run(
+        let made = try await EndToEnd.run(
             ffmpeg,
             [
                 "-v", "error", "-f", "lavfi", "-i", "testsrc=duration=6:size=160x120:rate=25", "-c:v", "mpeg2video",
                 "-g", "25", "-f", "mpegts", media.path,
             ])
         #expect(made.status == 0, "\(made.err)")
-        guard let server = try HTTPTestServer(["--media", media.path, "--log"]) else { return }
+        guard let server = try await HTTPTestServer(["--media", media.path, "--log"]) else { return }
         defer { server.stop() }
         let url = "\(server.base)/\(server.token)/media.ts"
-        let probe = try EndToEnd.run(
+        let probe = try await EndToEnd.run(
             ffprobe, ["-v", "error", "-show_entries", "format=format_name,duration", "-of", "default=nw=1", url])
         #expect(probe.status == 0, "\(probe.err)")
         #expect(probe.out.contains("format_name=mpegts"))
@@ -368,7 +390,7 @@ struct HTTPEndToEndTests {
             .flatMap { Double($0.dropFirst("duration=".count)) }
         #expect((duration ?? 0) > 5.5 && (duration ?? 0) < 6.5, "\(probe.out)")
         // Seek into the middle: ffprobe issues Range requests.
-        let seek = try EndToEnd.run(
+        let seek = try await EndToEnd.run(
             ffprobe,
             [
                 "-v", "error", "-read_intervals", "3%+0.5", "-select_streams", "v", "-show_entries",
@@ -380,11 +402,11 @@ struct HTTPEndToEndTests {
         }
         #expect(!times.isEmpty)
         #expect(times.allSatisfy { $0 >= 2.0 && $0 <= 4.5 }, "\(times)")
-        Thread.sleep(forTimeInterval: 0.2)
+        await suspend(0.2)
         #expect(server.log.contains("/{token}/media.ts 206"), "\(server.log)")
         #expect(!server.log.contains(server.token))
         // A wrong token is a plain 404.
-        let wrong = try #require(try curl([server.base + "/0123456789abcdef0123456789abcdef/media.ts"]))
+        let wrong = try await #require(try curl([server.base + "/0123456789abcdef0123456789abcdef/media.ts"]))
         #expect(wrong.status == 404)
     }
 
@@ -392,22 +414,22 @@ struct HTTPEndToEndTests {
     /// (a 206) is correct. Allowed warnings: CONTENT_TYPE_MISMATCH (its sniffer answers "undefined/undefined" for
     /// video/mp2t, whatever the bytes) and RANGE_CL_FULL (on a 48-byte playlist its probe range covers the whole
     /// body, so the 206 is as long as the 200, which RFC 9110 allows).
-    @Test func redbotFindsNoErrors() throws {
+    @Test func redbotFindsNoErrors() async throws {
         guard let ffmpeg = EndToEnd.tool("ffmpeg"), let redbot = EndToEnd.tool("redbot") else { return }
         let tree = try HTTPFixtureTree()
         let media = tree.www.appendingPathComponent("clip.ts")
-        let made = try EndToEnd.run(
+        let made = try await EndToEnd.run(
             ffmpeg,
             [
                 "-v", "error", "-f", "lavfi", "-i", "testsrc=duration=2:size=160x120:rate=25", "-c:v", "mpeg2video",
                 "-f", "mpegts", media.path,
             ])
         #expect(made.status == 0)
-        guard let server = try HTTPTestServer(["--root", tree.www.path, "--media", media.path]) else { return }
+        guard let server = try await HTTPTestServer(["--root", tree.www.path, "--media", media.path]) else { return }
         defer { server.stop() }
         let allowedWarnings: Set<String> = ["CONTENT_TYPE_MISMATCH", "RANGE_CL_FULL"]
         for path in ["/\(server.token)/media.ts", "/\(server.token)/index.m3u8", "/file.ts"] {
-            let result = try EndToEnd.run(redbot, ["-o", "har", server.base + path])
+            let result = try await EndToEnd.run(redbot, ["-o", "har", server.base + path])
             #expect(result.status == 0, "\(result.err)")
             let json = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
             let entries = (json?["log"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
@@ -429,27 +451,28 @@ struct HTTPEndToEndTests {
     /// Darwin counts a process's descriptors with lsof (it has no /proc): on Linux, where both exist, lsof's
     /// count of the server's sockets and files is /proc's, with a connection open and after it closed.
     @Test(.disabled(if: Platform.isDarwin, "holds lsof against /proc, which Darwin does not have"))
-    func lsofCountsDescriptorsAsProcDoes() throws {
+    func lsofCountsDescriptorsAsProcDoes() async throws {
         let tree = try HTTPFixtureTree()
         guard let lsof = EndToEnd.tool("lsof"),
-            let server = try HTTPTestServer(["--root", tree.www.path])
+            let server = try await HTTPTestServer(["--root", tree.www.path])
         else { return }
         defer { server.stop() }
-        let idle = HTTPTestServer.counted(Platform.lsofDescriptors(of: server.pid, lsof: lsof))
-        #expect(idle == server.descriptorCount, "lsof: \(Platform.lsofDescriptors(of: server.pid, lsof: lsof))")
+        let idle = await HTTPTestServer.counted(Platform.lsofDescriptors(of: server.pid, lsof: lsof))
+        let listed = await Platform.lsofDescriptors(of: server.pid, lsof: lsof)
+        #expect(idle == server.descriptorCount, "lsof: \(listed)")
         #expect(idle > 0)
         let fd = connectSocket(server.port)
         defer { close(fd) }
         sendAll(fd, "GET /file.ts HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        _ = readUntilResponse(fd)
-        let busy = HTTPTestServer.counted(Platform.lsofDescriptors(of: server.pid, lsof: lsof))
+        _ = await readUntilResponse(fd)
+        let busy = await HTTPTestServer.counted(Platform.lsofDescriptors(of: server.pid, lsof: lsof))
         #expect(busy == server.descriptorCount, "proc: \(server.descriptors)")
         #expect(busy > idle)
     }
 
-    @Test func tenThousandRangeReadCloseCycles() throws {
+    @Test func tenThousandRangeReadCloseCycles() async throws {
         let tree = try HTTPFixtureTree()
-        guard let server = try HTTPTestServer(["--root", tree.www.path]) else { return }
+        guard let server = try await HTTPTestServer(["--root", tree.www.path]) else { return }
         defer { server.stop() }
         let baseline = server.descriptorCount
         let before = server.descriptors
@@ -462,33 +485,36 @@ struct HTTPEndToEndTests {
             }
             sendAll(
                 fd, "GET /file.ts HTTP/1.1\r\nHost: localhost\r\nRange: bytes=\(i % 8000)-\(i % 8000 + 1999)\r\n\r\n")
-            var buffer = [UInt8](repeating: 0, count: 1024)
-            var got = 0
-            while got < 1024 {
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + got, 1024 - got, 0) }
-                if count <= 0 { break }
-                got += count
+            let got = await blocking { () -> Int in
+                var buffer = [UInt8](repeating: 0, count: 1024)
+                var got = 0
+                while got < 1024 {
+                    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + got, 1024 - got, 0) }
+                    if count <= 0 { break }
+                    got += count
+                }
+                return got
             }
             if got < 1024 { Issue.record("short read at cycle \(i)") }
             close(fd)
         }
         var waited = 0
         while server.descriptorCount != baseline, waited < 100 {
-            Thread.sleep(forTimeInterval: 0.05)
+            await suspend(0.05)
             waited += 1
         }
         #expect(server.descriptorCount == baseline, "before: \(before), after: \(server.descriptors)")
         #expect(server.process.isRunning)
-        let after = try #require(try curl([server.base + "/file.ts"]))
+        let after = try await #require(try curl([server.base + "/file.ts"]))
         #expect(after.status == 200)
     }
 
     /// With few descriptors left, accept() fails with EMFILE: the server backs off, keeps serving the
     /// connections it has, and accepts the waiting ones once descriptors free up (each then gets its 206, or a
     /// 503 with Retry-After when no descriptor is left to open the file: never a hang, a reset or a 404).
-    @Test func acceptSurvivesEMFILE() throws {
+    @Test func acceptSurvivesEMFILE() async throws {
         let tree = try HTTPFixtureTree()
-        guard let server = try HTTPTestServer(["--root", tree.www.path, "--max-open-files", "48"]) else { return }
+        guard let server = try await HTTPTestServer(["--root", tree.www.path, "--max-open-files", "48"]) else { return }
         defer { server.stop() }
         var sockets: [Int32] = []
         for i in 0..<80 {
@@ -498,7 +524,7 @@ struct HTTPEndToEndTests {
             sendAll(fd, "GET /file.ts HTTP/1.1\r\nHost: localhost\r\nRange: bytes=\(i)-\(i)\r\n\r\n")
             sockets.append(fd)
         }
-        Thread.sleep(forTimeInterval: 1.0)
+        await suspend(1.0)
         var served: [Int32] = []
         var waiting: [Int32] = []
         for fd in sockets {
@@ -512,7 +538,7 @@ struct HTTPEndToEndTests {
         var lateServed = 0
         var lateBusy = 0
         for fd in waiting {
-            let response = String(decoding: readUntilResponse(fd), as: UTF8.self)
+            let response = String(decoding: await readUntilResponse(fd), as: UTF8.self)
             // Accepted once descriptors freed up: served, or 503 when none was left to open the file.
             if response.hasPrefix("HTTP/1.1 206 ") {
                 lateServed += 1
@@ -524,13 +550,13 @@ struct HTTPEndToEndTests {
         #expect(lateServed + lateBusy == waiting.count)
         #expect(lateServed > 0)
         #expect(server.process.isRunning)
-        let after = try #require(try curl([server.base + "/file.ts"]))
+        let after = try await #require(try curl([server.base + "/file.ts"]))
         #expect(after.status == 200)
     }
 
-    @Test func thousandConcurrentConnections() throws {
+    @Test func thousandConcurrentConnections() async throws {
         let tree = try HTTPFixtureTree()
-        guard let server = try HTTPTestServer(["--root", tree.www.path]) else { return }
+        guard let server = try await HTTPTestServer(["--root", tree.www.path]) else { return }
         defer { server.stop() }
         var sockets: [Int32] = []
         for _ in 0..<1000 {
@@ -545,7 +571,7 @@ struct HTTPEndToEndTests {
         }
         var served = 0
         for (i, fd) in sockets.enumerated() {
-            let response = readAll(fd)
+            let response = await readAll(fd)
             close(fd)
             let text = String(decoding: response, as: UTF8.self)
             if text.hasPrefix("HTTP/1.1 206 "), text.contains("Content-Range: bytes \(i)-\(i + 9)/10000\r\n"),
@@ -557,31 +583,31 @@ struct HTTPEndToEndTests {
         #expect(served == 1000)
     }
 
-    @Test func slowHeaderClientGets408WhileOthersAreServed() throws {
+    @Test func slowHeaderClientGets408WhileOthersAreServed() async throws {
         let tree = try HTTPFixtureTree()
-        guard let server = try HTTPTestServer(["--root", tree.www.path, "--header-timeout", "1"]) else { return }
+        guard let server = try await HTTPTestServer(["--root", tree.www.path, "--header-timeout", "1"]) else { return }
         defer { server.stop() }
         let slow = connectSocket(server.port)
         sendAll(slow, "GET /file.ts HTTP/1.1\r\nHost: local")
         let started = Date()
         var servedMeanwhile = 0
         while Date().timeIntervalSince(started) < 0.8 {
-            if let result = try curl(["-r", "0-9", server.base + "/file.ts"]), result.status == 206 {
+            if let result = try await curl(["-r", "0-9", server.base + "/file.ts"]), result.status == 206 {
                 servedMeanwhile += 1
             }
         }
         #expect(servedMeanwhile >= 5)
         sendAll(slow, "h")
-        let response = String(decoding: readAll(slow), as: UTF8.self)
+        let response = String(decoding: await readAll(slow), as: UTF8.self)
         close(slow)
         #expect(response.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(response)")
         #expect(response.contains("Connection: close\r\n"))
         #expect(Date().timeIntervalSince(started) >= 0.9)
     }
 
-    @Test func malformedRequestCorpus() throws {
+    @Test func malformedRequestCorpus() async throws {
         let tree = try HTTPFixtureTree()
-        guard let server = try HTTPTestServer(["--root", tree.www.path]) else { return }
+        guard let server = try await HTTPTestServer(["--root", tree.www.path]) else { return }
         defer { server.stop() }
         let corpus: [(String, String)] = [
             ("GET /file.ts HTTP/1.1\r\n\r\n", "400"),
@@ -608,14 +634,14 @@ struct HTTPEndToEndTests {
             let fd = connectSocket(server.port)
             sendAll(fd, text)
             shutdown(fd, Int32(SHUT_WR))
-            let response = String(decoding: readAll(fd), as: UTF8.self)
+            let response = String(decoding: await readAll(fd), as: UTF8.self)
             close(fd)
             #expect(
                 response.hasPrefix("HTTP/1.1 \(status) "),
                 "\(text.prefix(50).debugDescription) → \(response.prefix(40))")
         }
         #expect(server.process.isRunning)
-        let after = try #require(try curl([server.base + "/file.ts"]))
+        let after = try await #require(try curl([server.base + "/file.ts"]))
         #expect(after.status == 200)
     }
 }

@@ -21,12 +21,12 @@ struct RawExchange {
     var elapsed: Duration
 
     /// Sends `GET path` with `Connection: close` to 127.0.0.1:`port` and reads to the end (at most `seconds`).
-    static func get(port: UInt16, path: String, within seconds: Double = 30) -> RawExchange {
+    static func get(port: UInt16, path: String, within seconds: Double = 30) async -> RawExchange {
         let start = ContinuousClock.now
         let fd = send(port: port, path: path)
         guard fd >= 0 else { return RawExchange(status: nil, body: [], elapsed: start.duration(to: .now)) }
         defer { close(fd) }
-        let bytes = readAll(fd, until: start + .milliseconds(Int64(seconds * 1000)))
+        let bytes = await readAll(fd, until: start + .milliseconds(Int64(seconds * 1000)))
         return parse(bytes, elapsed: start.duration(to: .now))
     }
 
@@ -42,8 +42,12 @@ struct RawExchange {
         return fd
     }
 
-    /// Everything the peer sends until it closes or `deadline` passes.
-    static func readAll(_ fd: Int32, until deadline: ContinuousClock.Instant) -> [UInt8] {
+    /// Everything the peer sends until it closes or `deadline` passes, read on FileRange's pool.
+    static func readAll(_ fd: Int32, until deadline: ContinuousClock.Instant) async -> [UInt8] {
+        await blocking { readAllNow(fd, until: deadline) }
+    }
+
+    private static func readAllNow(_ fd: Int32, until deadline: ContinuousClock.Instant) -> [UInt8] {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
@@ -88,17 +92,17 @@ final class HostileProxyProcess {
     /// Seconds from the start to the local URL.
     let startUp: Duration
 
-    init?(_ url: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    init?(_ url: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return nil }
         let start = ContinuousClock.now
         child = try ChildProcess(tool, ["proxy", url, "--allow-private"])
-        let line = child.lines(1, within: 60).first ?? ""
+        let line = await child.lines(1, within: 60).first ?? ""
         startUp = start.duration(to: .now)
         guard line.hasPrefix("http://127.0.0.1:"),
             let port = UInt16(line.dropFirst("http://127.0.0.1:".count).prefix { $0 != "/" })
         else {
             Issue.record("proxy printed '\(line)'", sourceLocation: sourceLocation)
-            child.stop(grace: 0)
+            await child.stop(grace: 0)
             return nil
         }
         localURL = line
@@ -111,8 +115,8 @@ final class HostileProxyProcess {
     }
 
     /// The local playlist's URIs, made absolute.
-    func uris(ofPlaylistAt path: String) -> [String] {
-        let answer = RawExchange.get(port: port, path: path)
+    func uris(ofPlaylistAt path: String) async -> [String] {
+        let answer = await RawExchange.get(port: port, path: path)
         let base = "http://127.0.0.1:\(port)" + path[..<(path.lastIndex(of: "/") ?? path.endIndex)] + "/"
         return String(decoding: answer.body, as: UTF8.self).split(separator: "\n").map(String.init).filter {
             !$0.isEmpty && !$0.hasPrefix("#")
@@ -123,6 +127,12 @@ final class HostileProxyProcess {
         }
     }
 
+    func stop() async {
+        child.send(SIGINT)
+        await child.stop()
+    }
+
+    /// ``stop()`` from a `defer`: the signal now, the rest on the pool (ChildProcess's synchronous stop).
     func stop() {
         child.send(SIGINT)
         child.stop()
@@ -135,14 +145,14 @@ struct HostileOriginBudgetEndToEndTests {
 
     /// The manual's promise: the proxy's start-up check of an upstream that trickles a byte a second ends within
     /// the first fetch's 8 s (it waited 95 s and more), and the player's first request gets 504 within as long.
-    @Test func theProxysStartUpCheckEndsAtItsDeadline() throws {
+    @Test func theProxysStartUpCheckEndsAtItsDeadline() async throws {
         let origin = try HostileOrigin(trickleInterval: 1)
         defer { origin.stop() }
         origin.serve("/v.m3u8", Array((Self.playlist + "#EXTINF:4,\na.ts\n#EXT-X-ENDLIST\n").utf8))
-        guard let proxy = try HostileProxyProcess(origin.url("/trickle/v.m3u8")) else { return }
+        guard let proxy = try await HostileProxyProcess(origin.url("/trickle/v.m3u8")) else { return }
         defer { proxy.stop() }
         #expect(proxy.startUp < .seconds(20), "the local URL came after \(proxy.startUp)")
-        let first = RawExchange.get(port: proxy.port, path: proxy.path(proxy.localURL), within: 40)
+        let first = await RawExchange.get(port: proxy.port, path: proxy.path(proxy.localURL), within: 40)
         #expect(first.status == 504)
         #expect(first.elapsed < .seconds(20), "the player's first request was answered after \(first.elapsed)")
     }
@@ -160,25 +170,27 @@ struct HostileOriginBudgetEndToEndTests {
         let text =
             Self.playlist + "#EXTINF:4,\n/good.ts\n#EXTINF:4,\n\(silent.url("/silent/a.ts"))\n#EXT-X-ENDLIST\n"
         good.serve("/v.m3u8", Array(text.utf8))
-        guard let proxy = try HostileProxyProcess(good.url("/v.m3u8")) else { return }
+        guard let proxy = try await HostileProxyProcess(good.url("/v.m3u8")) else { return }
         defer { proxy.stop() }
-        let segments = proxy.uris(ofPlaylistAt: proxy.path(proxy.localURL))
+        let segments = await proxy.uris(ofPlaylistAt: proxy.path(proxy.localURL))
         try #require(segments.count == 2)
         let goodPath = proxy.path(segments[0])
         let silentPath = proxy.path(segments[1])
 
-        func goodLatencies() -> [Duration] {
-            (0..<20).map { _ in
-                let answer = RawExchange.get(port: proxy.port, path: goodPath)
+        func goodLatencies() async -> [Duration] {
+            var latencies: [Duration] = []
+            for _ in 0..<20 {
+                let answer = await RawExchange.get(port: proxy.port, path: goodPath)
                 #expect(answer.status == 200 && answer.body.count == 188_000)
-                return answer.elapsed
-            }.sorted()
+                latencies.append(answer.elapsed)
+            }
+            return latencies.sorted()
         }
-        let before = goodLatencies()
+        let before = await goodLatencies()
         let threadsBefore = HostileOrigin.threadCount(of: proxy.child.pid) ?? 0
 
         // One player alone: 504 within the deadline.
-        let alone = RawExchange.get(port: proxy.port, path: silentPath, within: 40)
+        let alone = await RawExchange.get(port: proxy.port, path: silentPath, within: 40)
         #expect(alone.status == 504)
         #expect(alone.elapsed < .seconds(25), "a silent segment was answered after \(alone.elapsed)")
 
@@ -187,12 +199,12 @@ struct HostileOriginBudgetEndToEndTests {
         let sockets = (0..<300).map { _ in RawExchange.send(port: proxy.port, path: silentPath) }
         #expect(sockets.allSatisfy { $0 >= 0 })
         try await Task.sleep(for: .seconds(2))
-        let during = goodLatencies()
+        let during = await goodLatencies()
         let threadsDuring = HostileOrigin.threadCount(of: proxy.child.pid) ?? 0
         let upstream = silent.requests("silent")
         var statuses: [Int?] = []
         for fd in sockets where fd >= 0 {
-            let bytes = RawExchange.readAll(fd, until: start + .seconds(45))
+            let bytes = await RawExchange.readAll(fd, until: start + .seconds(45))
             statuses.append(RawExchange.parse(bytes, elapsed: .zero).status)
             close(fd)
         }
@@ -212,7 +224,7 @@ struct HostileOriginBudgetEndToEndTests {
 
     /// A VOD segment that never ends stops at the task's budget (it wrote 4.5 GB past --max-bytes 10000000) and at
     /// the per-resource limit, leaving no more than that on disk.
-    @Test func aDownloadOfAnEndlessSegmentKeepsToItsBudgets() throws {
+    @Test func aDownloadOfAnEndlessSegmentKeepsToItsBudgets() async throws {
         let origin = try HostileOrigin()
         defer { origin.stop() }
         origin.serve("/v.m3u8", Array((Self.playlist + "#EXTINF:4,\n/endless/s.ts\n#EXT-X-ENDLIST\n").utf8))
@@ -220,7 +232,7 @@ struct HostileOriginBudgetEndToEndTests {
         for (option, limit, code) in [("--max-bytes", 10_000_000, Int32(1)), ("--max-resource-bytes", 5_000_000, 2)] {
             let store = TemporaryFolders.make(prefix: "hostile-dl-")
             let start = ContinuousClock.now
-            let result = try EndToEnd.run(
+            let result = try await EndToEnd.run(
                 tool, ["download", origin.url("/v.m3u8"), "-o", store.path, option, "\(limit)"], timeout: 120)
             let elapsed = start.duration(to: .now)
             #expect(result.status == code, "\(option): exit \(result.status)")
@@ -231,7 +243,7 @@ struct HostileOriginBudgetEndToEndTests {
         // A Content-Length over the limit is refused before a byte of its body is written.
         origin.serve("/h.m3u8", Array((Self.playlist + "#EXTINF:4,\n/huge/60000000\n#EXT-X-ENDLIST\n").utf8))
         let store = TemporaryFolders.make(prefix: "hostile-dl-")
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             tool, ["download", origin.url("/h.m3u8"), "-o", store.path, "--max-resource-bytes", "5000000"],
             timeout: 120)
         #expect(result.status == 2)
@@ -241,7 +253,7 @@ struct HostileOriginBudgetEndToEndTests {
 
     /// cache-proxy --max-size holds for one resource larger than the budget (a 1.9 GB one stayed whole with
     /// --max-size 100M): it is streamed through whole, and the cache folder stays within the budget plus a chunk.
-    @Test func theCacheKeepsToItsBudgetForOneResourceLargerThanIt() throws {
+    @Test func theCacheKeepsToItsBudgetForOneResourceLargerThanIt() async throws {
         let origin = try HostileOrigin()
         defer { origin.stop() }
         guard let tool = EndToEnd.product("tsplayer"), let curl = EndToEnd.tool("curl") else { return }
@@ -257,14 +269,14 @@ struct HostileOriginBudgetEndToEndTests {
             child.send(SIGINT)
             child.stop()
         }
-        let local = child.lines(1, within: 20).first ?? ""
+        let local = await child.lines(1, within: 20).first ?? ""
         try #require(local.hasPrefix("http://127.0.0.1:"))
-        let whole = try EndToEnd.run(curl, ["-sf", local], timeout: 120)
+        let whole = try await EndToEnd.run(curl, ["-sf", local], timeout: 120)
         #expect(whole.status == 0)
         #expect(whole.stdout.count == size)
         let sample = [0, 1_000_000, size - 1].allSatisfy { whole.stdout[$0] == UInt8(truncatingIfNeeded: $0 % 251) }
         #expect(sample)
-        let part = try EndToEnd.run(curl, ["-sf", "-r", "10000000-10000999", local], timeout: 60)
+        let part = try await EndToEnd.run(curl, ["-sf", "-r", "10000000-10000999", local], timeout: 60)
         #expect(part.stdout.count == 1000 && part.stdout.first == UInt8(truncatingIfNeeded: 10_000_000 % 251))
         let used = bytesOnDisk(cache)
         #expect(used <= (4 << 20) + (1 << 20) + (64 << 10), "the cache holds \(used) bytes with --max-size 4M")

@@ -12,31 +12,31 @@ import Testing
     }
 
     /// `curl` with `arguments`; its output (`-w` text) or nil when curl is missing.
-    func curl(_ arguments: [String]) throws -> String? {
+    func curl(_ arguments: [String]) async throws -> String? {
         guard let curl = EndToEnd.tool("curl") else { return nil }
-        return try EndToEnd.run(curl, ["-s", "--path-as-is", "-o", "/dev/null"] + arguments).out
+        return try await EndToEnd.run(curl, ["-s", "--path-as-is", "-o", "/dev/null"] + arguments).out
     }
 
     /// Refused requests (a foreign Host: 421; a malformed escape: 400) are logged without their token, and control
     /// bytes a client put in a path (`%1b`, `%0a`, `%00`) reach the log escaped.
-    @Test func serveLogShowsNoTokenAndNoRawControlBytes() throws {
+    @Test func serveLogShowsNoTokenAndNoRawControlBytes() async throws {
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
-        let serve = try ProxyTestProcess(tsplayer, ["serve", "-v"])
+        let serve = try await ProxyTestProcess(tsplayer, ["serve", "-v"])
         defer { serve.stop() }
         let playlist = try #require(URL(string: serve.firstLine), "serve said \(serve.firstLine)")
         let token = try #require(playlist.pathComponents.dropFirst().first)
         #expect(token.count == 32)
         let base = "http://127.0.0.1:\(playlist.port ?? 0)/\(token)"
         guard
-            let foreign = try curl(["-w", "%{http_code}", "-H", "Host: evil.example", serve.firstLine]),
-            let malformed = try curl(["-w", "%{http_code}", base + "/%zz/index.m3u8"]),
-            let forged = try curl(["-w", "%{http_code}", base + "/a%1b%5b2J%0aGET%20forged%00.ts"])
+            let foreign = try await curl(["-w", "%{http_code}", "-H", "Host: evil.example", serve.firstLine]),
+            let malformed = try await curl(["-w", "%{http_code}", base + "/%zz/index.m3u8"]),
+            let forged = try await curl(["-w", "%{http_code}", base + "/a%1b%5b2J%0aGET%20forged%00.ts"])
         else { return }
         #expect([foreign, malformed, forged] == ["421", "400", "404"])
         // The access log line is written when the exchange ends; give the process a moment.
         let deadline = Date().addingTimeInterval(5)
-        while !serve.stderr.contains("forged"), Date() < deadline { usleep(20_000) }
-        serve.stop()
+        while !serve.stderr.contains("forged"), Date() < deadline { await suspend(0.02) }
+        await serve.stop()
         let log = serve.stderr
         #expect(!log.contains(token), "\(log)")
         #expect(!log.utf8.contains(0x1B) && !log.utf8.contains(0) && !log.utf8.contains(0x0D), "\(log)")
@@ -50,7 +50,7 @@ import Testing
     /// credentials (Authorization, Cookie, and X-Api-Key marked with --secret-header) reach 127.0.0.1 only; Referer
     /// and User-Agent go to both. With --send-credentials-to localhost, localhost gets them too. The store that keeps
     /// the headers is 0600 in a 0700 folder.
-    @Test func downloadSendsCredentialsOnlyToTheirHost() throws {
+    @Test func downloadSendsCredentialsOnlyToTheirHost() async throws {
         let segment = FailFastEndToEndTests.segment
         let other = try ScriptedOrigin { path in
             switch path {
@@ -89,7 +89,7 @@ import Testing
             origin.heads.withLock { $0 = [] }
             other.heads.withLock { $0 = [] }
             let store = TemporaryFolders.make(prefix: "hostile-").appendingPathComponent("new/store").path
-            let result = try #require(
+            let result = try await #require(
                 try DownloadTool.run(
                     ["download", origin.url("/index.m3u8"), "-o", store] + headers
                         + (allowing ? ["--send-credentials-to", "localhost"] : [])))
@@ -114,11 +114,11 @@ import Testing
 
     /// A header name that is not a token, or a host given as a URL, is bad usage (exit 64) in every command that
     /// takes them.
-    @Test func credentialOptionsAreChecked() throws {
+    @Test func credentialOptionsAreChecked() async throws {
         let url = "http://127.0.0.1:\(ScriptedOrigin.unusedPort())/x.m3u8"
         for command in ["download", "proxy", "cache-proxy"] {
             for bad in [["--secret-header", "bad name"], ["--send-credentials-to", "http://cdn.example/"]] {
-                let result = try #require(try DownloadTool.run([command, url] + bad))
+                let result = try #require(try await DownloadTool.run([command, url] + bad))
                 #expect(result.status == 64, "\(command) \(bad): \(result.err)")
             }
         }
@@ -126,7 +126,7 @@ import Testing
 
     /// `proxy --mode redirect` answers 302 only for what stream mode would fetch: `file:`, `gopher:` and `ftp:`
     /// segment URIs get 502 and no Location.
-    @Test func proxyRedirectModeRefusesOtherSchemes() throws {
+    @Test func proxyRedirectModeRefusesOtherSchemes() async throws {
         let refused = ["file:///etc/passwd", "gopher://127.0.0.1:70/1", "ftp://127.0.0.1/a.ts"]
         let playlist =
             "#EXTM3U\n#EXT-X-TARGETDURATION:4\n" + (["a.ts"] + refused).map { "#EXTINF:4,\n\($0)\n" }.joined()
@@ -135,19 +135,19 @@ import Testing
             path == "/vod.m3u8" ? Self.response("200 OK", Array(playlist.utf8)) : Self.response("404 Not Found")
         }
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
-        let proxy = try ProxyTestProcess(
+        let proxy = try await ProxyTestProcess(
             tsplayer, ["proxy", origin.url("/vod.m3u8"), "--mode", "redirect", "--allow-private"])
         defer { proxy.stop() }
         let master = try #require(URL(string: proxy.firstLine), "proxy said \(proxy.firstLine)")
         guard let curl = EndToEnd.tool("curl") else { return }
-        let text = try EndToEnd.run(curl, ["-s", proxy.firstLine]).out
+        let text = try await EndToEnd.run(curl, ["-s", proxy.firstLine]).out
         let uris = text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }
         #expect(uris.count == 4, "\(text)")
         var answers: [String] = []
         for uri in uris {
             let url = try #require(URL(string: String(uri), relativeTo: master)).absoluteString
             answers.append(
-                try EndToEnd.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", url]).out)
+                try await EndToEnd.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", url]).out)
         }
         #expect(answers == ["302 " + origin.url("/a.ts"), "502 ", "502 ", "502 "])
     }

@@ -24,9 +24,9 @@ enum PlaylistFixtures {
 }
 
 @Suite(.temporaryFolders) struct M3U8LintTests {
-    func lint(_ arguments: [String], input: Data? = nil) throws -> ProcessResult? {
+    func lint(_ arguments: [String], input: Data? = nil) async throws -> ProcessResult? {
         guard let tool = EndToEnd.product("m3u8lint") else { return nil }
-        return try EndToEnd.run(tool, arguments, input: input, currentDirectory: PlaylistFixtures.directory)
+        return try await EndToEnd.run(tool, arguments, input: input, currentDirectory: PlaylistFixtures.directory)
     }
 
     func json(_ data: Data) throws -> [String: Any] {
@@ -40,51 +40,51 @@ enum PlaylistFixtures {
         return f.date(from: text)?.timeIntervalSince1970
     }
 
-    @Test func helpVersionAndUsageErrors() throws {
-        let help = try #require(try lint(["--help"]))
+    @Test func helpVersionAndUsageErrors() async throws {
+        let help = try #require(try await lint(["--help"]))
         #expect(help.status == 0)
         #expect(help.out.contains("USAGE: m3u8lint"))
         #expect(help.out.contains("\nARGUMENTS:\n"))
         #expect(help.out.contains("\nOPTIONS:\n"))
         #expect(help.err.isEmpty)
-        let version = try #require(try lint(["--version"]))
+        let version = try #require(try await lint(["--version"]))
         #expect(version.status == 0)
         #expect(version.out == "1.0.0\n")
-        let bad = try #require(try lint(["--bogus", "x.m3u8"]))
+        let bad = try #require(try await lint(["--bogus", "x.m3u8"]))
         #expect(bad.status == 64)
         #expect(bad.out.isEmpty)
         #expect(bad.err.hasPrefix("Error: unknown option '--bogus'\nUSAGE: m3u8lint "))
-        let none = try #require(try lint([]))
+        let none = try #require(try await lint([]))
         #expect(none.status == 64)
         #expect(none.err.hasPrefix("Error: missing expected argument '<input> ...'\n"))
-        let missing = try #require(try lint(["no-such-file.m3u8"]))
+        let missing = try #require(try await lint(["no-such-file.m3u8"]))
         #expect(missing.status == 2)
         #expect(missing.err == "Error: no-such-file.m3u8: No such file or directory\n")
     }
 
-    @Test func findingsAreFormattedAndExitCodesFollowSeverity() throws {
-        let bad = try #require(try lint(["invalid/HLS-EXTINF-TARGET@6.m3u8"]))
+    @Test func findingsAreFormattedAndExitCodesFollowSeverity() async throws {
+        let bad = try #require(try await lint(["invalid/HLS-EXTINF-TARGET@6.m3u8"]))
         #expect(bad.status == 1)
         #expect(
             bad.out
                 == "invalid/HLS-EXTINF-TARGET@6.m3u8:6:9: error: EXTINF 6.5 rounds above the target duration 6 "
                 + "[HLS-EXTINF-TARGET] (4.4.3.1)\n")
-        let warned = try #require(try lint(["valid/spec-simple-media.m3u8"]))
+        let warned = try #require(try await lint(["valid/spec-simple-media.m3u8"]))
         #expect(warned.status == 0)
         #expect(
             warned.out
                 == "valid/spec-simple-media.m3u8:2:23: warning: target duration 10 is above 6 seconds "
                 + "[APPLE-TARGET-DURATION] (Apple HLS authoring 6.1)\n")
-        let strict = try #require(try lint(["--strict", "valid/spec-simple-media.m3u8"]))
+        let strict = try #require(try await lint(["--strict", "valid/spec-simple-media.m3u8"]))
         #expect(strict.status == 1)
-        let clean = try #require(try lint(["valid/ll-hls.m3u8"]))
+        let clean = try #require(try await lint(["valid/ll-hls.m3u8"]))
         #expect(clean.status == 0)
         // A live playlist without --previous: only the info that the live-update rules were not checked.
         #expect(
             clean.out
                 == "valid/ll-hls.m3u8:1:1: info: a live playlist: the live-update rules need the previous poll "
                 + "(--previous) and were not checked [LIVE-UNCHECKED] (6.2.1)\n")
-        let stdin = try #require(
+        let stdin = try await #require(
             try lint(
                 ["-"],
                 input: try Data(contentsOf: URL(fileURLWithPath: PlaylistFixtures.path("invalid/HLS-HEADER@1.m3u8")))))
@@ -94,7 +94,7 @@ enum PlaylistFixtures {
 
     /// Every invalid fixture reports its rule on its line through the binary too (JSON output): `RULE@LINE.m3u8`,
     /// and the enumerated values' `cases/CASE.RULE@LINE.m3u8`.
-    @Test func jsonFindingsForEveryInvalidFixture() throws {
+    @Test func jsonFindingsForEveryInvalidFixture() async throws {
         let cases = PlaylistFixtures.files("invalid/cases")
         #expect(!cases.isEmpty)
         for path in PlaylistFixtures.files("invalid") + PlaylistFixtures.files("invalid/live") + cases
@@ -108,7 +108,7 @@ enum PlaylistFixtures {
             if FileManager.default.fileExists(atPath: previous) {
                 arguments = ["--json", "--previous", previous, path]
             }
-            let result = try #require(try lint(arguments))
+            let result = try #require(try await lint(arguments))
             let object = try json(result.stdout)
             let issues = try #require(object["issues"] as? [[String: Any]])
             #expect(Set(object.keys) == ["issues"])
@@ -123,8 +123,8 @@ enum PlaylistFixtures {
         }
     }
 
-    @Test func dumpJSONOfAMediaPlaylist() throws {
-        let result = try #require(
+    @Test func dumpJSONOfAMediaPlaylist() async throws {
+        let result = try await #require(
             try lint(["--dump-json", "--url", "https://origin.example/live/index.m3u8", "valid/every-media-tag.m3u8"]))
         #expect(result.status == 0)
         let o = try json(result.stdout)
@@ -169,8 +169,8 @@ enum PlaylistFixtures {
         #expect(segments.map { $0["gap"] as? Bool } == [false, false, true])
     }
 
-    @Test func dumpJSONSeparatesWrittenAndDerivedDates() throws {
-        let result = try #require(try lint(["--dump-json", "valid/program-date-time-bitrate.m3u8"]))
+    @Test func dumpJSONSeparatesWrittenAndDerivedDates() async throws {
+        let result = try #require(try await lint(["--dump-json", "valid/program-date-time-bitrate.m3u8"]))
         #expect(result.status == 0)
         let segments = try #require(try json(result.stdout)["segments"] as? [[String: Any]])
         #expect(
@@ -187,8 +187,8 @@ enum PlaylistFixtures {
     }
 
     /// --benchmark (what Scripts/bench/playlist.sh reads): parse+resolve, then the same with every URI read.
-    @Test func benchmarkReportsBothTimings() throws {
-        let result = try #require(
+    @Test func benchmarkReportsBothTimings() async throws {
+        let result = try await #require(
             try lint([
                 "--benchmark", "2", "--url", "https://cdn.example.com/a/b.m3u8", "valid/program-date-time-bitrate.m3u8",
             ]))
@@ -199,8 +199,8 @@ enum PlaylistFixtures {
         #expect(line.hasSuffix("(2 runs, 6 items, 202 URI bytes)\n"), "\(line)")
     }
 
-    @Test func dumpJSONWithParentAndQueryParam() throws {
-        let result = try #require(
+    @Test func dumpJSONWithParentAndQueryParam() async throws {
+        let result = try await #require(
             try lint([
                 "--dump-json", "--url", "https://origin.example/a/media.m3u8?token=abc", "--parent",
                 "valid/multivariant-define.m3u8", "valid/variables-import.m3u8",
@@ -213,8 +213,8 @@ enum PlaylistFixtures {
             ])
     }
 
-    @Test func dumpJSONOfAMultivariantPlaylist() throws {
-        let result = try #require(
+    @Test func dumpJSONOfAMultivariantPlaylist() async throws {
+        let result = try await #require(
             try lint(["--dump-json", "--url", "https://ex.com/m/master.m3u8", "valid/spec-session-data-steering.m3u8"]))
         let o = try json(result.stdout)
         #expect(o["kind"] as? String == "multivariant")
@@ -242,8 +242,8 @@ enum PlaylistFixtures {
         #expect(steering["serverUri"] as? String == "https://ex.com/steering?video=00012")
     }
 
-    @Test func iptvJSONAndFormat() throws {
-        let result = try #require(
+    @Test func iptvJSONAndFormat() async throws {
+        let result = try await #require(
             try lint(["--iptv-json", PlaylistFixtures.directory.appendingPathComponent("iptv/channels.m3u").path]))
         #expect(result.status == 0)
         let o = try json(result.stdout)
@@ -263,7 +263,7 @@ enum PlaylistFixtures {
 
         // As found in the wild: a bare URL line is an entry named after its URL (the JSON says so), attribute names
         // are read in any case and printed in lower case, a quoted Kodi header value loses its quotes.
-        let wild = try #require(try lint(["--iptv-json", PlaylistFixtures.path("iptv/wild.m3u")]))
+        let wild = try #require(try await lint(["--iptv-json", PlaylistFixtures.path("iptv/wild.m3u")]))
         #expect(wild.status == 0)
         #expect(wild.err.isEmpty, "\(wild.err)")
         let w = try json(wild.stdout)
@@ -278,7 +278,7 @@ enum PlaylistFixtures {
         #expect(found[1]["userAgent"] as? String == "Mozilla/5.0 (X11; Linux x86_64)")
         #expect(found[2]["userAgent"] as? String == "VLC/3.0")
 
-        let formatted = try #require(try lint(["--format", "quirks/crlf.m3u8"]))
+        let formatted = try #require(try await lint(["--format", "quirks/crlf.m3u8"]))
         #expect(formatted.status == 0)
         #expect(
             formatted.out
@@ -288,7 +288,7 @@ enum PlaylistFixtures {
 
     /// http:// input fetched from a real HTTP server (Python's http.server on an ephemeral loopback port); a
     /// redirect moves the base URL that URIs resolve against.
-    @Test func httpInput() throws {
+    @Test func httpInput() async throws {
         guard let python = EndToEnd.tool("python3"), let tool = EndToEnd.product("m3u8lint") else { return }
         let root = TemporaryFolders.make(prefix: "m3u8lint-http-")
         try FileManager.default.createDirectory(
@@ -307,28 +307,29 @@ enum PlaylistFixtures {
             """
         let server = try ChildProcess(python, ["-c", script, root.path])
         defer { server.stop() }
-        let p = try #require(Int(server.lines(1, within: 20).first ?? ""), "\(server.stderr)")
+        let first = await server.lines(1, within: 20).first ?? ""
+        let p = try #require(Int(first), "\(server.stderr)")
         let url = "http://127.0.0.1:\(p)/valid/byterange-vod.m3u8"
-        let result = try EndToEnd.run(tool, ["--dump-json", url])
+        let result = try await EndToEnd.run(tool, ["--dump-json", url])
         #expect(result.status == 0, "\(result.err)")
         let segments = try #require(try json(result.stdout)["segments"] as? [[String: Any]])
         #expect(
             segments.map { $0["uri"] as? String }
                 == Array(repeating: "http://127.0.0.1:\(p)/valid/segment.ts", count: 3))
         #expect(segments.map { ($0["byteRange"] as? [String: Int])?["offset"] } == [0, 75232, 157_344])
-        let moved = try EndToEnd.run(tool, ["--dump-json", "http://127.0.0.1:\(p)/valid/moved"])
+        let moved = try await EndToEnd.run(tool, ["--dump-json", "http://127.0.0.1:\(p)/valid/moved"])
         let movedSegments = try #require(try json(moved.stdout)["segments"] as? [[String: Any]])
         #expect(movedSegments.first?["uri"] as? String == "http://127.0.0.1:\(p)/valid/moved/segment.ts")
-        let lintResult = try EndToEnd.run(tool, [url])
+        let lintResult = try await EndToEnd.run(tool, [url])
         #expect(lintResult.status == 0)
         #expect(lintResult.out.hasPrefix("\(url):3:23: warning: target duration 10 is above 6 seconds"))
-        let missing = try EndToEnd.run(tool, ["http://127.0.0.1:\(p)/nope.m3u8"])
+        let missing = try await EndToEnd.run(tool, ["http://127.0.0.1:\(p)/nope.m3u8"])
         #expect(missing.status == 2)
         #expect(missing.err == "Error: http://127.0.0.1:\(p)/nope.m3u8: 404 Not Found\n")
     }
 
     /// Python's m3u8 and m3u8lint --dump-json agree on every valid fixture for the fields both model.
-    @Test func differentialAgainstPythonM3U8() throws {
+    @Test func differentialAgainstPythonM3U8() async throws {
         guard let python = EndToEnd.tool("python3") else { return }
         let script = """
             import json, sys, m3u8
@@ -365,9 +366,9 @@ enum PlaylistFixtures {
             ].contains(name) {
                 continue
             }
-            let theirs = try EndToEnd.run(python, ["-c", script, path, base])
+            let theirs = try await EndToEnd.run(python, ["-c", script, path, base])
             #expect(theirs.status == 0, "python m3u8 failed on \(name): \(theirs.err)")
-            let ours = try #require(try lint(["--dump-json", "--url", base, path]))
+            let ours = try await #require(try lint(["--dump-json", "--url", base, path]))
             let t = try json(theirs.stdout)
             let o = try json(ours.stdout)
             #expect(o["kind"] as? String == t["kind"] as? String, "\(name)")
@@ -430,18 +431,18 @@ enum PlaylistFixtures {
     }
 
     /// Runs m3u8lint and returns its result and the seconds it took.
-    func lint(_ arguments: [String]) throws -> (result: ProcessResult, seconds: Double)? {
+    func lint(_ arguments: [String]) async throws -> (result: ProcessResult, seconds: Double)? {
         guard let tool = EndToEnd.product("m3u8lint") else { return nil }
         let start = ContinuousClock.now
-        let result = try EndToEnd.run(tool, arguments)
+        let result = try await EndToEnd.run(tool, arguments)
         let elapsed = ContinuousClock.now - start
         return (result, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
-    @Test func notFoundNamesTheURLAndTheStatusAndIsAskedOnce() throws {
+    @Test func notFoundNamesTheURLAndTheStatusAndIsAskedOnce() async throws {
         let origin = try ScriptedOrigin { _ in Self.response("404 Not Found") }
         let url = origin.url("/missing.m3u8")
-        let (result, seconds) = try #require(try lint([url]))
+        let (result, seconds) = try #require(try await lint([url]))
         #expect(result.status == 2)
         #expect(result.out.isEmpty)
         #expect(result.err == "Error: \(url): 404 Not Found\n")
@@ -449,13 +450,13 @@ enum PlaylistFixtures {
         #expect(seconds < 2, "took \(seconds) s")
         // The same for --dump-json and --iptv-json, which fetch the same way; a 403 is not retried either.
         let forbidden = try ScriptedOrigin { _ in Self.response("403 Forbidden") }
-        let dump = try #require(try lint(["--iptv-json", forbidden.url("/list.m3u")]))
+        let dump = try #require(try await lint(["--iptv-json", forbidden.url("/list.m3u")]))
         #expect(dump.result.err == "Error: \(forbidden.url("/list.m3u")): 403 Forbidden\n")
         #expect(forbidden.paths.withLock { $0 }.count == 1)
     }
 
     /// 503, 429 and 408 may pass on a later try: each is retried (Retry-After honoured), within the deadline.
-    @Test func busyAnswersAreRetried() throws {
+    @Test func busyAnswersAreRetried() async throws {
         let asked = LockedValue(0)
         let origin = try ScriptedOrigin { _ in
             switch asked.withLock({ n -> Int in
@@ -468,11 +469,11 @@ enum PlaylistFixtures {
             }
         }
         let url = origin.url("/live.m3u8")
-        let (result, _) = try #require(try lint(["--dump-json", url]))
+        let (result, _) = try #require(try await lint(["--dump-json", url]))
         #expect(result.status == 0, "\(result.err)")
         #expect(origin.paths.withLock { $0 }.count == 3)
         let always = try ScriptedOrigin { _ in Self.response("503 Service Unavailable") }
-        let (failed, _) = try #require(try lint([always.url("/x.m3u8")]))
+        let (failed, _) = try #require(try await lint([always.url("/x.m3u8")]))
         // Each retry is shown on stderr as it happens, then the last answer.
         let lines = failed.err.split(separator: "\n")
         #expect(lines.count == 3, "\(failed.err)")
@@ -484,7 +485,7 @@ enum PlaylistFixtures {
         #expect(always.paths.withLock { $0 }.count == 3)
         // A Retry-After longer than the deadline left is not waited for: the answer is reported at once.
         let later = try ScriptedOrigin { _ in Self.response("429 Too Many Requests", extra: "Retry-After: 3600\r\n") }
-        let (limited, seconds) = try #require(try lint([later.url("/x.m3u8")]))
+        let (limited, seconds) = try #require(try await lint([later.url("/x.m3u8")]))
         // (The status table names 429 since the wire layer took it over.)
         #expect(limited.err == "Error: \(later.url("/x.m3u8")): 429 Too Many Requests\n")
         #expect(later.paths.withLock { $0 }.count == 1)
@@ -493,7 +494,7 @@ enum PlaylistFixtures {
 
     /// Redirects are followed, and the playlist's URIs resolve against where it ended up; more than five fail, and
     /// a redirect to a missing playlist names both URLs.
-    @Test func redirectsAreFollowedAndBounded() throws {
+    @Test func redirectsAreFollowedAndBounded() async throws {
         let origin = try ScriptedOrigin { path in
             switch path {
             case "/start.m3u8": Self.response("302 Found", extra: "Location: /moved/here/index.m3u8\r\n")
@@ -508,18 +509,18 @@ enum PlaylistFixtures {
                 }
             }
         }
-        let (moved, _) = try #require(try lint(["--dump-json", origin.url("/start.m3u8")]))
+        let (moved, _) = try #require(try await lint(["--dump-json", origin.url("/start.m3u8")]))
         #expect(moved.status == 0, "\(moved.err)")
         let object = try #require(try JSONSerialization.jsonObject(with: moved.stdout) as? [String: Any])
         let segments = try #require(object["segments"] as? [[String: Any]])
         #expect(segments.first?["uri"] as? String == origin.url("/moved/here/seg.ts"))
 
-        let (gone, _) = try #require(try lint([origin.url("/gone.m3u8")]))
+        let (gone, _) = try #require(try await lint([origin.url("/gone.m3u8")]))
         #expect(gone.status == 2)
         #expect(
             gone.err == "Error: \(origin.url("/gone.m3u8")): 404 Not Found (at \(origin.url("/nowhere.m3u8")))\n")
 
-        let (loop, _) = try #require(try lint([origin.url("/loop0")]))
+        let (loop, _) = try #require(try await lint([origin.url("/loop0")]))
         #expect(loop.status == 2)
         #expect(
             loop.err
@@ -527,16 +528,16 @@ enum PlaylistFixtures {
         )
         #expect(origin.paths.withLock { $0 }.filter { $0.hasPrefix("/loop") } == (0...5).map { "/loop\($0)" })
 
-        let (file, _) = try #require(try lint([origin.url("/file.m3u8")]))
+        let (file, _) = try #require(try await lint([origin.url("/file.m3u8")]))
         #expect(file.status == 2)
         #expect(file.err.hasPrefix("Error: \(origin.url("/file.m3u8")): more than 5 redirects, or a redirect"))
     }
 
     /// Nothing listens: the failure is reported at once (no retry, no waiting for a timeout).
-    @Test func refusedPortFailsWithinASecond() throws {
+    @Test func refusedPortFailsWithinASecond() async throws {
         let port = ScriptedOrigin.unusedPort()
         let url = "http://127.0.0.1:\(port)/index.m3u8"
-        let (result, seconds) = try #require(try lint([url]))
+        let (result, seconds) = try #require(try await lint([url]))
         #expect(result.status == 2)
         #expect(
             result.err.hasPrefix("Error: \(url): cannot connect to 127.0.0.1:\(port): ECONNREFUSED"), "\(result.err)")
@@ -545,17 +546,17 @@ enum PlaylistFixtures {
 
     /// A server that accepts the connection and never answers: the fetch gives up when --timeout has passed, and
     /// by default after 8 s (the toolkit's first-fetch deadline).
-    @Test func silentServerFailsWithinTheTimeout() throws {
+    @Test func silentServerFailsWithinTheTimeout() async throws {
         let origin = try ScriptedOrigin { _ in nil }
         let url = origin.url("/silent.m3u8")
-        let (result, seconds) = try #require(try lint(["--timeout", "1", url]))
+        let (result, seconds) = try #require(try await lint(["--timeout", "1", url]))
         #expect(result.status == 2)
         #expect(result.err == "Error: \(url): no complete answer within 1 s (--timeout)\n")
         #expect(seconds >= 1 && seconds < 2, "took \(seconds) s")
-        let (byDefault, defaultSeconds) = try #require(try lint([url]))
+        let (byDefault, defaultSeconds) = try #require(try await lint([url]))
         #expect(byDefault.err == "Error: \(url): no complete answer within 8 s (--timeout)\n")
         #expect(defaultSeconds >= 8 && defaultSeconds < 9, "took \(defaultSeconds) s")
-        let (bad, _) = try #require(try lint(["--timeout", "0", url]))
+        let (bad, _) = try #require(try await lint(["--timeout", "0", url]))
         #expect(bad.status == 64)
         #expect(bad.err.hasPrefix("Error: '--timeout' needs a number of seconds above 0, not '0'\n"))
     }

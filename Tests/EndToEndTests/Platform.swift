@@ -43,8 +43,9 @@ enum Platform {
     /// `lsof -F ftn` (field output: `f` descriptor, `t` type, `n` name, one per line) for one process, numeric
     /// descriptors only (not cwd, txt and the other lsof pseudo-descriptors), in the form of ``descriptors(of:)``.
     /// Darwin's way; built everywhere so that a Linux run can hold it against /proc.
-    static func lsofDescriptors(of pid: Int32, lsof: URL) -> [String] {
-        guard let listed = try? EndToEnd.run(lsof, ["-n", "-P", "-a", "-p", String(pid), "-F", "ftn"], timeout: 60)
+    static func lsofDescriptors(of pid: Int32, lsof: URL) async -> [String] {
+        guard
+            let listed = try? await EndToEnd.run(lsof, ["-n", "-P", "-a", "-p", String(pid), "-F", "ftn"], timeout: 60)
         else { return [] }
         let data = listed.stdout
         var result: [String] = []

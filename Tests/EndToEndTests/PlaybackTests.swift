@@ -12,10 +12,10 @@ final class ServerProcess: Sendable {
     let lines: [String]
 
     /// Starts `tsplayer serve` and waits (20 s at most) until it has printed `expectedLines` lines on stdout.
-    init(arguments: [String], expectedLines: Int = 1) throws {
+    init(arguments: [String], expectedLines: Int = 1) async throws {
         guard let tsplayer = EndToEnd.product("tsplayer") else { throw CocoaError(.fileNoSuchFile) }
         child = try ChildProcess(tsplayer, ["serve"] + arguments, stopSignal: SIGINT)
-        lines = child.lines(expectedLines, within: 20)
+        lines = await child.lines(expectedLines, within: 20)
     }
 
     var process: Process { child.process }
@@ -24,6 +24,7 @@ final class ServerProcess: Sendable {
     var logText: String { child.stderr }
 
     /// Interrupts the server (as Ctrl-C does) and waits for it to exit.
+    func stop() async { await child.stop() }
     func stop() { child.stop() }
 }
 
@@ -32,37 +33,56 @@ enum PlaybackFixtures {
     static let folder = TemporaryFolders.makeShared(prefix: "playback-fixtures-")
 
     /// 8 s of H.264 + AAC, a keyframe every second.
-    static let movie: URL? = make("movie.ts") { path in
-        [
-            "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
-            "sine=frequency=330:sample_rate=48000", "-t", "8", "-c:v", "libx264", "-preset", "veryfast", "-g", "25",
-            "-keyint_min", "25", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
-        ]
+    static var movie: URL? { get async { await movieFixture.value } }
+    private static let movieFixture = SharedFixture<URL?> {
+        await make("movie.ts") { path in
+            [
+                "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
+                "sine=frequency=330:sample_rate=48000", "-t", "8", "-c:v", "libx264", "-preset", "veryfast", "-g", "25",
+                "-keyint_min", "25", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
+            ]
+        }
     }
 
     /// 40 s of the same, for seeking: twenty 2 s segments.
-    static let longMovie: URL? = make("long.ts") { path in
-        [
-            "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
-            "sine=frequency=330:sample_rate=48000", "-t", "40", "-c:v", "libx264", "-preset", "veryfast", "-g", "25",
-            "-keyint_min", "25", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
-        ]
+    static var longMovie: URL? { get async { await longMovieFixture.value } }
+    private static let longMovieFixture = SharedFixture<URL?> {
+        await make("long.ts") { path in
+            [
+                "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
+                "sine=frequency=330:sample_rate=48000", "-t", "40", "-c:v", "libx264", "-preset", "veryfast", "-g",
+                "25",
+                "-keyint_min", "25", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
+            ]
+        }
     }
 
-    static func make(_ name: String, arguments: (String) -> [String]) -> URL? {
+    /// The fixture `name`, made once per process: tests running at once that ask for the same name await the one
+    /// ffmpeg run (a second run, or a look at the file while the first still writes it, would see a partial file).
+    static func make(_ name: String, arguments: (String) -> [String]) async -> URL? {
         let url = folder.appendingPathComponent(name)
-        if FileManager.default.fileExists(atPath: url.path) { return url }
-        guard let ffmpeg = EndToEnd.tool("ffmpeg"),
-            let result = try? EndToEnd.run(ffmpeg, ["-v", "error", "-y"] + arguments(url.path)), result.status == 0
-        else { return nil }
-        return url
+        let command = arguments(url.path)
+        let fixture = made.withLock { made in
+            if let fixture = made[name] { return fixture }
+            let fixture = SharedFixture<URL?> {
+                if FileManager.default.fileExists(atPath: url.path) { return url }
+                guard let ffmpeg = EndToEnd.tool("ffmpeg"),
+                    let result = try? await EndToEnd.run(ffmpeg, ["-v", "error", "-y"] + command), result.status == 0
+                else { return nil }
+                return url
+            }
+            made[name] = fixture
+            return fixture
+        }
+        return await fixture.value
     }
+    private static let made = Locked<[String: SharedFixture<URL?>]>([:])
 }
 
 /// Frame counts per stream type as ffprobe decodes them.
-func decodedFrames(_ input: String) throws -> [String: Int] {
+func decodedFrames(_ input: String) async throws -> [String: Int] {
     guard let ffprobe = EndToEnd.tool("ffprobe") else { return [:] }
-    let result = try EndToEnd.run(
+    let result = try await EndToEnd.run(
         ffprobe,
         ["-v", "error", "-count_frames", "-show_entries", "stream=codec_type,nb_read_frames", "-of", "json", input])
     #expect(result.status == 0, "ffprobe \(input): \(result.err)")
@@ -80,12 +100,14 @@ func decodedFrames(_ input: String) throws -> [String: Int] {
 /// its exit status (0 only when the pipeline reached its end without an error), the number of video frames and the
 /// seconds of audio its sinks received. The sinks write the decoded media to files (video as 16x16 grey pictures,
 /// audio as 8 kHz mono 16-bit samples), so the counts come from bytes, not from gst-launch's wording.
-func gstreamerPlayback(_ url: String) throws -> (status: Int32, videoFrames: Int, audioSeconds: Double, log: String) {
+func gstreamerPlayback(_ url: String) async throws -> (
+    status: Int32, videoFrames: Int, audioSeconds: Double, log: String
+) {
     let gst = try #require(EndToEnd.tool("gst-launch-1.0"))
     let folder = TemporaryFolders.make(prefix: "gst-")
     let video = folder.appendingPathComponent("video.gray").path
     let audio = folder.appendingPathComponent("audio.s16").path
-    let result = try EndToEnd.run(
+    let result = try await EndToEnd.run(
         gst,
         [
             "-q", "playbin", "uri=\(url)",
@@ -99,9 +121,9 @@ func gstreamerPlayback(_ url: String) throws -> (status: Int32, videoFrames: Int
 
 /// The timestamp (input timeline) of the first video frame ffmpeg decodes after seeking to `time`: read from the
 /// frame list of ffmpeg's `framemd5` output in the input's time base.
-func seekedFrameTime(_ input: String, at time: Double) throws -> Double? {
+func seekedFrameTime(_ input: String, at time: Double) async throws -> Double? {
     guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return nil }
-    let result = try EndToEnd.run(
+    let result = try await EndToEnd.run(
         ffmpeg,
         [
             "-v", "error", "-copyts", "-ss", String(time), "-i", input, "-frames:v", "1", "-an", "-enc_time_base", "-1",
@@ -138,37 +160,37 @@ struct FrameList {
 }
 
 /// The start time ffprobe reports for a file's first stream.
-func startTime(_ path: String) throws -> Double? {
+func startTime(_ path: String) async throws -> Double? {
     guard let ffprobe = EndToEnd.tool("ffprobe") else { return nil }
-    let result = try EndToEnd.run(
+    let result = try await EndToEnd.run(
         ffprobe, ["-v", "error", "-show_entries", "format=start_time", "-of", "csv=p=0", path])
     return Double(result.out.trimmingCharacters(in: .whitespacesAndNewlines))
 }
 
 /// Fetches a URL's body.
-func fetch(_ url: String) throws -> String {
+func fetch(_ url: String) async throws -> String {
     guard let curl = EndToEnd.tool("curl") else { return "" }
-    let result = try EndToEnd.run(curl, ["-sS", "--max-time", "10", url])
+    let result = try await EndToEnd.run(curl, ["-sS", "--max-time", "10", url])
     #expect(result.status == 0, "curl \(url): \(result.err)")
     return result.out
 }
 
 /// Waits until the media playlist is final (the index is complete).
-func waitForEndList(_ url: String) throws -> String {
+func waitForEndList(_ url: String) async throws -> String {
     var text = ""
     for _ in 0..<100 {
-        text = try fetch(url)
+        text = try await fetch(url)
         if text.contains("#EXT-X-ENDLIST") { return text }
-        usleep(100_000)
+        await suspend(0.1)
     }
     Issue.record("playlist never ended: \(text)")
     return text
 }
 
 @Suite(.serialized, .temporaryFolders) struct PlaybackEndToEndTests {
-    @Test func servedFileDecodesFrameForFrameLikeTheSource() throws {
-        let movie = try #require(PlaybackFixtures.movie)
-        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "2", "--json", "-v"])
+    @Test func servedFileDecodesFrameForFrameLikeTheSource() async throws {
+        let movie = try #require(await PlaybackFixtures.movie)
+        let server = try await ServerProcess(arguments: [movie.path, "--segment-duration", "2", "--json", "-v"])
         defer { server.stop() }
         let json = try #require(server.lines.first)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
@@ -177,24 +199,24 @@ func waitForEndList(_ url: String) throws -> String {
         let media = try #require(input["media"] as? String)
         #expect(master.hasPrefix("http://127.0.0.1:") && master.hasSuffix("/master.m3u8"))
         // The variant is described from the stream itself.
-        let variant = try fetch(master)
+        let variant = try await fetch(master)
         #expect(variant.contains("CODECS=\"avc1.") && variant.contains(",mp4a.40.2\""), "\(variant)")
         #expect(variant.contains("RESOLUTION=320x180") && variant.contains("FRAME-RATE=25"), "\(variant)")
         #expect((input["duration"] as? Double).map { abs($0 - 8) < 0.2 } == true, "\(input)")
 
-        let playlist = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
+        let playlist = try await waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
         #expect(playlist.contains("#EXT-X-PLAYLIST-TYPE:VOD"))
         // The durations add up to ffprobe's duration of the file, within one frame.
         let total = playlist.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }
             .compactMap { Double($0.dropFirst(8).prefix { $0 != "," }) }.reduce(0, +)
-        let probed = try TSProbeDuration.of(movie.path)
+        let probed = try await TSProbeDuration.of(movie.path)
         #expect(probed > 0 && abs(total - probed) <= 0.04, "playlist \(total) s, ffprobe \(probed) s")
         #expect(playlist.components(separatedBy: "#EXT-X-BYTERANGE:").count - 1 == 4, "\(playlist)")
 
-        let source = try decodedFrames(movie.path)
+        let source = try await decodedFrames(movie.path)
         #expect(source["video"] == 200 && source["audio"] != nil, "\(source)")
-        #expect(try decodedFrames(master) == source)
-        #expect(try decodedFrames(media) == source)  // the raw file URL, for players that read TS
+        await #expect(try decodedFrames(master) == source)
+        await #expect(try decodedFrames(media) == source)  // the raw file URL, for players that read TS
         // The session token never reaches the log.
         let token = master.split(separator: "/")[2]
         #expect(!server.logText.contains(token) && server.logText.contains("/{token}/index.m3u8"), "\(server.logText)")
@@ -202,23 +224,23 @@ func waitForEndList(_ url: String) throws -> String {
 
     /// Seeking through HLS lands on the frame ffmpeg finds in the source file (or, where ffmpeg's own seek in the raw
     /// file lands late, on the exact frame asked for), within one frame, and reads only a few segments.
-    @Test func seekingLandsOnTheRightFrameAndReadsOnlyWhatItNeeds() throws {
-        let movie = try #require(PlaybackFixtures.longMovie)
+    @Test func seekingLandsOnTheRightFrameAndReadsOnlyWhatItNeeds() async throws {
+        let movie = try #require(await PlaybackFixtures.longMovie)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: movie.path)[.size] as? Int)
-        let start = try #require(try startTime(movie.path))
-        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "2", "-v"])
+        let start = try await #require(try startTime(movie.path))
+        let server = try await ServerProcess(arguments: [movie.path, "--segment-duration", "2", "-v"])
         defer { server.stop() }
         let master = try #require(server.lines.first)
-        _ = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
+        _ = try await waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
         let frame = 1.0 / 25
         for time in [5.3, 12.7, 23.1, 31.9] {
             let before = server.logText.count
-            let served = try #require(try seekedFrameTime(master, at: time))
-            let direct = try #require(try seekedFrameTime(movie.path, at: time))
+            let served = try await #require(try seekedFrameTime(master, at: time))
+            let direct = try await #require(try seekedFrameTime(movie.path, at: time))
             let error = min(abs(served - direct), abs(served - (start + time)))
             #expect(
                 error <= frame + 0.002, "seek \(time)s: HLS frame at \(served), file \(direct), exact \(start + time)")
-            usleep(200_000)
+            await suspend(0.2)
             // Bytes of media sent for this seek, from the server's log: a small part of the file.
             let lines = server.logText.dropFirst(before).split(separator: "\n").filter { $0.contains("media.ts") }
             let bytes = lines.compactMap { line in line.split(separator: " ").dropFirst(3).first.flatMap { Int($0) } }
@@ -229,48 +251,48 @@ func waitForEndList(_ url: String) throws -> String {
 
     /// `tsplayer serve` behaves like an argument-parser tool: help on stdout with exit 0, a usage mistake on stderr
     /// with exit 64, a missing file exits 1 with an error, and Ctrl-C stops the server with exit 0.
-    @Test func serveCommandLine() throws {
+    @Test func serveCommandLine() async throws {
         let tool = try #require(EndToEnd.product("tsplayer"))
-        let help = try EndToEnd.run(tool, ["serve", "--help"])
+        let help = try await EndToEnd.run(tool, ["serve", "--help"])
         #expect(help.status == 0 && help.err.isEmpty)
         #expect(help.out.hasPrefix("OVERVIEW: Serve MPEG-TS files as HLS on a loopback port."), "\(help.out)")
         for heading in ["USAGE: tsplayer serve", "ARGUMENTS:", "OPTIONS:", "--segment-duration", "--cors", "--json"] {
             #expect(help.out.contains(heading), "help mentions \(heading)")
         }
-        let unknown = try EndToEnd.run(tool, ["serve", "--bogus"])
+        let unknown = try await EndToEnd.run(tool, ["serve", "--bogus"])
         #expect(unknown.status == 64 && unknown.out.isEmpty)
         #expect(
             unknown.err.hasPrefix("Error: unknown option '--bogus'\nUSAGE: tsplayer serve [<file> ...]"),
             "\(unknown.err)")
-        let badPort = try EndToEnd.run(tool, ["serve", "--port", "70000"])
+        let badPort = try await EndToEnd.run(tool, ["serve", "--port", "70000"])
         #expect(badPort.status == 64 && badPort.err.hasPrefix("Error: invalid port '70000'"), "\(badPort.err)")
-        let missing = try EndToEnd.run(tool, ["serve", "/no/such/file.ts"])
+        let missing = try await EndToEnd.run(tool, ["serve", "/no/such/file.ts"])
         #expect(
             missing.status == 2 && missing.err.hasPrefix("Error: cannot open input '/no/such/file.ts'"),
             "\(missing.err)")
-        let top = try EndToEnd.run(tool, ["--help"])
+        let top = try await EndToEnd.run(tool, ["--help"])
         #expect(top.status == 0 && top.out.contains("SUBCOMMANDS:") && top.out.contains("  serve "), "\(top.out)")
-        let none = try EndToEnd.run(tool, [])
+        let none = try await EndToEnd.run(tool, [])
         #expect(none.status == 64 && none.err.hasPrefix("Error: missing subcommand"), "\(none.err)")
 
         // The built-in sample is served with no argument, and Ctrl-C ends the process cleanly.
-        let server = try ServerProcess(arguments: [])
+        let server = try await ServerProcess(arguments: [])
         let url = try #require(server.lines.first)
-        #expect(try fetch(url).contains("#EXT-X-STREAM-INF:"))
-        server.stop()
+        await #expect(try fetch(url).contains("#EXT-X-STREAM-INF:"))
+        await server.stop()
         #expect(server.process.terminationStatus == 0 && server.process.terminationReason == .exit)
     }
 
     /// A second real client: GStreamer's playbin (hlsdemux, libav decoders) plays the served playlist to the end.
-    @Test func gstreamerPlaysToTheEnd() throws {
-        let movie = try #require(PlaybackFixtures.movie)
-        let server = try ServerProcess(arguments: [movie.path, "--segment-duration", "2", "-v"])
+    @Test func gstreamerPlaysToTheEnd() async throws {
+        let movie = try #require(await PlaybackFixtures.movie)
+        let server = try await ServerProcess(arguments: [movie.path, "--segment-duration", "2", "-v"])
         defer { server.stop() }
         let master = try #require(server.lines.first)
-        _ = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
+        _ = try await waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
         // Played to the end: every video frame of the file decoded, and its audio to within a frame's length.
-        let played = try gstreamerPlayback(master)
-        let source = try decodedFrames(movie.path)
+        let played = try await gstreamerPlayback(master)
+        let source = try await decodedFrames(movie.path)
         #expect(played.status == 0, "\(played.log)")
         #expect(played.videoFrames == source["video"], "\(played.videoFrames) frames of \(source)")
         #expect(abs(played.audioSeconds - 8) < 0.1, "\(played.audioSeconds) s of audio")
@@ -281,38 +303,38 @@ func waitForEndList(_ url: String) throws -> String {
     /// The I-frame playlist lists each keyframe's I-frame exactly: decoded through HLS, each byte range gives one
     /// video frame, one per second of the 1 s GOP fixture.
     @Test func iFramePlaylistHoldsOneFramePerRange() async throws {
-        let movie = try #require(PlaybackFixtures.movie)
+        let movie = try #require(await PlaybackFixtures.movie)
         let session = try TSPlaybackSession(tsFile: movie.path, options: .init(writesSidecar: false))
         let server = PlaybackServer()
         let base = try await server.add(session)
         await session.waitUntilIndexed()
-        let master = try fetch(base + "master.m3u8")
+        let master = try await fetch(base + "master.m3u8")
         #expect(master.contains("#EXT-X-I-FRAME-STREAM-INF:") && master.contains("URI=\"iframes.m3u8\""), "\(master)")
-        let iframes = try fetch(base + "iframes.m3u8")
+        let iframes = try await fetch(base + "iframes.m3u8")
         #expect(iframes.contains("#EXT-X-I-FRAMES-ONLY"), "\(iframes)")
         let ranges = iframes.components(separatedBy: "#EXT-X-BYTERANGE:").count - 1
         #expect(ranges == 8, "\(iframes)")
-        let frames = try decodedFrames(base + "iframes.m3u8")
+        let frames = try await decodedFrames(base + "iframes.m3u8")
         #expect(frames["video"] == ranges, "\(frames)")
         await server.remove(session)
     }
 
     /// m3u8lint finds no error and no warning in what the session serves (informational notes only).
-    @Test func servedPlaylistsPassTheLinter() throws {
-        let movie = try #require(PlaybackFixtures.movie)
+    @Test func servedPlaylistsPassTheLinter() async throws {
+        let movie = try #require(await PlaybackFixtures.movie)
         let lint = try #require(EndToEnd.product("m3u8lint"))
-        let server = try ServerProcess(arguments: [movie.path])
+        let server = try await ServerProcess(arguments: [movie.path])
         defer { server.stop() }
         let master = try #require(server.lines.first)
-        let mediaText = try waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
-        var masterText = try fetch(master)
+        let mediaText = try await waitForEndList(master.replacingOccurrences(of: "master.m3u8", with: "index.m3u8"))
+        var masterText = try await fetch(master)
         for _ in 0..<50 where !masterText.contains("I-FRAME-STREAM-INF") {
-            usleep(100_000)
-            masterText = try fetch(master)
+            await suspend(0.1)
+            masterText = try await fetch(master)
         }
-        let iFrameText = try fetch(master.replacingOccurrences(of: "master.m3u8", with: "iframes.m3u8"))
+        let iFrameText = try await fetch(master.replacingOccurrences(of: "master.m3u8", with: "iframes.m3u8"))
         for text in [masterText, mediaText, iFrameText] {
-            let result = try EndToEnd.run(lint, ["-"], input: Data(text.utf8))
+            let result = try await EndToEnd.run(lint, ["-"], input: Data(text.utf8))
             #expect(result.status == 0, "\(result.out)\n\(text)")
             #expect(!result.out.contains(": error:") && !result.out.contains(": warning:"), "\(result.out)")
         }
@@ -321,11 +343,11 @@ func waitForEndList(_ url: String) throws -> String {
     /// Modes 2 and 3: the movie cut into 2 s pieces by ffmpeg's segment muxer, then served as one concatenated
     /// file with the pieces' byte ranges, and as a folder of pieces.
     @Test func concatenatedFileAndFolderOfPieces() async throws {
-        let movie = try #require(PlaybackFixtures.movie)
+        let movie = try #require(await PlaybackFixtures.movie)
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
         let pieces = PlaybackFixtures.folder.appendingPathComponent("pieces-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: pieces, withIntermediateDirectories: true)
-        let cut = try EndToEnd.run(
+        let cut = try await EndToEnd.run(
             ffmpeg,
             [
                 "-v", "error", "-i", movie.path, "-c", "copy", "-f", "segment", "-segment_time", "2",
@@ -336,20 +358,20 @@ func waitForEndList(_ url: String) throws -> String {
             (Int($0.dropFirst(5).dropLast(3)) ?? 0) < (Int($1.dropFirst(5).dropLast(3)) ?? 0)
         }
         #expect(names.count == 4, "\(names)")
-        let source = try decodedFrames(movie.path)
+        let source = try await decodedFrames(movie.path)
 
         // Mode 3: the folder, discovered in natural name order.
-        let folderServer = try ServerProcess(arguments: [pieces.path])
+        let folderServer = try await ServerProcess(arguments: [pieces.path])
         let folderURL = try #require(folderServer.lines.first)
-        #expect(try decodedFrames(folderURL) == source)
-        folderServer.stop()
+        await #expect(try decodedFrames(folderURL) == source)
+        await folderServer.stop()
 
         // Mode 2: the pieces concatenated, with their byte ranges and durations given.
         var joined = Data()
         var segments: [SegmentInfo] = []
         for name in names {
             let data = try Data(contentsOf: pieces.appendingPathComponent(name))
-            let probe = try TSProbeDuration.of(pieces.appendingPathComponent(name).path)
+            let probe = try await TSProbeDuration.of(pieces.appendingPathComponent(name).path)
             segments.append(SegmentInfo(offset: UInt64(joined.count), duration: probe, length: UInt64(data.count)))
             joined += data
         }
@@ -358,29 +380,29 @@ func waitForEndList(_ url: String) throws -> String {
         let session = try TSPlaybackSession(tsFile: joinedURL.path, segments: segments)
         let server = PlaybackServer()
         let base = try await server.add(session)
-        let playlist = try fetch(base + "index.m3u8")
+        let playlist = try await fetch(base + "index.m3u8")
         #expect(playlist.contains("#EXT-X-ENDLIST") && playlist.components(separatedBy: "#EXTINF").count == 5)
-        #expect(try decodedFrames(base + "master.m3u8") == source)
+        await #expect(try decodedFrames(base + "master.m3u8") == source)
         await server.remove(session)
         // The routes are gone (and with no session left, so is the server).
         let curl = try #require(EndToEnd.tool("curl"))
-        let after = try EndToEnd.run(curl, ["-s", "--max-time", "5", base + "index.m3u8"])
+        let after = try await EndToEnd.run(curl, ["-s", "--max-time", "5", base + "index.m3u8"])
         #expect(!after.out.contains("#EXTM3U"))
     }
 
     /// After the server is stopped (as when an app was in the background), revival brings the same sessions back on
     /// the same port when it is free, and on a new port, with the new URLs published, when it is not.
     @Test func revivedServerKeepsSessions() async throws {
-        let movie = try #require(PlaybackFixtures.movie)
+        let movie = try #require(await PlaybackFixtures.movie)
         let session = try TSPlaybackSession(tsFile: movie.path)
         let server = PlaybackServer()
         let base = try await server.add(session)
         await session.waitUntilIndexed()
-        #expect(try fetch(base + "index.m3u8").contains("#EXT-X-ENDLIST"))
+        await #expect(try fetch(base + "index.m3u8").contains("#EXT-X-ENDLIST"))
         let port = try #require(server.boundPort)
         #expect(try await server.revive() == port)
         #expect(server.baseURL(for: session) == base)
-        #expect(try fetch(base + "index.m3u8").contains("#EXT-X-ENDLIST"))
+        await #expect(try fetch(base + "index.m3u8").contains("#EXT-X-ENDLIST"))
 
         // Someone else takes the port while the server is down: revival moves to a new port.
         let other = PlaybackServer(
@@ -395,19 +417,19 @@ func waitForEndList(_ url: String) throws -> String {
         _ = try await server.add(session)  // the port is taken, so the server binds a new one
         let moved = try #require(server.baseURL(for: session))
         #expect(moved != base && moved.hasSuffix("/\(session.token.value)/"))
-        #expect(try fetch(moved + "index.m3u8").contains("#EXT-X-ENDLIST"))
+        await #expect(try fetch(moved + "index.m3u8").contains("#EXT-X-ENDLIST"))
         #expect(try await server.revive() != port)
         await other.remove(squatter)
         await server.remove(session)
     }
 
     /// Mode 4: a folder holding an fMP4 HLS presentation, served as it is.
-    @Test func hlsFolderIsServedAsItIs() throws {
-        let movie = try #require(PlaybackFixtures.movie)
+    @Test func hlsFolderIsServedAsItIs() async throws {
+        let movie = try #require(await PlaybackFixtures.movie)
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
         let folder = PlaybackFixtures.folder.appendingPathComponent("fmp4-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let made = try EndToEnd.run(
+        let made = try await EndToEnd.run(
             ffmpeg,
             [
                 "-v", "error", "-i", movie.path, "-c", "copy", "-bsf:a", "aac_adtstoasc", "-f", "hls", "-hls_time", "2",
@@ -415,16 +437,16 @@ func waitForEndList(_ url: String) throws -> String {
                 "-hls_segment_type", "fmp4", folder.appendingPathComponent("index.m3u8").path,
             ])
         #expect(made.status == 0, "\(made.err)")
-        let server = try ServerProcess(arguments: [folder.path])
+        let server = try await ServerProcess(arguments: [folder.path])
         defer { server.stop() }
         let url = try #require(server.lines.first)
         #expect(url.hasSuffix("/index.m3u8"))
-        #expect(try decodedFrames(url) == decodedFrames(movie.path))
+        await #expect(try decodedFrames(url) == decodedFrames(movie.path))
         // Nothing outside the folder is reachable.
         let curl = try #require(EndToEnd.tool("curl"))
         let base = url.replacingOccurrences(of: "index.m3u8", with: "")
         for attack in ["../movie.ts", "%2e%2e/movie.ts", "..%2fmovie.ts", "sub/../../movie.ts"] {
-            let result = try EndToEnd.run(
+            let result = try await EndToEnd.run(
                 curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--path-as-is", base + attack])
             #expect(result.out == "404", "\(attack) -> \(result.out)")
         }
@@ -433,9 +455,9 @@ func waitForEndList(_ url: String) throws -> String {
 
 /// The duration ffprobe reports for a file.
 enum TSProbeDuration {
-    static func of(_ path: String) throws -> Double {
+    static func of(_ path: String) async throws -> Double {
         guard let ffprobe = EndToEnd.tool("ffprobe") else { return 0 }
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffprobe, ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path])
         return Double(result.out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }

@@ -7,21 +7,26 @@ import Testing
 @Suite(.serialized, .temporaryFolders) struct ProgramChoiceTests {
     /// Two programs, each H.264 + AAC: 1 is 320x180 at 25 fps with 48 kHz audio, 2 is 160x120 at 30 fps with
     /// 44.1 kHz audio.
-    static let programs = PlaybackFixtures.make("programs-two.ts") { path in
-        [
-            "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
-            "sine=frequency=330:sample_rate=48000", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=30", "-f",
-            "lavfi", "-i", "sine=frequency=880:sample_rate=44100", "-t", "4", "-map", "0:v", "-map", "1:a", "-map",
-            "2:v", "-map", "3:a", "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-keyint_min", "25",
-            "-sc_threshold", "0", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "48k", "-program",
-            "program_num=1:title=One:st=0:st=1", "-program", "program_num=2:title=Two:st=2:st=3", "-f", "mpegts", path,
-        ]
+    static var programs: URL? { get async { await programsFixture.value } }
+    private static let programsFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("programs-two.ts") { path in
+            [
+                "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
+                "sine=frequency=330:sample_rate=48000", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=30", "-f",
+                "lavfi", "-i", "sine=frequency=880:sample_rate=44100", "-t", "4", "-map", "0:v", "-map", "1:a", "-map",
+                "2:v", "-map", "3:a", "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-keyint_min", "25",
+                "-sc_threshold", "0", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "48k", "-program",
+                "program_num=1:title=One:st=0:st=1", "-program", "program_num=2:title=Two:st=2:st=3", "-f", "mpegts",
+                path,
+            ]
+        }
     }
 
     /// The same two programs in 192-byte packets (M2TS: a 4-byte arrival timecode before each packet; ffmpeg writes
     /// one program only in M2TS mode, so the timecodes are put in here, one packet's time at 1 MB/s apart).
-    static let programsM2TS: URL? = {
-        guard let source = programs, let plain = try? Data(contentsOf: source) else { return nil }
+    static var programsM2TS: URL? { get async { await programsM2TSFixture.value } }
+    private static let programsM2TSFixture = SharedFixture<URL?> {
+        guard let source = await programs, let plain = try? Data(contentsOf: source) else { return nil }
         let url = PlaybackFixtures.folder.appendingPathComponent("programs-two.m2ts")
         if FileManager.default.fileExists(atPath: url.path) { return url }
         var output = Data(capacity: plain.count / 188 * 192)
@@ -33,20 +38,20 @@ import Testing
             output.append(plain[(plain.startIndex + packet * 188)..<(plain.startIndex + packet * 188 + 188)])
         }
         return (try? output.write(to: url)) == nil ? nil : url
-    }()
+    }
 
     /// Serves the file (with `--program` when given) and checks the served HLS: fMP4 of that program alone (one
     /// video and one audio codec in CODECS, its picture size), decoded by ffmpeg to the frames and samples of that
     /// program of the file, every playlist lint-clean, and the choice said on stderr.
-    func checkProgram(_ number: Int, asked: Bool, resolution: String) throws {
-        let file = try #require(Self.programs)
-        let server = try ServerProcess(
+    func checkProgram(_ number: Int, asked: Bool, resolution: String) async throws {
+        let file = try #require(await Self.programs)
+        let server = try await ServerProcess(
             arguments: [file.path, "--segment-duration", "1", "-v"] + (asked ? ["--program", "\(number)"] : []))
         defer { server.stop() }
         let master = try #require(server.lines.first)
         let base = String(master.dropLast("master.m3u8".count))
-        _ = try waitForEndList(base + "video.m3u8")
-        let text = try fetch(master)
+        _ = try await waitForEndList(base + "video.m3u8")
+        let text = try await fetch(master)
         let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
         let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
         let list = codecs.split(separator: ",")
@@ -55,53 +60,55 @@ import Testing
         #expect(text.components(separatedBy: "TYPE=AUDIO").count - 1 == 1, "\(text)")
         let check = FragmentedPlaybackTests()
         for (source, served) in [("p:\(number):v", "v:0"), ("p:\(number):a", "a:0")] {
-            let frames = try check.frameHashes(file.path, source)
+            let frames = try await check.frameHashes(file.path, source)
             #expect(!frames.isEmpty)
-            #expect(try check.frameHashes(master, served) == frames, "program \(number) \(source)")
+            #expect(try await check.frameHashes(master, served) == frames, "program \(number) \(source)")
         }
-        try check.lintServed(master)
+        try await check.lintServed(master)
         #expect(server.logText.contains("program \(number) of 2 is played"), "\(server.logText)")
     }
 
-    @Test func firstProgramWithVideoByDefault() throws {
-        try checkProgram(1, asked: false, resolution: "320x180")
+    @Test func firstProgramWithVideoByDefault() async throws {
+        try await checkProgram(1, asked: false, resolution: "320x180")
     }
 
-    @Test func programAskedFor() throws {
-        try checkProgram(2, asked: true, resolution: "160x120")
+    @Test func programAskedFor() async throws {
+        try await checkProgram(2, asked: true, resolution: "160x120")
     }
 
     /// A number the file does not have: exit 64 (usage), the message lists the programs there are; nothing served.
-    @Test func unknownProgramIsAUsageError() throws {
-        let file = try #require(Self.programs)
+    @Test func unknownProgramIsAUsageError() async throws {
+        let file = try #require(await Self.programs)
         let tool = try #require(EndToEnd.product("tsplayer"))
-        let result = try EndToEnd.run(tool, ["serve", file.path, "--program", "9"], timeout: 30)
+        let result = try await EndToEnd.run(tool, ["serve", file.path, "--program", "9"], timeout: 30)
         #expect(result.status == 64 && result.out.isEmpty, "\(result.status) \(result.out) \(result.err)")
         #expect(
             result.err.hasPrefix(
                 "Error: \(file.path): program 9 is not in the file; its programs: 1 (h264, aac), 2 (h264, aac)\n"),
             "\(result.err)")
-        let bad = try EndToEnd.run(tool, ["serve", file.path, "--program", "x"], timeout: 30)
+        let bad = try await EndToEnd.run(tool, ["serve", file.path, "--program", "x"], timeout: 30)
         #expect(bad.status == 64, "\(bad.err)")
     }
 
     /// Served as TS (`--container ts`): each segment is its own resource holding program 2's packets alone, every
     /// PAT naming program 2 alone; ffmpeg decodes the served HLS to program 2's frames and samples; lint-clean.
-    @Test func programServedAsFilteredTS() throws {
-        try checkFilteredTS(try #require(Self.programs))
+    @Test func programServedAsFilteredTS() async throws {
+        try await checkFilteredTS(try #require(await Self.programs))
     }
 
     /// The same from 192-byte packets: the segments are plain 188-byte TS of program 2 alone.
-    @Test func programOfM2TSServedAsFilteredTS() throws {
-        try checkFilteredTS(try #require(Self.programsM2TS))
+    @Test func programOfM2TSServedAsFilteredTS() async throws {
+        try await checkFilteredTS(try #require(await Self.programsM2TS))
     }
 
     /// A GET of `url` (with `range`, a `Range` value, when given): the status, the headers (names in lower case)
     /// and the body.
-    func get(_ url: String, range: String? = nil) throws -> (status: Int, headers: [String: String], body: [UInt8]) {
+    func get(_ url: String, range: String? = nil) async throws -> (
+        status: Int, headers: [String: String], body: [UInt8]
+    ) {
         let curl = try #require(EndToEnd.tool("curl"))
         let body = TemporaryFolders.make(prefix: "filtered-").appendingPathComponent("body").path
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             curl,
             ["-sS", "--max-time", "10", "-D", "-", "-o", body] + (range.map { ["-H", "Range: \($0)"] } ?? []) + [url])
         #expect(result.status == 0, "curl \(url): \(result.err)")
@@ -117,13 +124,13 @@ import Testing
         return (status, headers, [UInt8](try Data(contentsOf: URL(fileURLWithPath: body))))
     }
 
-    func checkFilteredTS(_ file: URL) throws {
-        let server = try ServerProcess(
+    func checkFilteredTS(_ file: URL) async throws {
+        let server = try await ServerProcess(
             arguments: [file.path, "--segment-duration", "1", "--container", "ts", "--program", "2", "-v"])
         defer { server.stop() }
         let master = try #require(server.lines.first)
         let base = String(master.dropLast("master.m3u8".count))
-        let playlist = try waitForEndList(base + "index.m3u8")
+        let playlist = try await waitForEndList(base + "index.m3u8")
         let uris = playlist.split(separator: "\n").filter { !$0.hasPrefix("#") }
         #expect(uris.count >= 3 && uris.allSatisfy { $0.hasPrefix("program/") }, "\(playlist)")
         let durations = playlist.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }.map {
@@ -134,7 +141,7 @@ import Testing
         var pids = Set<Int>()
         var sizes: [Int] = []
         for uri in uris {
-            let whole = try get(base + uri)
+            let whole = try await get(base + uri)
             let bytes = whole.body
             sizes.append(bytes.count)
             #expect(
@@ -159,19 +166,19 @@ import Testing
                 ("bytes=-500", count - 500, count),
                 ("bytes=\(count - 189)-", count - 189, count),
             ] {
-                let part = try get(base + uri, range: value)
+                let part = try await get(base + uri, range: value)
                 #expect(part.status == 206 && part.body == Array(bytes[from..<to]), "\(uri) \(value) \(part.headers)")
                 #expect(part.headers["content-range"] == "bytes \(from)-\(to - 1)/\(count)", "\(uri) \(value)")
                 #expect(part.headers["content-length"] == "\(to - from)", "\(uri) \(value)")
             }
-            #expect(try get(base + uri, range: "bytes=\(count)-").status == 416, "\(uri)")
+            #expect(try await get(base + uri, range: "bytes=\(count)-").status == 416, "\(uri)")
         }
         #expect(
             pids.isSuperset(of: [0, 0x1001, 0x102, 0x103]) && pids.isDisjoint(with: [0x1000, 0x100, 0x101]), "\(pids)")
         // BANDWIDTH is the peak of the filtered segments' bit rates, AVERAGE-BANDWIDTH their average (the whole
         // file's rate, both programs, is well above either).
-        let variant = try fetch(master).split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
-        func attribute(_ name: String) -> Double {
+        let variant = try await fetch(master).split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
+        func attribute(_ name: String) async -> Double {
             let after = [":", ","].lazy.compactMap {
                 variant.components(separatedBy: $0 + name + "=").dropFirst().first
             }
@@ -180,23 +187,24 @@ import Testing
         let rates = zip(sizes, durations).map { Double($0 * 8) / $1 }
         let peak = rates.max() ?? 0
         let average = Double(sizes.reduce(0, +) * 8) / durations.reduce(0, +)
-        let bandwidth = attribute("BANDWIDTH")
+        let bandwidth = await attribute("BANDWIDTH")
         #expect(bandwidth >= peak.rounded(.down) && bandwidth <= peak * 1.01 + 1, "\(variant) peak \(peak)")
-        #expect(abs(attribute("AVERAGE-BANDWIDTH") - average) <= average * 0.01 + 1, "\(variant) average \(average)")
+        #expect(
+            await abs(attribute("AVERAGE-BANDWIDTH") - average) <= average * 0.01 + 1, "\(variant) average \(average)")
         let fileRate = try #require(
             (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int).map { Double($0 * 8) / 4 })
         #expect(bandwidth < fileRate, "\(variant) file \(fileRate)")
-        var text = try fetch(master)
+        var text = try await fetch(master)
         for _ in 0..<50 where !text.contains("I-FRAME-STREAM-INF") {
-            usleep(100_000)
-            text = try fetch(master)
+            await suspend(0.1)
+            text = try await fetch(master)
         }
         #expect(text.contains("RESOLUTION=160x120"), "\(text)")
         // The I-frame playlist: one resource per keyframe (PAT, PMT, the picture), one picture each.
-        let iFrames = try fetch(base + "iframes.m3u8")
+        let iFrames = try await fetch(base + "iframes.m3u8")
         let iFrameURIs = iFrames.split(separator: "\n").filter { !$0.hasPrefix("#") }
         #expect(iFrameURIs.count >= 4 && iFrameURIs.allSatisfy { $0.hasPrefix("program-iframe/") }, "\(iFrames)")
-        #expect(try decodedFrames(base + "iframes.m3u8")["video"] == iFrameURIs.count)
+        #expect(try await decodedFrames(base + "iframes.m3u8")["video"] == iFrameURIs.count)
         // The I-frame variant's BANDWIDTH is the peak of the I-frame resources' bit rates as served (each resource's
         // bits over its EXTINF duration: RFC 8216 4.3.4.2 and 4.3.4.3), within 10 % of it, not the file's ranges
         // (both programs' packets, which overstate); AVERAGE-BANDWIDTH their total bits over their total duration.
@@ -204,7 +212,8 @@ import Testing
             Double($0.dropFirst("#EXTINF:".count).prefix { $0 != "," }) ?? 0
         }
         #expect(iFrameDurations.count == iFrameURIs.count && iFrameDurations.allSatisfy { $0 > 0 }, "\(iFrames)")
-        let iFrameSizes = try iFrameURIs.map { try get(base + $0).body.count }
+        var iFrameSizes: [Int] = []
+        for uri in iFrameURIs { iFrameSizes.append(try await get(base + uri).body.count) }
         let iFrameRates = zip(iFrameSizes, iFrameDurations).map { Double($0 * 8) / $1 }
         let iFramePeak = try #require(iFrameRates.max())
         let iFrameAverage = Double(iFrameSizes.reduce(0, +) * 8) / iFrameDurations.reduce(0, +)
@@ -224,11 +233,11 @@ import Testing
             "\(iFrameVariant) average \(iFrameAverage)")
         let check = FragmentedPlaybackTests()
         for (source, served) in [("p:2:v", "v:0"), ("p:2:a", "a:0")] {
-            let frames = try check.frameHashes(file.path, source)
+            let frames = try await check.frameHashes(file.path, source)
             #expect(!frames.isEmpty)
-            #expect(try check.frameHashes(master, served) == frames, "program 2 \(source)")
+            #expect(try await check.frameHashes(master, served) == frames, "program 2 \(source)")
         }
-        for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try check.lint(url) }
+        for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try await check.lint(url) }
         #expect(server.logText.contains("TS segments carry program 2 alone"), "\(server.logText)")
     }
 }

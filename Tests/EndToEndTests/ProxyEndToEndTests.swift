@@ -11,13 +11,15 @@ final class ProxyTestProcess: Sendable {
     let child: ChildProcess
     let firstLine: String
 
-    init(_ executable: URL, _ arguments: [String]) throws {
+    init(_ executable: URL, _ arguments: [String]) async throws {
         child = try ChildProcess(executable, arguments)
-        firstLine = child.lines(1, within: 20).first ?? ""
+        firstLine = await child.lines(1, within: 20).first ?? ""
     }
 
     var process: Process { child.process }
     var stderr: String { child.stderr }
+
+    func stop() async { await child.stop() }
 
     func stop() { child.stop() }
 }
@@ -28,16 +30,28 @@ final class ProxyTestProcess: Sendable {
 enum ProxyMedia {
     static let segments = 40
     static let adSegments: Set<Int> = [8, 9, 10, 14, 15]
-    static let directory: Result<URL, any Error> = Result { try make(fragmented: false) }
-    static let fragmented: Result<URL, any Error> = Result { try make(fragmented: true) }
+    static var directory: Result<URL, any Error> { get async { await directoryFixture.value } }
+    private static let directoryFixture = SharedFixture<Result<URL, any Error>> {
+        do { return .success(try await make(fragmented: false)) } catch { return .failure(error) }
+    }
+    static var fragmented: Result<URL, any Error> { get async { await fragmentedFixture.value } }
+    private static let fragmentedFixture = SharedFixture<Result<URL, any Error>> {
+        do { return .success(try await make(fragmented: true)) } catch { return .failure(error) }
+    }
     /// The same TS stream with AC-3 and with E-AC-3 audio.
-    static let ac3: Result<URL, any Error> = Result { try make(fragmented: false, audio: "ac3") }
-    static let eac3: Result<URL, any Error> = Result { try make(fragmented: false, audio: "eac3") }
+    static var ac3: Result<URL, any Error> { get async { await ac3Fixture.value } }
+    private static let ac3Fixture = SharedFixture<Result<URL, any Error>> {
+        do { return .success(try await make(fragmented: false, audio: "ac3")) } catch { return .failure(error) }
+    }
+    static var eac3: Result<URL, any Error> { get async { await eac3Fixture.value } }
+    private static let eac3Fixture = SharedFixture<Result<URL, any Error>> {
+        do { return .success(try await make(fragmented: false, audio: "eac3")) } catch { return .failure(error) }
+    }
 
-    static func make(fragmented: Bool, audio: String = "aac") throws -> URL {
+    static func make(fragmented: Bool, audio: String = "aac") async throws -> URL {
         let dir = TemporaryFolders.makeShared(prefix: "proxy-e2e-\(fragmented ? "fmp4-" : "")\(audio)-")
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { throw CocoaError(.fileNoSuchFile) }
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffmpeg,
             [
                 "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f",
@@ -75,13 +89,13 @@ enum ProxyMedia {
     func read(
         mode: String, seconds: Int?, breaks: String, extraProxyArguments: [String] = [], fragmented: Bool = false,
         originArguments: [String] = []
-    ) throws -> Reading {
-        let dir = try (fragmented ? ProxyMedia.fragmented : ProxyMedia.directory).get()
+    ) async throws -> Reading {
+        let dir = try (fragmented ? await ProxyMedia.fragmented : await ProxyMedia.directory).get()
         let python = try #require(EndToEnd.tool("python3"))
         let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
-        let origin = try ProxyTestProcess(
+        let origin = try await ProxyTestProcess(
             python,
             [
                 script, "--dir", dir.path, "--mode", mode, "--segments", "\(ProxyMedia.segments)", "--breaks", breaks,
@@ -89,7 +103,7 @@ enum ProxyMedia {
             ] + originArguments + (fragmented ? ["--fmp4"] : []))
         defer { origin.stop() }
         let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
-        let proxy = try ProxyTestProcess(
+        let proxy = try await ProxyTestProcess(
             tsplayer,
             [
                 "proxy", "http://127.0.0.1:\(port)/stream.m3u8", "-H", "Authorization: Bearer e2e-secret",
@@ -108,7 +122,7 @@ enum ProxyMedia {
         let picture = ["-map", "0:v", "-fps_mode", "passthrough", "-vf", "scale=1:1", "-pix_fmt", "rgb24"]
         arguments += picture + ["-f", "rawvideo", "-y", output.path]
         arguments += picture + ["-enc_time_base", "-1", "-f", "framemd5", "-y", frameList.path]
-        let result = try EndToEnd.run(ffmpeg, arguments)
+        let result = try await EndToEnd.run(ffmpeg, arguments)
         let bytes = [UInt8]((try? Data(contentsOf: output)) ?? Data())
         var frames: [[UInt8]] = []
         var i = 0
@@ -124,8 +138,8 @@ enum ProxyMedia {
 
     static func isRed(_ p: [UInt8]) -> Bool { p.count == 3 && p[0] > 150 && p[1] < 90 && p[2] < 90 }
 
-    @Test func liveBreaksBecomeSlatesOnTheContentTimeline() throws {
-        let reading = try read(mode: "live", seconds: 30, breaks: "cue:8-10,daterange:14-15")
+    @Test func liveBreaksBecomeSlatesOnTheContentTimeline() async throws {
+        let reading = try await read(mode: "live", seconds: 30, breaks: "cue:8-10,daterange:14-15")
         #expect(reading.status == 0, "\(reading.log.suffix(3000))")
         #expect(reading.frames.count >= 740, "\(reading.frames.count) frames")
         let red = reading.frames.indices.filter { Self.isRed(reading.frames[$0]) }
@@ -138,9 +152,9 @@ enum ProxyMedia {
         #expect(reading.log.contains("[EXT-X-DATERANGE:SCTE35 break ad-14]"))
     }
 
-    @Test func liveAES128WithKeyRotation() throws {
+    @Test func liveAES128WithKeyRotation() async throws {
         // Segments encrypted under a new key every 3 segments; keys, like everything, need the Authorization header.
-        let reading = try read(
+        let reading = try await read(
             mode: "live", seconds: 30, breaks: "cue:8-10,daterange:14-15", originArguments: ["--rotate", "3"])
         #expect(reading.status == 0, "\(reading.log.suffix(3000))")
         #expect(reading.frames.count >= 740, "\(reading.frames.count) frames")
@@ -154,8 +168,8 @@ enum ProxyMedia {
         #expect(reading.log.contains("[EXT-X-CUE-OUT break cue-out-8]"))
     }
 
-    @Test func liveFragmentedMP4() throws {
-        let reading = try read(mode: "live", seconds: 30, breaks: "cue:8-10,daterange:14-15", fragmented: true)
+    @Test func liveFragmentedMP4() async throws {
+        let reading = try await read(mode: "live", seconds: 30, breaks: "cue:8-10,daterange:14-15", fragmented: true)
         #expect(reading.status == 0, "\(reading.log.suffix(3000))")
         #expect(reading.frames.count >= 740, "\(reading.frames.count) frames")
         let red = reading.frames.indices.filter { Self.isRed(reading.frames[$0]) }
@@ -166,8 +180,8 @@ enum ProxyMedia {
         #expect(reading.log.contains("[EXT-X-CUE-OUT break cue-out-8]"))
     }
 
-    @Test func vodBreaksAreRemoved() throws {
-        let reading = try read(mode: "vod", seconds: nil, breaks: "cue:8-10,daterange:14-15")
+    @Test func vodBreaksAreRemoved() async throws {
+        let reading = try await read(mode: "vod", seconds: nil, breaks: "cue:8-10,daterange:14-15")
         #expect(reading.status == 0, "\(reading.log.suffix(3000))")
         let expected = (ProxyMedia.segments - ProxyMedia.adSegments.count) * 50
         #expect(abs(reading.frames.count - expected) <= 2, "\(reading.frames.count) frames, \(expected) expected")
@@ -178,25 +192,25 @@ enum ProxyMedia {
         #expect(reading.errorLines.isEmpty, "\(reading.errorLines.prefix(5))")
     }
 
-    @Test func withoutTheHeaderTheOriginRefusesAndTheProxyAnswers502() throws {
-        let dir = try ProxyMedia.directory.get()
+    @Test func withoutTheHeaderTheOriginRefusesAndTheProxyAnswers502() async throws {
+        let dir = try await ProxyMedia.directory.get()
         let python = try #require(EndToEnd.tool("python3"))
         let curl = try #require(EndToEnd.tool("curl"))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
-        let origin = try ProxyTestProcess(
+        let origin = try await ProxyTestProcess(
             python, [script, "--dir", dir.path, "--segments", "40", "--auth", "Bearer e2e-secret"])
         defer { origin.stop() }
-        let proxy = try ProxyTestProcess(
+        let proxy = try await ProxyTestProcess(
             tsplayer, ["proxy", "http://127.0.0.1:\(origin.firstLine)/s.m3u8", "--allow-private"])
         defer { proxy.stop() }
-        let result = try EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
+        let result = try await EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", proxy.firstLine])
         #expect(result.out.hasSuffix("\n502"))
         #expect(result.out.contains("upstream answered 403"))
         // Loopback upstreams are refused unless allowed.
-        let strict = try ProxyTestProcess(tsplayer, ["proxy", "http://127.0.0.1:\(origin.firstLine)/s.m3u8"])
+        let strict = try await ProxyTestProcess(tsplayer, ["proxy", "http://127.0.0.1:\(origin.firstLine)/s.m3u8"])
         defer { strict.stop() }
-        let refused = try EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", strict.firstLine])
+        let refused = try await EndToEnd.run(curl, ["-s", "-w", "\n%{http_code}", strict.firstLine])
         #expect(refused.out.hasSuffix("\n502"))
         #expect(refused.out.contains("address not allowed"))
     }

@@ -8,25 +8,31 @@ import TSPlayerKit
 import Testing
 
 @Suite(.serialized, .temporaryFolders) struct RecordingShapesTests {
-    static let interlaced = PlaybackFixtures.make("shapes-mbaff.ts") { path in
-        [
-            "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i",
-            "sine=frequency=330:sample_rate=48000", "-t", "4", "-c:v", "libx264", "-preset", "veryfast",
-            "-flags", "+ildct+ilme", "-x264-params", "interlaced=1:keyint=25:min-keyint=25:scenecut=0",
-            "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
-        ]
+    static var interlaced: URL? { get async { await interlacedFixture.value } }
+    private static let interlacedFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("shapes-mbaff.ts") { path in
+            [
+                "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i",
+                "sine=frequency=330:sample_rate=48000", "-t", "4", "-c:v", "libx264", "-preset", "veryfast",
+                "-flags", "+ildct+ilme", "-x264-params", "interlaced=1:keyint=25:min-keyint=25:scenecut=0",
+                "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
+            ]
+        }
     }
-    static let plain = PlaybackFixtures.make("shapes-plain.ts") { path in
-        [
-            "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
-            "sine=frequency=330:sample_rate=48000", "-t", "6", "-c:v", "libx264", "-preset", "veryfast", "-g", "25",
-            "-keyint_min", "25", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
-        ]
+    static var plain: URL? { get async { await plainFixture.value } }
+    private static let plainFixture = SharedFixture<URL?> {
+        await PlaybackFixtures.make("shapes-plain.ts") { path in
+            [
+                "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25", "-f", "lavfi", "-i",
+                "sine=frequency=330:sample_rate=48000", "-t", "6", "-c:v", "libx264", "-preset", "veryfast", "-g", "25",
+                "-keyint_min", "25", "-sc_threshold", "0", "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", path,
+            ]
+        }
     }
 
     /// The plain file cut 100 bytes into a packet a third of the way in (inside a GOP).
-    static func cutMidGOP() throws -> URL {
-        let bytes = try Data(contentsOf: try #require(plain))
+    static func cutMidGOP() async throws -> URL {
+        let bytes = try Data(contentsOf: try #require(await plain))
         let start = bytes.count / 188 / 3 * 188 + 100
         let file = PlaybackFixtures.folder.appendingPathComponent("shapes-midgop.ts")
         try bytes.dropFirst(start).write(to: file)
@@ -35,8 +41,8 @@ import Testing
 
     /// The plain file with its PMT listing one more stream, of `streamType` on PID 0x1FF0, that never appears: after
     /// the others, or (`first`) before them.
-    static func ghost(streamType: UInt8, first: Bool) throws -> URL {
-        var bytes = [UInt8](try Data(contentsOf: try #require(plain)))
+    static func ghost(streamType: UInt8, first: Bool) async throws -> URL {
+        var bytes = [UInt8](try Data(contentsOf: try #require(await plain)))
         var position = 0
         var rewritten = 0
         while position + 188 <= bytes.count {
@@ -77,55 +83,58 @@ import Testing
     @discardableResult
     func checkServed(
         _ file: URL, container: String, sourceVideo: String = "v:0", servedTSVideo: String = "v:0"
-    ) throws -> String {
-        let server = try ServerProcess(
+    ) async throws -> String {
+        let server = try await ServerProcess(
             arguments: [file.path, "--segment-duration", "1", "--container", container, "-v"])
         defer { server.stop() }
         let master = try #require(server.lines.first)
         let base = String(master.dropLast("master.m3u8".count))
         let media = container == "ts" ? "index.m3u8" : "video.m3u8"
-        let playlist = try waitForEndList(base + media)
+        let playlist = try await waitForEndList(base + media)
         #expect(playlist.components(separatedBy: "#EXTINF:").count - 1 >= 3, "\(playlist)")
         let check = FragmentedPlaybackTests()
         // A TS file (and TS served) with a ghost video listed first: ffmpeg's first video stream is the ghost, so
         // the real one is chosen by its PID in the file, and as the second video stream through HLS (whose reader
         // gives its streams no PID).
         for (source, served) in [(sourceVideo, container == "ts" ? servedTSVideo : "v:0"), ("a:0", "a:0")] {
-            let frames = try check.frameHashes(file.path, source)
+            let frames = try await check.frameHashes(file.path, source)
             #expect(!frames.isEmpty)
-            #expect(try check.frameHashes(master, served) == frames, "\(file.lastPathComponent) \(container) \(source)")
+            #expect(
+                try await check.frameHashes(master, served) == frames,
+                "\(file.lastPathComponent) \(container) \(source)")
         }
-        let text = try fetch(master)
+        let text = try await fetch(master)
         let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
         let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" }
         let list = codecs.map { $0.split(separator: ",").map(String.init) } ?? []
         #expect(list.count == 2 && list[0].hasPrefix("avc1.") && list[1] == "mp4a.40.2", "\(text)")
         if container == "ts" {
-            for url in [master, base + "index.m3u8"] { try check.lint(url) }
+            for url in [master, base + "index.m3u8"] { try await check.lint(url) }
         } else {
-            try check.lintServed(master)
+            try await check.lintServed(master)
         }
         return text
     }
 
     @Test(arguments: ["ts", "fmp4"])
-    func interlacedH264(_ container: String) throws {
-        try checkServed(try #require(Self.interlaced), container: container)
+    func interlacedH264(_ container: String) async throws {
+        try await checkServed(try #require(await Self.interlaced), container: container)
     }
 
     @Test(arguments: ["ts", "fmp4"])
-    func recordingThatBeginsMidPacketAndMidGOP(_ container: String) throws {
-        try checkServed(try Self.cutMidGOP(), container: container)
+    func recordingThatBeginsMidPacketAndMidGOP(_ container: String) async throws {
+        try await checkServed(try await Self.cutMidGOP(), container: container)
     }
 
     /// A PMT that lists an AAC PID or an H.264 PID (before the real video) that never appears: the file plays as
     /// if it were not listed, `auto` serves it as TS (one audio track is there), and the ghost is in no CODECS.
     @Test(arguments: [(UInt8(0x0F), false), (UInt8(0x1B), true)])
-    func ghostPID(_ streamType: UInt8, _ first: Bool) throws {
-        let file = try Self.ghost(streamType: streamType, first: first)
+    func ghostPID(_ streamType: UInt8, _ first: Bool) async throws {
+        let file = try await Self.ghost(streamType: streamType, first: first)
         let video = streamType == 0x1B ? "i:256" : "v:0"
-        try checkServed(file, container: "ts", sourceVideo: video, servedTSVideo: streamType == 0x1B ? "v:1" : "v:0")
-        try checkServed(file, container: "fmp4", sourceVideo: video)
+        try await checkServed(
+            file, container: "ts", sourceVideo: video, servedTSVideo: streamType == 0x1B ? "v:1" : "v:0")
+        try await checkServed(file, container: "fmp4", sourceVideo: video)
         let session = try TSPlaybackSession(tsFile: file.path, options: .init(writesSidecar: false))
         defer { session.close() }
         #expect(session.container == .ts, "\(session.diagnostics)")

@@ -9,10 +9,10 @@ import Testing
 
 @Suite(.serialized, .temporaryFolders) struct SlateAudioEndToEndTests {
     /// ffprobe's audio packets of `input` (a URL or a file): PTS and duration, in the stream's time base.
-    func audioPackets(_ input: String) throws -> [(pts: Int64, duration: Int64)] {
+    func audioPackets(_ input: String) async throws -> [(pts: Int64, duration: Int64)] {
         let ffprobe = try #require(EndToEnd.tool("ffprobe"))
         let url = input
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffprobe,
             ["-v", "error", "-select_streams", "a", "-show_entries", "packet=pts,duration", "-of", "csv=p=0", url])
         #expect(result.status == 0, "ffprobe \(url): \(result.err)")
@@ -34,23 +34,29 @@ import Testing
     var audio = "aac"
 
     @Test(arguments: [(false, "aac"), (true, "aac"), (false, "ac3"), (false, "eac3")])
-    func thirtySlatesCarryTheAudioTimelineWithoutAHoleOrDrift(fragmented: Bool, audio: String) throws {
+    func thirtySlatesCarryTheAudioTimelineWithoutAHoleOrDrift(fragmented: Bool, audio: String) async throws {
         var test = self
         test.fragmented = fragmented
         test.audio = audio
-        try test.check()
+        try await test.check()
     }
 
-    func check() throws {
-        let media = fragmented ? ProxyMedia.fragmented : ["ac3": ProxyMedia.ac3, "eac3": ProxyMedia.eac3][audio]
-        let dir = try (media ?? ProxyMedia.directory).get()
+    func check() async throws {
+        let media: Result<URL, any Error>
+        switch (fragmented, audio) {
+        case (true, _): media = await ProxyMedia.fragmented
+        case (false, "ac3"): media = await ProxyMedia.ac3
+        case (false, "eac3"): media = await ProxyMedia.eac3
+        default: media = await ProxyMedia.directory
+        }
+        let dir = try media.get()
         let ticks: Int64 = fragmented ? 48_000 : 90_000
         let python = try #require(EndToEnd.tool("python3"))
         let curl = try #require(EndToEnd.tool("curl"))
         let tsplayer = try #require(EndToEnd.product("tsplayer"))
         let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/hls_origin.py").path
         // A 36-segment window: the break and the segments around it are there from the first poll.
-        let origin = try ProxyTestProcess(
+        let origin = try await ProxyTestProcess(
             python,
             [
                 script, "--dir", dir.path, "--mode", "live", "--segments", "\(ProxyMedia.segments)", "--window", "36",
@@ -58,11 +64,11 @@ import Testing
             ] + (fragmented ? ["--fmp4"] : []))
         defer { origin.stop() }
         let port = try #require(Int(origin.firstLine), "origin said \(origin.firstLine)")
-        let proxy = try ProxyTestProcess(
+        let proxy = try await ProxyTestProcess(
             tsplayer, ["proxy", "http://127.0.0.1:\(port)/stream.m3u8", "--allow-private"])
         defer { proxy.stop() }
         let local = proxy.firstLine
-        let playlist = try EndToEnd.run(curl, ["-s", "-f", local])
+        let playlist = try await EndToEnd.run(curl, ["-s", "-f", local])
         #expect(playlist.status == 0, "\(proxy.stderr)")
         let lines = playlist.out.split(separator: "\n").map(String.init)
         #expect(lines.contains("#EXT-X-MEDIA-SEQUENCE:0"), "\(playlist.out.prefix(400))")
@@ -99,14 +105,14 @@ import Testing
         for msn in 3...34 {
             var input = absolute(uris[msn])
             if !fragmented {
-                let segment = try EndToEnd.run(curl, ["-s", "-f", input])
+                let segment = try await EndToEnd.run(curl, ["-s", "-f", input])
                 #expect(segment.status == 0, "segment \(msn): \(input)")
                 joined += segment.stdout
                 let file = scratch.deletingLastPathComponent().appendingPathComponent("\(msn).ts")
                 try segment.stdout.write(to: file)
                 input = file.path
                 // The slates carry the content's codec.
-                let codec = try EndToEnd.run(
+                let codec = try await EndToEnd.run(
                     try #require(EndToEnd.tool("ffprobe")),
                     [
                         "-v", "error", "-select_streams", "a", "-show_entries", "stream=codec_name", "-of", "csv=p=0",
@@ -118,12 +124,12 @@ import Testing
             if fragmented {
                 // ffprobe reads a fragment after its init section.
                 let initURI = try #require(maps[msn], "segment \(msn) has no EXT-X-MAP")
-                let initBytes = try EndToEnd.run(curl, ["-s", "-f", absolute(initURI)]).stdout
-                let segment = try EndToEnd.run(curl, ["-s", "-f", input]).stdout
+                let initBytes = try await EndToEnd.run(curl, ["-s", "-f", absolute(initURI)]).stdout
+                let segment = try await EndToEnd.run(curl, ["-s", "-f", input]).stdout
                 try (initBytes + segment).write(to: scratch)
                 input = scratch.path
             }
-            let packets = try audioPackets(input)
+            let packets = try await audioPackets(input)
             let first = try #require(packets.first, "segment \(msn) has no audio")
             let sum = packets.reduce(Int64(0)) { $0 + $1.duration }
             let end = (packets.last.map { $0.pts + $0.duration }) ?? first.pts
@@ -154,7 +160,7 @@ import Testing
             let file = scratch.deletingLastPathComponent().appendingPathComponent("joined.ts")
             try joined.write(to: file)
             let ffmpeg = try #require(EndToEnd.tool("ffmpeg"))
-            let decode = try EndToEnd.run(
+            let decode = try await EndToEnd.run(
                 ffmpeg, ["-hide_banner", "-nostdin", "-v", "error", "-i", file.path, "-map", "0:a", "-f", "null", "-"])
             #expect(
                 decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding the \(audio) across the break: \(decode.err)"

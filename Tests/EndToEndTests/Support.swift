@@ -41,9 +41,31 @@ enum EndToEnd {
     static func run(
         _ executable: URL, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
         currentDirectory: URL? = nil, timeout: Double? = nil, sourceLocation: SourceLocation = #_sourceLocation
-    ) throws -> ProcessResult {
-        try ExternalProgram.run(
+    ) async throws -> ProcessResult {
+        try await ExternalProgram.run(
             executable, arguments, input: input, environment: environment, currentDirectory: currentDirectory,
             timeout: timeout, sourceLocation: sourceLocation)
+    }
+}
+
+/// A value made once per test process by work that waits (a fixture ffmpeg encodes), for every test that needs it:
+/// the first to ask starts the work, the others await the same result; no thread is held meanwhile (a `static let`
+/// made by a blocking call would hold a cooperative thread, and every other test that reached it, until it was made).
+final class SharedFixture<Value: Sendable>: Sendable {
+    private let make: @Sendable () async -> Value
+    private let task = Locked<Task<Value, Never>?>(nil)
+
+    init(_ make: @escaping @Sendable () async -> Value) { self.make = make }
+
+    var value: Value {
+        get async {
+            let task = task.withLock { task in
+                if let task { return task }
+                let started = Task { await make() }
+                task = started
+                return started
+            }
+            return await task.value
+        }
     }
 }

@@ -5,15 +5,16 @@ import Testing
 /// Fixture files in .fixtures/, made on demand by Scripts/make-fixtures.sh.
 enum TSFixtures {
     static let directory = EndToEnd.repositoryRoot.appendingPathComponent(".fixtures")
-    static let lock = NSLock()
+    /// Scripts/make-fixtures.sh, run once, by the first test that finds its fixture missing; the others await it.
+    static let made = SharedFixture<Result<ProcessResult, any Error>> {
+        let script = EndToEnd.repositoryRoot.appendingPathComponent("Scripts/make-fixtures.sh")
+        do { return .success(try await EndToEnd.run(script, [])) } catch { return .failure(error) }
+    }
 
-    static func url(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> URL {
+    static func url(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> URL {
         let url = directory.appendingPathComponent(name)
-        lock.lock()
-        defer { lock.unlock() }
         if !FileManager.default.fileExists(atPath: url.path) {
-            let script = EndToEnd.repositoryRoot.appendingPathComponent("Scripts/make-fixtures.sh")
-            let result = try EndToEnd.run(script, [])
+            let result = try await made.value.get()
             #expect(result.status == 0, "make-fixtures.sh failed: \(result.err)", sourceLocation: sourceLocation)
         }
         #expect(
@@ -38,9 +39,9 @@ struct FFProbeReport {
     var duration: Double?
     var packets: [Packet] = []
 
-    static func load(_ file: URL) throws -> FFProbeReport? {
+    static func load(_ file: URL) async throws -> FFProbeReport? {
         guard let ffprobe = EndToEnd.tool("ffprobe") else { return nil }
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffprobe,
             [
                 "-v", "error", "-show_programs", "-show_streams", "-show_format", "-show_packets", "-of", "json",
@@ -88,14 +89,14 @@ struct InspectReport {
     var pes: [FFProbeReport.Packet]
     var status: Int32
 
-    static func load(_ file: URL) throws -> InspectReport? {
+    static func load(_ file: URL) async throws -> InspectReport? {
         guard let tool = EndToEnd.product("tsinspect") else { return nil }
-        let summary = try EndToEnd.run(tool, ["--json", file.path])
+        let summary = try await EndToEnd.run(tool, ["--json", file.path])
         guard let json = try JSONSerialization.jsonObject(with: summary.stdout) as? [String: Any] else {
             Issue.record("tsinspect --json printed no JSON: \(summary.err)")
             return nil
         }
-        let lines = try EndToEnd.run(tool, ["--pts", "--json", file.path])
+        let lines = try await EndToEnd.run(tool, ["--pts", "--json", file.path])
         #expect(lines.status == summary.status)
         var pes: [FFProbeReport.Packet] = []
         for line in lines.out.split(separator: "\n") {
@@ -120,10 +121,10 @@ private let wrapModulus: Int64 = 1 << 33
 @Suite(.serialized, .temporaryFolders) struct TSInspectAgreesWithFFProbe {
     /// PIDs, codecs, programs, every PES PTS/DTS and the duration agree with ffprobe.
     @Test(arguments: ["h264_aac.ts", "hevc_ac3.ts", "programs.ts", "m2ts.m2ts", "wrap.ts", "cut.ts"])
-    func agrees(name: String) throws {
-        let file = try TSFixtures.url(name)
-        let probe = try #require(try FFProbeReport.load(file))
-        let ours = try #require(try InspectReport.load(file))
+    func agrees(name: String) async throws {
+        let file = try await TSFixtures.url(name)
+        let probe = try #require(try await FFProbeReport.load(file))
+        let ours = try #require(try await InspectReport.load(file))
         // Streams and codecs.
         var ourCodecs: [Int: String] = [:]
         for stream in ours.streams {
@@ -179,18 +180,20 @@ private let wrapModulus: Int64 = 1 << 33
         #expect(ours.json["schemaVersion"] as? Int == 1)
     }
 
-    @Test func cutFileReportsTruncation() throws {
-        let file = try TSFixtures.url("cut.ts")
-        guard let ours = try InspectReport.load(file) else { return }
+    @Test func cutFileReportsTruncation() async throws {
+        let file = try await TSFixtures.url("cut.ts")
+        guard let ours = try await InspectReport.load(file) else { return }
         #expect(ours.errors["truncatedBytes"] == 100)
         #expect(ours.errors["syncLosses"] == 0)
         #expect(ours.status == 1)
     }
 
-    @Test func garbageIsSkippedAndCounted() throws {
-        let clean = try TSFixtures.url("h264_aac.ts")
-        let dirty = try TSFixtures.url("garbage.ts")
-        guard let cleanReport = try InspectReport.load(clean), let dirtyReport = try InspectReport.load(dirty) else {
+    @Test func garbageIsSkippedAndCounted() async throws {
+        let clean = try await TSFixtures.url("h264_aac.ts")
+        let dirty = try await TSFixtures.url("garbage.ts")
+        guard let cleanReport = try await InspectReport.load(clean),
+            let dirtyReport = try await InspectReport.load(dirty)
+        else {
             return
         }
         #expect(dirtyReport.status == 1)
@@ -202,7 +205,7 @@ private let wrapModulus: Int64 = 1 << 33
         #expect(regions == [["offset": 56400, "length": 1000], ["offset": 57400 + 301 * 188, "length": 77]])
         #expect(cleanReport.json["garbage"] as? [[String: Int]] == [])
         if let tool = EndToEnd.product("tsinspect") {
-            let text = try EndToEnd.run(tool, [dirty.path]).out.split(separator: "\n").map(String.init)
+            let text = try await EndToEnd.run(tool, [dirty.path]).out.split(separator: "\n").map(String.init)
             let losses = text.firstIndex { $0.hasPrefix("Sync losses:") } ?? 0
             #expect(
                 Array(text.dropFirst(losses).prefix(3)) == [
@@ -212,7 +215,7 @@ private let wrapModulus: Int64 = 1 << 33
             // Garbage before the first packet is a region at offset 0.
             let leading = TemporaryFolders.make(prefix: "lead-").appendingPathComponent("lead.ts")
             try (Data(repeating: 0x55, count: 333) + Data(contentsOf: clean)).write(to: leading)
-            let json = try EndToEnd.run(tool, ["--json", leading.path])
+            let json = try await EndToEnd.run(tool, ["--json", leading.path])
             let object = try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any]
             #expect(object?["garbage"] as? [[String: Int]] == [["offset": 0, "length": 333]])
         }
@@ -224,11 +227,11 @@ private let wrapModulus: Int64 = 1 << 33
         #expect(cleanReport.status == 0)
     }
 
-    @Test func keyframesMatchFFProbe() throws {
-        let file = try TSFixtures.url("h264_aac.ts")
+    @Test func keyframesMatchFFProbe() async throws {
+        let file = try await TSFixtures.url("h264_aac.ts")
         let tool = try #require(EndToEnd.product("tsinspect"))
-        let probe = try #require(try FFProbeReport.load(file))
-        let result = try EndToEnd.run(tool, ["--keyframes", "--json", file.path])
+        let probe = try await #require(try FFProbeReport.load(file))
+        let result = try await EndToEnd.run(tool, ["--keyframes", "--json", file.path])
         #expect(result.status == 0)
         let json = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
         let keyframes = json?["keyframes"] as? [[String: Any]] ?? []
@@ -237,17 +240,17 @@ private let wrapModulus: Int64 = 1 << 33
         #expect(keyframes.map { ($0["pts"] as? NSNumber)?.int64Value } == expected.map(\.pts))
         #expect(json?["keyframePid"] as? Int == 0x100)
         #expect(keyframes.count == 4)  // 4 s at one keyframe per second
-        let text = try EndToEnd.run(tool, ["--keyframes", file.path])
+        let text = try await EndToEnd.run(tool, ["--keyframes", file.path])
         #expect(text.out.split(separator: "\n").first == "offset=564 pts=133200 seconds=0.021")
     }
 
     /// MPEG-2 video and AAC packed several frames to a PES (the last PES shorter): keyframes are the I pictures
     /// ffprobe flags, the duration (full scan and --probe) is ffprobe's within one frame, not a PES step more.
-    @Test func mpeg2AndMultiFrameAudio() throws {
-        let file = try TSFixtures.url("mpeg2_multiframe.ts")
+    @Test func mpeg2AndMultiFrameAudio() async throws {
+        let file = try await TSFixtures.url("mpeg2_multiframe.ts")
         let tool = try #require(EndToEnd.product("tsinspect"))
-        let probe = try #require(try FFProbeReport.load(file))
-        let ours = try #require(try InspectReport.load(file))
+        let probe = try await #require(try FFProbeReport.load(file))
+        let ours = try await #require(try InspectReport.load(file))
         #expect(ours.status == 0)
         #expect(probe.codecs == [0x100: "mpeg2video", 0x101: "aac"])
         let theirKeyframes = probe.packets.filter { $0.pid == 0x100 && $0.keyframe }
@@ -261,15 +264,15 @@ private let wrapModulus: Int64 = 1 << 33
         if let duration, let theirs = probe.duration {
             #expect(abs(duration - theirs) <= 1024.0 / 48000 + 1e-6, "duration \(duration) vs ffprobe \(theirs)")
         }
-        let probed = try EndToEnd.run(tool, ["--probe", "--json", file.path])
+        let probed = try await EndToEnd.run(tool, ["--probe", "--json", file.path])
         let probedJSON = try JSONSerialization.jsonObject(with: probed.stdout) as? [String: Any]
         #expect(probedJSON?["durationSeconds"] as? Double == duration, "--probe agrees with the full scan")
     }
 
-    @Test func probeAgreesWithFullScan() throws {
-        let file = try TSFixtures.url("wrap.ts")
-        guard let tool = EndToEnd.product("tsinspect"), let ours = try InspectReport.load(file) else { return }
-        let result = try EndToEnd.run(tool, ["--probe", "--json", file.path])
+    @Test func probeAgreesWithFullScan() async throws {
+        let file = try await TSFixtures.url("wrap.ts")
+        guard let tool = EndToEnd.product("tsinspect"), let ours = try await InspectReport.load(file) else { return }
+        let result = try await EndToEnd.run(tool, ["--probe", "--json", file.path])
         #expect(result.status == 0)
         let json = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any]
         let probed = json?["durationSeconds"] as? Double
@@ -277,13 +280,13 @@ private let wrapModulus: Int64 = 1 << 33
         #expect(probed != nil && probed == scanned)
         #expect(json?["probeSeconds"] == nil, "no timing unless asked")
         // --timing: the probe's own time, measured inside the process, in text and JSON.
-        let timed = try EndToEnd.run(tool, ["--probe", "--timing", "--json", file.path])
+        let timed = try await EndToEnd.run(tool, ["--probe", "--timing", "--json", file.path])
         #expect(timed.status == 0)
         let timedJSON = try JSONSerialization.jsonObject(with: timed.stdout) as? [String: Any]
         let seconds = timedJSON?["probeSeconds"] as? Double
         #expect(seconds.map { $0 > 0 } == true)
         #expect(timedJSON?["durationSeconds"] as? Double == probed)
-        let text = try EndToEnd.run(tool, ["--probe", "--timing", file.path])
+        let text = try await EndToEnd.run(tool, ["--probe", "--timing", file.path])
         #expect(text.out.split(separator: "\n").last?.hasPrefix("Probe time:    ") == true)
         #expect(text.out.hasSuffix(" ms\n"))
     }
@@ -293,18 +296,18 @@ private let wrapModulus: Int64 = 1 << 33
     /// Slates made by SlateBuilder (through tsinspect --make-slate) decode with no errors in ffmpeg and have
     /// continuous time stamps in ffprobe, also across the 33-bit wrap.
     @Test(arguments: [(2.5, UInt64(126_000)), (4.0, (UInt64(1) << 33) - 2 * 90_000)])
-    func slate(seconds: Double, start: UInt64) throws {
+    func slate(seconds: Double, start: UInt64) async throws {
         guard let tool = EndToEnd.product("tsinspect"), let ffmpeg = EndToEnd.tool("ffmpeg"),
             EndToEnd.tool("ffprobe") != nil
         else { return }
-        let made = try EndToEnd.run(tool, ["--make-slate", "\(seconds)", "--start-pts", "\(start)"])
+        let made = try await EndToEnd.run(tool, ["--make-slate", "\(seconds)", "--start-pts", "\(start)"])
         #expect(made.status == 0, "\(made.err)")
         let file = TemporaryFolders.make(prefix: "slate-").appendingPathComponent("slate-\(start).ts")
         try made.stdout.write(to: file)
-        let decode = try EndToEnd.run(ffmpeg, ["-v", "error", "-i", file.path, "-f", "null", "-"])
+        let decode = try await EndToEnd.run(ffmpeg, ["-v", "error", "-i", file.path, "-f", "null", "-"])
         #expect(decode.status == 0)
         #expect(decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
-        let probe = try #require(try FFProbeReport.load(file))
+        let probe = try await #require(try FFProbeReport.load(file))
         #expect(probe.codecs == [0x100: "h264", 0x101: "aac"])
         let video = probe.packets.filter { $0.pid == 0x100 }.compactMap(\.pts)
         let audio = probe.packets.filter { $0.pid == 0x101 }.compactMap(\.pts)
@@ -315,7 +318,7 @@ private let wrapModulus: Int64 = 1 << 33
         for (a, b) in zip(video, video.dropFirst()) { #expect((b - a + wrapModulus) % wrapModulus == 3600) }
         for (a, b) in zip(audio, audio.dropFirst()) { #expect((b - a + wrapModulus) % wrapModulus == 1920) }
         if let duration = probe.duration { #expect(abs(duration - Double(expectedFrames) * 0.04) < 0.0005) }
-        let inspect = try EndToEnd.run(tool, [file.path])
+        let inspect = try await EndToEnd.run(tool, [file.path])
         #expect(inspect.status == 0, "tsinspect finds no stream errors in the slate")
     }
 }
@@ -325,7 +328,7 @@ private let wrapModulus: Int64 = 1 << 33
 /// its duration of audio within one AAC frame, and 30 slots do not drift. Slots of 2 s and of 2.5 s (not whole
 /// AAC frames), the chain crossing the 33-bit wrap.
 @Suite struct ChainedTemplateSlates {
-    @Test(arguments: [2.0, 2.5]) func joinsHaveNoAudioGap(seconds: Double) throws {
+    @Test(arguments: [2.0, 2.5]) func joinsHaveNoAudioGap(seconds: Double) async throws {
         guard let tool = EndToEnd.product("tsinspect"), let ffprobe = EndToEnd.tool("ffprobe") else { return }
         let origin = (Int64(1) << 33) - 20 * 90_000
         let slot = Int64((seconds * 90_000).rounded())
@@ -337,11 +340,11 @@ private let wrapModulus: Int64 = 1 << 33
         var total: Int64 = 0
         for n in 0..<30 {
             let start = (origin + Int64(n) * slot) % wrapModulus
-            let made = try EndToEnd.run(
+            let made = try await EndToEnd.run(
                 tool, ["--make-slate", "\(seconds)", "--start-pts", "\(start)", "--audio-origin", "\(origin)"])
             #expect(made.status == 0, "\(made.err)")
             try made.stdout.write(to: file)
-            let probe = try EndToEnd.run(
+            let probe = try await EndToEnd.run(
                 ffprobe,
                 [
                     "-v", "error", "-select_streams", "a", "-show_entries", "packet=pts,duration", "-of", "csv=p=0",
@@ -376,9 +379,9 @@ private let wrapModulus: Int64 = 1 << 33
     }
 
     /// ffprobe's audio packets by PID (PTS modulo 2^33: ffprobe unwraps), and the positions it gives.
-    static func ffprobeFrames(_ file: URL) throws -> (frames: [Int: [Frame]], positions: [Int: [Int64]])? {
+    static func ffprobeFrames(_ file: URL) async throws -> (frames: [Int: [Frame]], positions: [Int: [Int64]])? {
         guard let ffprobe = EndToEnd.tool("ffprobe") else { return nil }
-        let result = try EndToEnd.run(
+        let result = try await EndToEnd.run(
             ffprobe,
             [
                 "-v", "error", "-select_streams", "a", "-show_streams", "-show_packets", "-show_entries",
@@ -407,9 +410,10 @@ private let wrapModulus: Int64 = 1 << 33
     }
 
     /// tsinspect's frame lines by PID, and the offsets of the first frame of each PES.
-    static func ourFrames(_ file: URL) throws -> (frames: [Int: [Frame]], positions: [Int: [Int64]], lines: Int)? {
+    static func ourFrames(_ file: URL) async throws -> (frames: [Int: [Frame]], positions: [Int: [Int64]], lines: Int)?
+    {
         guard let tool = EndToEnd.product("tsinspect") else { return nil }
-        let result = try EndToEnd.run(tool, ["--pts", "--frames", "--json", file.path])
+        let result = try await EndToEnd.run(tool, ["--pts", "--frames", "--json", file.path])
         var frames: [Int: [Frame]] = [:]
         var positions: [Int: [Int64]] = [:]
         var lines = 0
@@ -426,9 +430,9 @@ private let wrapModulus: Int64 = 1 << 33
         return (frames, positions, lines)
     }
 
-    static func compare(_ file: URL, label: String, codecs: Set<String>) throws {
-        let theirs = try #require(try ffprobeFrames(file), "\(label): ffprobe's packets")
-        let ours = try #require(try ourFrames(file), "\(label): tsinspect's frames")
+    static func compare(_ file: URL, label: String, codecs: Set<String>) async throws {
+        let theirs = try #require(try await ffprobeFrames(file), "\(label): ffprobe's packets")
+        let ours = try #require(try await ourFrames(file), "\(label): tsinspect's frames")
         #expect(!theirs.frames.isEmpty, "\(label): ffprobe lists audio packets")
         #expect(Set(ours.frames.keys) == Set(theirs.frames.keys), "\(label): audio PIDs")
         for (pid, expected) in theirs.frames {
@@ -443,7 +447,7 @@ private let wrapModulus: Int64 = 1 << 33
             #expect(ours.positions[pid] == theirs.positions[pid], "\(label) PID \(pid) PES offsets")
         }
         do {
-            let probe = try #require(try FFProbeReport.load(file))
+            let probe = try #require(try await FFProbeReport.load(file))
             #expect(Set(theirs.frames.keys.compactMap { probe.codecs[$0] }) == codecs, "\(label) codecs")
             // Video PES lines are still there, one per PES.
             let video = probe.packets.filter { !theirs.frames.keys.contains($0.pid) }.count
@@ -455,8 +459,8 @@ private let wrapModulus: Int64 = 1 << 33
         ("mpeg2_multiframe.ts", "aac"), ("h264_aac.ts", "aac"), ("hevc_ac3.ts", "ac3"), ("programs.ts", "aac"),
         ("wrap.ts", "aac"), ("garbage.ts", "aac"),
     ])
-    func fixtureFramesMatchFFProbe(name: String, codec: String) throws {
-        try Self.compare(try TSFixtures.url(name), label: name, codecs: [codec])
+    func fixtureFramesMatchFFProbe(name: String, codec: String) async throws {
+        try await Self.compare(try await TSFixtures.url(name), label: name, codecs: [codec])
     }
 
     /// Audio packed several frames to a PES (ffmpeg's default), in codecs and rates whose frame durations are not
@@ -470,7 +474,7 @@ private let wrapModulus: Int64 = 1 << 33
         ("aac44_wrap", ["-c:a", "aac", "-b:a", "64k"], 44100, 95441.7, "aac"),
     ])
     func multiFramePESMatchFFProbe(name: String, codec: [String], rate: Int, offset: Double, codecName: String)
-        throws
+        async throws
     {
         guard let ffmpeg = EndToEnd.tool("ffmpeg") else { return }
         let file = TemporaryFolders.make(prefix: "frames-").appendingPathComponent("\(name).ts")
@@ -482,16 +486,16 @@ private let wrapModulus: Int64 = 1 << 33
         arguments += codec
         if offset > 0 { arguments += ["-output_ts_offset", "\(offset)"] }
         arguments += ["-f", "mpegts", file.path]
-        let made = try EndToEnd.run(ffmpeg, arguments)
+        let made = try await EndToEnd.run(ffmpeg, arguments)
         #expect(made.status == 0, "ffmpeg: \(made.err)")
-        try Self.compare(file, label: name, codecs: [codecName])
+        try await Self.compare(file, label: name, codecs: [codecName])
     }
 
-    @Test func textLinesAndFrameTimes() throws {
-        let file = try TSFixtures.url("mpeg2_multiframe.ts")
+    @Test func textLinesAndFrameTimes() async throws {
+        let file = try await TSFixtures.url("mpeg2_multiframe.ts")
         guard let tool = EndToEnd.product("tsinspect") else { return }
-        let plain = try EndToEnd.run(tool, ["--pts", file.path]).out.split(separator: "\n")
-        let framed = try EndToEnd.run(tool, ["--pts", "--frames", file.path]).out.split(separator: "\n")
+        let plain = try await EndToEnd.run(tool, ["--pts", file.path]).out.split(separator: "\n")
+        let framed = try await EndToEnd.run(tool, ["--pts", "--frames", file.path]).out.split(separator: "\n")
         // The first audio PES, then its frames: the PES PTS plus 1920 ticks (1024 samples at 48 kHz) per frame.
         let pes = try #require(plain.first { $0.hasPrefix("pid=257 ") })
         let frames = framed.filter { $0.hasPrefix("pid=257 ") }
@@ -508,9 +512,9 @@ private let wrapModulus: Int64 = 1 << 33
 }
 
 @Suite(.temporaryFolders) struct TSInspectCommandLine {
-    @Test func helpAndVersion() throws {
+    @Test func helpAndVersion() async throws {
         guard let tool = EndToEnd.product("tsinspect") else { return }
-        let help = try EndToEnd.run(tool, ["--help"])
+        let help = try await EndToEnd.run(tool, ["--help"])
         #expect(help.status == 0)
         #expect(help.out.hasPrefix("OVERVIEW: Show what is inside an MPEG-TS file"))
         for heading in [
@@ -520,11 +524,11 @@ private let wrapModulus: Int64 = 1 << 33
             #expect(help.out.contains(heading), "help mentions \(heading)")
         }
         #expect(help.err.isEmpty)
-        let version = try EndToEnd.run(tool, ["--version"])
+        let version = try await EndToEnd.run(tool, ["--version"])
         #expect(version.status == 0 && version.out == "1.0.0\n")
     }
 
-    @Test func usageErrors() throws {
+    @Test func usageErrors() async throws {
         guard let tool = EndToEnd.product("tsinspect") else { return }
         let cases: [([String], String)] = [
             ([], "Error: missing expected argument '<file>'"),
@@ -535,7 +539,7 @@ private let wrapModulus: Int64 = 1 << 33
             (["--frames", "a.ts"], "Error: '--frames' needs '--pts'"),
         ]
         for (arguments, message) in cases {
-            let result = try EndToEnd.run(tool, arguments)
+            let result = try await EndToEnd.run(tool, arguments)
             #expect(result.status == 64, "\(arguments)")
             #expect(result.out.isEmpty)
             #expect(
@@ -547,14 +551,14 @@ private let wrapModulus: Int64 = 1 << 33
         }
     }
 
-    @Test func unreadableAndNotTransportStream() throws {
+    @Test func unreadableAndNotTransportStream() async throws {
         guard let tool = EndToEnd.product("tsinspect") else { return }
-        let missing = try EndToEnd.run(tool, ["/nonexistent/file.ts"])
+        let missing = try await EndToEnd.run(tool, ["/nonexistent/file.ts"])
         #expect(missing.status == 2)
         #expect(missing.err == "Error: cannot read /nonexistent/file.ts: ENOENT (No such file or directory)\n")
         let text = TemporaryFolders.make(prefix: "tsinspect-not-ts-").appendingPathComponent("not-ts.txt")
         try Data(repeating: 0x41, count: 5000).write(to: text)
-        let notTS = try EndToEnd.run(tool, [text.path])
+        let notTS = try await EndToEnd.run(tool, [text.path])
         #expect(notTS.status == 2)
         #expect(
             notTS.err
@@ -562,23 +566,23 @@ private let wrapModulus: Int64 = 1 << 33
         )
     }
 
-    @Test func standardInputGivesTheSameReport() throws {
-        let file = try TSFixtures.url("hevc_ac3.ts")
+    @Test func standardInputGivesTheSameReport() async throws {
+        let file = try await TSFixtures.url("hevc_ac3.ts")
         guard let tool = EndToEnd.product("tsinspect") else { return }
-        let fromFile = try EndToEnd.run(tool, ["--json", file.path])
-        let fromStdin = try EndToEnd.run(tool, ["--json", "-"], input: try Data(contentsOf: file))
+        let fromFile = try await EndToEnd.run(tool, ["--json", file.path])
+        let fromStdin = try await EndToEnd.run(tool, ["--json", "-"], input: try Data(contentsOf: file))
         #expect(fromStdin.status == 0)
         #expect(fromStdin.out == fromFile.out.replacingOccurrences(of: "\"\(file.path)\"", with: "\"-\""))
-        let ptsFile = try EndToEnd.run(tool, ["--pts", file.path])
-        let ptsStdin = try EndToEnd.run(tool, ["--pts", "-"], input: try Data(contentsOf: file))
+        let ptsFile = try await EndToEnd.run(tool, ["--pts", file.path])
+        let ptsStdin = try await EndToEnd.run(tool, ["--pts", "-"], input: try Data(contentsOf: file))
         #expect(ptsFile.out == ptsStdin.out)
         #expect(ptsFile.out.split(separator: "\n").first == "pid=256 pts=133200 dts=126000 keyframe=1 offset=564")
     }
 
-    @Test func summaryText() throws {
-        let file = try TSFixtures.url("h264_aac.ts")
+    @Test func summaryText() async throws {
+        let file = try await TSFixtures.url("h264_aac.ts")
         guard let tool = EndToEnd.product("tsinspect") else { return }
-        let result = try EndToEnd.run(tool, [file.path])
+        let result = try await EndToEnd.run(tool, [file.path])
         #expect(result.status == 0)
         let lines = result.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines.first == "File:          \(file.path)")
@@ -693,17 +697,17 @@ private let wrapModulus: Int64 = 1 << 33
         print(json.dumps(cues))
         """
 
-    @Test func cuesInATransportStream() throws {
-        let fixture = try TSFixtures.url("h264_aac.ts")
+    @Test func cuesInATransportStream() async throws {
+        let fixture = try await TSFixtures.url("h264_aac.ts")
         guard let tool = EndToEnd.product("tsinspect"), let python = EndToEnd.tool("python3") else { return }
         let sections = try Self.sections()
         let file = try Self.makeFile(from: fixture, sections: sections)
 
-        let ours = try EndToEnd.run(tool, ["--scte35", "--json", file.path])
+        let ours = try await EndToEnd.run(tool, ["--scte35", "--json", file.path])
         #expect(ours.status == 0, "\(ours.err)")
         let ourCues =
             (try JSONSerialization.jsonObject(with: ours.stdout) as? [String: Any])?["cues"] as? [[String: Any]]
-        let theirs = try EndToEnd.run(python, ["-c", Self.threefiveScript, file.path])
+        let theirs = try await EndToEnd.run(python, ["-c", Self.threefiveScript, file.path])
         #expect(theirs.status == 0, "threefive (python3 -m pip install threefive): \(theirs.err)")
         let theirCues = try JSONSerialization.jsonObject(with: theirs.stdout) as? [[String: Any]]
         guard let ourCues, let theirCues else {
@@ -773,7 +777,7 @@ private let wrapModulus: Int64 = 1 << 33
             }
         }
         // The text form lists the same cues, one line each.
-        let text = try EndToEnd.run(tool, ["--scte35", file.path])
+        let text = try await EndToEnd.run(tool, ["--scte35", file.path])
         #expect(text.out.split(separator: "\n").count == sections.count)
     }
 }

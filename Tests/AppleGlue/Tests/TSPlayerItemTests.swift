@@ -79,6 +79,7 @@ struct TSPlayerItemTests {
                 group.addTask {
                     let item = try TSPlayerItem(tsFileURL: sampleTS)
                     // Hold the pool thread a little, as a caller doing other synchronous work would.
+                    // blocks: what this test is about: callers that hold the cooperative threads
                     _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 0.02)
                     let answer = await glueGet(item.url)
                     #expect(answer.status == 200)

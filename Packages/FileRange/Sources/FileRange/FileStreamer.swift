@@ -187,6 +187,14 @@ public final class FileStreamer: Sendable {
         return done
     }
 
+    /// ``read(at:length:)`` on the shared ``BlockingPool``, for async code: a read may wait on the disk, and must not
+    /// hold one of Swift's cooperative threads while it does.
+    public func readOnPool(at offset: UInt64, length: Int) async throws(FileStreamerError) -> [UInt8] {
+        try await BlockingPool.shared.run { () throws(FileStreamerError) -> [UInt8] in
+            try self.read(at: offset, length: length)
+        }
+    }
+
     /// Reads up to `length` bytes from `offset` into a new array, shorter only where the file ends.
     public func read(at offset: UInt64, length: Int) throws(FileStreamerError) -> [UInt8] {
         guard length > 0 else {

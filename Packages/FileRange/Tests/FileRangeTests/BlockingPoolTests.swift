@@ -42,6 +42,7 @@ import Testing
                         }) {
                             for _ in 0..<count { allArrived.signal() }
                         }
+                        // blocks: on the actor's own executor thread, which is what this test is about
                         return allArrived.wait(timeout: .now() + 20) == .success
                     }
                 }
@@ -151,12 +152,14 @@ import Testing
             }) {
                 for _ in 0..<count { allArrived.signal() }
             }
+            // blocks: on the actor's own executor thread, which is what this test is about
             return allArrived.wait(timeout: .now() + 20) == .success
         }
 
         /// A read and a write with a pause between: two at once would lose an update.
         func bump() {
             let value = counter
+            // blocks: on the actor's own executor thread
             usleep(50)
             counter = value + 1
         }

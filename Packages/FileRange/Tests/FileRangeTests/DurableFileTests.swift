@@ -158,30 +158,30 @@ import Testing
         arguments: [
             ("opened", 0), ("wrote", 0), ("synced", 0), ("renamed", 1), ("folderSynced", 1),
         ] as [(String, UInt64)])
-    func aKillAfterEachStepLeavesTheOldFileOrTheNewOne(step: String, expected: UInt64) throws {
+    func aKillAfterEachStepLeavesTheOldFileOrTheNewOne(step: String, expected: UInt64) async throws {
         let writer = try Self.writerURL()
         let folder = TemporaryFolders.make(prefix: "DurableCrash-")
         let path = folder + "/store.bin"
         try writeFileAtomically(Self.version(0), to: path)
         let child = try ChildProcess(writer, [path, step], stopSignal: SIGKILL)
-        #expect(child.lines(1, within: 20) == ["stopped at \(step)"], "\(child.stdout) \(child.stderr)")
-        child.stop(grace: 0)
+        #expect(await child.lines(1, within: 20) == ["stopped at \(step)"], "\(child.stdout) \(child.stderr)")
+        await child.stop(grace: 0)
         #expect(child.process.terminationReason == .uncaughtSignal, "\(step): the writer ended by itself")
         try Self.checkAfterKill(folder, expected: expected, "after \(step)")
     }
 
-    @Test func aWriteThatIsNotKilledCompletes() throws {
+    @Test func aWriteThatIsNotKilledCompletes() async throws {
         let folder = TemporaryFolders.make(prefix: "DurableCrash-")
         let path = folder + "/store.bin"
         try writeFileAtomically(Self.version(0), to: path)
         let child = try ChildProcess(Self.writerURL(), [path, "none-such"], stopSignal: SIGKILL)
-        _ = child.lines(1, within: 20)
-        child.process.waitUntilExit()
+        _ = await child.lines(1, within: 20)
+        try #require(await child.waitForExit(within: 60), "the writer did not end")
         #expect(child.process.terminationStatus == 64, "a bad step is a usage error")
         #expect(Self.generation(of: [UInt8](try #require(FileManager.default.contents(atPath: path)))) == 0)
     }
 
-    @Test func killsAtRandomMomentsNeverLeaveATornFile() throws {
+    @Test func killsAtRandomMomentsNeverLeaveATornFile() async throws {
         let writer = try Self.writerURL()
         let folder = TemporaryFolders.make(prefix: "DurableCrash-")
         let path = folder + "/store.bin"
@@ -189,9 +189,9 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         for round in 0..<12 {
             let child = try ChildProcess(writer, [path, "loop"], stopSignal: SIGKILL)
-            #expect(child.lines(1, within: 20) == ["ready"], "round \(round): \(child.stderr)")
-            usleep(UInt32.random(in: 1_000...40_000, using: &generator))
-            child.stop(grace: 0)
+            #expect(await child.lines(1, within: 20) == ["ready"], "round \(round): \(child.stderr)")
+            await suspend(Double.random(in: 0.001...0.04, using: &generator))
+            await child.stop(grace: 0)
             #expect(child.process.terminationReason == .uncaughtSignal, "round \(round): the writer ended by itself")
             try Self.checkAfterKill(folder, expected: nil, "round \(round)")
         }

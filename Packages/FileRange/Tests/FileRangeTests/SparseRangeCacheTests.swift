@@ -78,16 +78,16 @@ import Testing
 
     /// A writer process is killed with SIGKILL at random moments, over and over, on the same cache. After every
     /// kill, the reopened cache must hold every byte it claims, with the writer's pattern.
-    @Test func survivesSigkillAtRandomMoments() throws {
+    @Test func survivesSigkillAtRandomMoments() async throws {
         let writer = try Self.crashWriterURL()
         var generator = SystemRandomNumberGenerator()
         var claimedAfterKills: [UInt64] = []
         for round in 0..<25 {
             let child = try ChildProcess(writer, [dataPath, String(round + 1)], stopSignal: SIGKILL)
             // Wait for "ready" (its first write is durable), then let it write for a random while before killing it.
-            _ = child.lines(1, within: 20)
-            usleep(UInt32.random(in: 2_000...60_000, using: &generator))
-            child.stop(grace: 0)
+            _ = await child.lines(1, within: 20)
+            await suspend(Double.random(in: 0.002...0.06, using: &generator))
+            await child.stop(grace: 0)
             #expect(child.process.terminationReason == .uncaughtSignal, "round \(round): the writer ended by itself")
 
             let cache = try SparseRangeCache(dataPath: dataPath)

@@ -48,31 +48,18 @@ extension TSTrackBuilder {
             guard let configuration = loas.configuration else { break }
             let frameCodec = TrackCodec.aac(AudioSpecificConfig(latm: configuration))
             let samples = configuration.samplesPerFrame
-            if codec == nil {
-                codec = frameCodec
-            } else if let codec {
-                droppingFrame = !frameCodec.hasSameConfiguration(as: codec)
-                if droppingFrame, detectsConfigurationChanges, configurationChange == nil {
-                    configurationChange = packet.info.offset
-                }
-            }
+            checkConfiguration(frameCodec, at: packet.info.offset)
             if droppingFrame {
                 otherConfigurationFrames += 1
                 gapSamples += samples
             } else {
-                if gapSamples > 0, !frames.isEmpty { frames[frames.count - 1].samples += gapSamples }
-                gapSamples = 0
-                frames.append(AudioFrame(data: unit, samples: samples, pts: pts, samplesBefore: before))
+                appendFrame(AudioFrame(data: unit, samples: samples, pts: pts, samplesBefore: before))
             }
             if fromCarry { carrySamplesBefore += samples } else { samplesBefore += samples }
             position += length
         }
-        if position < bytes.count, bytes.count - position <= LOASReader.maximumFrameLength {
-            carry = Array(bytes[position...])
-            carryPTS = position < carried ? carryPTS : packet.info.pts
-            carrySamplesBefore = position < carried ? carrySamplesBefore : samplesBefore
-        } else if position < bytes.count {
-            droppedBytes += bytes.count - position
-        }
+        carryRest(
+            bytes, from: position, carried: carried, pts: packet.info.pts, samplesBefore: samplesBefore,
+            limit: LOASReader.maximumFrameLength)
     }
 }

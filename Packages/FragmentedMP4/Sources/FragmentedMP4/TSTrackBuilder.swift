@@ -251,14 +251,7 @@ public struct TSTrackBuilder: Sendable {
             let pts = fromCarry ? carryPTS : packet.info.pts
             let before = fromCarry ? carrySamplesBefore : samplesBefore
             let data = Array(bytes[position + header.strippedLength..<position + header.length])
-            if codec == nil {
-                codec = header.codec
-            } else if !header.isDependent, let codec {
-                droppingFrame = !header.codec.hasSameConfiguration(as: codec)
-                if droppingFrame, detectsConfigurationChanges, configurationChange == nil {
-                    configurationChange = packet.info.offset
-                }
-            }
+            if codec == nil || !header.isDependent { checkConfiguration(header.codec, at: packet.info.offset) }
             if droppingFrame {
                 // Another configuration than the sample entry's (a frame of the range after a reset, muxed before
                 // that range's first keyframe): decoded with this entry it would play wrong, so it is left out.
@@ -273,20 +266,49 @@ public struct TSTrackBuilder: Sendable {
             if header.isDependent, !frames.isEmpty {
                 frames[frames.count - 1].data += data
             } else {
-                if gapSamples > 0, !frames.isEmpty { frames[frames.count - 1].samples += gapSamples }
-                gapSamples = 0
-                frames.append(AudioFrame(data: data, samples: header.samples, pts: pts, samplesBefore: before))
+                appendFrame(AudioFrame(data: data, samples: header.samples, pts: pts, samplesBefore: before))
                 if fromCarry { carrySamplesBefore += header.samples } else { samplesBefore += header.samples }
             }
             position += header.length
         }
-        if position < bytes.count, bytes.count - position <= 8192 {
-            carry = Array(bytes[position...])
-            carryPTS = position < carried ? carryPTS : packet.info.pts
-            carrySamplesBefore = position < carried ? carrySamplesBefore : samplesBefore
-        } else if position < bytes.count {
-            droppedBytes += bytes.count - position
+        carryRest(
+            bytes, from: position, carried: carried, pts: packet.info.pts, samplesBefore: samplesBefore, limit: 8192)
+    }
+
+    /// Takes `frameCodec` as the sample entry's when there is none yet; else decides whether the frame is of another
+    /// configuration and left out (``droppingFrame``), noting the first such change's PES offset when changes are
+    /// looked for.
+    mutating func checkConfiguration(_ frameCodec: TrackCodec, at offset: Int64) {
+        guard let codec else {
+            codec = frameCodec
+            return
         }
+        droppingFrame = !frameCodec.hasSameConfiguration(as: codec)
+        if droppingFrame, detectsConfigurationChanges, configurationChange == nil {
+            configurationChange = offset
+        }
+    }
+
+    /// Appends a kept audio frame; the frames left out before it lengthen the previous kept one, so time runs on.
+    mutating func appendFrame(_ frame: AudioFrame) {
+        if gapSamples > 0, !frames.isEmpty { frames[frames.count - 1].samples += gapSamples }
+        gapSamples = 0
+        frames.append(frame)
+    }
+
+    /// Keeps the bytes of `bytes` from `position` on (a frame cut by the end of the PES, at most `limit` bytes) for
+    /// the next PES, with the time of the PES they came from; longer, they are dropped and counted.
+    mutating func carryRest(
+        _ bytes: [UInt8], from position: Int, carried: Int, pts: Timestamp?, samplesBefore: Int, limit: Int
+    ) {
+        guard position < bytes.count else { return }
+        guard bytes.count - position <= limit else {
+            droppedBytes += bytes.count - position
+            return
+        }
+        carry = Array(bytes[position...])
+        carryPTS = position < carried ? carryPTS : pts
+        carrySamplesBefore = position < carried ? carrySamplesBefore : samplesBefore
     }
 
     /// The samples gathered so far as one track fragment, and clears them. Video starts at its first sync sample

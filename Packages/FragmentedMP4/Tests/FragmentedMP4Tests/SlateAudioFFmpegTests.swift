@@ -11,8 +11,8 @@ import Testing
 @Suite(.temporaryFolders) struct SlateAudioFFmpegTests {
     @Test(arguments: [("5.1", 6), ("7.1", 8)]) func silenceAfterMultichannelContentDecodesAndJoins(
         layout: String, channels: Int
-    ) throws {
-        try check(layout: layout, channels: channels, rate: 48000, codec: "aac", samples: 96256, frame: 1024)
+    ) async throws {
+        try await check(layout: layout, channels: channels, rate: 48000, codec: "aac", samples: 96256, frame: 1024)
     }
 
     /// The same for AC-3 and E-AC-3 content (stereo, 5.1, mono; 48, 44.1, 32 kHz): its silent sync frames, made for
@@ -22,9 +22,10 @@ import Testing
         ("ac3", "stereo", 2, 48000), ("ac3", "5.1", 6, 44100), ("ac3", "mono", 1, 32000), ("eac3", "5.1", 6, 48000),
         ("eac3", "stereo", 2, 44100), ("eac3", "mono", 1, 32000),
     ])
-    func silenceAfterAC3ContentDecodesAndJoins(codec: String, layout: String, channels: Int, rate: Int) throws {
+    func silenceAfterAC3ContentDecodesAndJoins(codec: String, layout: String, channels: Int, rate: Int) async throws {
         // 94 frames less the encoder's 256 samples of priming.
-        try check(layout: layout, channels: channels, rate: rate, codec: codec, samples: 94 * 1536 - 256, frame: 1536)
+        try await check(
+            layout: layout, channels: channels, rate: rate, codec: codec, samples: 94 * 1536 - 256, frame: 1536)
     }
 
     /// HE-AAC with explicit signalling (ffmpeg has no HE-AAC encoder, so the content is only its init section):
@@ -32,7 +33,7 @@ import Testing
     /// output rate (not the 24 kHz core's), in stereo (PS gives stereo from the mono core; ffmpeg also gives SBR on
     /// a mono core two channels), 2048 ticks apart, silent.
     @Test(arguments: [(5, 2), (5, 1), (29, 1)])
-    func silentHEAACDecodesAtTheOutputRate(objectType: Int, configuration: Int) throws {
+    func silentHEAACDecodesAtTheOutputRate(objectType: Int, configuration: Int) async throws {
         let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
         let ffprobe = try #require(ExternalProgram.find("ffprobe"))
         let folder = TemporaryFolderURLs.make(prefix: "fmp4-heaac-")
@@ -42,32 +43,32 @@ import Testing
             audio: audio, firstDecodeTime: 0, frames: 94, sequence: 1)
         let file = folder.appendingPathComponent("slate.mp4").path
         try Data(initSection + silence).write(to: URL(fileURLWithPath: file))
-        let decode = try ExternalProgram.run(ffmpeg, ["-v", "error", "-i", file, "-f", "null", "-"])
+        let decode = try await ExternalProgram.run(ffmpeg, ["-v", "error", "-i", file, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
         // What the decoder puts out: every decoded frame in stereo (ffmpeg gives SBR on a mono core two channels,
         // for the PS it may find), at the 48 kHz output rate.
-        let decoded = try ExternalProgram.run(
+        let decoded = try await ExternalProgram.run(
             ffprobe,
             ["-v", "error", "-select_streams", "a", "-show_entries", "frame=channels", "-of", "csv=p=0", file])
         let frames = decoded.out.split(separator: "\n").map {
             $0.trimmingCharacters(in: CharacterSet(charactersIn: " ,"))
         }
         #expect(frames.count >= 90 && Set(frames) == ["2"], "\(Set(frames)) \(decoded.err)")
-        let packets = try ExternalProgram.run(
+        let packets = try await ExternalProgram.run(
             ffprobe, ["-v", "error", "-select_streams", "a", "-show_entries", "packet=pts", "-of", "csv=p=0", file])
         let times = packets.out.split(separator: "\n").compactMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
         #expect(times.count == 94 && zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 2048 }, "\(times.prefix(4))")
         // Decoded to 16-bit PCM: silent, at 48 kHz, in stereo.
-        let output = try #require(try ExternalProgram.decodedAudio(ffmpeg, file))
+        let output = try #require(try await ExternalProgram.decodedAudio(ffmpeg, file))
         #expect(output.peak == 0 && output.sampleRate == 48000 && output.channels == 2, "\(output)")
     }
 
-    func check(layout: String, channels: Int, rate: Int, codec: String, samples: Int, frame: Int64) throws {
+    func check(layout: String, channels: Int, rate: Int, codec: String, samples: Int, frame: Int64) async throws {
         let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
         let ffprobe = try #require(ExternalProgram.find("ffprobe"))
         let folder = TemporaryFolderURLs.make(prefix: "fmp4-slate-")
         let content = folder.appendingPathComponent("content.mp4").path
-        let made = try ExternalProgram.run(
+        let made = try await ExternalProgram.run(
             ffmpeg,
             [
                 "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=\(rate)", "-af",
@@ -95,10 +96,10 @@ import Testing
             audio: audio, firstDecodeTime: end, frames: 94, sequence: 10_000)
         let joined = folder.appendingPathComponent("joined.mp4").path
         try Data(initSection + fragments + silence).write(to: URL(fileURLWithPath: joined))
-        let decode = try ExternalProgram.run(
+        let decode = try await ExternalProgram.run(
             ffmpeg, ["-v", "error", "-err_detect", "crccheck", "-i", joined, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
-        let probe = try ExternalProgram.run(
+        let probe = try await ExternalProgram.run(
             ffprobe,
             [
                 "-v", "error", "-select_streams", "a", "-show_entries",
@@ -124,7 +125,7 @@ import Testing
         // The silence alone (the content's init section, then the silent fragment) is silent.
         let slate = folder.appendingPathComponent("slate.mp4").path
         try Data(initSection + silence).write(to: URL(fileURLWithPath: slate))
-        let peak = try ExternalProgram.decodedAudio(ffmpeg, slate)?.peak
+        let peak = try await ExternalProgram.decodedAudio(ffmpeg, slate)?.peak
         #expect(peak == 0, "peak sample \(peak.map(String.init) ?? "none")")
     }
 }

@@ -172,13 +172,13 @@ import Testing
             "slate.mp4")
         try Data(slateInit + slate).write(to: file)
         let ffprobe = try #require(ExternalProgram.find("ffprobe"))
-        let probe = try ExternalProgram.run(
+        let probe = try await ExternalProgram.run(
             ffprobe, ["-v", "error", "-show_entries", "stream=codec_type,codec_name", "-of", "csv=p=0", file.path])
         // One stream (a line per stream: codec, type and an empty field).
         let streams = probe.out.split(separator: "\n").map { $0.split(separator: ",").prefix(2).joined(separator: ",") }
         #expect(streams == ["ac3,audio"], "\(probe.out) \(probe.err)")
         let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
-        let decode = try ExternalProgram.run(
+        let decode = try await ExternalProgram.run(
             ffmpeg, ["-hide_banner", "-nostdin", "-v", "error", "-i", file.path, "-f", "framemd5", "-"])
         #expect(decode.status == 0 && decode.err.isEmpty, "\(decode.err)")
         let frames = decode.out.split(separator: "\n").filter { !$0.hasPrefix("#") }

@@ -14,7 +14,7 @@ import Testing
         return try RemotePlaylistFetcher.parsed(text.bytes, url: url)
     }
 
-    @Test func aPollOfOnePlaylistCompletesWhileAnotherPlaylistsRewriteIsHeld() throws {
+    @Test func aPollOfOnePlaylistCompletesWhileAnotherPlaylistsRewriteIsHeld() async throws {
         var options = AdStrippingProxy.Options()
         // Every poll filtered and rewritten in full, under its stream's lock.
         options.incrementalPolls = false
@@ -27,34 +27,34 @@ import Testing
         // Playlist a's lock, held as its rewrite holds it, until released.
         let held = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        BlockingPool.shared.submit {
             proxy.streams.stream("a").state.withLock { _ in
                 held.signal()
                 release.wait()
             }
         }
-        held.wait()
+        await blocking { held.wait() }
         let nextA = try Self.window(a, first: 1)
         let nextB = try Self.window(b, first: 1)
         let doneB = DispatchSemaphore(value: 0)
         let outputB = LockedValue<[UInt8]>([])
-        DispatchQueue.global().async {
+        BlockingPool.shared.submit {
             let output = proxy.media(nextB, playlistID: "b")
             outputB.withLock { $0 = output }
             doneB.signal()
         }
-        let bFinished = doneB.wait(timeout: .now() + 10) == .success
+        let bFinished = await blocking { doneB.wait(timeout: .now() + 10) == .success }
         #expect(bFinished, "a poll of b waited for a's rewrite")
         let doneA = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        BlockingPool.shared.submit {
             _ = proxy.media(nextA, playlistID: "a")
             doneA.signal()
         }
         // A poll of a itself waits for a's lock.
-        #expect(doneA.wait(timeout: .now() + .milliseconds(300)) == .timedOut)
+        #expect(await blocking { doneA.wait(timeout: .now() + .milliseconds(300)) } == .timedOut)
         release.signal()
-        #expect(doneA.wait(timeout: .now() + 10) == .success)
-        if !bFinished { _ = doneB.wait(timeout: .now() + 10) }
+        #expect(await blocking { doneA.wait(timeout: .now() + 10) } == .success)
+        if !bFinished { _ = await blocking { doneB.wait(timeout: .now() + 10) } }
         let text = String(decoding: outputB.withLock { $0 }, as: UTF8.self)
         #expect(text.contains("#EXT-X-MEDIA-SEQUENCE:1\n"))
         #expect(text.split(separator: "\n").filter { !$0.hasPrefix("#") }.count == 50)

@@ -97,7 +97,7 @@ import Testing
         let address = try #require(URL(string: media.segments[0].uri))
         let cut = try RelayRawClient(port: UInt16(try #require(address.port)))
         cut.send("GET \(address.path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        #expect(cut.readSome() > 0)
+        #expect(await cut.readSome() > 0)
         cut.reset()
         try await Task.sleep(for: .milliseconds(100))
         let again = try await ProxyTestClient.get(media.segments[0].uri)
@@ -110,7 +110,7 @@ import Testing
 }
 
 /// A raw loopback client that can vanish mid-response.
-final class RelayRawClient {
+final class RelayRawClient: Sendable {
     let fd: Int32
 
     init(port: UInt16) throws {
@@ -133,9 +133,12 @@ final class RelayRawClient {
         _ = Array(text.utf8).withUnsafeBytes { systemSend(fd, $0.baseAddress, $0.count, flags) }
     }
 
-    func readSome() -> Int {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        return recv(fd, &buffer, buffer.count, 0)
+    /// One read, on FileRange's pool; what recv(2) returned.
+    func readSome() async -> Int {
+        await blocking { [fd] in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            return recv(fd, &buffer, buffer.count, 0)
+        }
     }
 
     /// Closes with a reset, as a player that gives up does.

@@ -64,6 +64,7 @@ final class RawOrigin: Sendable {
                 if closing { return }
             case .stall(let bytes):
                 _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, noSignalFlags) }
+                // blocks: the origin's connection thread
                 Thread.sleep(forTimeInterval: 5)
                 return
             }
@@ -235,7 +236,7 @@ final class RawOrigin: Sendable {
         func blocking(_ path: String, maxBytes: Int = 1 << 20) async throws -> HTTPWholeResponse? {
             let url = path.hasPrefix("https:") ? path : origin.url(path)
             return try await withCheckedThrowingContinuation { continuation in
-                DispatchQueue.global().async {
+                BlockingPool.shared.submit {
                     do {
                         continuation.resume(
                             returning: try transport.fetchBlocking(
@@ -299,7 +300,12 @@ final class RawOrigin: Sendable {
     }
 
     /// Reads a claimed socket body to its end: the bytes read with the head, then the socket (non-blocking).
-    static func drain(_ claimed: (descriptor: Int32, buffered: [UInt8]), length: Int) -> [UInt8] {
+    static func drain(_ claimed: (descriptor: Int32, buffered: [UInt8]), length: Int) async -> [UInt8] {
+        let (descriptor, buffered) = claimed
+        return await blocking { drainNow((descriptor, buffered), length: length) }
+    }
+
+    private static func drainNow(_ claimed: (descriptor: Int32, buffered: [UInt8]), length: Int) -> [UInt8] {
         var bytes = claimed.buffered
         var buffer = [UInt8](repeating: 0, count: 65536)
         while bytes.count < length {
@@ -338,7 +344,7 @@ final class RawOrigin: Sendable {
         #expect(fcntl(claimed.descriptor, F_GETFL) & O_NONBLOCK != 0)
         #expect(fcntl(claimed.descriptor, F_GETFD) & FD_CLOEXEC != 0)
         #expect(body.claim() == nil)
-        #expect(Self.drain(claimed, length: big.count) == big)
+        #expect(await Self.drain(claimed, length: big.count) == big)
         body.release(complete: true)
         #expect(fcntl(claimed.descriptor, F_GETFL) & O_NONBLOCK == 0)
         // The stream of a claimed body ends at once.
@@ -362,7 +368,7 @@ final class RawOrigin: Sendable {
         // Released early: the connection is closed, and the next request opens a new one.
         let fourth = try await transport.send(HTTPClientRequest(url: origin.url("/big"), headers: []))
         let early = try #require(fourth.socketBody?.claim())
-        #expect(Self.drain(early, length: 1000).count >= 1000)
+        #expect(await Self.drain(early, length: 1000).count >= 1000)
         fourth.socketBody?.release(complete: false)
         let fifth = try await transport.send(HTTPClientRequest(url: origin.url("/small"), headers: []))
         #expect(try await Self.collect(fifth) == Array("hello".utf8))

@@ -34,7 +34,8 @@ public struct HTTPApplication: Sendable {
                 switch part {
                 case .bytes(let bytes): body += bytes
                 case .file(let file, let offset, let length):
-                    guard let count = Int(exactly: length), let bytes = try? file.read(at: offset, length: count),
+                    guard let count = Int(exactly: length),
+                        let bytes = try? await file.readOnPool(at: offset, length: count),
                         bytes.count == count
                     else {
                         headers.replaceOrAdd(name: "X-In-Process-Error", value: "short read")

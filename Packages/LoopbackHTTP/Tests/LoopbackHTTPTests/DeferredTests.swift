@@ -35,26 +35,26 @@ extension SocketTests {
             let client = try RawClient(port: port)
             // Answered 20 ms later from a dispatch queue, on a kept-alive connection, in order.
             client.send(request("/later/a") + request("/later/b"))
-            #expect(client.readResponse()?.bodyText == "later a")
-            #expect(client.readResponse()?.bodyText == "later b")
+            #expect(await client.readResponse()?.bodyText == "later a")
+            #expect(await client.readResponse()?.bodyText == "later b")
             // Answered at once, on the loop: Range and the server's framing still apply.
             client.send(request("/now", "Range: bytes=10-19\r\n"))
-            let ranged = try #require(client.readResponse())
+            let ranged = try #require(await client.readResponse())
             #expect(ranged.status == 206)
             #expect(ranged.bodyText == "0123456789")
             #expect(ranged.header("Content-Range") == "bytes 10-19/100")
             // Only the first answer counts.
             client.send(request("/twice"))
-            let twice = try #require(client.readResponse())
+            let twice = try #require(await client.readResponse())
             #expect(twice.status == 200)
             #expect(twice.bodyText == "first")
             // A handler that drops its responder without answering: 500, and the connection goes on.
             client.send(request("/dropped"))
-            let dropped = try #require(client.readResponse())
+            let dropped = try #require(await client.readResponse())
             #expect(dropped.status == 500)
             #expect(dropped.bodyText.contains("did not answer"))
             client.send(request("/now"))
-            #expect(client.readResponse()?.body == hundredBytes)
+            #expect(await client.readResponse()?.body == hundredBytes)
             #expect(server.openConnections == 1)
         }
         // The handler was called on the event loop's thread, not in a task.
@@ -70,7 +70,7 @@ extension SocketTests {
             try await Task.sleep(for: .milliseconds(60))
             let client = try RawClient(port: port)
             client.send(request("/later/here"))
-            #expect(client.readResponse()?.bodyText == "later here")
+            #expect(await client.readResponse()?.bodyText == "later here")
             #expect(server.openConnections == 1)
         }
     }

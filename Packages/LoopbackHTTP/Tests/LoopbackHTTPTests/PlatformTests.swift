@@ -63,12 +63,12 @@ private func helloApplication(token: SessionToken? = nil, _ adjust: (inout HTTPS
     return HTTPApplication(router: router, configuration: configuration)
 }
 
-private func get(_ target: String, port: UInt16, host: String = "127.0.0.1", hostHeader: String? = nil) throws
+private func get(_ target: String, port: UInt16, host: String = "127.0.0.1", hostHeader: String? = nil) async throws
     -> WireResponse?
 {
     let client = try RawClient(port: port, host: host)
     client.send("GET \(target) HTTP/1.1\r\nHost: \(hostHeader ?? "127.0.0.1:\(port)")\r\n\r\n")
-    return client.readResponse()
+    return await client.readResponse()
 }
 
 /// Whether a TCP connection to host:port is refused.
@@ -95,7 +95,7 @@ struct RevivalTests {
     @Test func aShutDownListenerFailsTheServerAndReviveRebindsTheSamePort() async throws {
         let server = HTTPServer(application: helloApplication { $0.bindAddresses = ["127.0.0.1"] })
         let port = try server.start()
-        #expect(try get("/hello", port: port)?.status == 200)
+        await #expect(try get("/hello", port: port)?.status == 200)
         #expect(server.failure == nil)
         let listeners = server.listenerDescriptors
         #if canImport(Glibc)
@@ -121,7 +121,7 @@ struct RevivalTests {
         let revived = try await server.revive()
         #expect(revived == port)
         #expect(server.failure == nil)
-        #expect(try get("/hello", port: port)?.status == 200)
+        await #expect(try get("/hello", port: port)?.status == 200)
         await server.stop(gracePeriod: .seconds(1))
     }
 
@@ -134,7 +134,7 @@ struct RevivalTests {
         defer { closeDescriptor(squatter.fd) }
         let revived = try await server.revive()
         #expect(revived != port && revived != 0)
-        #expect(try get("/hello", port: revived)?.status == 200)
+        await #expect(try get("/hello", port: revived)?.status == 200)
         await server.stop(gracePeriod: .seconds(1))
     }
 }
@@ -191,14 +191,14 @@ struct LocalNetworkTests {
         #expect(lanListeners.first == "0.0.0.0:\(lanPort)")
         if lanListeners.count > 1 {  // the IPv6 loopback exists here: it still answers
             #expect(lanListeners[1] == "[::1]:\(lanPort)")
-            let overIPv6 = try get(
+            let overIPv6 = try await get(
                 "/\(token.value)/hello", port: lanPort, host: "::1", hostHeader: "[::1]:\(lanPort)")
             #expect(overIPv6?.status == 200)
         }
         #expect(plain.listenerDescriptors.map(boundAddress) == ["127.0.0.1:\(plainPort)"])
         // Loopback still answers, under the token.
-        #expect(try get("/\(token.value)/hello", port: lanPort)?.status == 200)
-        #expect(try get("/hello", port: lanPort)?.status == 404)
+        await #expect(try get("/\(token.value)/hello", port: lanPort)?.status == 200)
+        await #expect(try get("/hello", port: lanPort)?.status == 404)
 
         guard let address = HTTPServer.localNetworkAddresses().first else {
             withKnownIssue("this machine has no IPv4 interface besides loopback: only the bindings were checked") {
@@ -206,14 +206,14 @@ struct LocalNetworkTests {
             }
             return
         }
-        let withToken = try get(
+        let withToken = try await get(
             "/\(token.value)/hello", port: lanPort, host: address, hostHeader: "\(address):\(lanPort)")
         #expect(withToken?.status == 200, "GET via \(address)")
         #expect(withToken?.bodyText == "hello\n")
-        let foreignHost = try get(
+        let foreignHost = try await get(
             "/\(token.value)/hello", port: lanPort, host: address, hostHeader: "rebound.example:\(lanPort)")
         #expect(foreignHost?.status == 421)
-        #expect(try get("/hello", port: lanPort, host: address, hostHeader: address)?.status == 404)
+        await #expect(try get("/hello", port: lanPort, host: address, hostHeader: address)?.status == 404)
         #expect(isRefused(host: address, port: plainPort), "the loopback-only server answered on \(address)")
     }
 }

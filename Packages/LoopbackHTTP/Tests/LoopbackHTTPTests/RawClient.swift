@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// A parsed response read from a raw socket.
-struct WireResponse {
+struct WireResponse: Sendable {
     var status: Int
     var headers: [(String, String)]
     var body: [UInt8]
@@ -17,8 +17,9 @@ struct WireResponse {
     var fieldLines: [String] { headers.filter { $0.0 != "Date" }.map { "\($0.0): \($0.1)" } }
 }
 
-/// A tiny blocking HTTP/1.1 client on a raw TCP socket, for the socket-level tests.
-final class RawClient {
+/// A tiny HTTP/1.1 client on a raw blocking TCP socket, for the socket-level tests. Its reads wait on TestSupport's
+/// `blocking`, on FileRange's pool, never on the test's own thread; one task uses a client at a time.
+final class RawClient: @unchecked Sendable {
     let fd: Int32
     private var buffer: [UInt8] = []
 
@@ -100,7 +101,11 @@ final class RawClient {
     }
 
     /// Whether the server closed the connection (reads to end of file; times out as false).
-    func isClosedByPeer() -> Bool {
+    func isClosedByPeer() async -> Bool {
+        await blocking { self.isClosedByPeerNow() }
+    }
+
+    private func isClosedByPeerNow() -> Bool {
         while true {
             var byte: UInt8 = 0
             let count = recv(fd, &byte, 1, 0)
@@ -111,7 +116,11 @@ final class RawClient {
     }
 
     /// Reads one response. `head` tells that the request was HEAD (no body follows).
-    func readResponse(head: Bool = false) -> WireResponse? {
+    func readResponse(head: Bool = false) async -> WireResponse? {
+        await blocking { self.readResponseNow(head: head) }
+    }
+
+    private func readResponseNow(head: Bool) -> WireResponse? {
         var end: Int?
         while end == nil {
             if let range = buffer.firstRange(of: Array("\r\n\r\n".utf8)) {

@@ -135,14 +135,14 @@ extension SocketTests {
             let feeder = source.feed(Array(body[1000...]))
             let client = try RawClient(port: port)
             client.send(request("/relay"))
-            let wire = try #require(client.readResponse())
+            let wire = try #require(await client.readResponse())
             #expect(wire.status == 200)
             #expect(wire.header("Content-Length") == String(body.count))
             #expect(wire.header("Transfer-Encoding") == nil)
             #expect(wire.body.count == body.count)
             #expect(wire.body == body)
             client.send(request("/bytes"))
-            #expect(client.readResponse()?.status == 200)
+            #expect(await client.readResponse()?.status == 200)
             withExtendedLifetime(feeder) {}
         }
         if Splice.available {
@@ -165,8 +165,8 @@ extension SocketTests {
             let feeder = source.feed(body, thenClose: true)
             let client = try RawClient(port: port)
             client.send(request("/relay"))
-            #expect(client.readResponse() == nil)
-            #expect(client.isClosedByPeer())
+            #expect(await client.readResponse() == nil)
+            #expect(await client.isClosedByPeer())
             var waited = 0
             while server.openConnections > 0, waited < 100 {
                 try await Task.sleep(for: .milliseconds(20))
@@ -210,7 +210,7 @@ extension SocketTests {
         try await withServer(relayApplication(source, length: 5000, pulled: pulled)) { port, _ in
             let client = try RawClient(port: port)
             client.send(request("/relay", method: "HEAD"))
-            let wire = try #require(client.readResponse(head: true))
+            let wire = try #require(await client.readResponse(head: true))
             #expect(wire.status == 200)
             #expect(wire.header("Content-Length") == "5000")
         }

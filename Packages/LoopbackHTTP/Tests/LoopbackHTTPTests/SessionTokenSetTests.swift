@@ -58,9 +58,9 @@ struct SessionTokenSetTests {
         try await withServer(app) { port, _ in
             let client = try RawClient(port: port)
             client.send("GET /\(token.value)/sub/index.m3u8 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            _ = client.readResponse()
+            _ = await client.readResponse()
             client.send("GET /\(SessionToken.random().value)/index.m3u8 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            _ = client.readResponse()
+            _ = await client.readResponse()
         }
         // The entries are compared in a fixed order, not as logged: a response's entry is written when it ends.
         let all = entries.withLock { $0 }
@@ -93,7 +93,7 @@ struct SessionTokenSetTests {
             ] {
                 let client = try RawClient(port: port)
                 client.send("GET \(target) HTTP/1.1\r\nHost: \(host)\r\n\r\n")
-                _ = client.readResponse()
+                _ = await client.readResponse()
             }
         }
         // One entry per request; a response's entry may be written after the next request's (the log is written

@@ -53,7 +53,7 @@ struct SocketTests {
             let client = try RawClient(port: port)
             for (target, extra) in cases {
                 client.send(request(target, extra))
-                let wire = try #require(client.readResponse(), "\(target) \(extra)")
+                let wire = try #require(await client.readResponse(), "\(target) \(extra)")
                 var headers = HTTPHeaders()
                 for line in extra.split(separator: "\r\n") {
                     let parts = line.split(separator: ":", maxSplits: 1)
@@ -74,7 +74,7 @@ struct SocketTests {
         try await withServer(app) { port, _ in
             let client = try RawClient(port: port)
             client.send(request("/\(token.value)/media.ts", "Range: bytes=0-1,50-54,-3\r\n"))
-            let wire = try #require(client.readResponse())
+            let wire = try #require(await client.readResponse())
             #expect(wire.status == 206)
             let contentType = try #require(wire.header("Content-Type"))
             let boundary = String(contentType.dropFirst("multipart/byteranges; boundary=".count))
@@ -91,26 +91,26 @@ struct SocketTests {
             let client = try RawClient(port: port)
             for _ in 0..<5 {
                 client.send(request("/bytes", "Range: bytes=0-0\r\n"))
-                let wire = try #require(client.readResponse())
+                let wire = try #require(await client.readResponse())
                 #expect(wire.status == 206)
                 #expect(wire.header("Connection") == nil)
             }
             #expect(server.openConnections == 1)
             // Pipelined: three requests in one write, answered in order (an async one in the middle).
             client.send(request("/async/one") + request("/bytes", "Range: bytes=1-1\r\n") + request("/async/three"))
-            #expect(client.readResponse()?.bodyText == "hello one")
-            #expect(client.readResponse()?.bodyText == "1")
-            #expect(client.readResponse()?.bodyText == "hello three")
+            #expect(await client.readResponse()?.bodyText == "hello one")
+            #expect(await client.readResponse()?.bodyText == "1")
+            #expect(await client.readResponse()?.bodyText == "hello three")
             // HEAD in a pipeline: no body bytes in between.
             client.send(request("/bytes", method: "HEAD") + request("/bytes", "Range: bytes=2-2\r\n"))
-            let head = try #require(client.readResponse(head: true))
+            let head = try #require(await client.readResponse(head: true))
             #expect(head.header("Content-Length") == "100")
-            #expect(client.readResponse()?.bodyText == "2")
+            #expect(await client.readResponse()?.bodyText == "2")
             // Connection: close ends it.
             client.send(request("/bytes", "Connection: close\r\n"))
-            let last = try #require(client.readResponse())
+            let last = try #require(await client.readResponse())
             #expect(last.header("Connection") == "close")
-            #expect(client.isClosedByPeer())
+            #expect(await client.isClosedByPeer())
         }
     }
 
@@ -122,8 +122,8 @@ struct SocketTests {
                 client.send(request(target))
                 shutdown(client.fd, Int32(SHUT_WR))
                 let started = ContinuousClock.now
-                #expect(client.readResponse()?.status == 200)
-                #expect(client.isClosedByPeer())
+                #expect(await client.readResponse()?.status == 200)
+                #expect(await client.isClosedByPeer())
                 #expect(ContinuousClock.now - started < .seconds(2))
             }
             try await Task.sleep(for: .milliseconds(50))
@@ -148,7 +148,7 @@ struct SocketTests {
             try await Task.sleep(for: .milliseconds(200))
             let after = try RawClient(port: port)
             after.send(request("/bytes", "Range: bytes=0-0\r\n"))
-            #expect(after.readResponse()?.status == 206)
+            #expect(await after.readResponse()?.status == 206)
             #expect(server.openConnections == 1)
         }
     }
@@ -157,20 +157,20 @@ struct SocketTests {
         try await withServer(app) { port, _ in
             let client = try RawClient(port: port)
             client.send("GET /bytes HTTP/1.0\r\n\r\n")
-            let wire = try #require(client.readResponse())
+            let wire = try #require(await client.readResponse())
             #expect(wire.status == 200)
             #expect(wire.header("Connection") == "close")
-            #expect(client.isClosedByPeer())
+            #expect(await client.isClosedByPeer())
 
             let kept = try RawClient(port: port)
             kept.send("GET /bytes HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-            #expect(kept.readResponse()?.header("Connection") == "keep-alive")
+            #expect(await kept.readResponse()?.header("Connection") == "keep-alive")
             kept.send("GET /bytes HTTP/1.0\r\nConnection: keep-alive\r\nRange: bytes=3-3\r\n\r\n")
-            #expect(kept.readResponse()?.bodyText == "3")
+            #expect(await kept.readResponse()?.bodyText == "3")
 
             let stream = try RawClient(port: port)
             stream.send("GET /stream/2 HTTP/1.0\r\n\r\n")
-            let streamed = try #require(stream.readResponse())
+            let streamed = try #require(await stream.readResponse())
             #expect(streamed.bodyText == "chunk0;chunk1;")
         }
     }
@@ -179,11 +179,11 @@ struct SocketTests {
         try await withServer(app) { port, _ in
             let client = try RawClient(port: port)
             client.send(request("/stream/500"))
-            let wire = try #require(client.readResponse())
+            let wire = try #require(await client.readResponse())
             #expect(wire.header("Transfer-Encoding") == "chunked")
             #expect(wire.bodyText == (0..<500).map { "chunk\($0);" }.joined())
             client.send(request("/known"))
-            #expect(client.readResponse()?.bodyText == "abcdefg")
+            #expect(await client.readResponse()?.bodyText == "abcdefg")
         }
     }
 
@@ -248,16 +248,16 @@ struct SocketTests {
             for (text, status) in corpus {
                 let client = try RawClient(port: port)
                 client.send(text)
-                let wire = try #require(client.readResponse(), "\(text.prefix(40).debugDescription)")
+                let wire = try #require(await client.readResponse(), "\(text.prefix(40).debugDescription)")
                 #expect(wire.status == status, "\(text.prefix(40).debugDescription)")
                 if status != 405 && status != 501 && status != 421 {
                     #expect(wire.header("Connection") == "close")
-                    #expect(client.isClosedByPeer())
+                    #expect(await client.isClosedByPeer())
                 }
             }
             let after = try RawClient(port: port)
             after.send(request("/bytes"))
-            #expect(after.readResponse()?.status == 200)
+            #expect(await after.readResponse()?.status == 200)
         }
     }
 
@@ -273,14 +273,14 @@ struct SocketTests {
             let other = try RawClient(port: port)
             for _ in 0..<20 {
                 other.send(request("/bytes", "Range: bytes=0-0\r\n"))
-                #expect(other.readResponse()?.status == 206)
+                #expect(await other.readResponse()?.status == 206)
             }
             #expect(ContinuousClock.now - started < .milliseconds(600))
             slow.send("s")  // still dripping: the header deadline does not move
-            let wire = try #require(slow.readResponse())
+            let wire = try #require(await slow.readResponse())
             #expect(wire.status == 408)
             #expect(wire.header("Connection") == "close")
-            #expect(slow.isClosedByPeer())
+            #expect(await slow.isClosedByPeer())
             #expect(ContinuousClock.now - started >= .milliseconds(650))
         }
     }
@@ -294,15 +294,15 @@ struct SocketTests {
             let second = try RawClient(port: port)
             first.send(request("/bytes", "Range: bytes=0-0\r\n"))
             second.send(request("/bytes", "Range: bytes=0-0\r\n"))
-            #expect(first.readResponse()?.status == 206)
-            #expect(second.readResponse()?.status == 206)
+            #expect(await first.readResponse()?.status == 206)
+            #expect(await second.readResponse()?.status == 206)
             let third = try RawClient(port: port)
-            let refused = try #require(third.readResponse())
+            let refused = try #require(await third.readResponse())
             #expect(refused.status == 503)
             #expect(refused.header("Retry-After") == "1")
             #expect(refused.header("Connection") == "close")
             #expect(refused.header("Date") != nil)
-            #expect(third.isClosedByPeer())
+            #expect(await third.isClosedByPeer())
             #expect(server.openConnections == 2)
         }
     }
@@ -335,9 +335,9 @@ struct SocketTests {
         try await withServer(logged) { port, _ in
             let client = try RawClient(port: port)
             client.send(request("/\(token.value)/media.ts", "Range: bytes=0-9\r\n"))
-            _ = client.readResponse()
+            _ = await client.readResponse()
             client.send(request("/bytes"))
-            _ = client.readResponse()
+            _ = await client.readResponse()
         }
         let all = entries.withLock { $0 }
         #expect(all.count == 2)
@@ -362,11 +362,11 @@ struct SocketTests {
         busy.send(request("/slow"))
         try await Task.sleep(for: .milliseconds(50))
         await server.stop(gracePeriod: .seconds(3))
-        let wire = try #require(busy.readResponse())
+        let wire = try #require(await busy.readResponse())
         #expect(wire.bodyText == "done")
         #expect(wire.header("Connection") == "close")
-        #expect(busy.isClosedByPeer())
-        #expect(idle.isClosedByPeer())
+        #expect(await busy.isClosedByPeer())
+        #expect(await idle.isClosedByPeer())
         #expect((try? RawClient(port: port)) == nil)
         #expect(server.state == .stopped)
     }
@@ -385,7 +385,7 @@ struct SocketTests {
         let started = ContinuousClock.now
         await server.stop(gracePeriod: .milliseconds(300))
         #expect(ContinuousClock.now - started < .seconds(2))
-        #expect(client.isClosedByPeer())
+        #expect(await client.isClosedByPeer())
     }
 
     @Test func bindsLoopbackOnlyAndRefusesOthersWithoutToken() async throws {
@@ -405,7 +405,7 @@ struct SocketTests {
             var clients: [RawClient] = []
             for _ in 0..<300 { clients.append(try RawClient(port: port)) }
             for client in clients { client.send(request("/bytes", "Range: bytes=0-4\r\n")) }
-            for client in clients { #expect(client.readResponse()?.bodyText == "01234") }
+            for client in clients { #expect(await client.readResponse()?.bodyText == "01234") }
             #expect(server.openConnections == 300)
         }
     }

@@ -85,7 +85,7 @@ import Testing
 
     /// 100 frames of each rate and layout in a raw `.ac3` file.
     @Test(arguments: [(0, 48000), (1, 44100), (2, 32000)])
-    func ffmpegDecodesTheFramesAsSilenceWithItsCRCCheckOn(rateCode: Int, rate: Int) throws {
+    func ffmpegDecodesTheFramesAsSilenceWithItsCRCCheckOn(rateCode: Int, rate: Int) async throws {
         let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
         let ffprobe = try #require(ExternalProgram.find("ffprobe"))
         let folder = TemporaryFolderURLs.make(prefix: "ac3-")
@@ -95,14 +95,14 @@ import Testing
             let file = folder.appendingPathComponent("silent-\(mode).ac3").path
             try Data([[UInt8]](repeating: try #require(format.frame), count: 100).flatMap { $0 })
                 .write(to: URL(fileURLWithPath: file))
-            let decode = try ExternalProgram.run(
+            let decode = try await ExternalProgram.run(
                 ffmpeg, ["-v", "error", "-err_detect", "crccheck+bitstream+careful", "-i", file, "-f", "null", "-"])
             #expect(decode.status == 0 && decode.err.isEmpty, "acmod \(mode) at \(rate): \(decode.err)")
-            let probe = try ExternalProgram.run(
+            let probe = try await ExternalProgram.run(
                 ffprobe,
                 ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels", "-of", "csv=p=0", file])
             #expect(probe.out.trimmingCharacters(in: .whitespacesAndNewlines) == "ac3,\(rate),\(channels)")
-            let peak = try ExternalProgram.decodedAudio(ffmpeg, file)?.peak
+            let peak = try await ExternalProgram.decodedAudio(ffmpeg, file)?.peak
             #expect(peak == 0, "acmod \(mode) at \(rate): peak sample \(peak.map(String.init) ?? "none")")
         }
     }
@@ -110,7 +110,7 @@ import Testing
     /// The same for E-AC-3: 100 frames of each rate and layout in a raw `.eac3` file (768 bytes, 384 kbit/s at 48
     /// kHz).
     @Test(arguments: [(0, 48000), (1, 44100), (2, 32000)])
-    func ffmpegDecodesTheEAC3FramesAsSilenceWithItsCRCCheckOn(rateCode: Int, rate: Int) throws {
+    func ffmpegDecodesTheEAC3FramesAsSilenceWithItsCRCCheckOn(rateCode: Int, rate: Int) async throws {
         let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
         let ffprobe = try #require(ExternalProgram.find("ffprobe"))
         let folder = TemporaryFolderURLs.make(prefix: "eac3-")
@@ -119,21 +119,21 @@ import Testing
             let file = folder.appendingPathComponent("silent-\(mode).eac3").path
             try Data([[UInt8]](repeating: try #require(format.frame), count: 100).flatMap { $0 })
                 .write(to: URL(fileURLWithPath: file))
-            let decode = try ExternalProgram.run(
+            let decode = try await ExternalProgram.run(
                 ffmpeg, ["-v", "error", "-err_detect", "crccheck+bitstream+careful", "-i", file, "-f", "null", "-"])
             #expect(decode.status == 0 && decode.err.isEmpty, "acmod \(mode) at \(rate): \(decode.err)")
-            let probe = try ExternalProgram.run(
+            let probe = try await ExternalProgram.run(
                 ffprobe,
                 ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels", "-of", "csv=p=0", file])
             #expect(probe.out.trimmingCharacters(in: .whitespacesAndNewlines) == "eac3,\(rate),\(channels)")
-            let peak = try ExternalProgram.decodedAudio(ffmpeg, file)?.peak
+            let peak = try await ExternalProgram.decodedAudio(ffmpeg, file)?.peak
             #expect(peak == 0, "acmod \(mode) at \(rate): peak sample \(peak.map(String.init) ?? "none")")
         }
     }
 
     /// ffprobe's audio packets of a TS file: PTS and duration in 90 kHz ticks.
-    static func audioPackets(_ ffprobe: URL, _ file: String) throws -> [(pts: Int64, duration: Int64)] {
-        let result = try ExternalProgram.run(
+    static func audioPackets(_ ffprobe: URL, _ file: String) async throws -> [(pts: Int64, duration: Int64)] {
+        let result = try await ExternalProgram.run(
             ffprobe,
             ["-v", "error", "-select_streams", "a", "-show_entries", "packet=pts,duration", "-of", "csv=p=0", file])
         return result.out.split(separator: "\n").compactMap { line in
@@ -151,12 +151,14 @@ import Testing
         ("ac3", "stereo", 48000, 2), ("ac3", "5.1", 44100, 6), ("ac3", "mono", 32000, 1), ("eac3", "5.1", 48000, 6),
         ("eac3", "stereo", 44100, 2),
     ])
-    func ac3AnchorsGetSilentSlatesThatJoinWithoutAHole(codec: String, layout: String, rate: Int, channels: Int) throws {
+    func ac3AnchorsGetSilentSlatesThatJoinWithoutAHole(codec: String, layout: String, rate: Int, channels: Int)
+        async throws
+    {
         let ffmpeg = try #require(ExternalProgram.find("ffmpeg"))
         let ffprobe = try #require(ExternalProgram.find("ffprobe"))
         let folder = TemporaryFolderURLs.make(prefix: "slate-ac3-")
         let anchorFile = folder.appendingPathComponent("anchor.ts").path
-        let made = try ExternalProgram.run(
+        let made = try await ExternalProgram.run(
             ffmpeg,
             [
                 "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i",
@@ -181,12 +183,12 @@ import Testing
         }
         let joinedFile = folder.appendingPathComponent("joined.ts").path
         try Data(anchor + slates.flatMap { $0 }).write(to: URL(fileURLWithPath: joinedFile))
-        let decode = try ExternalProgram.run(
+        let decode = try await ExternalProgram.run(
             ffmpeg, ["-v", "error", "-err_detect", "crccheck", "-i", joinedFile, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
         let slatesFile = folder.appendingPathComponent("slates.ts").path
         try Data(slates.flatMap { $0 }).write(to: URL(fileURLWithPath: slatesFile))
-        let probe = try ExternalProgram.run(
+        let probe = try await ExternalProgram.run(
             ffprobe,
             [
                 "-v", "error", "-select_streams", "a", "-show_entries", "stream=codec_name,sample_rate,channels,id",
@@ -194,14 +196,14 @@ import Testing
             ])
         let streams = Set(probe.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
         #expect(streams == ["\(codec),\(rate),\(channels),0x101"], "\(probe.out) \(probe.err)")
-        let peak = try ExternalProgram.decodedAudio(ffmpeg, slatesFile)?.peak
+        let peak = try await ExternalProgram.decodedAudio(ffmpeg, slatesFile)?.peak
         #expect(peak == 0, "peak sample \(peak.map(String.init) ?? "none")")
 
         // The joins and each slot's audio, as the AAC slates' end-to-end test measures them.
         let frame = Int64(1536 * 90_000 / rate)
-        var previousEnd = try #require(Self.audioPackets(ffprobe, anchorFile).last.map { $0.pts + $0.duration })
+        var previousEnd = try await #require(Self.audioPackets(ffprobe, anchorFile).last.map { $0.pts + $0.duration })
         for (n, file) in files.enumerated() {
-            let packets = try Self.audioPackets(ffprobe, file)
+            let packets = try await Self.audioPackets(ffprobe, file)
             let first = try #require(packets.first, "slate \(n) has no audio")
             // Within the rounding of a PTS and of ffprobe's whole-tick frame duration (3134.69 ticks at 44.1 kHz).
             #expect(abs(first.pts - previousEnd) <= 2, "slate \(n) starts \(first.pts - previousEnd) ticks off")

@@ -65,11 +65,11 @@ import Testing
     /// the whole without an error, ffprobe sees the anchor's channel count on the slates alone, and they are silent.
     @Test(arguments: [("5.1", 6), ("7.1", 8)]) func multichannelAnchorsGetSilentSlatesFFmpegDecodes(
         layout: String, channels: Int
-    ) throws {
+    ) async throws {
         guard let ffmpeg = ExternalProgram.find("ffmpeg"), let ffprobe = ExternalProgram.find("ffprobe") else { return }
         let folder = TemporaryFolderURLs.make(prefix: "slate-")
         let anchorFile = folder.appendingPathComponent("anchor.ts").path
-        let made = try ExternalProgram.run(
+        let made = try await ExternalProgram.run(
             ffmpeg,
             [
                 "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i",
@@ -91,9 +91,9 @@ import Testing
         let joinedFile = folder.appendingPathComponent("joined.ts").path
         try Data(slates).write(to: URL(fileURLWithPath: slatesFile))
         try Data(anchor + slates).write(to: URL(fileURLWithPath: joinedFile))
-        let decode = try ExternalProgram.run(ffmpeg, ["-v", "error", "-i", joinedFile, "-f", "null", "-"])
+        let decode = try await ExternalProgram.run(ffmpeg, ["-v", "error", "-i", joinedFile, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
-        let probe = try ExternalProgram.run(
+        let probe = try await ExternalProgram.run(
             ffprobe,
             [
                 "-v", "error", "-select_streams", "a", "-show_entries", "stream=codec_name,channels", "-of",
@@ -102,7 +102,7 @@ import Testing
         // (ffprobe lists the stream under its program too.)
         let streams = Set(probe.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
         #expect(streams == ["aac,\(channels)"], "\(probe.out) \(probe.err)")
-        let peak = try ExternalProgram.decodedAudio(ffmpeg, slatesFile)?.peak
+        let peak = try await ExternalProgram.decodedAudio(ffmpeg, slatesFile)?.peak
         #expect(peak == 0, "peak sample \(peak.map(String.init) ?? "none")")
     }
 
@@ -110,12 +110,12 @@ import Testing
     /// the slates say so (``SlateBuilder/audioOmitted`` names the codec and PID) and carry video only, which ffmpeg
     /// decodes without an error after the anchor. A mono/stereo AAC anchor has nothing to report.
     @Test(arguments: [("mp2", "MPEG audio")])
-    func audioThatCannotBeSilencedIsReported(encoder: String, name: String) throws {
+    func audioThatCannotBeSilencedIsReported(encoder: String, name: String) async throws {
         #expect(try SlateBuilder(continuing: StreamBuilder.typical()).audioOmitted == nil)
         guard let ffmpeg = ExternalProgram.find("ffmpeg") else { return }
         let folder = TemporaryFolderURLs.make(prefix: "slate-")
         let anchorFile = folder.appendingPathComponent("anchor.ts").path
-        let made = try ExternalProgram.run(
+        let made = try await ExternalProgram.run(
             ffmpeg,
             [
                 "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-f", "lavfi", "-i",
@@ -134,7 +134,7 @@ import Testing
         #expect(events.pes.allSatisfy { $0.pid == 0x100 } && !events.pes.isEmpty)
         let joinedFile = folder.appendingPathComponent("joined.ts").path
         try Data(anchor + slate).write(to: URL(fileURLWithPath: joinedFile))
-        let decode = try ExternalProgram.run(ffmpeg, ["-v", "error", "-i", joinedFile, "-f", "null", "-"])
+        let decode = try await ExternalProgram.run(ffmpeg, ["-v", "error", "-i", joinedFile, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decoding errors: \(decode.err)")
     }
 }

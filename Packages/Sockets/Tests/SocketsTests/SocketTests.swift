@@ -21,6 +21,7 @@ private func connectedPair() throws -> (client: Socket, server: Socket, listener
     #expect(outcome == .connected)
     var accepted: Socket.Accepted?
     for _ in 0..<500 where accepted == nil {
+        // blocks: synchronous socket tests that keep their own thread (a signal mask), a few milliseconds
         if case .done(let connection) = try listener.accept() { accepted = connection } else { usleep(2000) }
     }
     let server = try #require(accepted).socket
@@ -50,6 +51,7 @@ struct SocketFlagTests {
         let (client, server, listener) = try connectedPair()
         defer { for socket in [client, listener] { socket.close() } }
         server.close()
+        // blocks: synchronous socket tests that keep their own thread (a signal mask), a few milliseconds
         usleep(20_000)
 
         var block = sigset_t()
@@ -69,6 +71,7 @@ struct SocketFlagTests {
             } catch {
                 Issue.record("\(error)")
             }
+            // blocks: synchronous socket tests that keep their own thread (a signal mask), a few milliseconds
             usleep(1000)
         }
         var pending = sigset_t()

@@ -106,7 +106,7 @@ struct ServedPackets: AsyncSequence, Sendable {
             // The packets that hold the next served bytes, at most 256 KiB of output a step.
             let needed = (UInt64(found.within) + Swift.min(wanted, 256 << 10) + 187) / 188
             let packets = Int(Swift.min(needed, found.packetsLeft))
-            let bytes = try sequence.file.read(at: found.packetOffset, length: packets * found.packetSize)
+            let bytes = try await sequence.file.readOnPool(at: found.packetOffset, length: packets * found.packetSize)
             var output: [UInt8] = []
             output.reserveCapacity(packets * 188)
             let limit = Int(Swift.min(wanted, UInt64(packets * 188)))
@@ -403,7 +403,7 @@ struct FilteredPackets: AsyncSequence, Sendable {
                 }
                 let packets = Int(Swift.min(found.packetsLeft, (end - position + 187) / 188, 2048))
                 let size = found.packetSize
-                let bytes = try sequence.file.read(at: found.packetOffset, length: packets * size)
+                let bytes = try await sequence.file.readOnPool(at: found.packetOffset, length: packets * size)
                 guard bytes.count == packets * size else { throw ReadFailure(offset: found.packetOffset) }
                 position += UInt64(packets * 188)
                 var output: [UInt8] = []

@@ -1,3 +1,4 @@
+import FileRange
 // The one owner of the long-running child processes tests start (servers, origins, proxies, players): output
 // collected as it comes, lines awaited with a deadline, and the process stopped when the test is done with it —
 // by stop(), when the last reference goes, or when the test process exits — so that nothing a test started
@@ -66,8 +67,8 @@ public final class ChildProcess: Sendable {
     public var stderr: String { errors.withLock { String(decoding: $0, as: UTF8.self) } }
 
     /// The first `count` complete lines of stdout, waiting for them at most `seconds` (fewer when the program ends
-    /// or the time runs out first).
-    public func lines(_ count: Int = 1, within seconds: Double = 20) -> [String] {
+    /// or the time runs out first). The task is suspended between two looks, holding no thread.
+    public func lines(_ count: Int = 1, within seconds: Double = 20) async -> [String] {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             let text = stdout
@@ -75,7 +76,7 @@ public final class ChildProcess: Sendable {
             if complete.count >= count || Date() >= deadline || !process.isRunning {
                 return complete.prefix(count).map { String($0.hasSuffix("\r") ? $0.dropLast() : $0) }
             }
-            usleep(10_000)
+            await suspend(0.01)
         }
     }
 
@@ -89,10 +90,11 @@ public final class ChildProcess: Sendable {
         try? input?.fileHandleForWriting.close()
     }
 
-    /// Waits at most `seconds` for the program to end by itself; whether it did.
-    @discardableResult public func waitForExit(within seconds: Double) -> Bool {
+    /// Waits at most `seconds` for the program to end by itself; whether it did. The task is suspended between two
+    /// looks, holding no thread.
+    @discardableResult public func waitForExit(within seconds: Double) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
+        while process.isRunning, Date() < deadline { await suspend(0.02) }
         return !process.isRunning
     }
 
@@ -103,14 +105,38 @@ public final class ChildProcess: Sendable {
 
     /// Stops the program: the stop signal, up to `grace` seconds to exit, then SIGKILL; returns once it has ended.
     /// Calling it again does nothing.
-    public func stop(grace: Double = 5) {
+    public func stop(grace: Double = 5) async {
         if process.isRunning {
             send(stopSignal)
-            if !waitForExit(within: grace) { send(SIGKILL) }
-            process.waitUntilExit()
+            if await !waitForExit(within: grace) {
+                send(SIGKILL)
+                await waitForExit(within: 10)
+            }
         }
         try? input?.fileHandleForWriting.close()
         ChildProcesses.ended(process.processIdentifier)
+    }
+
+    /// ``stop(grace:)`` from where a task cannot wait (a `defer`, a `deinit`): the stop signal now, and the grace
+    /// period, the SIGKILL and the bookkeeping on FileRange's blocking pool; returns at once. A program still
+    /// running when the test process exits is killed then.
+    public func stop(grace: Double = 5) {
+        guard process.isRunning else {
+            try? input?.fileHandleForWriting.close()
+            ChildProcesses.ended(process.processIdentifier)
+            return
+        }
+        send(stopSignal)
+        try? input?.fileHandleForWriting.close()
+        let process = process
+        BlockingPool.shared.submit {
+            let deadline = Date().addingTimeInterval(grace)
+            while process.isRunning, Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            let killed = Date()
+            while process.isRunning, Date().timeIntervalSince(killed) < 10 { usleep(10_000) }
+            ChildProcesses.ended(process.processIdentifier)
+        }
     }
 }
 

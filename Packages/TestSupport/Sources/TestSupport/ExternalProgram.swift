@@ -1,3 +1,4 @@
+import FileRange
 // The outside programs the tests use as real peers (nginx, ffmpeg, curl, ...): found on PATH or in the sbin
 // folders; a missing one is a failure, never a skip, since Scripts/deps.sh installs every one of them. Run to
 // completion with both outputs collected.
@@ -22,8 +23,8 @@ public enum ExternalProgram {
     public static func run(
         _ executable: URL, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
         currentDirectory: URL? = nil, timeout: Double? = nil, sourceLocation: SourceLocation = #_sourceLocation
-    ) throws -> ProcessResult {
-        let (result, timedOut) = try runWithin(
+    ) async throws -> ProcessResult {
+        let (result, timedOut) = try await runWithin(
             timeout, executable, arguments, input: input, environment: environment, currentDirectory: currentDirectory)
         if let timeout, timedOut {
             Issue.record(
@@ -38,7 +39,7 @@ public enum ExternalProgram {
     static func runWithin(
         _ timeout: Double?, _ executable: URL, _ arguments: [String], input: Data?, environment: [String: String]?,
         currentDirectory: URL?
-    ) throws -> (ProcessResult, timedOut: Bool) {
+    ) async throws -> (ProcessResult, timedOut: Bool) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -52,29 +53,35 @@ public enum ExternalProgram {
         process.standardOutput = outPipe
         process.standardError = errPipe
         process.standardInput = inPipe
-        let ended = DispatchSemaphore(value: 0)
+        // Awaited, never waited on: Foundation reports the end through Dispatch, whose threads a blocked test holds.
+        let ended = Completion()
         process.terminationHandler = { _ in ended.signal() }
         try process.run()
         let outBox = Locked(Data())
         let errBox = Locked(Data())
-        let read = DispatchGroup()
+        var reads: [Completion] = []
         for (pipe, box) in [(outPipe, outBox), (errPipe, errBox)] {
-            read.enter()
+            let read = Completion()
+            reads.append(read)
+            // A thread of its own per pipe, for as long as the program writes (not pool work, like an event loop).
             Thread.detachNewThread {
                 let data = pipe.fileHandleForReading.readDataToEndOfFile()
                 box.withLock { $0 = data }
-                read.leave()
+                read.signal()
             }
         }
-        if let input { inPipe.fileHandleForWriting.write(input) }
-        try? inPipe.fileHandleForWriting.close()
+        let writer = inPipe.fileHandleForWriting
+        await blocking {
+            if let input { writer.write(input) }
+            try? writer.close()
+        }
         var timedOut = false
-        if let timeout, ended.wait(timeout: .now() + timeout) == .timedOut {
+        if let timeout, await !ended.wait(within: timeout) {
             timedOut = true
             kill(process.processIdentifier, SIGKILL)
         }
-        process.waitUntilExit()
-        read.wait()
+        await ended.wait()
+        for read in reads { await read.wait() }
         let result = ProcessResult(
             status: process.terminationStatus, stdout: outBox.withLock { $0 }, stderr: errBox.withLock { $0 })
         return (result, timedOut)
@@ -86,8 +93,8 @@ public enum ExternalProgram {
     /// decodes no sample.
     public static func decodedAudio(
         _ ffmpeg: URL, _ file: String, sourceLocation: SourceLocation = #_sourceLocation
-    ) throws -> (sampleRate: Int, channels: Int, peak: Int)? {
-        let decoded = try run(
+    ) async throws -> (sampleRate: Int, channels: Int, peak: Int)? {
+        let decoded = try await run(
             ffmpeg, ["-v", "error", "-i", file, "-map", "0:a:0", "-acodec", "pcm_s16le", "-f", "wav", "-"],
             timeout: 120, sourceLocation: sourceLocation)
         let wav = [UInt8](decoded.stdout)

@@ -1,3 +1,4 @@
+import FileRange
 // The fault origin of the tests: Tests/Origins/download_origin.py, a separate process that serves a folder and
 // injects 500s, resets, truncated bodies, wrong Content-Length, stalls, corrupt TS and 404s at seeded random.
 public import Foundation
@@ -18,13 +19,13 @@ public final class FaultOrigin {
 
     /// Starts the origin serving `root` with the script's `arguments` (`--seed`, `--rate`, ...); nil (and a recorded
     /// failure) when python3 is missing or the origin did not start.
-    public init?(root: URL, arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    public init?(root: URL, arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws {
         guard let python = ExternalProgram.find("python3", sourceLocation: sourceLocation) else { return nil }
         log = TemporaryFolderRegistry.make(prefix: "origin-", sourceLocation: sourceLocation).appendingPathComponent(
             "origin.log")
         child = try ChildProcess(
             python, [Self.script.path, "--root", root.path, "--log", log.path] + arguments, standardInput: true)
-        let text = child.lines(1, within: 20).first ?? ""
+        let text = await child.lines(1, within: 20).first ?? ""
         guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
             Issue.record("the fault origin did not start: \(text)", sourceLocation: sourceLocation)
             return nil
@@ -41,11 +42,24 @@ public final class FaultOrigin {
         }
     }
 
-    public func stop() {
+    /// Stops the origin and returns once it has ended.
+    public func stop() async {
         // Closing stdin stops it; then the signals (a child of a test thread may have SIGTERM blocked).
         child.closeInput()
-        child.waitForExit(within: 2)
-        child.stop(grace: 0.5)
+        await child.waitForExit(within: 2)
+        await child.stop(grace: 0.5)
+    }
+
+    /// Stops the origin from where a task cannot wait (a `defer`, its `deinit`): stdin closed now, then, on
+    /// FileRange's blocking pool, 2 s for it to end and ``ChildProcess/stop(grace:)``'s signals.
+    public func stop() {
+        child.closeInput()
+        let child = child
+        BlockingPool.shared.submit {
+            let deadline = Date().addingTimeInterval(2)
+            while child.isRunning, Date() < deadline { usleep(20_000) }
+            child.stop(grace: 0.5)
+        }
     }
 
     /// The origin stops with the test; its log goes with the test's temporary folders (the suite using it must be

@@ -111,6 +111,7 @@ public final class HostileOrigin: Sendable {
                 let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
                 for byte in answer {
                     guard write([byte], to: client) else { return }
+                    // blocks: the origin's connection thread
                     Thread.sleep(forTimeInterval: trickleInterval)
                 }
             case "endless":
@@ -130,6 +131,7 @@ public final class HostileOrigin: Sendable {
                 guard write(Array((answer + "\r\n").utf8), to: client) else { return }
                 if kind == "drip" {
                     for offset in range {
+                        // blocks: the origin's connection thread
                         Thread.sleep(forTimeInterval: trickleInterval)
                         guard !stopped.withLock({ $0 }), write([UInt8(truncatingIfNeeded: offset % 251)], to: client)
                         else { return }

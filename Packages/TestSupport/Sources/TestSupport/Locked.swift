@@ -1,6 +1,5 @@
 // The lock of the tests' own bookkeeping (fake origins' tables and request logs, the temporary-folder registry).
-// TestSupport depends on nothing, so that the floor's own tests can use it too, which is why this is an `NSLock`
-// and not FileRange's LockedValue; a test file can use it without importing FileRange.
+// An `NSLock`, so that a test file can use it without importing FileRange.
 import Foundation
 
 /// A value behind a lock, shared by reference between a test and the origins or tasks it starts.

@@ -32,7 +32,7 @@ public final class NginxOrigin {
     public init?(
         root: URL, slowRate: String = "1m", requiredAuthorization: String? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) throws {
+    ) async throws {
         guard let nginx = ExternalProgram.find("nginx", sourceLocation: sourceLocation) else { return nil }
         let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("nginx-\(UUID().uuidString)")
         directory = folder
@@ -87,14 +87,14 @@ public final class NginxOrigin {
                     chosen = port
                     break
                 }
-                usleep(20_000)
+                await suspend(0.02)
             }
             if chosen != 0 {
                 self.process = process
                 running = true
                 break
             }
-            process.stop()
+            await process.stop()
         }
         port = chosen
         if chosen == 0 {
@@ -105,6 +105,12 @@ public final class NginxOrigin {
 
     public func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
 
+    /// Stops nginx and returns once it has ended.
+    public func stop() async {
+        await process?.stop()
+    }
+
+    /// Stops nginx from where a task cannot wait (a `defer`): see ``ChildProcess/stop(grace:)``.
     public func stop() {
         process?.stop()
     }
@@ -118,16 +124,16 @@ public final class NginxOrigin {
     /// The access log's rows, oldest first. nginx writes a row after its response has gone out, so a client that has
     /// read a whole body can look before the row is there: this waits until the log holds at least `atLeast` rows
     /// (at most 10 s) and then until it has stayed the same for 100 ms (at most 2 s more).
-    public func requests(atLeast: Int = 0) -> [Request] {
+    public func requests(atLeast: Int = 0) async -> [Request] {
         let start = Date()
         var rows = readRequests()
         while rows.count < atLeast, Date().timeIntervalSince(start) < 10 {
-            usleep(20_000)
+            await suspend(0.02)
             rows = readRequests()
         }
         let settle = Date()
         while Date().timeIntervalSince(settle) < 2 {
-            usleep(100_000)
+            await suspend(0.1)
             let again = readRequests()
             if again.count == rows.count { break }
             rows = again

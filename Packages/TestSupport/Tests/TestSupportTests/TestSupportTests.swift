@@ -38,31 +38,31 @@ import Testing
 
 @Suite(.temporaryFolders) struct NginxOriginTests {
     @Test("nginx serves the root at / and /slow/, logs each request, and is gone after stop()")
-    func servesAndLogs() throws {
+    func servesAndLogs() async throws {
         let root = TemporaryFolderURLs.make(prefix: "support-nginx-root-")
         let body = Data((0..<10_000).map { UInt8($0 % 251) })
         try body.write(to: root.appendingPathComponent("a.ts"))
-        guard let origin = try NginxOrigin(root: root) else { return }
+        guard let origin = try await NginxOrigin(root: root) else { return }
         let fetched = try Data(contentsOf: try #require(URL(string: origin.url("a.ts"))))
         #expect(fetched == body)
         let slow = try Data(contentsOf: try #require(URL(string: origin.url("slow/a.ts"))))
         #expect(slow == body)
-        let log = origin.requests(atLeast: 2)
+        let log = await origin.requests(atLeast: 2)
         #expect(log.map(\.uri) == ["/a.ts", "/slow/a.ts"])
         #expect(log.map(\.status) == [200, 200])
         #expect(log.map(\.bytes) == [10_000, 10_000])
-        origin.stop()
+        await origin.stop()
         #expect(!NginxOrigin.connects(origin.port), "nginx still answers on port \(origin.port)")
     }
 
     @Test("with a required Authorization, other requests get 403")
-    func requiresAuthorization() throws {
+    func requiresAuthorization() async throws {
         let root = TemporaryFolderURLs.make(prefix: "support-nginx-auth-")
         try Data("#EXTM3U\n".utf8).write(to: root.appendingPathComponent("a.m3u8"))
-        guard let origin = try NginxOrigin(root: root, requiredAuthorization: "Bearer t") else { return }
+        guard let origin = try await NginxOrigin(root: root, requiredAuthorization: "Bearer t") else { return }
         defer { origin.stop() }
         #expect((try? Data(contentsOf: try #require(URL(string: origin.url("a.m3u8"))))) == nil)
-        #expect(origin.requests(atLeast: 1).map(\.status) == [403])
+        #expect(await origin.requests(atLeast: 1).map(\.status) == [403])
     }
 }
 
@@ -139,9 +139,9 @@ import Testing
 
 @Suite struct ExternalProgramTests {
     @Test("a program runs to completion with its stdin, stdout, stderr and exit status")
-    func runsToCompletion() throws {
+    func runsToCompletion() async throws {
         let sh = try #require(ExternalProgram.find("sh"))
-        let result = try ExternalProgram.run(
+        let result = try await ExternalProgram.run(
             sh, ["-c", "tr a-z A-Z; echo oops >&2; exit 3"], input: Data("quiet\n".utf8), timeout: 30)
         #expect(result.status == 3)
         #expect(result.out == "QUIET\n")
@@ -149,15 +149,15 @@ import Testing
     }
 
     @Test("a program still running after its timeout is killed, and the hang is said")
-    func aHangIsKilled() throws {
+    func aHangIsKilled() async throws {
         let sleep = try #require(ExternalProgram.find("sleep"))
         let start = Date()
-        let (result, timedOut) = try ExternalProgram.runWithin(
+        let (result, timedOut) = try await ExternalProgram.runWithin(
             0.5, sleep, ["60"], input: nil, environment: nil, currentDirectory: nil)
         #expect(timedOut)
         #expect(Date().timeIntervalSince(start) < 20)
         #expect(result.status == SIGKILL)
-        let (quick, quickTimedOut) = try ExternalProgram.runWithin(
+        let (quick, quickTimedOut) = try await ExternalProgram.runWithin(
             30, sleep, ["0"], input: nil, environment: nil, currentDirectory: nil)
         #expect(!quickTimedOut)
         #expect(quick.status == 0)
