@@ -2,7 +2,7 @@
 # The one test command (README.md and .ci/run call it). It installs the outside programs the tests use when they
 # are missing, makes the media fixtures, checks formatting, the manifests, that no Linux-only symbol sits where
 # Darwin compiles, and the linkage of the pure cores, builds everything with warnings as errors, builds the
-# packages through their own manifests, and runs every test (in one process, in parallel).
+# packages through their own manifests, and runs every test (in several processes at once).
 # Any failure fails it.
 #
 # Usage: Scripts/test.sh [--no-standalone]   (--no-standalone skips the builds through the packages' own manifests)
@@ -104,30 +104,43 @@ if [[ "$found" != "$planted" ]]; then
     exit 1
 fi
 
-# Every test in one process, in parallel (Swift Testing's default under `swift test`), at most
-# TEST_PARALLEL_WIDTH (default 8) at once. No test holds a thread while it waits: child processes, sockets and
-# pauses are awaited (TestSupport; Scripts/check-boundaries.sh refuses a blocking wait in test code), so a few
-# cooperative threads carry many tests. Most of the suite's time is waiting (live streams played in real time,
-# players, deadlines), so it overlaps well; the width bounds how many players and encoders run at once on two
-# cores (Documentation/Testing.md gives the measurements).
-width="${TEST_PARALLEL_WIDTH:-8}"
-step "Every test, in one process, in parallel (at most $width at once)"
+# The tests run in several processes at once, each process one test at a time. No test holds a thread while it
+# waits any more (TestSupport's helpers are async; check-boundaries.sh refuses a blocking wait in test code), and
+# `swift test` in parallel in one process ran the whole suite, but not reliably: in whole runs on this 2-core machine
+# deadline tests (a 0.5 s client timeout that fired after 63 s, a stalled-body deadline) failed, so inside a process
+# the tests stay serial until that is understood (Documentation/Testing.md). Most of the suite's time is waiting
+# (live streams played in real time, players, deadlines), so the processes overlap well.
+# Each shard is a regular expression over test IDs (Module.Suite/test()); a shard runs what it matches and no earlier
+# shard did, and a last one runs everything no shard named, so a new test always runs somewhere. The shards are
+# balanced by the suites' measured times (Documentation/Testing.md).
+shards=(
+    'EndToEndTests\.ProxyEndToEndTests/liveAES|EndToEndTests\.BrowserPlaybackTests|EndToEndTests\.FragmentedConfigurationTests|EndToEndTests\.DownloadProcessesTests|^FileRangeTests\.'
+    'EndToEndTests\.ProxyEndToEndTests/liveBreaks|EndToEndTests\.SlateAudioEndToEndTests|EndToEndTests\.FailFastEndToEndTests|EndToEndTests\.DownloadFaultTests|^HTTPClientTests\.'
+    'EndToEndTests\.ProxyEndToEndTests/liveFragmented|EndToEndTests\.FragmentedPlaybackTests|EndToEndTests\.HostileOriginBudgetEndToEndTests|EndToEndTests\.HTTPEndToEndTests'
+    '^EndToEndTests\.'
+)
+step "Every test, in $((${#shards[@]} + 1)) processes at once (each one test at a time)"
 results="$(mktemp -d)"
 tests="$(swift build --show-bin-path)/TSPlayerKitPackageTests.xctest"
 listed=$("$tests" --testing-library swift-testing --list-tests | grep -c '/')
-# The tests that measure the whole process's CPU time (no busy loop after a failure or a cancellation) cannot share
-# the process with other tests, whose work that clock counts too: they run afterwards, in a process of their own.
-alone='^LoopbackHTTPTests\.RevivalTests/aShutDownListenerFailsTheServerAndReviveRebindsTheSamePort|^AppleGlueTests\.CachingResourceLoaderTests/cancellation'
+taken=""
+pids=()
+for index in $(seq 0 ${#shards[@]}); do
+    arguments=(--testing-library swift-testing --no-parallel --xunit-output "$results/shard-$index.xml")
+    if ((index < ${#shards[@]})); then
+        arguments+=(--filter "${shards[$index]}")
+    fi
+    [[ -n "$taken" ]] && arguments+=(--skip "$taken")
+    TSPLAYERKIT_TEST_RUN="$run_id" "$tests" "${arguments[@]}" >"$results/shard-$index.log" 2>&1 &
+    pids+=($!)
+    ((index < ${#shards[@]})) && taken="${taken:+$taken|}${shards[$index]}"
+done
 status=0
-SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="$width" TSPLAYERKIT_TEST_RUN="$run_id" \
-    swift test --skip-build --disable-xctest --skip "$alone" --xunit-output "$results/tests.xml" \
-    >"$results/tests.log" 2>&1 || status=1
-echo "--- tests (done at $((SECONDS - start))s)"
-grep -avE '^(.\[[0-9;]*m)?(􀟈|◇|↳)|Test .* started\.$' "$results/tests.log" || true
-TSPLAYERKIT_TEST_RUN="$run_id" swift test --skip-build --disable-xctest --no-parallel --filter "$alone" \
-    --xunit-output "$results/alone.xml" >"$results/alone.log" 2>&1 || status=1
-echo "--- the tests that measure the process's CPU time, alone (done at $((SECONDS - start))s)"
-grep -avE '^(.\[[0-9;]*m)?(􀟈|◇|↳)|Test .* started\.$' "$results/alone.log" || true
+for index in "${!pids[@]}"; do
+    wait "${pids[$index]}" || status=1
+    echo "--- shard $index (done at $((SECONDS - start))s)"
+    grep -avE '^(.\[[0-9;]*m)?(􀟈|◇|↳)|Test .* started\.$' "$results/shard-$index.log" || true
+done
 
 step "Nothing the tests started is still running"
 left=""
@@ -147,12 +160,12 @@ fi
 
 printf '\n==> done in %ss\n' "$((SECONDS - start))"
 # The counts come from the test results (one test case, one test), not from the lines the run prints; every listed
-# test must have run.
-counts=$(Scripts/test-results.py "$results/tests.xml" "$results/alone.xml") || status=1
+# test must have run in exactly one shard.
+counts=$(Scripts/test-results.py "$results"/shard-*.xml) || status=1
 echo "$counts"
 ran=$(sed -nE 's/^tests: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 + \2 + \3/p' <<<"$counts")
 if [[ -z "$ran" || $((ran)) != "$listed" ]]; then
-    echo "test.sh: $listed tests listed, ${ran:+$((ran))} run" >&2
+    echo "test.sh: $listed tests listed, ${ran:+$((ran))} run across the shards" >&2
     status=1
 fi
 rm -rf "$results"
