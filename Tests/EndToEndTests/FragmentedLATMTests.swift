@@ -77,14 +77,7 @@ enum LATMFixtures {
                 extensionFrequencyIndex: 3)
         }
         var bits = LATMFrameSpec.audioSpecificConfig(frequencyIndex: 6, channels: objectType == 29 ? 1 : 2)
-        bits.put(0x2B7, 11)
-        bits.put(5, 5)
-        bits.bit(1)
-        bits.put(3, 4)
-        if objectType == 29 {
-            bits.put(0x548, 11)
-            bits.bit(1)
-        }
+        bits.append(LATMFrameSpec.backwardCompatibleExtension(ps: objectType == 29))
         return bits
     }
 

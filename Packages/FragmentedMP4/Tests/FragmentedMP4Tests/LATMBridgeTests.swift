@@ -77,15 +77,7 @@ import Testing
         var carried = asc
         if form.hasPrefix("sync extension") {
             spec.audioMuxVersion = 1
-            var tail = BitString()
-            tail.put(0x2B7, 11)
-            tail.put(5, 5)
-            tail.bit(1)
-            tail.put(3, 4)
-            if expectedType == 29 {
-                tail.put(0x548, 11)
-                tail.bit(1)
-            }
+            let tail = LATMFrameSpec.backwardCompatibleExtension(ps: expectedType == 29)
             spec.ascTail = tail
             carried.append(tail)
         }
@@ -161,16 +153,7 @@ import Testing
             payload: [])
         if form.hasPrefix("sync extension") {
             spec.audioMuxVersion = 1
-            var tail = BitString()
-            tail.put(0x2B7, 11)
-            tail.put(5, 5)
-            tail.bit(1)
-            tail.put(3, 4)
-            if ps {
-                tail.put(0x548, 11)
-                tail.bit(1)
-            }
-            spec.ascTail = tail
+            spec.ascTail = LATMFrameSpec.backwardCompatibleExtension(ps: ps)
         }
         let (bytes, units) = Self.stream(spec, rate: 24000)
         let layout = try TSProgramLayout(head: bytes)

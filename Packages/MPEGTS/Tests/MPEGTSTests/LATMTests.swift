@@ -50,22 +50,13 @@ import Testing
         var spec = LATMFrameSpec(
             audioSpecificConfig: LATMFrameSpec.audioSpecificConfig(frequencyIndex: 6, channels: 1), payload: [7, 7])
         spec.audioMuxVersion = 1
-        var tail = BitString()
-        tail.put(0x2B7, 11)
-        tail.put(5, 5)
-        tail.bit(1)
-        tail.put(3, 4)
-        if ps {
-            tail.put(0x548, 11)
-            tail.bit(1)
-        }
-        spec.ascTail = tail
+        spec.ascTail = LATMFrameSpec.backwardCompatibleExtension(ps: ps)
         var reader = LOASReader()
         #expect(try reader.accessUnit(spec.bytes, at: 0) == [7, 7])
         let configuration = try #require(reader.configuration)
         #expect(configuration.extensionObjectType == (ps ? 29 : 5) && configuration.extensionSampleRate == 48000)
         var whole = LATMFrameSpec.audioSpecificConfig(frequencyIndex: 6, channels: 1)
-        whole.append(tail)
+        whole.append(spec.ascTail)
         #expect(configuration.audioSpecificConfig == whole.bytes)
         #expect(configuration.objectType == 2 && configuration.sampleRate == 24000)
     }

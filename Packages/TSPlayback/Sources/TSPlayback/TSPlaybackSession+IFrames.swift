@@ -66,19 +66,9 @@ extension TSPlaybackSession {
         builder.iFramesOnly = true
         builder.independentSegments = true
         let marks = Self.iFrameDiscontinuities(frames, resets: discontinuities)
-        let layout = servesFileAsIs ? nil : index?.layout
-        let filters = filtersProgram
+        let entry = playlistEntry(resource: "program-iframe")
         builder.segments = frames.enumerated().map { number, frame in
-            if filters {
-                return MediaPlaylistBuilder.Segment(
-                    uri: "program-iframe/\(number).ts", duration: frame.duration,
-                    discontinuity: marks.contains(frame.offset))
-            }
-            let served = Self.served(frame, layout: layout)
-            return MediaPlaylistBuilder.Segment(
-                uri: "media.ts", duration: frame.duration,
-                byteRange: HLSPlaylist.ByteRange(length: served.length, offset: served.offset),
-                discontinuity: marks.contains(frame.offset))
+            entry(number, frame, marks.contains(frame.offset))
         }
         return builder.build().text
     }

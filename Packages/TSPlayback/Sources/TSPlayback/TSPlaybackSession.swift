@@ -440,22 +440,29 @@ public final class TSPlaybackSession: PlaybackSource {
         var builder = MediaPlaylistBuilder(kind: complete ? .vod : .event(ended: false))
         builder.independentSegments = true
         let resets = discontinuities
+        let entry = playlistEntry(resource: "program")
+        builder.segments = segments.enumerated().map { number, segment in
+            entry(number, segment, resets.contains(segment.offset))
+        }
+        return builder.build().text
+    }
+
+    /// What makes a planned segment a playlist entry: when TS segments are filtered (one program of several, or
+    /// parts remapped), each is its own resource, `<resource>/<n>.ts`; else its served byte range of `media.ts`.
+    func playlistEntry(resource: String) -> (Int, PlannedSegment, Bool) -> MediaPlaylistBuilder.Segment {
         let layout = servesFileAsIs ? nil : index?.layout
         let filters = filtersProgram
-        builder.segments = segments.enumerated().map { number, segment in
-            // One program of several: each segment its own resource, filtered to that program.
+        return { number, segment, discontinuity in
             if filters {
                 return MediaPlaylistBuilder.Segment(
-                    uri: "program/\(number).ts", duration: segment.duration,
-                    discontinuity: resets.contains(segment.offset))
+                    uri: "\(resource)/\(number).ts", duration: segment.duration, discontinuity: discontinuity)
             }
             let served = Self.served(segment, layout: layout)
             return MediaPlaylistBuilder.Segment(
                 uri: "media.ts", duration: segment.duration,
                 byteRange: HLSPlaylist.ByteRange(length: served.length, offset: served.offset),
-                discontinuity: resets.contains(segment.offset))
+                discontinuity: discontinuity)
         }
-        return builder.build().text
     }
 
     /// The multivariant playlist's text: one variant, with the bandwidth measured from the file.

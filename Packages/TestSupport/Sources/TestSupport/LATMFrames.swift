@@ -75,6 +75,22 @@ public struct LATMFrameSpec: Sendable {
         return bits
     }
 
+    /// The backward-compatible extension that may follow an AAC-LC AudioSpecificConfig (its `ascTail`): the SBR
+    /// sync (0x2B7), type 5, sbrPresentFlag and the output frequency index, then with `ps` the PS sync (0x548) and
+    /// psPresentFlag.
+    public static func backwardCompatibleExtension(ps: Bool, frequencyIndex: Int = 3) -> BitString {
+        var tail = BitString()
+        tail.put(0x2B7, 11)
+        tail.put(5, 5)
+        tail.bit(1)
+        tail.put(frequencyIndex, 4)
+        if ps {
+            tail.put(0x548, 11)
+            tail.bit(1)
+        }
+        return tail
+    }
+
     /// The whole LOAS frame: sync word, length, AudioMuxElement (byte aligned).
     public var bytes: [UInt8] {
         var element = BitString()
