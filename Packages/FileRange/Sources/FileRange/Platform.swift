@@ -84,8 +84,8 @@ func systemFlock(_ fd: Int32, _ operation: Int32) -> Int32 {
 }
 
 /// Starts a detached thread running `body`: the toolkit's one way to start a thread of its own (the HTTP server's
-/// event loops, ``FileStreamer/readAhead(from:length:chunkSize:_:)``'s reader). Throws what `pthread_create`
-/// returned when no thread could be started; `body` is then not run.
+/// event loops, ``BlockingPool``'s threads; blocking work runs on the pool, not on a thread of its own). Throws what
+/// `pthread_create` returned when no thread could be started; `body` is then not run.
 public func startDetachedThread(_ body: @escaping @Sendable () -> Void) throws(Errno) {
     final class Start: Sendable {
         let body: @Sendable () -> Void
