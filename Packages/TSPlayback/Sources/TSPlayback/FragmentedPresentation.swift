@@ -379,7 +379,7 @@ final class FragmentedPresentation: Sendable {
 }
 
 extension TSFragmenter {
-    /// The timescale of each track, in ``tracks`` order.
+    /// The timescale of each track, in `FragmentedMP4.TSFragmenter.tracks` order.
     var timescales: [UInt32] {
         zip(tracks, codecs).map { track, codec in codec?.timescale ?? (track.isVideo ? 90_000 : 48_000) }
     }
