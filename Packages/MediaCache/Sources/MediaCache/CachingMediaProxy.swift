@@ -1,6 +1,6 @@
 import FileRange
 import Foundation
-public import HLSProxy
+public import HTTPClient
 public import LoopbackHTTP
 
 /// An error from ``CachingMediaProxy``: an opaque ``Code`` plus context.
@@ -65,9 +65,9 @@ public struct CachingProxyError: Error, Hashable, Sendable, CustomStringConverti
 /// without credentials, survives restarts, keeps to a size budget by evicting whole least-recently-used entries,
 /// and serves fully cached resources when the origin is unreachable.
 ///
-/// Each loopback URL is a source of a ``PlaybackServer`` (``PlaybackServer/shared`` unless another is given) under a
-/// token of its own, on the same port as the app's playback sessions and ad-stripping proxies, with one lifecycle
-/// (revive after the background included).
+/// Each loopback URL is a source of a `LoopbackHTTP.PlaybackServer` (`LoopbackHTTP.PlaybackServer.shared` unless
+/// another is given) under a token of its own, on the same port as the app's playback sessions and ad-stripping
+/// proxies, with one lifecycle (revive after the background included).
 public final class CachingMediaProxy: Sendable {
     /// Settings.
     public struct Options: Sendable {
@@ -151,8 +151,8 @@ public final class CachingMediaProxy: Sendable {
     public static func cacheKey(for url: String) -> String { CacheIndex.key(for: url) }
 
     /// A loopback URL that plays `remoteURL`, fetching it with `headers` (such as `Authorization`), under a fresh
-    /// session token: `http://127.0.0.1:PORT/<token>/<file name>`. Starts the playback server when needed. When the cache
-    /// holds a version of the resource, the origin is asked (cheaply) whether it is still current; an unreachable
+    /// session token: `http://127.0.0.1:PORT/<token>/<file name>`. Starts the playback server when needed. When the
+    /// cache holds a version of the resource, the origin is asked (cheaply) whether it is still current; an unreachable
     /// origin leaves the cache in use.
     public func localURL(for remoteURL: String, headers: [(name: String, value: String)] = [])
         async throws(CachingProxyError) -> String
@@ -396,9 +396,9 @@ public final class CachingMediaProxy: Sendable {
 
 /// The bytes of one range of a resource larger than the cache's whole budget (or for which the budget had no room),
 /// fetched from the origin as the player reads them and never written to the cache: one ranged request per window
-/// of at most ``window`` bytes, each bounded by ``RemoteFetchOptions/bodyDeadline`` (a 200 answer is accepted for a
-/// range that starts at 0, and read to the end). Ends with an error, which closes the player's connection, when the
-/// origin answers another range or fewer bytes, or stalls past the deadline.
+/// of at most ``window`` bytes, each bounded by `HTTPClient.RemoteFetchOptions.bodyDeadline` (a 200 answer is accepted
+/// for a range that starts at 0, and read to the end). Ends with an error, which closes the player's connection, when
+/// the origin answers another range or fewer bytes, or stalls past the deadline.
 struct PassThroughSequence: AsyncSequence, Sendable {
     typealias Element = [UInt8]
     let fetcher: RemotePlaylistFetcher
