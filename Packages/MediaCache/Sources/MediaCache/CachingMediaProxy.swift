@@ -267,7 +267,10 @@ public final class CachingMediaProxy: Sendable {
             tokens.remove(source.token)
             await server.remove(source)
         }
-        for entry in entries { try? entry.cache.commit() }
+        // Each commit flushes and fsyncs: on the blocking pool, never on a cooperative thread.
+        await BlockingPool.shared.run { () -> Void in
+            for entry in entries { try? entry.cache.commit() }
+        }
     }
 
     deinit {
@@ -499,8 +502,12 @@ struct CachedRangeSequence: AsyncSequence, Sendable {
                 guard entry.epoch == sequence.epoch else { throw ReadFailure(detail: "the origin's resource changed") }
                 let seen = entry.generation
                 let run = entry.heldRun(from: position, limit: Swift.min(end - position, CachedRangeSequence.chunk))
+                // A read of up to `chunk` bytes from the cache file (a `pread`, which may wait on the disk): on the
+                // blocking pool, not on the cooperative thread this iterator runs on.
                 if run > 0, let wanted = ByteRange(offset: position, length: run),
-                    let bytes = try entry.cache.read(wanted)
+                    let bytes = try await BlockingPool.shared.run({
+                        () throws(SparseRangeCacheError) -> [UInt8]? in try entry.cache.read(wanted)
+                    })
                 {
                     guard entry.epoch == sequence.epoch else {
                         throw ReadFailure(detail: "the origin's resource changed")
