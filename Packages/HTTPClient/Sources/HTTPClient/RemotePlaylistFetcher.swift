@@ -7,8 +7,8 @@ import HTTPWire
 // the `#EXTM3U` check) or the server (relaying a body by splice) is HLSProxy's, in extensions of these types.
 
 /// An error from fetching upstream for the proxies: an opaque ``Code`` plus the URL and what the lower layer said.
-/// (The name is the one the proxies have always thrown; the ad-stripping proxy adds its playlist and server codes'
-/// meaning.)
+/// Both proxies throw it; its name, and its ``Code/notAPlaylist`` and ``Code/serverFailed`` codes, come from the
+/// ad-stripping proxy (HLSProxy), where it was declared before this layer moved here.
 public struct ProxyError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong. New codes may be added; switch over them with a default.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
