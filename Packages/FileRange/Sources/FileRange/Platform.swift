@@ -23,6 +23,18 @@ public func syncToStorage(_ fd: Int32) throws(Errno) {
     _ = try retryingOnInterrupt { fsync(fd) }
 }
 
+/// A thread, to tell later whether code runs on it: `pthread_t` is an integer on Glibc and a pointer on Darwin,
+/// compared with `pthread_equal` on both.
+struct ThreadIdentity: @unchecked Sendable {
+    private let thread: pthread_t
+
+    /// The calling thread.
+    static var current: ThreadIdentity { ThreadIdentity(thread: pthread_self()) }
+
+    /// Whether the calling thread is this one.
+    var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+}
+
 /// A `stat`'s modification time: `st_mtimespec` on Darwin, `st_mtim` elsewhere.
 func fileModificationTime(of info: stat) -> (seconds: Int64, nanoseconds: Int64) {
     #if canImport(Darwin)

@@ -95,6 +95,10 @@ private final class ReadAheadRing: @unchecked Sendable {
     let buffers: UnsafeMutableRawBufferPointer
     let slots: UnsafeMutablePointer<SlotState>
     let state: LockedValue<State>
+    /// The thread that calls ``drain(_:)``: a pool that cannot start a thread runs a job on the submitting thread
+    /// at once, and the reader job must not run there (it would fill the ring and wait for a caller that has not
+    /// begun to drain).
+    let caller = ThreadIdentity.current
     let readerWake = DispatchSemaphore(value: 0)
     let callerWake = DispatchSemaphore(value: 0)
 
@@ -153,10 +157,11 @@ private final class ReadAheadRing: @unchecked Sendable {
     }
 
     /// The reader job: claims and reads chunks until the data ends or the caller stops, sleeping while every slot
-    /// is taken. A job the pool starts after the caller stopped ends at once, touching no buffer.
+    /// is taken. A job the pool starts after the caller stopped, or runs on the caller's own thread (a pool that could
+    /// not start a thread), ends at once, touching no buffer; the caller then reads every chunk alone.
     func readerJob() {
         let start = state.withLock { state -> Bool in
-            guard !state.stopped, state.reader == .pending else { return false }
+            guard !state.stopped, state.reader == .pending, !caller.isCurrent else { return false }
             state.reader = .running
             return true
         }
