@@ -205,7 +205,9 @@ import Testing
     @Test func aRepeatedCounterWithOtherBytesIsANewPacket() {
         var bytes = StreamBuilder.typical()
         let count = bytes.count / 188
-        func pid(_ packet: Int) -> UInt16 { UInt16(bytes[packet * 188 + 1] & 0x1F) << 8 | UInt16(bytes[packet * 188 + 2]) }
+        func pid(_ packet: Int) -> UInt16 {
+            UInt16(bytes[packet * 188 + 1] & 0x1F) << 8 | UInt16(bytes[packet * 188 + 2])
+        }
         let video = (0..<count).filter { pid($0) == 0x100 }
         // The fifth video PES's first packet (a keyframe's) gets the counter of the video packet before it; the video
         // packets after it keep counting on from there.
