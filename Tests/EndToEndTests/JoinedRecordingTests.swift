@@ -192,7 +192,7 @@ import Testing
     /// segments to its part's frames; the segment at 5.5 s is the second part's; every playlist lints clean;
     /// GStreamer plays it to the end.
     @Test func servedAsOnePresentationInFragmentedMP4() async throws {
-        let file = try await #require(await Self.joined)
+        let file = try #require(await Self.joined)
         let server = try await ServerProcess(arguments: [
             file.path, "--segment-duration", "1", "--container", "fmp4", "-v",
         ])
@@ -279,7 +279,7 @@ import Testing
     /// track, CODECS naming each codec once, the declared duration the parts'; ffmpeg decodes the served HLS to both
     /// parts' frames and samples; every playlist lints clean; GStreamer plays it to the end.
     @Test func hevcJoinServedAsFragmentedMP4() async throws {
-        let file = try await #require(await Self.joinedHEVC)
+        let file = try #require(await Self.joinedHEVC)
         let server = try await ServerProcess(arguments: [file.path, "--segment-duration", "1", "-v"])
         defer { server.stop() }
         let master = try #require(server.lines.first)
@@ -385,7 +385,7 @@ import Testing
     /// The same with 12 MiB of null packets between the parts: the cut lies past the head read for the layout and past
     /// the bytes the remux's index reads ahead at its start, so the parts are found while the remux goes on.
     @Test func remuxFollowsAPartFoundAsItGoesOn() async throws {
-        let file = try await #require(await Self.joined)
+        let file = try #require(await Self.joined)
         let null: [UInt8] = [0x47, 0x1F, 0xFF, 0x10] + Array(repeating: 0xFF, count: 184)
         let first = try Data(contentsOf: URL(fileURLWithPath: Self.part("a")))
         let second = try Data(contentsOf: URL(fileURLWithPath: Self.part("b")))
