@@ -228,9 +228,13 @@ extension EventLoopRunner {
     }
 
     func finishExchange(_ connection: Connection) {
+        // Without an access log there is nothing to read from the exchange: it is dropped, not copied out first.
+        guard let log = configuration.accessLog else {
+            connection.exchange = nil
+            return
+        }
         guard let exchange = connection.exchange else { return }
         connection.exchange = nil
-        guard let log = configuration.accessLog else { return }
         let elapsed = monotonicNow() &- exchange.start
         let written = exchange.bytesWritten
         let body = written > UInt64(exchange.headBytes) ? written - UInt64(exchange.headBytes) : 0

@@ -176,12 +176,25 @@ public struct Router: Sendable {
         case wildcard
     }
 
-    struct Route: Sendable {
-        var method: HTTPMethod
-        var token: SessionToken?
-        var sessions: SessionTokenSet?
-        var segments: [Segment]
-        var handler: HTTPHandler
+    /// A route, immutable once added: a class, so that matching a request reads each route through one
+    /// reference instead of copying its fields.
+    final class Route: Sendable {
+        let method: HTTPMethod
+        let token: SessionToken?
+        let sessions: SessionTokenSet?
+        let segments: [Segment]
+        let handler: HTTPHandler
+
+        init(
+            method: HTTPMethod, token: SessionToken?, sessions: SessionTokenSet?, segments: [Segment],
+            handler: HTTPHandler
+        ) {
+            self.method = method
+            self.token = token
+            self.sessions = sessions
+            self.segments = segments
+            self.handler = handler
+        }
     }
 
     private(set) var routes: [Route] = []
