@@ -137,7 +137,7 @@ public struct HTTPApplication: Sendable {
     }
 
     static func authority(of target: String) -> String? {
-        guard target.utf8.first != UInt8(ascii: "/"), let scheme = target.firstRange(of: "://") else { return nil }
+        guard !target.hasPrefix("/"), let scheme = target.firstRange(of: "://") else { return nil }
         let rest = target[scheme.upperBound...]
         let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
         return String(rest[..<end])
