@@ -142,26 +142,14 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
 /// Small byte helpers for ASCII protocol text, shared by the parsers and the server and client that use them.
 public enum HTTPASCII {
-    public static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+    @inlinable public static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
 
+    /// Inlinable, so that callers in other modules get it specialized for their collections (header names are
+    /// compared several times for every request; an unspecialized generic call was 1.8% of the server's cycles).
+    @inlinable
     public static func equalsIgnoringCase(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         // Contiguous fast path (native and small strings, arrays).
-        let fast = a.withContiguousStorageIfAvailable { left in
-            b.withContiguousStorageIfAvailable { right -> Bool in
-                for i in 0..<left.count where lower(left[i]) != lower(right[i]) { return false }
-                return true
-            }
-        }
-        if let fast, let result = fast { return result }
-        for (x, y) in zip(a, b) where lower(x) != lower(y) { return false }
-        return true
-    }
-
-    /// ``equalsIgnoringCase(_:_:)`` for two strings' bytes, without generic dispatch: header names are compared
-    /// this way several times for every request (a generic call across modules is not specialized).
-    public static func equalsIgnoringCase(_ a: String.UTF8View, _ b: String.UTF8View) -> Bool {
-        guard a.count == b.count else { return false }
         let fast = a.withContiguousStorageIfAvailable { left in
             b.withContiguousStorageIfAvailable { right -> Bool in
                 for i in 0..<left.count where lower(left[i]) != lower(right[i]) { return false }
