@@ -297,6 +297,52 @@ enum ConfigurationFixtures {
             sizes == (try frameEntries(movie.path, "v:0", "width,height")) && Set(sizes) == ["320,180", "480,270"])
     }
 
+    /// ``ConfigurationFixtures/aacChannels`` joined again with the second part's continuity counters moved so that its
+    /// first packet on each PID repeats the counter of the first part's last packet there, as one real join in
+    /// sixteen does (the encoder's output, and so the counters at the end of a part, can differ from run to run).
+    /// Such a packet is not a duplicate: nothing is lost. The second part begins at its first video PES, as in the
+    /// plain join, `tsinspect` gives it its whole duration, and the served HLS decodes to every frame and sample of
+    /// the source.
+    @Test func aJoinWhoseCountersRepeatAtTheCutLosesNothing() async throws {
+        let (plain, videoStart) = try #require(await ConfigurationFixtures.aacChannels)
+        let folder = PlaybackFixtures.folder
+        let first = [UInt8](try Data(contentsOf: folder.appendingPathComponent("config-aac-channels-a.ts")))
+        var second = [UInt8](try Data(contentsOf: folder.appendingPathComponent("config-aac-channels-b.ts")))
+        func packets(_ bytes: [UInt8], pid: Int) -> [Int] {
+            stride(from: 0, to: bytes.count - 187, by: 188).filter {
+                Int(bytes[$0 + 1] & 0x1F) << 8 | Int(bytes[$0 + 2]) == pid && bytes[$0 + 3] & 0x10 != 0
+            }
+        }
+        for pid in [256, 257] {
+            let last = try #require(packets(first, pid: pid).last)
+            let ours = packets(second, pid: pid)
+            let start = try #require(ours.first)
+            let shift = (first[last + 3] &- second[start + 3]) & 0x0F
+            for offset in stride(from: 0, to: second.count - 187, by: 188)
+            where Int(second[offset + 1] & 0x1F) << 8 | Int(second[offset + 2]) == pid {
+                second[offset + 3] = second[offset + 3] & 0xF0 | (second[offset + 3] &+ shift) & 0x0F
+            }
+            #expect(first[last + 3] & 0x0F == second[start + 3] & 0x0F)
+        }
+        let movie = folder.appendingPathComponent("config-repeated-counters.ts")
+        try Data(first + second).write(to: movie)
+        #expect(try Data(contentsOf: movie).count == (try Data(contentsOf: plain)).count)
+        let tool = try #require(EndToEnd.product("tsinspect"))
+        let inspected = try await EndToEnd.run(tool, ["--json", movie.path])
+        #expect(inspected.status == 1, "\(inspected.err)")  // the counters jump at the cut
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(inspected.out.utf8)) as? [String: Any])
+        let parts = try #require(json["parts"] as? [[String: Any]])
+        #expect(parts.map { $0["offset"] as? Int } == [0, videoStart], "\(parts)")
+        let seconds = try #require(parts.last?["durationSeconds"] as? Double)
+        await #expect(
+            abs(
+                seconds
+                    - (try JoinedRecordingTests().duration(
+                        folder.appendingPathComponent("config-aac-channels-b.ts").path))) <= 0.04,
+            "\(seconds)")
+        _ = try await playback.checkServed(movie, streams: ["v:0", "a:0"])
+    }
+
     @Test func aacWithAnotherChannelCountAfterTheResetGetsItsOwnAudioInit() async throws {
         let (movie, _) = try #require(await ConfigurationFixtures.aacChannels)
         let (master, _, _) = try await playback.checkServed(movie, streams: ["v:0", "a:0"])

@@ -53,6 +53,20 @@ import Testing
         return url
     }
 
+    /// The same join in HEVC (x265, the same settings on both sides), which `auto` serves as fragmented MP4.
+    static var joinedHEVC: URL? { get async { await joinedHEVCFixture.value } }
+    private static let joinedHEVCFixture = SharedFixture<URL?> {
+        await join(
+            first: FragmentedFixtures.video + FragmentedFixtures.tone(330) + ["-t", "4"]
+                + FragmentedFixtures.x265 + ["-c:a", "aac", "-aac_pns", "0"],
+            second: FragmentedFixtures.video + FragmentedFixtures.tone(550) + ["-t", "4"] + FragmentedFixtures.x265
+                + [
+                    "-c:a", "aac", "-aac_pns", "0", "-mpegts_service_id", "2", "-mpegts_pmt_start_pid", "0x1100",
+                    "-mpegts_start_pid", "0x200",
+                ],
+            name: "joined-hevc")
+    }
+
     static func part(_ name: String, of file: String = "joined-new-program") -> String {
         PlaybackFixtures.folder.appendingPathComponent("\(file)-\(name).ts").path
     }
@@ -171,6 +185,145 @@ import Testing
         for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try await check.lint(url) }
     }
 
+    /// Served as fragmented MP4 (`--container fmp4`): the second part, on other PIDs, goes on in the first part's
+    /// tracks. One discontinuity in each playlist at the cut, a second init segment for the video there (H.264 Main
+    /// after High) and one for the audio (the same AAC), CODECS naming each codec once, the declared duration the
+    /// parts'; ffmpeg decodes the served HLS to both parts' frames and samples, and each init segment with its
+    /// segments to its part's frames; the segment at 5.5 s is the second part's; every playlist lints clean;
+    /// GStreamer plays it to the end.
+    @Test func servedAsOnePresentationInFragmentedMP4() async throws {
+        let file = try #require(await Self.joined)
+        let server = try await ServerProcess(arguments: [
+            file.path, "--segment-duration", "1", "--container", "fmp4", "-v",
+        ])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        let base = String(master.dropLast("master.m3u8".count))
+        let media = try await waitForEndList(base + "video.m3u8")
+        let audioList = try await waitForEndList(base + "audio-257.m3u8")
+        let iFrames = try await waitForEndList(base + "iframes.m3u8")
+        func maps(_ playlist: String) -> [String] {
+            playlist.split(separator: "\n").filter { $0.hasPrefix("#EXT-X-MAP:") }.map(String.init)
+        }
+        for playlist in [media, audioList, iFrames] {
+            #expect(playlist.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(playlist)")
+        }
+        // The video's configuration changes at the cut: its own init segment after the discontinuity.
+        #expect(maps(media).count == 2 && maps(media).last?.contains("video-init-1.mp4") == true, "\(media)")
+        #expect(maps(iFrames).count == 2 && maps(iFrames).last?.contains("video-init-1.mp4") == true, "\(iFrames)")
+        #expect(maps(audioList).count == 1, "\(audioList)")
+        let mapLine = media.components(separatedBy: "#EXT-X-DISCONTINUITY\n").last ?? ""
+        #expect(mapLine.hasPrefix("#EXT-X-MAP:"), "\(media)")
+        let total = durations(media).reduce(0, +)
+        let content = try await duration(Self.part("a")) + duration(Self.part("b"))
+        #expect(abs(total - content) <= 0.04, "declared \(total) s, content \(content) s")
+        let text = try await fetch(master)
+        let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
+        let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
+        let list = codecs.split(separator: ",").map(String.init)
+        #expect(Set(list).count == list.count && list.count == 3, "\(text)")
+        #expect(list.filter { $0.hasPrefix("avc1.") }.count == 2 && list.contains("mp4a.40.2"), "\(text)")
+        let check = FragmentedPlaybackTests()
+        let video = try await check.frameHashes(Self.part("a"), "v:0") + check.frameHashes(Self.part("b"), "v:0")
+        #expect(video.count == 200)
+        #expect(try await check.frameHashes(master, "v:0") == video)
+        let first = try await check.frameHashes(Self.part("a"), "a:0")
+        let second = try await check.frameHashes(Self.part("b"), "a:0")
+        let served = try await check.frameHashes(master, "a:0")
+        #expect(served.count == first.count + second.count && first.count > 100, "\(served.count)")
+        if served.count == first.count + second.count {
+            #expect(Array(served.prefix(first.count)) == first)
+            #expect(Array(served.suffix(second.count - 1)) == Array(second.dropFirst()))
+        }
+        // A player that follows EXT-X-MAP: each init segment with its segments decodes to its own part's frames, and
+        // the segment the playlist's durations put 5.5 s in, after the second init segment, to the second part's.
+        let byInit = try await FragmentedConfigurationTests().filesByInitSegment(
+            base, "video.m3u8", label: "joined-fmp4")
+        #expect(byInit.count == 2)
+        for (file, part) in zip(byInit, ["a", "b"]) {
+            #expect(
+                try await check.frameHashes(file.path, "v:0") == check.frameHashes(Self.part(part), "v:0"), "\(part)")
+        }
+        var elapsed = 0.0
+        var sought: (map: String, segment: String)?
+        var map = ""
+        var length = 0.0
+        for line in media.split(separator: "\n").map(String.init) {
+            if line.hasPrefix("#EXT-X-MAP:URI=\"") {
+                map = String(line.dropFirst("#EXT-X-MAP:URI=\"".count).prefix { $0 != "\"" })
+            } else if line.hasPrefix("#EXTINF:") {
+                length = Double(line.dropFirst("#EXTINF:".count).prefix { $0 != "," }) ?? 0
+            } else if !line.hasPrefix("#") {
+                if elapsed <= 5.5 && 5.5 < elapsed + length { sought = (map, line) }
+                elapsed += length
+            }
+        }
+        let target = try #require(sought)
+        #expect(target.map == "video-init-1.mp4", "\(target)")
+        let soughtFile = PlaybackFixtures.folder.appendingPathComponent("joined-fmp4-sought.mp4")
+        try await (fetchBytes(base + target.map) + fetchBytes(base + target.segment)).write(to: soughtFile)
+        let pictures = try await check.frameHashes(soughtFile.path, "v:0")
+        let secondPictures = try await check.frameHashes(Self.part("b"), "v:0")
+        #expect(!pictures.isEmpty && pictures.allSatisfy { secondPictures.contains($0) }, "\(target)")
+        for url in [master, base + "video.m3u8", base + "audio-257.m3u8", base + "iframes.m3u8"] {
+            try await check.lint(url)
+        }
+        let played = try await gstreamerPlayback(master)
+        #expect(played.status == 0, "\(played.log)")
+        #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
+        #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
+    }
+
+    /// HEVC joined (served as fragmented MP4 by `auto`), the second part on program 2, PMT PID 0x1100 and PIDs
+    /// 0x200/0x201: one discontinuity in each playlist, the same parameter sets on both sides so one init segment per
+    /// track, CODECS naming each codec once, the declared duration the parts'; ffmpeg decodes the served HLS to both
+    /// parts' frames and samples; every playlist lints clean; GStreamer plays it to the end.
+    @Test func hevcJoinServedAsFragmentedMP4() async throws {
+        let file = try #require(await Self.joinedHEVC)
+        let server = try await ServerProcess(arguments: [file.path, "--segment-duration", "1", "-v"])
+        defer { server.stop() }
+        let master = try #require(server.lines.first)
+        let base = String(master.dropLast("master.m3u8".count))
+        let media = try await waitForEndList(base + "video.m3u8")
+        let audioList = try await waitForEndList(base + "audio-257.m3u8")
+        let iFrames = try await waitForEndList(base + "iframes.m3u8")
+        for playlist in [media, audioList, iFrames] {
+            #expect(playlist.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(playlist)")
+            #expect(playlist.components(separatedBy: "#EXT-X-MAP:").count - 1 == 1, "\(playlist)")
+        }
+        let text = try await fetch(master)
+        let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
+        let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
+        let list = codecs.split(separator: ",").map(String.init)
+        #expect(Set(list).count == list.count && list.contains { $0.hasPrefix("hvc1.") }, "\(text)")
+        #expect(list.count == 2 && list.contains("mp4a.40.2"), "\(text)")
+        let total = durations(media).reduce(0, +)
+        let content =
+            try await duration(Self.part("a", of: "joined-hevc")) + duration(Self.part("b", of: "joined-hevc"))
+        #expect(abs(total - content) <= 0.04, "declared \(total) s, content \(content) s")
+        let check = FragmentedPlaybackTests()
+        let video =
+            try await check.frameHashes(Self.part("a", of: "joined-hevc"), "v:0")
+            + check.frameHashes(Self.part("b", of: "joined-hevc"), "v:0")
+        #expect(video.count == 200)
+        #expect(try await check.frameHashes(master, "v:0") == video)
+        let first = try await check.frameHashes(Self.part("a", of: "joined-hevc"), "a:0")
+        let second = try await check.frameHashes(Self.part("b", of: "joined-hevc"), "a:0")
+        let served = try await check.frameHashes(master, "a:0")
+        #expect(served.count == first.count + second.count && first.count > 100, "\(served.count)")
+        if served.count == first.count + second.count {
+            #expect(Array(served.prefix(first.count)) == first)
+            #expect(Array(served.suffix(second.count - 1)) == Array(second.dropFirst()))
+        }
+        for url in [master, base + "video.m3u8", base + "audio-257.m3u8", base + "iframes.m3u8"] {
+            try await check.lint(url)
+        }
+        let played = try await gstreamerPlayback(master)
+        #expect(played.status == 0, "\(played.log)")
+        #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
+        #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
+    }
+
     /// `tsinspect --json` reports the two parts: their programs, PIDs and durations, which add up to the file's.
     @Test func tsinspectReportsTheParts() async throws {
         let file = try #require(await Self.joined)
@@ -193,5 +346,53 @@ import Testing
         let text = try await EndToEnd.run(tool, [file.path])
         #expect(text.status == result.status)
         #expect(text.out.contains("Parts:         2 recordings joined end to end\n"), "\(text.out)")
+    }
+    /// `tsplayer remux` of `input`: the output's video frames are both parts' (ffmpeg's framemd5), and its audio is
+    /// the first part's samples then the second's (but the second part's first frame, which a continuous AAC decode
+    /// overlaps with the frame before).
+    func expectRemuxFollowsTheParts(_ input: URL, join: String, label: String) async throws {
+        let tsplayer = try #require(EndToEnd.product("tsplayer"))
+        let output = PlaybackFixtures.folder.appendingPathComponent("\(label).mp4").path
+        let result = try await EndToEnd.run(tsplayer, ["remux", input.path, output])
+        #expect(result.status == 0, "\(result.err)")
+        let check = FragmentedPlaybackTests()
+        let video =
+            try await check.frameHashes(Self.part("a", of: join), "v:0")
+            + check.frameHashes(Self.part("b", of: join), "v:0")
+        #expect(video.count == 200)
+        #expect(try await check.frameHashes(output, "v:0") == video, "\(label)")
+        let first = try await check.frameHashes(Self.part("a", of: join), "a:0")
+        let second = try await check.frameHashes(Self.part("b", of: join), "a:0")
+        let remuxed = try await check.frameHashes(output, "a:0")
+        #expect(remuxed.count == first.count + second.count && first.count > 100, "\(label): \(remuxed.count)")
+        if remuxed.count == first.count + second.count {
+            #expect(Array(remuxed.prefix(first.count)) == first)
+            #expect(Array(remuxed.suffix(second.count - 1)) == Array(second.dropFirst()))
+        }
+    }
+
+    /// `tsplayer remux` follows the parts: the second part, on another program, PMT PID and stream PIDs, goes on in
+    /// the first part's tracks (before, the file was read with the head's last tables, the second recording's, so
+    /// the first part's frames were lost). The H.264 join (Main after High, which remux does not refuse: the SPS and
+    /// PPS are in the samples) and the HEVC join (the same parameter sets on both sides).
+    @Test func remuxFollowsTheParts() async throws {
+        try await expectRemuxFollowsTheParts(
+            try #require(await Self.joined), join: "joined-new-program", label: "joined-remux")
+        try await expectRemuxFollowsTheParts(
+            try #require(await Self.joinedHEVC), join: "joined-hevc", label: "joined-hevc-remux")
+    }
+
+    /// The same with 12 MiB of null packets between the parts: the cut lies past the head read for the layout and past
+    /// the bytes the remux's index reads ahead at its start, so the parts are found while the remux goes on.
+    @Test func remuxFollowsAPartFoundAsItGoesOn() async throws {
+        let file = try #require(await Self.joined)
+        let null: [UInt8] = [0x47, 0x1F, 0xFF, 0x10] + Array(repeating: 0xFF, count: 184)
+        let first = try Data(contentsOf: URL(fileURLWithPath: Self.part("a")))
+        let second = try Data(contentsOf: URL(fileURLWithPath: Self.part("b")))
+        #expect(try Data(contentsOf: file) == first + second)
+        let padded = PlaybackFixtures.folder.appendingPathComponent("joined-padded.ts")
+        let padding = Data((0..<((12 << 20) / 188)).flatMap { _ in null })
+        try (first + padding + second).write(to: padded)
+        try await expectRemuxFollowsTheParts(padded, join: "joined-new-program", label: "joined-padded-remux")
     }
 }

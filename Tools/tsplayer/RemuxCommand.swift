@@ -10,7 +10,9 @@ enum RemuxCommand {
         name: "tsplayer remux", overview: "Remux an MPEG-TS file to one fragmented MP4 file (no transcoding).",
         discussion: """
             Video (H.264, HEVC) and audio (AAC, AC-3, E-AC-3, MPEG audio) tracks are copied; HEVC goes in as hvc1
-            with its parameter sets in the sample entry. Progress is shown on a terminal.
+            with its parameter sets in the sample entry. A file of recordings joined end to end whose later part is
+            on other PIDs or another program goes on in the first recording's tracks. Progress is shown on a
+            terminal.
             """,
         synopsis: ["tsplayer remux <input> <output> [--audio <language>]"],
         arguments: [
@@ -146,18 +148,62 @@ enum RemuxCommand {
         return statistics.truncatedBytes > 0 || statistics.syncLosses > 0 || statistics.pesErrors > 0
     }
 
-    /// Writes the remux of `file` to `handle`; returns what the demuxer counted.
+    /// Writes the remux of `file` to `handle`; returns what the demuxer counted. A joined recording's later parts on
+    /// other programs or PIDs are read on the first part's (``PartFollowingInput``), so they go on in its tracks.
     static func remux(
         layout: TSProgramLayout, pids: Set<UInt16>?, file: FileStreamer, size: Int64, to handle: FileHandle,
         progress: (Int64) -> Void
     ) throws -> DemuxStatistics {
-        try TSRemuxer(layout: layout, pids: pids).remux(
-            fileSize: size,
-            read: { offset, length in
-                guard offset < size else { return [] }
-                return try file.read(at: UInt64(offset), length: Int(min(Int64(length), size - offset)))
-            },
+        var input = PartFollowingInput(file: file, size: size)
+        return try TSRemuxer(layout: layout, pids: pids).remux(
+            fileSize: size, read: { offset, length in try input.read(offset, length) },
             write: { bytes in try handle.write(contentsOf: bytes) }, progress: progress)
+    }
+}
+
+/// The input of a remux as it is read in order: a joined recording's later parts on another program, PMT PID or
+/// stream PIDs are moved onto the first part's program and PIDs (MPEGTS's `PartReader`, as served fragmented MP4
+/// reads them), so the layout read from the head (the first part's) carries them. The parts are found by an index
+/// (`TSIndexer`, without keyframes) that runs ``lookahead`` bytes ahead of the reads: a part begins at the PAT or PMT
+/// that changes the streams, and is known once that PMT is read, so each byte is read with the parts known up to
+/// well past it. The bytes the index reads ahead are read again by the remux a moment later (from the page cache).
+struct PartFollowingInput {
+    let file: FileStreamer
+    let size: Int64
+    /// How far ahead of the bytes read the index has read.
+    static let lookahead: Int64 = 8 << 20
+    private var indexer = TSIndexer(scanKeyframes: false)
+    private var partCount = 0
+    private var reader: PartReader?
+
+    init(file: FileStreamer, size: Int64) {
+        self.file = file
+        self.size = size
+    }
+
+    /// `length` bytes at `offset` (fewer at the end of the file, none past it), later parts moved.
+    mutating func read(_ offset: Int64, _ length: Int) throws -> [UInt8] {
+        guard offset >= 0, offset < size, length > 0 else { return [] }
+        let count = Int(min(Int64(length), size - offset))
+        let wanted = min(size, offset + Int64(count) + Self.lookahead)
+        while Int64(clamping: indexer.bytesIndexed) < wanted {
+            let start = indexer.bytesIndexed
+            let bytes = try file.read(at: start, length: Int(min(Int64(1 << 20), wanted - Int64(clamping: start))))
+            guard !bytes.isEmpty else { break }
+            bytes.withUnsafeBytes { indexer.consume($0) }
+        }
+        if Int64(clamping: indexer.bytesIndexed) >= size, !indexer.isFinished { indexer.finish() }
+        // The parts change rarely: the index (which puts each part's start on its packet) is made only then.
+        let found = indexer.analyzer.parts.count
+        if found != partCount {
+            partCount = found
+            let index = indexer.index(fileSize: UInt64(size), modificationTime: (0, 0))
+            reader = PartReader(parts: index.parts, packetSize: index.packetSize)
+        }
+        guard let reader else { return try file.read(at: UInt64(offset), length: count) }
+        return try reader.read(at: UInt64(offset), length: count) { (start, length) throws(FileStreamerError) in
+            try file.read(at: start, length: length)
+        }
     }
 }
 

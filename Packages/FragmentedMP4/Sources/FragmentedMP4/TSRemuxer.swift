@@ -26,6 +26,23 @@ public struct TSProgramLayout: Sendable {
     public init(head: [UInt8], pids: Set<UInt16>? = nil, leavingOut: Set<UInt16> = [], program: UInt16? = nil)
         throws(FragmentedMP4Error)
     {
+        // A head that holds the start of a second recording joined on (a file smaller than the head read) is cut
+        // there: the layout is the first recording's, whose tables the demuxer would otherwise have replaced. When
+        // the bytes before the cut do not make a layout (tables that change before the first keyframe), all of them.
+        let cut = Self.firstRecordingLength(head)
+        if cut < head.count,
+            let layout = try? TSProgramLayout(
+                whole: Array(head.prefix(cut)), pids: pids, leavingOut: leavingOut, program: program)
+        {
+            self = layout
+            return
+        }
+        try self.init(whole: head, pids: pids, leavingOut: leavingOut, program: program)
+    }
+
+    private init(whole head: [UInt8], pids: Set<UInt16>?, leavingOut: Set<UInt16>, program: UInt16?)
+        throws(FragmentedMP4Error)
+    {
         var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
         head.withUnsafeBytes { demuxer.feed($0) { _ in } }
         demuxer.finish { _ in }
@@ -82,6 +99,39 @@ public struct TSProgramLayout: Sendable {
             codecs[track.pid] = codec
         }
         self.codecs = codecs
+    }
+
+    /// How many bytes of `head` are its first recording's: up to a PAT whose programs (numbers and PMT PIDs) differ
+    /// from the first PAT's, or a PMT of a program already seen whose streams' PIDs or types change (where the index
+    /// cuts a joined recording into parts); all of it when there is none.
+    static func firstRecordingLength(_ head: [UInt8]) -> Int {
+        var demuxer = Demuxer(options: DemuxOptions(scanKeyframes: false))
+        var programs: [[UInt16]]?
+        var maps: [UInt16: [[UInt16]]] = [:]
+        var cut: Int64?
+        var packets: (size: Int64, start: Int64) = (188, 0)
+        head.withUnsafeBytes { raw in
+            demuxer.feed(raw) { event in
+                guard cut == nil else { return }
+                switch event {
+                case .synchronized(let size, let offset):
+                    packets = (Int64(size.length), offset)
+                case .programAssociation(let table, let offset):
+                    let seen = table.programs.map { [$0.programNumber, $0.pmtPID] }
+                    if let programs, programs != seen { cut = offset } else { programs = seen }
+                case .programMap(let table, _, let offset):
+                    let seen = table.streams.map { [$0.pid, UInt16($0.streamType.rawValue)] }
+                    if let known = maps[table.programNumber], known != seen { cut = offset }
+                    maps[table.programNumber] = seen
+                default: break
+                }
+            }
+        }
+        // The table's offset is its section's: the cut is at the start of the packet that holds it.
+        guard let cut, cut >= packets.start, packets.size > 0,
+            let length = Int(exactly: packets.start + (cut - packets.start) / packets.size * packets.size), length > 0
+        else { return head.count }
+        return min(length, head.count)
     }
 
     /// The sample entry values each track shows in a later part of a file (from a packet boundary, such as the

@@ -156,6 +156,12 @@ public struct Demuxer: Sendable {
         var continuityErrors: Int32 = 0
         var lastCC: UInt8 = 0xFF
         var duplicateSeen = false
+        /// The second header byte (flags and the PID's high bits) and the last 8 bytes of the PID's last packet with
+        /// a payload: a packet with the same continuity counter is a duplicate only when these agree too (ISO/IEC
+        /// 13818-1 2.4.3.3: every byte repeated but the PCR). A recording joined to another whose packet on the same
+        /// PID happens to carry the same counter is a new packet, not a duplicate to drop.
+        var lastByte1: UInt8 = 0
+        var lastTail: UInt64 = 0
         /// Nothing but counting is needed for this PID's packets without a unit start while their continuity
         /// counter goes up by one (no role, or a PES whose start was already read): see ``processPackets``.
         var countOnly = true
@@ -397,6 +403,8 @@ public struct Demuxer: Sendable {
                         counters[pid].packets &+= 1
                         counters[pid].lastCC = byte3 & 0x0F
                         counters[pid].duplicateSeen = false
+                        counters[pid].lastByte1 = byte1
+                        counters[pid].lastTail = packet.loadUnaligned(fromByteOffset: 180, as: UInt64.self)
                         countedOnly &+= 1
                         position += length
                         continue
@@ -470,9 +478,10 @@ public struct Demuxer: Sendable {
         // Continuity: +1 per packet with payload; one duplicate allowed; the discontinuity indicator resets.
         let counter = byte3 & 0x0F
         let last = counters[pid].lastCC
+        let tail = packet.loadUnaligned(fromByteOffset: 180, as: UInt64.self)
         if last != 0xFF && !discontinuity {
             if counter == last {
-                if !counters[pid].duplicateSeen {
+                if !counters[pid].duplicateSeen && counters[pid].lastByte1 == byte1 && counters[pid].lastTail == tail {
                     counters[pid].duplicateSeen = true
                     return  // a duplicate packet: same payload again
                 }
@@ -488,6 +497,8 @@ public struct Demuxer: Sendable {
             counters[pid].duplicateSeen = false
         }
         counters[pid].lastCC = counter
+        counters[pid].lastByte1 = byte1
+        counters[pid].lastTail = tail
         let role = roles[pid]
         guard role != .none, payloadStart < 188 else { return }
         if byte3 & 0xC0 != 0 {

@@ -54,6 +54,12 @@ public struct PartRemapper: Sendable {
         filter = ProgramFilter(programNumber: target.programNumber, pmtPID: target.pmtPID, pids: [])
     }
 
+    /// Whether `other` writes every packet as this one does (the same program, PMT PIDs, version and PID targets).
+    public func hasSameMapping(as other: PartRemapper) -> Bool {
+        programNumber == other.programNumber && pmtPID == other.pmtPID && sourcePMTPID == other.sourcePMTPID
+            && version == other.version && targets == other.targets
+    }
+
     /// The PID `pid`'s packets are written on, or nil when they are left out.
     public func target(of pid: UInt16) -> UInt16? {
         let value = targets[Int(pid & 0x1FFF)]

@@ -198,6 +198,39 @@ import Testing
         #expect(demuxer.statistics.firstContinuityErrors.first?.offset == next.map { Int64($0 * 188) })
     }
 
+    /// A packet that repeats its PID's continuity counter but not its bytes is a new packet, not a duplicate (ISO/IEC
+    /// 13818-1 2.4.3.3: a duplicate repeats every byte but the PCR): two recordings joined end to end meet like this
+    /// one time in sixteen. It is read (the PES it starts is reported, keyframe included) and counted as one
+    /// continuity error at its offset; a true duplicate is still dropped silently.
+    @Test func aRepeatedCounterWithOtherBytesIsANewPacket() {
+        var bytes = StreamBuilder.typical()
+        let count = bytes.count / 188
+        func pid(_ packet: Int) -> UInt16 {
+            UInt16(bytes[packet * 188 + 1] & 0x1F) << 8 | UInt16(bytes[packet * 188 + 2])
+        }
+        let video = (0..<count).filter { pid($0) == 0x100 }
+        // The fifth video PES's first packet (a keyframe's) gets the counter of the video packet before it; the video
+        // packets after it keep counting on from there.
+        let starts = video.filter { bytes[$0 * 188 + 1] & 0x40 != 0 }
+        let repeated = starts[4]
+        for packet in video where packet >= repeated {
+            bytes[packet * 188 + 3] = bytes[packet * 188 + 3] & 0xF0 | (bytes[packet * 188 + 3] &- 1) & 0x0F
+        }
+        let previous = video.last { $0 < repeated }!
+        #expect(bytes[previous * 188 + 3] & 0x0F == bytes[repeated * 188 + 3] & 0x0F)
+        // And a true duplicate of a later packet, which is dropped without an error.
+        let copied = video.last!
+        bytes.insert(contentsOf: Array(bytes[(copied * 188)..<((copied + 1) * 188)]), at: (copied + 1) * 188)
+        for chunkSizes in [nil, [188 * 3 + 7, 1000, 64]] {
+            let events = demux(bytes, chunkSizes: chunkSizes)
+            let pes = events.pes.filter { $0.pid == 0x100 }
+            #expect(pes.count == 12 && pes.map(\.isKeyframe) == (0..<12).map { $0 % 4 == 0 }, "\(pes.map(\.offset))")
+            #expect(pes.contains { $0.offset == Int64(repeated * 188) })
+            let errors = events.errors.filter { $0.code == .continuity }
+            #expect(errors.map(\.offset) == [Int64(repeated * 188)] && errors.first?.pid == 0x100, "\(errors)")
+        }
+    }
+
     @Test func ptsWrapAndHEVC() {
         let start = (UInt64(1) << 33) - 4 * 3600
         let events = demux(StreamBuilder.typical(frames: 8, startPTS: start, videoType: .hevc))

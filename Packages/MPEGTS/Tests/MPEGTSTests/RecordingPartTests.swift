@@ -134,8 +134,8 @@ import Testing
 
     /// The fuzz target's inputs (Tests/Fuzz/Crashers/FuzzDemuxer, `seed-joined.ts` the start of one ffmpeg recording
     /// and the start of another on program 2 and PIDs 0x200, 0x201; its first PAT repeats the continuity counter of the
-    /// first's and is dropped as a duplicate packet, so the part begins at its next PAT): their parts are the same drip-fed as in one shot, in
-    /// order and tiling the timeline, and remapping each onto the first writes whole packets.
+    /// first's, but not its bytes, so it is read and the part begins there): their parts are the same drip-fed as in
+    /// one shot, in order and tiling the timeline, and remapping each onto the first writes whole packets.
     @Test func fuzzInputsGiveOrderedParts() throws {
         var sawJoined = false
         for url in FuzzRegressionTests.inputs("FuzzDemuxer") {

@@ -21,7 +21,8 @@ public enum PlaybackContainer: String, Sendable, Hashable, CaseIterable {
 ///
 /// Each range between time stamp resets takes its tracks' sample entries from its own first bytes (a
 /// concatenation may join two encodings): a track whose configuration differs from every earlier range's gets
-/// another init segment (`video-init-1.mp4`, ...), and the playlists name it from that range on.
+/// another init segment (`video-init-1.mp4`, ...), and the playlists name it from that range on. A joined
+/// recording's later parts on other PIDs are read on the first part's (``PartReader``), so each part is such a range.
 final class FragmentedPresentation: Sendable {
     let layout: TSProgramLayout
     let file: FileStreamer
@@ -144,7 +145,7 @@ final class FragmentedPresentation: Sendable {
         let limit = Int(min(UInt64(Self.rangeHeadBytes), size - offset))
         guard
             let found = try? layout.codecs(
-                limit: limit, read: { start, length in try file.read(at: offset + UInt64(start), length: length) })
+                limit: limit, read: { start, length in try read(at: offset + UInt64(start), length: length) })
         else { return ([:], size) }
         let settled = limit == Self.rangeHeadBytes || layout.tracks.allSatisfy { found[$0.pid] != nil }
         let result = (codecs: found, unsettledAt: settled ? nil : size)
@@ -193,11 +194,15 @@ final class FragmentedPresentation: Sendable {
         builder.independentSegments = true
         let resets = discontinuities.sorted()
         let configurations = configurations(resets: resets)
+        var previousRange = 0
         builder.segments = frames.enumerated().map { number, frame in
+            // The first I-frame of each range follows the discontinuity, also where the range starts before it (at a
+            // joined recording's tables).
             let range = Configurations.range(of: frame.offset, resets: resets)
+            defer { previousRange = range }
             return MediaPlaylistBuilder.Segment(
                 uri: "iframe/\(number).m4s", duration: frame.duration,
-                discontinuity: discontinuities.contains(frame.offset),
+                discontinuity: number > 0 && range != previousRange,
                 mapURI: initName(video, number: configurations.ranges[range][video.pid] ?? 0))
         }
         return builder.build().text
@@ -324,7 +329,7 @@ final class FragmentedPresentation: Sendable {
         while offset < end || (fragmenter.needsMoreBytes && offset < limit) {
             let length = Int(min(UInt64(chunk), limit - offset))
             guard length > 0 else { break }
-            let bytes = try file.read(at: offset, length: length)
+            let bytes = try read(at: offset, length: length)
             guard !bytes.isEmpty else { break }
             fragmenter.feed(bytes)
             offset += UInt64(bytes.count)
@@ -376,6 +381,20 @@ final class FragmentedPresentation: Sendable {
 
     /// The tracks' decode time shifts found so far, by the byte offset of the reset that starts their range.
     let shifts = LockedValue<[UInt64: [UInt16: Int64]]>([:])
+
+    /// The parts of a joined recording followed so far (``follow(parts:packetSize:)``), and the reader of those on
+    /// other PIDs, nil when there is none.
+    let knownParts = LockedValue<[RecordingPart]>([])
+    let partReader = LockedValue<PartReader?>(nil)
+
+    /// Drops every value read from the file's bytes after its head: ranges' configurations, shifts, made segments.
+    func forgetMadeValues() {
+        rangeCodecs.withLock { $0 = [:] }
+        lastConfigurations.withLock { $0 = nil }
+        shifts.withLock { $0 = [:] }
+        leftOut.withLock { $0 = [:] }
+        cache.removeAll()
+    }
 }
 
 extension TSFragmenter {
@@ -430,6 +449,11 @@ final class SegmentCache: Sendable {
                 state.bytes -= state.entries.removeValue(forKey: oldest)?.count ?? 0
             }
         }
+    }
+
+    /// Forgets every segment.
+    func removeAll() {
+        state.withLock { $0 = State() }
     }
 
     /// The bytes held.

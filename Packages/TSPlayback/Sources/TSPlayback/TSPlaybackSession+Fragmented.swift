@@ -257,6 +257,8 @@ extension TSPlaybackSession {
     /// Answers the fragmented MP4 routes; nil for any other route.
     func respondFragmented(_ route: [String], _ presentation: FragmentedPresentation) -> HTTPResponse? {
         let complete = isIndexed || givenSegments != nil
+        // A joined recording's later parts on other PIDs are read on the first part's.
+        if givenSegments == nil, let index { presentation.follow(parts: index.parts, packetSize: index.packetSize) }
         if route.count == 1 {
             let name = route[0]
             if name == "master.m3u8" {

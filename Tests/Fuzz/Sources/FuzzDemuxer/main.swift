@@ -3,8 +3,9 @@
 // 188-byte view of 188/192/204-byte packets) must be the same either way, follow on, and map every served byte to a
 // packet whose 188 bytes start with a sync byte; the packets per PID per keyframe span are the same either way and
 // add up to what a program filter keeps from the runs; the parts of a joined recording are the same either way,
-// in order and tiling the timeline, and remapping each onto the first writes whole packets; the bytes read as a
-// sidecar index give a value or a typed error.
+// in order and tiling the timeline, and remapping each onto the first writes whole packets; reading the input through
+// a part reader (as fragmented MP4 and remux do) keeps its length and gives the same bytes in pieces as in one read;
+// the bytes read as a sidecar index give a value or a typed error.
 import FuzzSupport
 import MPEGTS
 
@@ -109,6 +110,31 @@ func checkLayout(_ bytes: UnsafeRawBufferPointer) {
                 print("the part remapper wrote \(remapped.count) bytes for \(written) packets")
                 abort()
             }
+        }
+    }
+    // Fragmented MP4 and remux read a joined recording through a part reader: a read of the whole input keeps its
+    // length, and reads of any offset and length (here in steps of 1 to 4096 bytes) give the whole read's bytes.
+    if let reader = PartReader(parts: index.parts, packetSize: index.packetSize) {
+        let read = { (offset: UInt64, length: Int) -> [UInt8] in
+            guard offset < size, length > 0 else { return [] }
+            return Array(bytes[Int(offset)..<Int(min(size, offset + UInt64(length)))])
+        }
+        let whole = reader.read(at: 0, length: bytes.count, from: read)
+        guard whole.count == bytes.count else {
+            print("the part reader read \(whole.count) bytes of \(bytes.count)")
+            abort()
+        }
+        var offset = 0
+        var round = 1
+        while offset < bytes.count {
+            let length = (round * 977) % 4096 + 1
+            let piece = reader.read(at: UInt64(offset), length: length, from: read)
+            guard piece == Array(whole[offset..<min(whole.count, offset + length)]) else {
+                print("the part reader's \(length) bytes at \(offset) differ from the whole read's")
+                abort()
+            }
+            offset += length
+            round += 1
         }
     }
     // A program filter over the input's packets never traps and writes whole packets.
