@@ -87,16 +87,19 @@ let modules: [Module] = [
             "FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HLSAdFilter", "HTTPClient", "LoopbackHTTP",
             "TextCodecs",
         ],
-        testDependencies: ["TestSupport"]
+        testDependencies: ["HTTPClient", "TestSupport"]
     ),
-    // The caching proxy fetches through HLSProxy's RemotePlaylistFetcher (retries, caps, the upstream policy).
+    // The caching proxy fetches through HTTPClient's RemotePlaylistFetcher (retries, caps, the upstream policy), the
+    // origin-fetching layer it shares with HLSProxy; it does not link the ad-stripping proxy.
     Module(
-        name: "MediaCache", dependencies: ["FileRange", "HTTPClient", "LoopbackHTTP", "HLSProxy"],
-        testDependencies: ["TestSupport"]),
+        name: "MediaCache", dependencies: ["FileRange", "HTTPClient", "LoopbackHTTP"],
+        testDependencies: ["HTTPClient", "TestSupport"]),
     // The umbrella: re-exports of the modules an app needs, the seed library's API and the Apple glue.
     Module(
         name: "TSPlayerKit",
-        dependencies: ["FileRange", "LoopbackHTTP", "TSPlayback", "HLSProxy", "MediaCache", "HLSDownload"],
+        dependencies: [
+            "FileRange", "HTTPClient", "LoopbackHTTP", "TSPlayback", "HLSProxy", "MediaCache", "HLSDownload",
+        ],
         testDependencies: ["HTTPClient", "TestSupport"]
     ),
 ]

@@ -31,7 +31,7 @@ DAG = {
     "HLSDownload": {"HLSPlaylist", "MPEGTS", "HTTPClient", "FileRange"},
     "TSPlayback": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "LoopbackHTTP", "TextCodecs"},
     "HLSProxy": {"FileRange", "MPEGTS", "FragmentedMP4", "HLSPlaylist", "HLSAdFilter", "HTTPClient", "LoopbackHTTP", "TextCodecs"},
-    "MediaCache": {"FileRange", "HTTPClient", "LoopbackHTTP", "HLSProxy"},
+    "MediaCache": {"FileRange", "HTTPClient", "LoopbackHTTP"},
     "TSPlayerKit": {"FileRange", "HTTPClient", "LoopbackHTTP", "TSPlayback", "HLSProxy", "MediaCache", "HLSDownload"},
     "TestSupport": {"FileRange"},
 }

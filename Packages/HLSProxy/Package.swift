@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(
             name: "HLSProxyTests",
             dependencies: [
-                "HLSProxy",
+                "HLSProxy", .product(name: "HTTPClient", package: "HTTPClient"),
                 .product(name: "TestSupport", package: "TestSupport"),
             ],
             swiftSettings: swiftSettings

@@ -18,7 +18,6 @@ let package = Package(
         .package(path: "../FileRange"),
         .package(path: "../HTTPClient"),
         .package(path: "../LoopbackHTTP"),
-        .package(path: "../HLSProxy"),
         .package(path: "../TestSupport"),
     ],
     targets: [
@@ -28,14 +27,13 @@ let package = Package(
                 .product(name: "FileRange", package: "FileRange"),
                 .product(name: "HTTPClient", package: "HTTPClient"),
                 .product(name: "LoopbackHTTP", package: "LoopbackHTTP"),
-                .product(name: "HLSProxy", package: "HLSProxy"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "MediaCacheTests",
             dependencies: [
-                "MediaCache",
+                "MediaCache", .product(name: "HTTPClient", package: "HTTPClient"),
                 .product(name: "TestSupport", package: "TestSupport"),
             ],
             swiftSettings: swiftSettings

@@ -29,6 +29,7 @@ let package = Package(
             name: "TSPlayerKit",
             dependencies: [
                 .product(name: "FileRange", package: "FileRange"),
+                .product(name: "HTTPClient", package: "HTTPClient"),
                 .product(name: "LoopbackHTTP", package: "LoopbackHTTP"),
                 .product(name: "TSPlayback", package: "TSPlayback"),
                 .product(name: "HLSProxy", package: "HLSProxy"),

@@ -1,6 +1,6 @@
 import CLIToolkit
 import Foundation
-import HLSProxy
+import HTTPClient
 import LoopbackHTTP
 import MediaCache
 

@@ -23,6 +23,18 @@ public func syncToStorage(_ fd: Int32) throws(Errno) {
     _ = try retryingOnInterrupt { fsync(fd) }
 }
 
+/// A thread, to tell later whether code runs on it: `pthread_t` is an integer on Glibc and a pointer on Darwin,
+/// compared with `pthread_equal` on both.
+struct ThreadIdentity: @unchecked Sendable {
+    private let thread: pthread_t
+
+    /// The calling thread.
+    static var current: ThreadIdentity { ThreadIdentity(thread: pthread_self()) }
+
+    /// Whether the calling thread is this one.
+    var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+}
+
 /// A `stat`'s modification time: `st_mtimespec` on Darwin, `st_mtim` elsewhere.
 func fileModificationTime(of info: stat) -> (seconds: Int64, nanoseconds: Int64) {
     #if canImport(Darwin)
@@ -84,8 +96,8 @@ func systemFlock(_ fd: Int32, _ operation: Int32) -> Int32 {
 }
 
 /// Starts a detached thread running `body`: the toolkit's one way to start a thread of its own (the HTTP server's
-/// event loops, ``FileStreamer/readAhead(from:length:chunkSize:_:)``'s reader). Throws what `pthread_create`
-/// returned when no thread could be started; `body` is then not run.
+/// event loops, ``BlockingPool``'s threads; blocking work runs on the pool, not on a thread of its own). Throws what
+/// `pthread_create` returned when no thread could be started; `body` is then not run.
 public func startDetachedThread(_ body: @escaping @Sendable () -> Void) throws(Errno) {
     final class Start: Sendable {
         let body: @Sendable () -> Void

@@ -2,35 +2,49 @@ import Dispatch
 
 extension FileStreamer {
     /// Reads the file in order from `offset`, `length` bytes or to its end (a short read ends it), and calls `body`
-    /// with each chunk of at most `chunkSize` bytes, in order, while a thread of its own reads the chunks ahead.
-    /// Whenever the next chunk is not ready, the calling thread reads one ahead itself instead of waiting, so on a
-    /// file in the page cache the two threads share the copying and the scan costs about half of copying plus
-    /// `body`'s work, rather than the sum (two cores: less than `cat` takes to copy the file once). `body` returns
-    /// false to stop; the chunk it is given is valid only during the call. Returns the number of bytes given to
-    /// `body`.
+    /// with each chunk of at most `chunkSize` bytes, in order, while a reader job on ``BlockingPool/shared`` reads the
+    /// chunks ahead. Whenever the next chunk is not ready, the calling thread reads one ahead itself instead of
+    /// waiting, so on a file in the page cache the two threads share the copying and the scan costs about half of
+    /// copying plus `body`'s work, rather than the sum (two cores: less than `cat` takes to copy the file once).
+    /// `body` returns false to stop; the chunk it is given is valid only during the call. Returns the number of bytes
+    /// given to `body`.
     ///
-    /// A read of at most one chunk, or one that cannot start its thread, reads on the calling thread only. A read
-    /// error is thrown after the chunks before it were given to `body`. The reader thread has stopped and left the
-    /// buffers when this returns.
+    /// The reader job holds one pool thread for as long as this call runs (a whole file's index, a long scan): it
+    /// ends when this returns, whether the data ended, `body` stopped or a read failed. When the pool is busy and the
+    /// job has not started, the calling thread reads every chunk alone and does not wait for the job; the job then
+    /// starts later, finds the read over and ends at once. A read of at most one chunk reads on the calling thread
+    /// only. A read error is thrown after the chunks before it were given to `body`. The reader has stopped and left
+    /// the buffers when this returns.
     @discardableResult
     public func readAhead(
         from offset: UInt64 = 0, length: UInt64? = nil, chunkSize: Int = 2 << 20,
         _ body: (UnsafeRawBufferPointer) -> Bool
     ) throws(FileStreamerError) -> UInt64 {
+        try readAhead(from: offset, length: length, chunkSize: chunkSize, on: .shared, body)
+    }
+
+    /// ``readAhead(from:length:chunkSize:_:)`` with its reader job on `pool` (tests give a busy one).
+    @discardableResult
+    package func readAhead(
+        from offset: UInt64 = 0, length: UInt64? = nil, chunkSize: Int = 2 << 20, on pool: BlockingPool,
+        _ body: (UnsafeRawBufferPointer) -> Bool
+    ) throws(FileStreamerError) -> UInt64 {
         let chunkSize = max(chunkSize, 4096)
         let ring = ReadAheadRing(file: self, from: offset, length: length ?? UInt64.max, chunkSize: chunkSize)
-        defer { ring.deallocate() }
-        if ring.chunkCount < 2 || (try? startDetachedThread { [ring] in ring.readerThread() }) == nil {
+        if ring.chunkCount < 2 {
             ring.readerStopped()
+        } else {
+            // The job keeps the ring (and its buffers) alive until it has run, however late the pool starts it.
+            pool.submit { [ring] in ring.readerJob() }
         }
         return try ring.drain(body)
     }
 }
 
-/// The chunks a ``FileStreamer/readAhead(from:length:chunkSize:_:)`` shares between its reader thread and its
-/// caller. Chunk `i` covers `chunkSize` bytes from `start + i * chunkSize` and lives in slot `i % slotCount`; it may be
-/// claimed (by either thread) once chunk `i - slotCount` was consumed, so each slot belongs to one chunk and one
-/// thread at a time. The state is under one lock; a thread that must wait says so under the lock and sleeps on its
+/// The chunks a ``FileStreamer/readAhead(from:length:chunkSize:_:)`` shares between its reader job (on a pool thread)
+/// and its caller. Chunk `i` covers `chunkSize` bytes from `start + i * chunkSize` and lives in slot `i % slotCount`;
+/// it may be claimed (by either thread) once chunk `i - slotCount` was consumed, so each slot belongs to one chunk and
+/// one thread at a time. The state is under one lock; a thread that must wait says so under the lock and sleeps on its
 /// semaphore, and whoever changes what it waits for wakes it.
 private final class ReadAheadRing: @unchecked Sendable {
     enum SlotState {
@@ -55,9 +69,17 @@ private final class ReadAheadRing: @unchecked Sendable {
         /// Chunks from here on are not read: the file ended (a short read) or a read failed.
         var endChunk: Int
         var stopped = false
-        var readerRunning = true
+        var reader = Reader.pending
         var readerWaits = false
         var callerWaits = false
+    }
+
+    /// The reader job: submitted and not started, reading, or gone (ended, or never to read: the caller stopped
+    /// first, or the read has one chunk).
+    enum Reader {
+        case pending
+        case running
+        case gone
     }
 
     static let maximumSlots = 6
@@ -73,6 +95,10 @@ private final class ReadAheadRing: @unchecked Sendable {
     let buffers: UnsafeMutableRawBufferPointer
     let slots: UnsafeMutablePointer<SlotState>
     let state: LockedValue<State>
+    /// The thread that calls ``drain(_:)``: a pool that cannot start a thread runs a job on the submitting thread
+    /// at once, and the reader job must not run there (it would fill the ring and wait for a caller that has not
+    /// begun to drain).
+    let caller = ThreadIdentity.current
     let readerWake = DispatchSemaphore(value: 0)
     let callerWake = DispatchSemaphore(value: 0)
 
@@ -90,7 +116,7 @@ private final class ReadAheadRing: @unchecked Sendable {
         state = LockedValue(State(endChunk: chunkCount))
     }
 
-    func deallocate() {
+    deinit {
         buffers.deallocate()
         slots.deinitialize(count: slotCount)
         slots.deallocate()
@@ -130,9 +156,16 @@ private final class ReadAheadRing: @unchecked Sendable {
         if wakeCaller { callerWake.signal() }
     }
 
-    /// The reader thread: claims and reads chunks until the data ends or the caller stops, sleeping while every slot
-    /// is taken.
-    func readerThread() {
+    /// The reader job: claims and reads chunks until the data ends or the caller stops, sleeping while every slot
+    /// is taken. A job the pool starts after the caller stopped, or runs on the caller's own thread (a pool that could
+    /// not start a thread), ends at once, touching no buffer; the caller then reads every chunk alone.
+    func readerJob() {
+        let start = state.withLock { state -> Bool in
+            guard !state.stopped, state.reader == .pending, !caller.isCurrent else { return false }
+            state.reader = .running
+            return true
+        }
+        guard start else { return }
         while true {
             let next = state.withLock { state -> (chunk: Int?, done: Bool) in
                 if let chunk = claim(&state) { return (chunk, false) }
@@ -151,10 +184,10 @@ private final class ReadAheadRing: @unchecked Sendable {
         readerStopped()
     }
 
-    /// Marks the reader as gone (it ended, or never started), waking a caller that waits for it.
+    /// Marks the reader as gone (it ended, or is not to start), waking a caller that waits for it.
     func readerStopped() {
         let wakeCaller = state.withLock { state -> Bool in
-            state.readerRunning = false
+            state.reader = .gone
             defer { state.callerWaits = false }
             return state.callerWaits
         }
@@ -162,7 +195,8 @@ private final class ReadAheadRing: @unchecked Sendable {
     }
 
     /// The caller's side: gives each chunk to `body` in order, reading ahead itself while the next one is being
-    /// read, then stops the reader and waits until it has left the buffers.
+    /// read, then stops the reader and waits until it has left the buffers (a job not started yet is not waited for:
+    /// it will find the read stopped).
     func drain(_ body: (UnsafeRawBufferPointer) -> Bool) throws(FileStreamerError) -> UInt64 {
         var given: UInt64 = 0
         var failure: FileStreamerError?
@@ -208,7 +242,7 @@ private final class ReadAheadRing: @unchecked Sendable {
         while true {
             let running = state.withLock { state -> Bool in
                 state.stopped = true
-                guard state.readerRunning else { return false }
+                guard state.reader == .running else { return false }
                 state.callerWaits = true
                 return true
             }

@@ -3,9 +3,9 @@ import FileRange
 import Foundation
 import Testing
 
-/// `FileStreamer.readAhead`: two threads read, the body gets every byte once, in order, whatever the timing. Each
-/// read runs on a thread of its own with a deadline, so that a deadlock between the two fails the test instead of
-/// hanging the run.
+/// `FileStreamer.readAhead`: two threads read (the caller's and a job on the blocking pool), the body gets every byte
+/// once, in order, whatever the timing. Each read runs on a thread of its own with a deadline, so that a deadlock
+/// between the two fails the test instead of hanging the run.
 @Suite(.temporaryFolders) final class ReadAheadTests {
     let folder = URL(fileURLWithPath: TemporaryFolders.make(prefix: "ReadAheadTests-"))
     let chunk = 4096
@@ -133,5 +133,38 @@ import Testing
         }
         #expect(returned == UInt64(newSize))
         #expect(Data(chunks.joined()) == Data(Array(bytes[..<newSize])))
+    }
+
+    /// The pool is busy (its one thread blocked): the reader job does not start, and the caller reads every chunk
+    /// alone and returns without waiting for it; freed later, the job starts, finds the read over and ends.
+    @Test func readsAloneWhenThePoolIsBusy() async throws {
+        let (path, bytes) = try makeFile(4096 * 20 + 5)
+        let file = try FileStreamer(path: path)
+        let pool = BlockingPool(maximumThreads: 1)
+        let release = DispatchSemaphore(value: 0)
+        let blocked = DispatchSemaphore(value: 0)
+        pool.submit {
+            blocked.signal()
+            release.wait()
+        }
+        // blocks: a pool thread until the pool's own thread is taken
+        await blocking { blocked.wait() }
+        let outcome = await blocking { () -> Result<(chunks: [[UInt8]], returned: UInt64), FileStreamerError> in
+            var chunks: [[UInt8]] = []
+            return Result { () throws(FileStreamerError) in
+                let returned = try file.readAhead(chunkSize: 4096, on: pool) { bytes in
+                    chunks.append(Array(bytes))
+                    return true
+                }
+                return (chunks, returned)
+            }
+        }
+        let (chunks, returned) = try outcome.get()
+        #expect(Data(chunks.joined()) == Data(bytes))
+        #expect(returned == UInt64(bytes.count))
+        release.signal()
+        // The late job runs and ends; the pool takes more work afterwards.
+        let after = await withCheckedContinuation { continuation in pool.submit { continuation.resume(returning: 1) } }
+        #expect(after == 1)
     }
 }

@@ -23,7 +23,7 @@ public import HTTPClient
 /// Changes to `tasks.json` are read-modify-write under a short lock on `.tasks.lock`, each process writing only the
 /// tasks it holds.
 ///
-/// The actor runs on a thread of its own (FileRange's ``BlockingSerialExecutor``): its store writes wait on file locks
+/// The actor runs on a thread of its own (FileRange's `BlockingSerialExecutor`): its store writes wait on file locks
 /// and `fsync`, in order, without holding one of Swift's cooperative threads.
 public actor DownloadManager {
     /// The thread the actor's methods run on.

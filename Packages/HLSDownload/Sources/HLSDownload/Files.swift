@@ -38,7 +38,7 @@ enum Files {
 
     /// Removes what fetching `final` leaves beside it until it is in place: the partial file and the resume
     /// validator (a process killed between two of these steps leaves some behind; temporary files of writers that
-    /// died go with ``removeAtomicWriteLeftovers(in:)`` when a task starts).
+    /// died go with `FileRange.removeAtomicWriteLeftovers(in:)` when a task starts).
     static func removeLeftovers(of final: String) {
         for suffix in [".part", ".validator"] { remove(final + suffix) }
     }
@@ -93,7 +93,7 @@ enum Files {
     }
 }
 
-/// An open file that is written sequentially (FileRange's ``SequentialFileWriter``, with the downloader's errors).
+/// An open file that is written sequentially (FileRange's `SequentialFileWriter`, with the downloader's errors).
 final class FileWriter {
     private let file: SequentialFileWriter
     var path: String { file.path }
@@ -122,7 +122,7 @@ final class FileWriter {
     func close() { file.close() }
 }
 
-/// A file replaced in chunks: FileRange's ``DurableFile`` (a uniquely named temporary file beside the target,
+/// A file replaced in chunks: FileRange's `DurableFile` (a uniquely named temporary file beside the target,
 /// flushed, renamed over it, the folder flushed), with the downloader's errors. An uncommitted writer leaves the
 /// target as it was and no temporary file.
 final class DurableWriter {
@@ -149,7 +149,7 @@ final class DurableWriter {
 }
 
 extension FileLock {
-    /// Takes the lock on `path` without waiting (FileRange's ``FileLock/tryAcquire(_:patient:)``), with the
+    /// Takes the lock on `path` without waiting (FileRange's `FileLock.tryAcquire(_:patient:)`), with the
     /// downloader's errors.
     static func tryAcquireTask(_ path: String, patient: Bool = true) throws(DownloadError) -> Attempt {
         do {

@@ -29,7 +29,7 @@ public enum TSIntegrity {
     }
 
     /// The length of a fake image header in front of TS packets: the first offset within the first 64 KiB where
-    /// MPEGTS's detection finds 188-byte packets (``PacketSize/detect(in:)-(UnsafeRawBufferPointer)``), such that the
+    /// MPEGTS's detection finds 188-byte packets (`MPEGTS.PacketSize.detect(in:)`), such that the
     /// rest is whole packets; nil when there is none.
     public static func fakeHeaderLength(_ head: ArraySlice<UInt8>, totalLength: UInt64) -> Int? {
         guard startsWithImageSignature(head) else { return nil }

@@ -159,8 +159,8 @@ public struct DownloadManagerConfiguration: Sendable {
     /// A transfer slower than this many bytes/s over a whole stall timeout is abandoned and retried.
     public var stallMinimumRate: Double = 1024
     /// Seconds one attempt at a resource (segment, key, map) may take in all, from its request to the end of its
-    /// body, however the origin trickles or stalls after the head (``HTTPClientRequest/bodyDeadline``): past it the
-    /// attempt fails with a timeout naming the resource's URL and is retried like a stall, keeping what arrived.
+    /// body, however the origin trickles or stalls after the head (`HTTPClient.HTTPClientRequest.bodyDeadline`): past
+    /// it the attempt fails with a timeout naming the resource's URL and is retried like a stall, keeping what arrived.
     public var resourceDeadline: Double = 300
     /// Redirects followed per request.
     public var maxRedirects: Int = 5

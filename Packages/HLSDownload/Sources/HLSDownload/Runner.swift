@@ -155,8 +155,8 @@ struct Fetcher: Sendable {
         return String(decoding: result, as: UTF8.self)
     }
 
-    /// Throws unless `bytes` start like an HLS playlist (HLSPlaylist's door check, ``PlaylistStart``). Decides as
-    /// soon as enough bytes are in; with fewer, only once `complete`.
+    /// Throws unless `bytes` start like an HLS playlist (HLSPlaylist's door check, `HLSPlaylist.PlaylistStart`).
+    /// Decides as soon as enough bytes are in; with fewer, only once `complete`.
     static func checkPlaylistStart(_ bytes: [UInt8], complete: Bool, url: String) throws(DownloadError) {
         if let message = PlaylistStart.check(bytes, complete: complete).message {
             throw DownloadError(.invalidPlaylist, message, url: url)

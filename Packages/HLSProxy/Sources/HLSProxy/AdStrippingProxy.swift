@@ -1,6 +1,7 @@
 import FileRange
 public import HLSAdFilter
 public import HLSPlaylist
+public import HTTPClient
 public import LoopbackHTTP
 
 /// A loopback proxy in front of a remote HLS stream that removes ads.
@@ -13,16 +14,16 @@ public import LoopbackHTTP
 /// stream (Range, Content-Type, Content-Length passed through) or answered with a 302 to the upstream URL
 /// (`redirect` mode: the player then fetches them itself, without the configured headers; only to an http(s) URL
 /// that stream mode would fetch, anything else answers 502). The configured credentials (`Authorization`, `Cookie`,
-/// `Proxy-Authorization`, ``RemoteFetchOptions/secretHeaders``) go only to the stream's host and the
-/// ``RemoteFetchOptions/credentialHosts``; other headers go to every host. Upstream failures
+/// `Proxy-Authorization`, `HTTPClient.RemoteFetchOptions.secretHeaders`) go only to the stream's host and the
+/// `HTTPClient.RemoteFetchOptions.credentialHosts`; other headers go to every host. Upstream failures
 /// answer 502 (504 for timeouts) with the reason in the body; a live playlist that stops changing is reported as
 /// an ``Event/stalled(playlist:seconds:)`` event.
 ///
-/// The proxy is a source of a ``PlaybackServer`` (``PlaybackServer/shared`` unless another is given): its routes sit
-/// under its token on the same port as the app's playback sessions and caching proxies, with one lifecycle (revive
-/// after the background included). Its parts: this API; its routes (ProxyRoutes.swift); its polls (ProxyPolls.swift);
-/// the pure rewriter (`PlaylistRewriter`); the state of each media playlist, locked per playlist (`ProxyStream`);
-/// and the poll cache (IncrementalPoll.swift).
+/// The proxy is a source of a `LoopbackHTTP.PlaybackServer` (`LoopbackHTTP.PlaybackServer.shared` unless another is
+/// given): its routes sit under its token on the same port as the app's playback sessions and caching proxies, with one
+/// lifecycle (revive after the background included). Its parts: this API; its routes (ProxyRoutes.swift); its polls
+/// (ProxyPolls.swift); the pure rewriter (`PlaylistRewriter`); the state of each media playlist, locked per playlist
+/// (`ProxyStream`); and the poll cache (IncrementalPoll.swift).
 public final class AdStrippingProxy: Sendable {
     /// How segments reach the player.
     public enum SegmentMode: String, Sendable, Hashable {
@@ -109,7 +110,7 @@ public final class AdStrippingProxy: Sendable {
     let slates: any ProxySlateSource
     private let mode: LockedValue<SegmentMode>
     /// Whether the upstream playlist was fetched once: until then its fetch is bounded by
-    /// ``RemoteFetchOptions/firstFetchTimeout`` in all.
+    /// `HTTPClient.RemoteFetchOptions.firstFetchTimeout` in all.
     let firstFetched = LockedValue(false)
     /// The proxy's source on ``server`` while it is started.
     private let mounted = LockedValue<DeferredSource?>(nil)

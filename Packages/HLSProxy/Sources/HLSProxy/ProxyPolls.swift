@@ -1,6 +1,7 @@
 import FileRange
 import HLSAdFilter
 import HLSPlaylist
+public import HTTPClient
 
 /// The ad-stripping proxy's playlist polls: fetched bytes checked, parsed, filtered (media playlists) and rewritten
 /// into routes, each media playlist under its own stream's lock.
@@ -29,8 +30,8 @@ extension AdStrippingProxy {
     }
 
     /// One poll's work on playlist bytes already fetched from `url`: checked and parsed as
-    /// ``RemotePlaylistFetcher/fetchPlaylist(_:)`` does, then filtered and rewritten as a request for the upstream
-    /// URL's route is. Exposed for benchmarks and tests (the same state as requests through the server).
+    /// `HTTPClient.RemotePlaylistFetcher.fetchPlaylist(_:)` does, then filtered and rewritten as a request for the
+    /// upstream URL's route is. Exposed for benchmarks and tests (the same state as requests through the server).
     public func poll(bytes: [UInt8], url: String) throws(ProxyError) -> [UInt8] {
         try RemotePlaylistFetcher.checkPlaylist(bytes, url: url, contentType: nil)
         return try served(bytes: bytes, finalURL: url, id: nil, url: url)

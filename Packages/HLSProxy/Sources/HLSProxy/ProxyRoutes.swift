@@ -2,6 +2,7 @@ import FileRange
 import Foundation
 import FragmentedMP4
 import HLSAdFilter
+import HTTPClient
 public import LoopbackHTTP
 import MPEGTS
 
@@ -36,7 +37,7 @@ extension AdStrippingProxy {
     }
 
     /// Answers a request from the server. A playlist poll is fetched, filtered and answered on a thread of
-    /// FileRange's ``BlockingPool`` in one blocking socket call (two thread hand-offs in all: to the pool and back to
+    /// FileRange's `BlockingPool` in one blocking socket call (two thread hand-offs in all: to the pool and back to
     /// the event loop); everything else, and a poll that needs the async path (https, a redirect, a retry), runs
     /// ``respond(to:)`` in a task.
     func answer(_ request: HTTPRequest, _ responder: HTTPResponder) {
@@ -115,7 +116,7 @@ extension AdStrippingProxy {
             // The player follows the redirect itself, so it may be sent only where stream mode would fetch: an
             // http(s) URL on an address the policy allows (never `file:`, `gopher:` or a private address).
             do throws(ProxyError) {
-                try fetcher.policy.check(url)
+                try fetcher.checkUpstream(url)
             } catch {
                 return failure(error)
             }

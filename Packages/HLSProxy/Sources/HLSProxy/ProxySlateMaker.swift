@@ -4,7 +4,7 @@ import MPEGTS
 
 /// The default slate source: a freeze frame of the last content segment, placed on the content's own timeline.
 ///
-/// The TS slate is MPEGTS's ``SlateBuilder`` continuing the anchor segment (the last content segment before the
+/// The TS slate is MPEGTS's `SlateBuilder` continuing the anchor segment (the last content segment before the
 /// break): its PAT and PMT (same PIDs and stream types), its first keyframe repeated at the content's frame interval
 /// (every picture is an independent IDR, DTS = PTS), silent audio frames on its audio stream (ADTS AAC-LC mono to
 /// 7.1, or AC-3; other audio is left out, and the proxy reports

@@ -1,5 +1,6 @@
 import FileRange
 import Foundation
+import HTTPClient
 import LoopbackHTTP
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import FragmentedMP4
 import HLSAdFilter
 import HLSPlaylist
+import HTTPClient
 import TestSupport
 import Testing
 

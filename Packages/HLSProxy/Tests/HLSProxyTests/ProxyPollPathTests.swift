@@ -1,5 +1,6 @@
 import Foundation
 import HLSPlaylist
+import HTTPClient
 import LoopbackHTTP
 import Testing
 

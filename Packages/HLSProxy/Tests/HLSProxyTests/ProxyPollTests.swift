@@ -1,4 +1,5 @@
 import HLSPlaylist
+import HTTPClient
 import LoopbackHTTP
 import Testing
 

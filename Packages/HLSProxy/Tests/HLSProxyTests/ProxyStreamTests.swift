@@ -1,5 +1,6 @@
 import Dispatch
 import FileRange
+import HTTPClient
 import LoopbackHTTP
 import Testing
 

@@ -1,6 +1,7 @@
 import FileRange
 import Foundation
 import HLSPlaylist
+import HTTPClient
 import LoopbackHTTP
 import Testing
 

@@ -158,6 +158,21 @@ public enum HTTPASCII {
         return true
     }
 
+    /// ``equalsIgnoringCase(_:_:)`` for two strings' bytes, without generic dispatch: header names are compared
+    /// this way several times for every request (a generic call across modules is not specialized).
+    public static func equalsIgnoringCase(_ a: String.UTF8View, _ b: String.UTF8View) -> Bool {
+        guard a.count == b.count else { return false }
+        let fast = a.withContiguousStorageIfAvailable { left in
+            b.withContiguousStorageIfAvailable { right -> Bool in
+                for i in 0..<left.count where lower(left[i]) != lower(right[i]) { return false }
+                return true
+            }
+        }
+        if let fast, let result = fast { return result }
+        for (x, y) in zip(a, b) where lower(x) != lower(y) { return false }
+        return true
+    }
+
     public static func trimmed<C: BidirectionalCollection<UInt8>>(_ bytes: C) -> C.SubSequence {
         var start = bytes.startIndex
         var end = bytes.endIndex

@@ -66,13 +66,18 @@ public struct HTTPConnectionStateMachine: Sendable {
     /// The next time ``tick(now:)`` has something to do.
     public private(set) var deadline: UInt64
 
-    private let timeouts: HTTPTimeouts
+    /// The timeouts in nanoseconds, converted once (every event sets a deadline from one of them).
+    private let idleTimeout: UInt64
+    private let headerTimeout: UInt64
+    private let writeStallTimeout: UInt64
     private var responseHeadSent = false
 
     /// A new connection accepted at `now`.
     public init(timeouts: HTTPTimeouts = HTTPTimeouts(), now: UInt64) {
-        self.timeouts = timeouts
-        self.deadline = now &+ timeouts.idle.nanosecondsClamped
+        idleTimeout = timeouts.idle.nanosecondsClamped
+        headerTimeout = timeouts.header.nanosecondsClamped
+        writeStallTimeout = timeouts.writeStall.nanosecondsClamped
+        self.deadline = now &+ idleTimeout
     }
 
     /// Bytes were appended to the connection's buffer.
@@ -80,7 +85,7 @@ public struct HTTPConnectionStateMachine: Sendable {
         switch state {
         case .idle:
             state = .readingHead
-            deadline = now &+ timeouts.header.nanosecondsClamped
+            deadline = now &+ headerTimeout
             return .parse
         case .readingHead:
             return .parse
@@ -93,10 +98,10 @@ public struct HTTPConnectionStateMachine: Sendable {
     public mutating func needMoreData(bufferedBytes: Int, now: UInt64) -> Action {
         if bufferedBytes == 0, state == .readingHead {
             state = .idle
-            deadline = now &+ timeouts.idle.nanosecondsClamped
+            deadline = now &+ idleTimeout
         } else if bufferedBytes > 0, state == .idle {
             state = .readingHead
-            deadline = now &+ timeouts.header.nanosecondsClamped
+            deadline = now &+ headerTimeout
         }
         if peerClosedRead, state == .idle || state == .readingHead {
             state = .closed
@@ -111,7 +116,7 @@ public struct HTTPConnectionStateMachine: Sendable {
         state = .responding
         responseHeadSent = false
         keepAlive = request.wantsKeepAlive && !isShuttingDown
-        deadline = now &+ timeouts.writeStall.nanosecondsClamped
+        deadline = now &+ writeStallTimeout
         return .dispatch(keepAlive: keepAlive)
     }
 
@@ -130,12 +135,12 @@ public struct HTTPConnectionStateMachine: Sendable {
     /// The response head was handed to the socket.
     public mutating func responseHeadWritten(now: UInt64) {
         responseHeadSent = true
-        deadline = now &+ timeouts.writeStall.nanosecondsClamped
+        deadline = now &+ writeStallTimeout
     }
 
     /// Some response bytes were written (resets the write-stall timer).
     public mutating func wroteBytes(now: UInt64) {
-        if state == .responding { deadline = now &+ timeouts.writeStall.nanosecondsClamped }
+        if state == .responding { deadline = now &+ writeStallTimeout }
     }
 
     /// The response was written completely.
@@ -146,7 +151,7 @@ public struct HTTPConnectionStateMachine: Sendable {
             return .close
         }
         state = .idle
-        deadline = now &+ timeouts.idle.nanosecondsClamped
+        deadline = now &+ idleTimeout
         return .parse  // a pipelined request may already be buffered
     }
 

@@ -25,7 +25,7 @@ public struct HTTPApplication: Sendable {
         }
         let prepared = prepare(
             response, for: request, keepAlive: request.wantsKeepAlive, date: HTTPDate.now().imfFixdate)
-        var headers = prepared.headers
+        var headers = prepared.fields
         var body: [UInt8] = []
         switch prepared.body {
         case .none: break
@@ -147,7 +147,15 @@ public struct HTTPApplication: Sendable {
     /// arrived on (`localHost`, only with ``HTTPServerConfiguration/listensOnLocalNetwork``) or one of
     /// ``HTTPServerConfiguration/additionalAllowedHosts``, with or without a port.
     func hostIsAllowed(_ host: String, localHost: String? = nil) -> Bool {
-        var utf8 = Array(host.utf8)[...]
+        var bytes = host
+        return bytes.withUTF8 { hostIsAllowed($0[...], host: host, localHost: localHost) }
+    }
+
+    /// ``hostIsAllowed(_:localHost:)`` over the value's bytes in place (no copy into an array).
+    private func hostIsAllowed(
+        _ utf8: Slice<UnsafeBufferPointer<UInt8>>, host: String, localHost: String?
+    ) -> Bool {
+        var utf8 = utf8
         // Strip the port: ":" 1*5DIGIT after the host (after "]" for an IPv6 literal).
         let portSearchStart =
             utf8.first == UInt8(ascii: "[")
@@ -186,19 +194,64 @@ public struct HTTPApplication: Sendable {
         case stream(HTTPResponse.StreamBody, chunked: Bool)
     }
 
+    /// A completed response. Its header fields are kept as parts, so that the event loop writes the head
+    /// straight into bytes without building the whole list: `Date`, then ``headers`` (the handler's and the
+    /// server's own fields, without framing fields), then ``framing``, then ``connection``; ``fields`` is that
+    /// list as one ``HTTPHeaders``.
     struct Prepared {
         var status: HTTPStatus
+        var date: String
+        /// The fields between `Date` and the framing fields.
         var headers: HTTPHeaders
+        var framing: Framing
+        var connection: ConnectionField
         var body: PreparedBody
         var keepAlive: Bool
         /// Body bytes that will be sent (nil for a stream of unknown length).
         var contentLength: UInt64?
+
+        /// The framing field after ``headers``.
+        enum Framing: Equatable {
+            case none
+            case contentLength(UInt64)
+            case chunked
+        }
+
+        /// The `Connection` field, last.
+        enum ConnectionField: Equatable {
+            case none
+            case close
+            case keepAlive
+        }
+
+        /// Every header field of the response, in the order they are sent.
+        var fields: HTTPHeaders {
+            var fields = HTTPHeaders(reservingCapacity: headers.count + 3)
+            fields.add(name: "Date", value: date)
+            for field in headers { fields.append(field) }
+            switch framing {
+            case .none: break
+            case .contentLength(let length): fields.add(name: "Content-Length", value: String(length))
+            case .chunked: fields.add(name: "Transfer-Encoding", value: "chunked")
+            }
+            switch connection {
+            case .none: break
+            case .close: fields.add(name: "Connection", value: "close")
+            case .keepAlive: fields.add(name: "Connection", value: "keep-alive")
+            }
+            return fields
+        }
     }
 
     /// Applies conditional requests, Range, HEAD, CORS and framing to a handler's response.
-    func prepare(_ response: HTTPResponse, for request: HTTPRequest, keepAlive: Bool, date: String) -> Prepared {
+    func prepare(_ response: consuming HTTPResponse, for request: HTTPRequest, keepAlive: Bool, date: String)
+        -> Prepared
+    {
+        var response = response
         var status = response.status
-        var headers = response.headers
+        // Taken, not copied: a response the caller hands over is edited in place.
+        var headers = HTTPHeaders()
+        swap(&headers, &response.headers)
         var keepAlive = keepAlive
         var parts: [BodyPart] = []
         var stream: HTTPResponse.StreamBody?
@@ -310,10 +363,12 @@ public struct HTTPApplication: Sendable {
             if cors.allowedOrigin != "*" { headers.add(name: "Vary", value: "Origin") }
         }
 
-        // Framing (RFC 9112 §6): Content-Length unless forbidden or a stream of unknown length.
-        var fields = HTTPHeaders(reservingCapacity: headers.count + 4)
-        fields.add(name: "Date", value: date)
-        for field in headers where !Self.isFramingField(field.name) { fields.add(name: field.name, value: field.value) }
+        // Framing (RFC 9112 §6): Content-Length unless forbidden or a stream of unknown length. The server sets
+        // the framing fields and `Date` itself: a handler's are dropped (the list is copied only when it has one).
+        if headers.contains(where: { Self.isFramingField($0.name) }) {
+            headers = HTTPHeaders(fields: headers.fields.filter { !Self.isFramingField($0.name) })
+        }
+        var framing = Prepared.Framing.none
         var contentLength: UInt64? = representationLength
         var body: PreparedBody = .parts(parts)
         var chunked = false
@@ -323,10 +378,10 @@ public struct HTTPApplication: Sendable {
             stream = nil
         } else if let stream {
             if let length = stream.length {
-                fields.add(name: "Content-Length", value: String(length))
+                framing = .contentLength(length)
             } else if request.version == .http1_1 {
                 chunked = true
-                fields.add(name: "Transfer-Encoding", value: "chunked")
+                framing = .chunked
                 contentLength = nil
             } else {
                 keepAlive = false  // HTTP/1.0: the body ends when the connection closes
@@ -334,18 +389,21 @@ public struct HTTPApplication: Sendable {
             }
             body = .stream(stream, chunked: chunked)
         } else {
-            fields.add(name: "Content-Length", value: String(representationLength))
+            framing = .contentLength(representationLength)
         }
+        var connection = Prepared.ConnectionField.none
         if !keepAlive {
-            fields.add(name: "Connection", value: "close")
+            connection = .close
         } else if request.version == .http1_0 {
-            fields.add(name: "Connection", value: "keep-alive")
+            connection = .keepAlive
         }
         if isHead {
             body = .none
             contentLength = 0
         }
-        return Prepared(status: status, headers: fields, body: body, keepAlive: keepAlive, contentLength: contentLength)
+        return Prepared(
+            status: status, date: date, headers: headers, framing: framing, connection: connection, body: body,
+            keepAlive: keepAlive, contentLength: contentLength)
     }
 
     /// Fields the server sets itself: a handler's values for them are dropped.

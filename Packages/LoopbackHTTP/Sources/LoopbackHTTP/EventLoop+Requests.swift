@@ -97,11 +97,11 @@ extension EventLoopRunner {
 
     // MARK: Handling
 
-    func dispatch(_ request: HTTPRequest, on connection: Connection) {
+    func dispatch(_ request: consuming HTTPRequest, on connection: Connection) {
         var request = request
         request.remoteAddress = connection.peer
         request.localHost = connection.localHost
-        let decision = shared.application.decide(&request)
+        let decision = application.decide(&request)
         connection.exchange = Exchange(request: request, logPath: nil, start: monotonicNow())
         switch decision {
         case .respond(let response):

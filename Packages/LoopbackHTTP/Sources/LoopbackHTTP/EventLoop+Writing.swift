@@ -21,19 +21,21 @@ extension EventLoopRunner {
         return cachedDate
     }
 
-    func respond(_ response: HTTPResponse, on connection: Connection) {
-        guard let exchange = connection.exchange else { return }
-        let request = exchange.request
-        let prepared = shared.application.prepare(
+    func respond(_ response: consuming HTTPResponse, on connection: Connection) {
+        guard let request = connection.exchange?.request else { return }
+        let prepared = application.prepare(
             response, for: request, keepAlive: connection.machine.keepAlive, date: currentDate())
         if !prepared.keepAlive { connection.machine.mustCloseAfterResponse() }
-        // Sized once for the head and a small inline body, and filled byte by byte (no temporary arrays).
+        // Sized once for the head and a small inline body, and filled byte by byte (no temporary arrays, no
+        // header list: `Date`, the fields, then the framing fields written from their values).
         var head: [UInt8] = []
         head.reserveCapacity(Self.headCapacity(prepared))
         head += "HTTP/1.1 ".utf8
         ASCII.appendDecimal(UInt64(prepared.status.code), to: &head)
         head.append(0x20)
         head += prepared.status.reasonPhrase.utf8
+        head += "\r\nDate: ".utf8
+        head += prepared.date.utf8
         head.append(0x0D)
         head.append(0x0A)
         for field in prepared.headers {
@@ -43,6 +45,20 @@ extension EventLoopRunner {
             head += field.value.utf8
             head.append(0x0D)
             head.append(0x0A)
+        }
+        switch prepared.framing {
+        case .none: break
+        case .contentLength(let length):
+            head += "Content-Length: ".utf8
+            ASCII.appendDecimal(length, to: &head)
+            head.append(0x0D)
+            head.append(0x0A)
+        case .chunked: head += "Transfer-Encoding: chunked\r\n".utf8
+        }
+        switch prepared.connection {
+        case .none: break
+        case .close: head += "Connection: close\r\n".utf8
+        case .keepAlive: head += "Connection: keep-alive\r\n".utf8
         }
         head.append(0x0D)
         head.append(0x0A)
@@ -119,7 +135,7 @@ extension EventLoopRunner {
 
     /// Room for the head plus a body small enough to be read into it: one allocation for both.
     static func headCapacity(_ prepared: HTTPApplication.Prepared) -> Int {
-        var capacity = 64
+        var capacity = 160  // status line, Date, framing and Connection fields
         for field in prepared.headers { capacity += field.name.utf8.count + field.value.utf8.count + 4 }
         if case .parts(let parts) = prepared.body, parts.count == 1, case .file(_, _, let length) = parts[0],
             length <= inlineFileLimit
@@ -212,9 +228,13 @@ extension EventLoopRunner {
     }
 
     func finishExchange(_ connection: Connection) {
+        // Without an access log there is nothing to read from the exchange: it is dropped, not copied out first.
+        guard let log = configuration.accessLog else {
+            connection.exchange = nil
+            return
+        }
         guard let exchange = connection.exchange else { return }
         connection.exchange = nil
-        guard let log = configuration.accessLog else { return }
         let elapsed = monotonicNow() &- exchange.start
         let written = exchange.bytesWritten
         let body = written > UInt64(exchange.headBytes) ? written - UInt64(exchange.headBytes) : 0

@@ -195,6 +195,8 @@ final class EventLoopRunner {
     var cachedDate = ""
     var running = true
     let configuration: HTTPServerConfiguration
+    /// The shared application, held here so that the per-request path reads it without going through `shared`.
+    let application: HTTPApplication
     /// Empty relay pipes kept for the next relay.
     var sparePipes: [(read: Int32, write: Int32, capacity: Int)] = []
 
@@ -213,6 +215,7 @@ final class EventLoopRunner {
         self.shared = shared
         self.listeners = listeners
         self.configuration = shared.application.configuration
+        self.application = shared.application
         self.scratch = .allocate(byteCount: Self.scratchSize, alignment: 16)
     }
 

@@ -176,12 +176,25 @@ public struct Router: Sendable {
         case wildcard
     }
 
-    struct Route: Sendable {
-        var method: HTTPMethod
-        var token: SessionToken?
-        var sessions: SessionTokenSet?
-        var segments: [Segment]
-        var handler: HTTPHandler
+    /// A route, immutable once added: a class, so that matching a request reads each route through one
+    /// reference instead of copying its fields.
+    final class Route: Sendable {
+        let method: HTTPMethod
+        let token: SessionToken?
+        let sessions: SessionTokenSet?
+        let segments: [Segment]
+        let handler: HTTPHandler
+
+        init(
+            method: HTTPMethod, token: SessionToken?, sessions: SessionTokenSet?, segments: [Segment],
+            handler: HTTPHandler
+        ) {
+            self.method = method
+            self.token = token
+            self.sessions = sessions
+            self.segments = segments
+            self.handler = handler
+        }
     }
 
     private(set) var routes: [Route] = []
@@ -272,17 +285,19 @@ public struct Router: Sendable {
         guard let decoded = Router.decodeSegments(path) else { return .badPath }
         var allowed: [HTTPMethod] = []
         let lookupMethod = method == .head ? HTTPMethod.get : method
-        for route in routes {
-            guard let (parameters, wildcard, session) = Router.match(route, decoded) else { continue }
-            if route.method == lookupMethod {
+        // By index: the routes are read in place, not copied one by one.
+        for index in routes.indices {
+            guard let (parameters, wildcard, session) = Router.match(routes[index], decoded) else { continue }
+            if routes[index].method == lookupMethod {
                 let logPath: String? =
                     session == nil
                     ? nil
                     : "/{token}/" + decoded.dropFirst().map(AccessLogEntry.encoded(segment:)).joined(separator: "/")
                 return .handler(
-                    route.handler, parameters: parameters, wildcard: wildcard, session: session, logPath: logPath)
+                    routes[index].handler, parameters: parameters, wildcard: wildcard, session: session,
+                    logPath: logPath)
             }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
+            if !allowed.contains(routes[index].method) { allowed.append(routes[index].method) }
         }
         if !allowed.isEmpty {
             if allowed.contains(.get) { allowed.append(.head) }
@@ -323,8 +338,8 @@ public struct Router: Sendable {
             remaining = remaining.dropFirst()
         }
         var parameters: [String: String] = [:]
-        for (index, segment) in route.segments.enumerated() {
-            switch segment {
+        for index in route.segments.indices {
+            switch route.segments[index] {
             case .wildcard:
                 guard index == route.segments.count - 1 else { return nil }
                 return (parameters, Array(remaining), session)

@@ -57,7 +57,7 @@ func monotonicNow() -> UInt64 {
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
 
-/// The server's listening sockets, made by ``Socket/listening(host:port:backlog:)``.
+/// The server's listening sockets, made by Sockets' `Socket.listening(host:port:backlog:)`.
 enum SocketOps {
     /// A non-blocking listening socket bound to a numeric address, and the port it got.
     static func listen(host: String, port: UInt16, backlog: Int32) throws(HTTPServerError) -> (fd: Int32, port: UInt16)

@@ -109,7 +109,12 @@ public struct StaticFileHandler: Sendable {
         guard let realRoot, let relative = StaticFileHandler.safeRelativePath(request.wildcardSegments) else {
             return .error(.notFound)
         }
-        let path = realRoot == "/" ? "/" + relative : realRoot + "/" + relative
+        // One allocation for the path (a chain of `+` makes one per step).
+        var path = ""
+        path.reserveCapacity(realRoot.utf8.count + 1 + relative.utf8.count)
+        if realRoot != "/" { path += realRoot }
+        path += "/"
+        path += relative
         let now = validityNanoseconds > 0 ? monotonicNow() : 0
         if validityNanoseconds > 0, let reused = OpenFiles.shared.file(path: path, root: realRoot, now: now) {
             if let status = try? HTTPResponse.fileStatus(reused), status.links > 0 {

@@ -187,9 +187,9 @@ public struct TSIndexer: Sendable {
 
     /// After ``finish()``: reads each audio stream's last PES again from `file` (a few KiB near the end) and counts
     /// its frames, so the index ends where the audio really ends rather than one PES step after the last PES
-    /// started (see ``TSAnalyzer/measureLastAudioPES(fileSize:limit:read:)``). ``scan(_:bufferSize:finishAtEnd:progress:)``
-    /// does this itself; a caller that feeds ``consume(_:)`` calls it after ``finish()``. A failed read (the file
-    /// shrank) keeps the PES step.
+    /// started (see ``TSAnalyzer/measureLastAudioPES(fileSize:limit:read:)``).
+    /// ``scan(_:bufferSize:finishAtEnd:progress:)`` does this itself; a caller that feeds ``consume(_:)`` calls it
+    /// after ``finish()``. A failed read (the file shrank) keeps the PES step.
     public mutating func measureLastAudioPES(in file: FileStreamer) {
         let end = bytesIndexed
         try? analyzer.measureLastAudioPES(fileSize: end) { (offset, length) throws(FileStreamerError) in
@@ -198,7 +198,7 @@ public struct TSIndexer: Sendable {
     }
 
     /// Reads `file` from where the previous call stopped to its current end, in chunks of `bufferSize` bytes that a
-    /// second thread helps read (``FileRange/FileStreamer/readAhead(from:length:chunkSize:_:)``). Calls `progress`
+    /// second thread helps read (`FileRange.FileStreamer.readAhead(from:length:chunkSize:_:)`). Calls `progress`
     /// after each chunk; returning false stops the scan (it can be resumed). With `finishAtEnd`, the index is
     /// completed at the end. Returns whether the scan reached the end.
     @discardableResult

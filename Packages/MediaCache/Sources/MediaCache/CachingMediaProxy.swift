@@ -1,6 +1,6 @@
 import FileRange
 import Foundation
-public import HLSProxy
+public import HTTPClient
 public import LoopbackHTTP
 
 /// An error from ``CachingMediaProxy``: an opaque ``Code`` plus context.
@@ -65,9 +65,9 @@ public struct CachingProxyError: Error, Hashable, Sendable, CustomStringConverti
 /// without credentials, survives restarts, keeps to a size budget by evicting whole least-recently-used entries,
 /// and serves fully cached resources when the origin is unreachable.
 ///
-/// Each loopback URL is a source of a ``PlaybackServer`` (``PlaybackServer/shared`` unless another is given) under a
-/// token of its own, on the same port as the app's playback sessions and ad-stripping proxies, with one lifecycle
-/// (revive after the background included).
+/// Each loopback URL is a source of a `LoopbackHTTP.PlaybackServer` (`LoopbackHTTP.PlaybackServer.shared` unless
+/// another is given) under a token of its own, on the same port as the app's playback sessions and ad-stripping
+/// proxies, with one lifecycle (revive after the background included).
 public final class CachingMediaProxy: Sendable {
     /// Settings.
     public struct Options: Sendable {
@@ -151,8 +151,8 @@ public final class CachingMediaProxy: Sendable {
     public static func cacheKey(for url: String) -> String { CacheIndex.key(for: url) }
 
     /// A loopback URL that plays `remoteURL`, fetching it with `headers` (such as `Authorization`), under a fresh
-    /// session token: `http://127.0.0.1:PORT/<token>/<file name>`. Starts the playback server when needed. When the cache
-    /// holds a version of the resource, the origin is asked (cheaply) whether it is still current; an unreachable
+    /// session token: `http://127.0.0.1:PORT/<token>/<file name>`. Starts the playback server when needed. When the
+    /// cache holds a version of the resource, the origin is asked (cheaply) whether it is still current; an unreachable
     /// origin leaves the cache in use.
     public func localURL(for remoteURL: String, headers: [(name: String, value: String)] = [])
         async throws(CachingProxyError) -> String
@@ -267,7 +267,10 @@ public final class CachingMediaProxy: Sendable {
             tokens.remove(source.token)
             await server.remove(source)
         }
-        for entry in entries { try? entry.cache.commit() }
+        // Each commit flushes and fsyncs: on the blocking pool, never on a cooperative thread.
+        await BlockingPool.shared.run { () -> Void in
+            for entry in entries { try? entry.cache.commit() }
+        }
     }
 
     deinit {
@@ -396,9 +399,9 @@ public final class CachingMediaProxy: Sendable {
 
 /// The bytes of one range of a resource larger than the cache's whole budget (or for which the budget had no room),
 /// fetched from the origin as the player reads them and never written to the cache: one ranged request per window
-/// of at most ``window`` bytes, each bounded by ``RemoteFetchOptions/bodyDeadline`` (a 200 answer is accepted for a
-/// range that starts at 0, and read to the end). Ends with an error, which closes the player's connection, when the
-/// origin answers another range or fewer bytes, or stalls past the deadline.
+/// of at most ``window`` bytes, each bounded by `HTTPClient.RemoteFetchOptions.bodyDeadline` (a 200 answer is accepted
+/// for a range that starts at 0, and read to the end). Ends with an error, which closes the player's connection, when
+/// the origin answers another range or fewer bytes, or stalls past the deadline.
 struct PassThroughSequence: AsyncSequence, Sendable {
     typealias Element = [UInt8]
     let fetcher: RemotePlaylistFetcher
@@ -499,8 +502,12 @@ struct CachedRangeSequence: AsyncSequence, Sendable {
                 guard entry.epoch == sequence.epoch else { throw ReadFailure(detail: "the origin's resource changed") }
                 let seen = entry.generation
                 let run = entry.heldRun(from: position, limit: Swift.min(end - position, CachedRangeSequence.chunk))
+                // A read of up to `chunk` bytes from the cache file (a `pread`, which may wait on the disk): on the
+                // blocking pool, not on the cooperative thread this iterator runs on.
                 if run > 0, let wanted = ByteRange(offset: position, length: run),
-                    let bytes = try entry.cache.read(wanted)
+                    let bytes = try await BlockingPool.shared.run({
+                        () throws(SparseRangeCacheError) -> [UInt8]? in try entry.cache.read(wanted)
+                    })
                 {
                     guard entry.epoch == sequence.epoch else {
                         throw ReadFailure(detail: "the origin's resource changed")

@@ -1,6 +1,5 @@
 import FileRange
 import Foundation
-import HLSProxy
 import HTTPClient
 
 /// One cached remote resource while the proxy uses it: its sparse cache, its content info, the origin fetches in

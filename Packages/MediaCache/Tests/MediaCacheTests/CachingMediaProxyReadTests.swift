@@ -1,5 +1,5 @@
 import Foundation
-import HLSProxy
+import HTTPClient
 import LoopbackHTTP
 import Testing
 

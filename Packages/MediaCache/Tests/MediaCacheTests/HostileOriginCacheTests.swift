@@ -1,6 +1,6 @@
 import FileRange
 import Foundation
-import HLSProxy
+import HTTPClient
 import TestSupport
 import Testing
 

@@ -24,7 +24,7 @@ public struct SendFileCall: Hashable, Sendable {
 
 extension Socket {
     /// Sends up to `count` bytes of `file` from `offset` with `sendfile` (zero copy): the bytes sent, or
-    /// ``IOResult/wouldBlock`` when the socket's buffer is full and nothing was sent. A failure that
+    /// `FileRange.IOResult.wouldBlock` when the socket's buffer is full and nothing was sent. A failure that
     /// ``SendFile/isUnsupported(_:)`` accepts means "copy instead".
     public func sendFile(_ file: Int32, offset: UInt64, count: Int) throws(Errno) -> IOResult<Int> {
         try SendFile.run(offset: offset, count: count) { offset, count in
@@ -38,8 +38,8 @@ public enum SendFile {
     /// Calls `call` (one sendfile of `count` bytes from `offset`) until `count` bytes are sent, the socket would
     /// block or the call fails. `EINTR` calls again from where the interrupted call stopped: on Darwin an
     /// interrupted call may already have sent bytes, reported in `len`. Bytes sent before `EAGAIN` or a failure are
-    /// reported as sent (a failure shows again on the next call); `EAGAIN` with nothing sent is ``IOResult/wouldBlock``.
-    /// A success that sent nothing means the offset is at or past the end of the file.
+    /// reported as sent (a failure shows again on the next call); `EAGAIN` with nothing sent is
+    /// `FileRange.IOResult.wouldBlock`. A success that sent nothing means the offset is at or past the end of the file.
     public static func run(
         offset: UInt64, count: Int, _ call: (_ offset: UInt64, _ count: Int) -> SendFileCall
     ) throws(Errno) -> IOResult<Int> {

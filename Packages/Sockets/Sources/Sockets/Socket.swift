@@ -17,8 +17,8 @@ public import FileRange
 /// Every socket made here (``tcp(family:protocol:nonBlocking:)``, ``listening(host:port:backlog:)``,
 /// ``accept()``) is close-on-exec, so a program the app starts inherits no connection, and never raises SIGPIPE
 /// when written to after the peer left: ``send(_:count:more:)`` then throws `EPIPE` instead. Calls on a
-/// non-blocking socket report "would block" as ``IOResult/wouldBlock``, a value, never an error; `EINTR` is retried
-/// (``syscall(connecting:_:)``).
+/// non-blocking socket report "would block" as `FileRange.IOResult.wouldBlock`, a value, never an error; `EINTR` is
+/// retried (`FileRange.syscall(connecting:_:)`).
 ///
 /// A `Socket` is the descriptor number and nothing more: copying it does not duplicate the descriptor, and
 /// ``close()`` must be called exactly once, by whoever owns it.
@@ -111,7 +111,7 @@ public struct Socket: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Takes one connection from a listening socket: non-blocking, close-on-exec and without SIGPIPE, like every
-    /// socket made here. ``IOResult/wouldBlock`` when none is pending.
+    /// socket made here. `FileRange.IOResult.wouldBlock` when none is pending.
     public func accept() throws(Errno) -> IOResult<Accepted> {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -145,7 +145,8 @@ public struct Socket: Hashable, Sendable, CustomStringConvertible {
 
     /// Starts or finishes connecting to `address` (a `sockaddr_in` or `sockaddr_in6` of `length` bytes, such as
     /// a `getaddrinfo` result's `ai_addr`). On a non-blocking socket a connection that is under way is
-    /// ``IOResult/wouldBlock`` (`EINPROGRESS`): wait until the socket is writable, then read ``pendingError()``.
+    /// `FileRange.IOResult.wouldBlock` (`EINPROGRESS`): wait until the socket is writable, then read
+    /// ``pendingError()``.
     public func connect(to address: UnsafeRawPointer, length: UInt32) throws(Errno) -> IOResult<Void> {
         switch try syscall(connecting: true, { LibC.connect(descriptor, address, length) }) {
         case .done: .done(())
@@ -211,7 +212,7 @@ public struct Socket: Hashable, Sendable, CustomStringConvertible {
 
     /// Sends up to `count` bytes. SIGPIPE is never raised: a peer that left is `EPIPE` (or `ECONNRESET`). `more`
     /// tells Linux that more data follows at once (`MSG_MORE`); Darwin ignores it. On a blocking socket with a send
-    /// timeout, a timeout is ``IOResult/wouldBlock``.
+    /// timeout, a timeout is `FileRange.IOResult.wouldBlock`.
     @inline(__always)
     public func send(_ bytes: UnsafeRawPointer, count: Int, more: Bool = false) throws(Errno) -> IOResult<Int> {
         #if canImport(Glibc)
@@ -224,7 +225,7 @@ public struct Socket: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads up to `count` bytes into `buffer`; 0 means the peer closed its side. `waitAll` (a blocking socket)
     /// waits until `count` bytes arrived, the peer closed or the receive timeout passed. On a blocking socket with
-    /// a receive timeout, a timeout with nothing read is ``IOResult/wouldBlock``.
+    /// a receive timeout, a timeout with nothing read is `FileRange.IOResult.wouldBlock`.
     @inline(__always)
     public func receive(into buffer: UnsafeMutableRawPointer, count: Int, waitAll: Bool = false) throws(Errno)
         -> IOResult<Int>
@@ -287,7 +288,7 @@ public struct Socket: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Bounds each blocking read (`SO_RCVTIMEO`) or write (`SO_SNDTIMEO`) by `seconds` (at least 1 ms); a call that
-    /// times out is ``IOResult/wouldBlock``.
+    /// times out is `FileRange.IOResult.wouldBlock`.
     public func setTimeout(_ seconds: Double, for direction: Direction) {
         let seconds = max(0.001, seconds.isFinite ? min(seconds, 1e9) : 1e9)
         var value = timeval()

@@ -2,7 +2,8 @@ import FileRange
 import MPEGTS
 
 extension FragmentedPresentation {
-    /// Reads `length` bytes at `offset`, a joined recording's later parts on the first part's PIDs (``PartReader``).
+    /// Reads `length` bytes at `offset`, a joined recording's later parts on the first part's PIDs
+    /// (`MPEGTS.PartReader`).
     func read(at offset: UInt64, length: Int) throws -> [UInt8] {
         guard let reader = partReader.withLock({ $0 }) else { return try file.read(at: offset, length: length) }
         return try reader.read(at: offset, length: length) { (start, count) throws(FileStreamerError) in

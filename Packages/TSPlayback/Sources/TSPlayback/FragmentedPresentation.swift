@@ -22,7 +22,8 @@ public enum PlaybackContainer: String, Sendable, Hashable, CaseIterable {
 /// Each range between time stamp resets takes its tracks' sample entries from its own first bytes (a
 /// concatenation may join two encodings): a track whose configuration differs from every earlier range's gets
 /// another init segment (`video-init-1.mp4`, ...), and the playlists name it from that range on. A joined
-/// recording's later parts on other PIDs are read on the first part's (``PartReader``), so each part is such a range.
+/// recording's later parts on other PIDs are read on the first part's (`MPEGTS.PartReader`), so each part is such a
+/// range.
 final class FragmentedPresentation: Sendable {
     let layout: TSProgramLayout
     let file: FileStreamer
@@ -398,7 +399,7 @@ final class FragmentedPresentation: Sendable {
 }
 
 extension TSFragmenter {
-    /// The timescale of each track, in ``tracks`` order.
+    /// The timescale of each track, in `FragmentedMP4.TSFragmenter.tracks` order.
     var timescales: [UInt32] {
         zip(tracks, codecs).map { track, codec in codec?.timescale ?? (track.isVideo ? 90_000 : 48_000) }
     }

@@ -4,8 +4,9 @@ import MPEGTS
 
 /// What a session reads of a file before indexing it: the program to play and what the file's head shows.
 extension TSPlaybackSession {
-    /// The program to play: `requested` when the file has it (else ``PlaybackError/Code/unknownProgram`` listing
-    /// the programs), or the first program with video, else the first with audio; nil for a file of one program.
+    /// The program to play: `requested` when the file has it (else `LoopbackHTTP.PlaybackError.Code.unknownProgram`
+    /// listing the programs), or the first program with video, else the first with audio; nil for a file of one
+    /// program.
     static func chooseProgram(_ requested: UInt16?, probe: TSProbe, path: String) throws(PlaybackError) -> UInt16? {
         let programs = probe.programs
         if let requested {

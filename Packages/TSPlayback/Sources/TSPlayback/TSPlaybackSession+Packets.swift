@@ -5,7 +5,7 @@ import MPEGTS
 
 /// Serving a file whose packets are not plain 188-byte TS from byte 0 (192-byte M2TS, 204-byte DVB, or a file that
 /// begins in the middle of a packet) as plain 188-byte TS: the served `media.ts` is the file's packets without their
-/// extra bytes (``PacketLayout``), made on the fly from the file; the playlists' byte ranges are in those bytes.
+/// extra bytes (`MPEGTS.PacketLayout`), made on the fly from the file; the playlists' byte ranges are in those bytes.
 extension TSPlaybackSession {
     /// The packet layout `media.ts` is served by: the index's runs; while the file is still being indexed, its last
     /// run (or, before the first, the packets from the first one found at open) taken on to the file's current end.
@@ -80,7 +80,7 @@ extension TSPlaybackSession {
     }
 }
 
-/// The bytes of one range of a ``PacketLayout``'s served view, read from the file in steps of at most 256 KiB of
+/// The bytes of one range of a `MPEGTS.PacketLayout`'s served view, read from the file in steps of at most 256 KiB of
 /// packets (one read and one buffer a step, nothing per packet). Ends with an error, which closes the connection,
 /// when the file no longer holds a packet the layout names.
 struct ServedPackets: AsyncSequence, Sendable {
@@ -126,7 +126,7 @@ struct ServedPackets: AsyncSequence, Sendable {
 }
 
 /// One program of several, served as TS: each media segment is its own resource (`program/<n>.ts`), the segment's
-/// packets of that program alone with a PAT that names it alone (``ProgramFilter``), made on request from the
+/// packets of that program alone with a PAT that names it alone (`MPEGTS.ProgramFilter`), made on request from the
 /// index's packet runs.
 extension TSPlaybackSession {
     /// Whether TS segments are made on request (`program/<n>.ts`): filtered to ``program`` (a file of several
@@ -137,7 +137,7 @@ extension TSPlaybackSession {
     }
 
     /// Whether the index's parts are on different programs, PMT PIDs or stream PIDs, so that TS segments carry each
-    /// later part moved onto the first part's program and PIDs (``PartRemapper``).
+    /// later part moved onto the first part's program and PIDs (`MPEGTS.PartRemapper`).
     var remapsParts: Bool {
         guard givenSegments == nil, let parts = index?.parts, let first = parts.first else { return false }
         return parts.dropFirst().contains {
@@ -184,7 +184,7 @@ extension TSPlaybackSession {
     }
 
     /// `program/<n>.ts`: media segment `n` filtered to the program, streamed: its length is known from the index's
-    /// packets per PID (``TSIndex/spanPacketCounts``), so it carries `Content-Length` and a `Range` gives exactly
+    /// packets per PID (`MPEGTS.TSIndex.spanPacketCounts`), so it carries `Content-Length` and a `Range` gives exactly
     /// those bytes of the filtered segment (the segment is filtered from its start and the bytes before the range
     /// dropped); nothing is held but one step's packets. Without the counts (an index of a file whose packets could
     /// not all be counted), and for `program-iframe/<n>.ts` (I-frame `n`, after a PAT naming the program alone and
@@ -369,8 +369,8 @@ extension TSPlaybackSession {
     }
 }
 
-/// The bytes of one range of a segment filtered to one program (``ProgramFilter``): the segment's packets read from
-/// the file in steps of at most 2048 packets, filtered, the bytes before the range dropped and those after it left
+/// The bytes of one range of a segment filtered to one program (`MPEGTS.ProgramFilter`): the segment's packets read
+/// from the file in steps of at most 2048 packets, filtered, the bytes before the range dropped and those after it left
 /// out. Ends with an error, which closes the connection, when the file no longer holds a packet the layout names or
 /// the filtered segment is shorter than the range (the file changed under the index).
 struct FilteredPackets: AsyncSequence, Sendable {

@@ -1,6 +1,6 @@
 import MPEGTS
 
-/// The parts of a joined recording (``MPEGTS/RecordingPart``) and the time stamp resets, as the playlists mark them:
+/// The parts of a joined recording (`MPEGTS.RecordingPart`) and the time stamp resets, as the playlists mark them:
 /// where each range of segments starts and which segments and I-frames follow an `EXT-X-DISCONTINUITY`.
 extension TSPlaybackSession {
     /// Where each range of segments after a discontinuity starts: the keyframes where the index's ticks and the PTS

@@ -28,7 +28,7 @@ public final class TSPlaybackSession: PlaybackSource {
         public var container: PlaybackContainer = .auto
         /// The program to play in a file of several (the PAT's program_number); nil: the first program with video,
         /// else the first with audio. A number the file does not have fails with
-        /// ``PlaybackError/Code/unknownProgram``.
+        /// `LoopbackHTTP.PlaybackError.Code.unknownProgram`.
         public var program: UInt16?
 
         /// Default options.
@@ -79,12 +79,12 @@ public final class TSPlaybackSession: PlaybackSource {
     /// Byte ranges of the keyframes' I-frames (offset, length, duration), measured once the index is complete, and,
     /// where each is served filtered (``filtersProgram``), the length of each as served.
     let iFrames = LockedValue<(frames: [PlannedSegment], servedLengths: [UInt64]?)?>(nil)
-    /// The indexing task, which waits for the scan on a ``BlockingPool`` thread.
+    /// The indexing task, which waits for the scan on a `FileRange.BlockingPool` thread.
     private let indexing = LockedValue<Task<Void, Never>?>(nil)
     /// Set when the session goes: the scan, which runs on a pool thread with no task to cancel, stops at its next
     /// chunk.
     private let indexingCancelled = LockedValue(false)
-    /// Codec details of each later part of a joined recording (``MPEGTS/TSIndex/parts``), by the part's offset:
+    /// Codec details of each later part of a joined recording (`MPEGTS.TSIndex.parts`), by the part's offset:
     /// what the first 2 MiB from where the part begins show (``readPartHeads(_:)``).
     let partCodecDetails = LockedValue<[Int64: [CodecDetails]]>([:])
     /// The last plan of ``segments``, by the index it was made from (which grows while the file is indexed).
@@ -98,7 +98,7 @@ public final class TSPlaybackSession: PlaybackSource {
     }
 
     /// What a failed probe says, for a person: the problem and where (the error's code and the path, which the
-    /// ``PlaybackError`` gives in words already, left out).
+    /// `LoopbackHTTP.PlaybackError` gives in words already, left out).
     static func probeProblem(_ error: any Error) -> String {
         guard let error = error as? TSFileError else { return "\(error)" }
         return error.detail + (error.offset.map { $0 > 0 ? " at byte offset \($0)" : "" } ?? "")
@@ -160,9 +160,9 @@ public final class TSPlaybackSession: PlaybackSource {
     ///
     /// The container is chosen as for an indexed file. Fragmented MP4 needs every segment to start with a keyframe
     /// (its first video PES, read at open): with ``PlaybackContainer/fmp4`` a segment that does not throws
-    /// ``PlaybackError/Code/invalidSegment`` naming it; with ``PlaybackContainer/auto`` the file is served as TS and
-    /// ``diagnostics`` names the segment. Where a segment's first time stamp does not follow on from the segment
-    /// before (a reset), its playlist entry follows an `EXT-X-DISCONTINUITY`.
+    /// `LoopbackHTTP.PlaybackError.Code.invalidSegment` naming it; with ``PlaybackContainer/auto`` the file is served
+    /// as TS and ``diagnostics`` names the segment. Where a segment's first time stamp does not follow on from the
+    /// segment before (a reset), its playlist entry follows an `EXT-X-DISCONTINUITY`.
     public init(tsFile path: String, segments: [SegmentInfo], options: Options = Options()) throws(PlaybackError) {
         self.path = path
         self.options = options

@@ -10,7 +10,7 @@ private let downloadSessions = LockedValue<[String: HLSFolderSession]>([:])
 extension DownloadManager {
     /// The local URL of a completed task's playlist, served offline through `server`: the first call starts a
     /// session over the task's folder (and the server, when it is not running); later calls reuse that session as
-    /// long as it is served. Throws ``PlaybackError/Code/cannotOpen`` when the task is not completed.
+    /// long as it is served. Throws `LoopbackHTTP.PlaybackError.Code.cannotOpen` when the task is not completed.
     public func playURL(forTask id: String, server: PlaybackServer = .shared) async throws(PlaybackError) -> String {
         guard let playlist = playlistPath(forTask: id) else {
             throw PlaybackError(.cannotOpen, path: folder(forTask: id), detail: "task '\(id)' is not a completed task")
@@ -24,6 +24,8 @@ extension DownloadManager {
         {
             return base + session.entryPlaylist
         }
+        // Opening the session lists and reads the task's folder: a blocking call, made on the manager's own thread
+        // (its `BlockingSerialExecutor`, since this method is the actor's), never on a cooperative thread.
         let session = try HLSFolderSession(folder: folder, entry: entry)
         let base = try await server.add(session)
         // Another call may have started a session for the same task meanwhile: keep one.

@@ -1,5 +1,6 @@
 public import Foundation
 public import HLSProxy
+public import HTTPClient
 
 // The seed library's API beside the toolkit's own, so that its users switch by changing the package they depend on
 // (Documentation/Migration.md maps each call). Each is a few lines over the platform-neutral types; the Apple-only
@@ -7,8 +8,8 @@ public import HLSProxy
 
 extension RemotePlaylistFetcher {
     /// A fetcher that sends `userAgent` and `extraHeaders` with every request and gives each request `timeout`
-    /// seconds, as the seed library's did. Everything else is ``RemoteFetchOptions``' default (retries, size caps,
-    /// private upstreams refused); use ``init(options:)`` to change it.
+    /// seconds, as the seed library's did. Everything else is `HTTPClient.RemoteFetchOptions`' default (retries, size
+    /// caps, private upstreams refused); use ``init(options:)`` to change it.
     public convenience init(userAgent: String, extraHeaders: [String: String] = [:], timeout: Double = 10) {
         var options = RemoteFetchOptions()
         options.userAgent = userAgent

@@ -10,13 +10,13 @@
         public import TSPlayerKit
     #endif
 
-    /// The `AVAssetResourceLoaderDelegate` route to a ``CachingMediaProxy`` cache, for apps that want AVPlayer to
-    /// read a remote resource through a custom URL scheme instead of the loopback URL.
+    /// The `AVAssetResourceLoaderDelegate` route to a `MediaCache.CachingMediaProxy` cache, for apps that want AVPlayer
+    /// to read a remote resource through a custom URL scheme instead of the loopback URL.
     ///
-    /// A thin adapter: every request is answered by ``CachingMediaProxy/read(_:headers:from:length:)``, the same
-    /// cache and origin fetches that the loopback route uses (and that the tests on every platform exercise); this
+    /// A thin adapter: every request is answered by `MediaCache.CachingMediaProxy.read(_:headers:from:length:)`, the
+    /// same cache and origin fetches that the loopback route uses (and that the tests on every platform exercise); this
     /// file only translates between AVFoundation's loading requests and that call. The loopback URL from
-    /// ``CachingMediaProxy/localURL(for:headers:)`` is the better default: it works for every player, and
+    /// `MediaCache.CachingMediaProxy.localURL(for:headers:)` is the better default: it works for every player, and
     /// AVFoundation calls a resource loader several times for one resource.
     ///
     /// Apple asks apps whose resource loader supplies media data to turn off the player's
@@ -305,8 +305,8 @@
         extension CachingResourceLoader: Sendable {}
     #endif
 
-    /// An error of ``CachingResourceLoader`` itself (the cache's and the origin's are ``CachingProxyError``s): an
-    /// opaque ``Code`` plus context.
+    /// An error of ``CachingResourceLoader`` itself (the cache's and the origin's are `MediaCache.CachingProxyError`s):
+    /// an opaque ``Code`` plus context.
     public struct CachingResourceLoaderError: Error, Hashable, Sendable, CustomStringConvertible {
         /// What went wrong.
         public struct Code: Hashable, Sendable, CustomStringConvertible {

@@ -9,8 +9,9 @@
     #endif
 
     /// An `AVPlayerItem` for a raw `.ts` file, a file of concatenated segments, a folder of `.ts` files or an HLS
-    /// folder: a thin layer over ``TSPlaybackSession``, ``TSFolderSession``, ``HLSFolderSession`` and the shared
-    /// ``PlaybackServer``, where all the logic lives and is tested on every platform.
+    /// folder: a thin layer over `TSPlayback.TSPlaybackSession`, `TSPlayback.TSFolderSession`,
+    /// `TSPlayback.HLSFolderSession` and the shared `LoopbackHTTP.PlaybackServer`, where all the logic lives and is
+    /// tested on every platform.
     ///
     /// ```swift
     /// let item = try TSPlayerItem(tsFileURL: movieURL)
@@ -22,7 +23,7 @@
     /// wait on Swift's cooperative pool. They throw ``FileStreamerError/cannotOpenFile(_:)`` when the file or folder
     /// cannot be opened, ``FileStreamerError/offsetOutOfRange(offset:fileSize:)`` when a given segment lies outside
     /// its file, ``TSPlayerItemError`` for bad arguments and for anything else (``TSPlayerItemError/playback(_:)``
-    /// with the session's ``PlaybackError``). The session's routes disappear when the item is released.
+    /// with the session's `LoopbackHTTP.PlaybackError`). The session's routes disappear when the item is released.
     public final class TSPlayerItem {
         /// The item to give to `AVPlayer`.
         public let playerItem: AVPlayerItem
@@ -38,8 +39,8 @@
                 source: Self.open { () throws(PlaybackError) in try TSPlaybackSession(tsFile: tsFileURL.path) })
         }
 
-        /// Plays a `.ts` file served as `container`: ``PlaybackContainer/auto`` serves fragmented MP4 when the file
-        /// has HEVC or several audio tracks (offered as audio renditions), TS byte ranges otherwise. In a file of
+        /// Plays a `.ts` file served as `container`: `TSPlayback.PlaybackContainer.auto` serves fragmented MP4 when the
+        /// file has HEVC or several audio tracks (offered as audio renditions), TS byte ranges otherwise. In a file of
         /// several programs, `program` (the PAT's program_number) is played; nil: the first with video, else audio.
         public convenience init(tsFileURL: URL, container: PlaybackContainer, program: UInt16? = nil) throws {
             try self.init(
@@ -163,7 +164,7 @@
         /// The file or folder does not exist or cannot be read.
         case cannotOpenFile(URL)
         /// Kept for source compatibility: system errors underneath are reported as
-        /// ``TSPlayerItemError/playback(_:)``, with the session's ``PlaybackError``.
+        /// ``TSPlayerItemError/playback(_:)``, with the session's `LoopbackHTTP.PlaybackError`.
         case systemError(any Error)
 
         public var errorDescription: String? {
