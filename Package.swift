@@ -125,7 +125,8 @@ var targets: [Target] = [
         name: "TestSupport", dependencies: ["FileRange"], path: "Packages/TestSupport/Sources/TestSupport",
         swiftSettings: swiftSettings),
     .testTarget(
-        name: "TestSupportTests", dependencies: ["TestSupport"], path: "Packages/TestSupport/Tests/TestSupportTests",
+        name: "TestSupportTests", dependencies: ["TestSupport", "FileRange"],
+        path: "Packages/TestSupport/Tests/TestSupportTests",
         swiftSettings: swiftSettings),
 ]
 for module in modules {

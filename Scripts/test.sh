@@ -105,11 +105,12 @@ if [[ "$found" != "$planted" ]]; then
 fi
 
 # The tests run in several processes at once, each process one test at a time. No test holds a thread while it
-# waits any more (TestSupport's helpers are async; check-boundaries.sh refuses a blocking wait in test code), and
-# `swift test` in parallel in one process ran the whole suite, but not reliably: in whole runs on this 2-core machine
-# deadline tests (a 0.5 s client timeout that fired after 63 s, a stalled-body deadline) failed, so inside a process
-# the tests stay serial until that is understood (Documentation/Testing.md). Most of the suite's time is waiting
-# (live streams played in real time, players, deadlines), so the processes overlap well.
+# waits (TestSupport's helpers are async; check-boundaries.sh refuses a blocking wait in test code), and `swift test`
+# in parallel in one process runs the whole suite, but not reliably yet: on this 2-core machine deadline tests fail
+# when tests beside them hold Swift's cooperative threads (two, one per core) with work that computes for seconds,
+# because every other task's timer and continuation waits for one (traced with FileRange's TSPLAYERKIT_POOL_TRACE=1
+# and gdb; Documentation/Testing.md lists what was moved off them and what still holds them). Most of the suite's
+# time is waiting (live streams played in real time, players, deadlines), so the processes overlap well.
 # Each shard is a regular expression over test IDs (Module.Suite/test()); a shard runs what it matches and no earlier
 # shard did, and a last one runs everything no shard named, so a new test always runs somewhere. The shards are
 # balanced by the suites' measured times (Documentation/Testing.md).

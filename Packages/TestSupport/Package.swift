@@ -27,7 +27,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TestSupportTests",
-            dependencies: ["TestSupport"],
+            dependencies: ["TestSupport", .product(name: "FileRange", package: "FileRange")],
             swiftSettings: swiftSettings
         ),
     ]

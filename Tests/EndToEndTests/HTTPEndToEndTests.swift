@@ -60,11 +60,11 @@ final class HTTPTestServer {
     }
 
     /// ``stop()`` from a `defer`: stdin closed now; 10 s for the server to end and the signals after them on
-    /// FileRange's pool.
+    /// a thread of its own.
     func stop() {
         child.closeInput()
         let child = child
-        BlockingPool.shared.submit {
+        Thread.detachNewThread {
             let deadline = Date().addingTimeInterval(10)
             while child.isRunning, Date() < deadline { usleep(20_000) }
             child.stop()
@@ -145,7 +145,7 @@ private func sendAll(_ fd: Int32, _ text: String) {
     }
 }
 
-/// Reads until a complete response head has arrived (or the peer closes, or 10 s pass), on FileRange's pool.
+/// Reads until a complete response head has arrived (or the peer closes, or 10 s pass), on a thread of its own (`blocking`).
 private func readUntilResponse(_ fd: Int32) async -> [UInt8] {
     await blocking { readUntilResponseNow(fd) }
 }
@@ -161,7 +161,7 @@ private func readUntilResponseNow(_ fd: Int32) -> [UInt8] {
     return all
 }
 
-/// Reads until the peer closes (or times out), on FileRange's pool; returns everything.
+/// Reads until the peer closes (or times out), on a thread of its own (`blocking`); returns everything.
 private func readAll(_ fd: Int32) async -> [UInt8] {
     await blocking { readAllNow(fd) }
 }

@@ -59,6 +59,10 @@ public final class BlockingPool: Sendable {
 
     /// Runs `work` on a pool thread and returns without waiting for it.
     public func submit(_ work: @escaping @Sendable () -> Void) {
+        let work = PoolTrace.timed(work) { [self] in
+            let (threads, idle, pending) = state.withLock { ($0.threads, $0.idle, $0.pending) }
+            return "\(maximumThreads) threads at most: \(threads) threads, \(idle) idle, \(pending) queued"
+        }
         let start = state.withLock { state -> Bool in
             state.waiting.append(work)
             guard state.pending > state.idle, state.threads < maximumThreads else { return false }

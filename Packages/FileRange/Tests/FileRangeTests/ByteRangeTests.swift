@@ -1,4 +1,5 @@
 import FileRange
+import TestSupport
 import Testing
 
 @Suite struct ByteRangeTests {
@@ -28,51 +29,54 @@ import Testing
     }
 
     /// Every set operation on a 24-byte universe, against a model that keeps one Bool per byte.
-    @Test func rangeSetMatchesBitmapModel() throws {
-        var generator = SplitMix64(seed: 0x5EED)
-        let universe = 24
-        for round in 0..<400 {
-            var set = ByteRangeSet()
-            var model = [Bool](repeating: false, count: universe)
-            var log: [String] = []
-            for _ in 0..<12 {
-                let offset = Int(generator.next() % UInt64(universe))
-                let length = Int(generator.next() % UInt64(universe - offset + 1))
-                let range = try #require(ByteRange(offset: offset, length: length))
-                if generator.next() % 3 == 0 {
-                    set.remove(range)
-                    for i in offset..<(offset + length) { model[i] = false }
-                    log.append("-\(range)")
-                } else {
-                    set.insert(range)
-                    for i in offset..<(offset + length) { model[i] = true }
-                    log.append("+\(range)")
-                }
-                #expect(set.ranges == Self.runs(model), "round \(round) after \(log)")
-            }
-            // Queries against the model.
-            for offset in 0..<universe {
-                for length in 0...(universe - offset) {
+    @Test func rangeSetMatchesBitmapModel() async throws {
+        try await blocking {
+            var generator = SplitMix64(seed: 0x5EED)
+            let universe = 24
+            for round in 0..<400 {
+                var set = ByteRangeSet()
+                var model = [Bool](repeating: false, count: universe)
+                var log: [String] = []
+                for _ in 0..<12 {
+                    let offset = Int(generator.next() % UInt64(universe))
+                    let length = Int(generator.next() % UInt64(universe - offset + 1))
                     let range = try #require(ByteRange(offset: offset, length: length))
-                    let expectedContains = model[offset..<(offset + length)].allSatisfy { $0 }
-                    #expect(set.contains(range) == expectedContains, "round \(round) contains \(range) in \(set)")
-                    let gapModel = model.indices.map { $0 >= offset && $0 < offset + length && !model[$0] }
-                    #expect(set.gaps(within: range) == Self.runs(gapModel), "round \(round) gaps \(range) in \(set)")
+                    if generator.next() % 3 == 0 {
+                        set.remove(range)
+                        for i in offset..<(offset + length) { model[i] = false }
+                        log.append("-\(range)")
+                    } else {
+                        set.insert(range)
+                        for i in offset..<(offset + length) { model[i] = true }
+                        log.append("+\(range)")
+                    }
+                    #expect(set.ranges == Self.runs(model), "round \(round) after \(log)")
                 }
+                // Queries against the model.
+                for offset in 0..<universe {
+                    for length in 0...(universe - offset) {
+                        let range = try #require(ByteRange(offset: offset, length: length))
+                        let expectedContains = model[offset..<(offset + length)].allSatisfy { $0 }
+                        #expect(set.contains(range) == expectedContains, "round \(round) contains \(range) in \(set)")
+                        let gapModel = model.indices.map { $0 >= offset && $0 < offset + length && !model[$0] }
+                        #expect(
+                            set.gaps(within: range) == Self.runs(gapModel), "round \(round) gaps \(range) in \(set)")
+                    }
+                }
+                // Binary operations against a second random set.
+                var other = ByteRangeSet()
+                var otherModel = [Bool](repeating: false, count: universe)
+                for _ in 0..<4 {
+                    let offset = Int(generator.next() % UInt64(universe))
+                    let length = Int(generator.next() % UInt64(universe - offset + 1))
+                    other.insert(try #require(ByteRange(offset: offset, length: length)))
+                    for i in offset..<(offset + length) { otherModel[i] = true }
+                }
+                #expect(set.union(other).ranges == Self.runs(zip(model, otherModel).map { $0 || $1 }))
+                #expect(set.intersection(other).ranges == Self.runs(zip(model, otherModel).map { $0 && $1 }))
+                #expect(set.subtracting(other).ranges == Self.runs(zip(model, otherModel).map { $0 && !$1 }))
+                #expect(set.totalLength == UInt64(model.filter { $0 }.count))
             }
-            // Binary operations against a second random set.
-            var other = ByteRangeSet()
-            var otherModel = [Bool](repeating: false, count: universe)
-            for _ in 0..<4 {
-                let offset = Int(generator.next() % UInt64(universe))
-                let length = Int(generator.next() % UInt64(universe - offset + 1))
-                other.insert(try #require(ByteRange(offset: offset, length: length)))
-                for i in offset..<(offset + length) { otherModel[i] = true }
-            }
-            #expect(set.union(other).ranges == Self.runs(zip(model, otherModel).map { $0 || $1 }))
-            #expect(set.intersection(other).ranges == Self.runs(zip(model, otherModel).map { $0 && $1 }))
-            #expect(set.subtracting(other).ranges == Self.runs(zip(model, otherModel).map { $0 && !$1 }))
-            #expect(set.totalLength == UInt64(model.filter { $0 }.count))
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HLSPlaylist
+import TestSupport
 import Testing
 
 @Suite struct ParserTests {
@@ -390,21 +391,23 @@ import Testing
 
     /// Every prefix parses (tolerantly) without trapping, keeps the complete lines of the whole parse, and in strict
     /// mode a prefix that ends between EXTINF and its URI is a typed truncation error.
-    @Test func everyPrefixOfEveryFixture() throws {
-        for file in Fixtures.files("valid") + Fixtures.files("quirks") {
-            let bytes = try Fixtures.bytes(file)
-            let whole = try Playlist(bytes: bytes)
-            for n in 0...bytes.count {
-                let prefix = Array(bytes[0..<n])
-                let p = try Playlist(bytes: prefix)
-                #expect(p.write() == prefix)
-                let complete = p.lines.filter { $0.ending != .none }
-                #expect(
-                    complete.map(\.bytes) == whole.lines.prefix(complete.count).map(\.bytes),
-                    "\(file.lastPathComponent) prefix \(n)")
-                if let last = p.lines.last(where: { !$0.isBlank && !$0.isComment }), last.knownTag == .extinf {
-                    #expect(throws: PlaylistError.self) { try Playlist(bytes: prefix, strict: true) }
-                    #expect(p.diagnostics.contains { $0.error.code == .truncated })
+    @Test func everyPrefixOfEveryFixture() async throws {
+        try await blocking {
+            for file in Fixtures.files("valid") + Fixtures.files("quirks") {
+                let bytes = try Fixtures.bytes(file)
+                let whole = try Playlist(bytes: bytes)
+                for n in 0...bytes.count {
+                    let prefix = Array(bytes[0..<n])
+                    let p = try Playlist(bytes: prefix)
+                    #expect(p.write() == prefix)
+                    let complete = p.lines.filter { $0.ending != .none }
+                    #expect(
+                        complete.map(\.bytes) == whole.lines.prefix(complete.count).map(\.bytes),
+                        "\(file.lastPathComponent) prefix \(n)")
+                    if let last = p.lines.last(where: { !$0.isBlank && !$0.isComment }), last.knownTag == .extinf {
+                        #expect(throws: PlaylistError.self) { try Playlist(bytes: prefix, strict: true) }
+                        #expect(p.diagnostics.contains { $0.error.code == .truncated })
+                    }
                 }
             }
         }

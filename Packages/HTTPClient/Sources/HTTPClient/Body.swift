@@ -1,4 +1,3 @@
-import Dispatch
 import FileRange
 import HTTPWire
 
@@ -109,9 +108,9 @@ final class BodyReader: Sendable {
         }
         state.withLock { $0.lent = true }
         if let deadline {
-            // The relay reads the socket itself: shut it down at the deadline if it is still lent then.
-            let left = max(0, deadline.remaining)
-            DispatchQueue.global().asyncAfter(deadline: .now() + left) { [weak self] in
+            // The relay reads the socket itself: shut it down at the deadline if it is still lent then (on FileRange's
+            // alarm thread, which no busy queue delays).
+            Alarms.shared.schedule(at: deadline.end) { [weak self] in
                 guard let self, self.state.withLock({ $0.lent }) else { return }
                 self.connection.abort()
             }

@@ -52,6 +52,8 @@ public final class ChildProcess: Sendable {
                     if data.isEmpty { break }
                     box.withLock { $0.append(data) }
                 }
+                // Foundation leaves the read end open otherwise (see ExternalProgram.runWithin).
+                try? handle.close()
             }
         }
     }
@@ -118,7 +120,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// ``stop(grace:)`` from where a task cannot wait (a `defer`, a `deinit`): the stop signal now, and the grace
-    /// period, the SIGKILL and the bookkeeping on FileRange's blocking pool; returns at once. A program still
+    /// period, the SIGKILL and the bookkeeping on a thread of its own; returns at once. A program still
     /// running when the test process exits is killed then.
     public func stop(grace: Double = 5) {
         guard process.isRunning else {
@@ -129,7 +131,8 @@ public final class ChildProcess: Sendable {
         send(stopSignal)
         try? input?.fileHandleForWriting.close()
         let process = process
-        BlockingPool.shared.submit {
+        // A thread of its own, not FileRange's pool, which the code under test needs.
+        Thread.detachNewThread {
             let deadline = Date().addingTimeInterval(grace)
             while process.isRunning, Date() < deadline { usleep(20_000) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }

@@ -1,10 +1,10 @@
 // Waiting without holding a thread: a one-shot event that tasks await (with a deadline) and any thread signals,
-// and the tests' one blocking hop, `blocking(_:)`, which runs a blocking call on FileRange's pool. A test function
-// runs on one of Swift's cooperative threads (one per core); a call that blocks there leaves the rest of the
-// process's async work, and Foundation's reports of child processes ending, fewer threads, and with tests running
-// in parallel none at all. Scripts/check-boundaries.sh refuses blocking waits in test code outside the pool's
-// closures.
-import FileRange
+// and the tests' one blocking hop, `blocking(_:)`, which runs a blocking call or a long computation on a thread of
+// its own. A test function runs on one of Swift's cooperative threads, as many as cores (two here): a call that
+// blocks or computes for long there leaves the rest of the process's async work, its deadline timers included,
+// fewer threads, and with tests running in parallel none at all. Scripts/check-boundaries.sh refuses blocking waits
+// in test code outside these closures.
+import Foundation
 
 /// An event that happens once: ``signal()`` from any thread, ``wait(within:)`` from any task, suspended meanwhile.
 public final class Completion: Sendable {
@@ -67,10 +67,55 @@ public final class Completion: Sendable {
     }
 }
 
-/// Runs a blocking call (a socket read, a connect, a wait on a semaphore a thread signals) on FileRange's
-/// ``BlockingPool``, the calling task suspended meanwhile and holding no thread; returns what `work` returns.
+/// Runs a blocking call (a socket read, a connect, a wait on a semaphore a thread signals) or a long computation (an
+/// exhaustive check, a big fixture) on a thread of its own, the calling task suspended meanwhile and holding no
+/// thread; returns what `work` returns. `work` runs in the calling task (as its preferred executor's job), so an
+/// `#expect` in it is the running test's.
+///
+/// Not on FileRange's ``BlockingPool``: a test client that reads a stalled server for seconds would hold a thread of
+/// the pool the code under test needs, and not on Swift's cooperative threads, which a computation holds until it
+/// ends (libdispatch adds a thread for one that blocks in the kernel, never for one that computes): with tests in
+/// parallel, every other test's tasks, their deadline timers included, would wait for it.
 public func blocking<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
-    try await BlockingPool.shared.run(work)
+    if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
+        let result = await withTaskExecutorPreference(ThreadPerJobExecutor.shared) { () async -> Result<T, E> in
+            do throws(E) {
+                return .success(try work())
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        }
+    }
+    // Older Apple systems, without task executors: a thread of its own, outside the task.
+    let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, E>, Never>) in
+        Thread.detachNewThread {
+            do throws(E) {
+                continuation.resume(returning: .success(try work()))
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+    }
+    switch result {
+    case .success(let value): return value
+    case .failure(let error): throw error
+    }
+}
+
+/// A task executor that runs each job on a thread started for it: the tests' `blocking { }` (a job there is the
+/// whole blocking call or computation).
+@available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
+final class ThreadPerJobExecutor: TaskExecutor {
+    static let shared = ThreadPerJobExecutor()
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        Thread.detachNewThread { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
 }
 
 /// Sleeps `seconds` without holding a thread (a test's pause: the wait a poll loop makes between two looks).

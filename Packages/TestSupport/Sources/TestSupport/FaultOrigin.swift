@@ -50,12 +50,13 @@ public final class FaultOrigin {
         await child.stop(grace: 0.5)
     }
 
-    /// Stops the origin from where a task cannot wait (a `defer`, its `deinit`): stdin closed now, then, on
-    /// FileRange's blocking pool, 2 s for it to end and ``ChildProcess/stop(grace:)``'s signals.
+    /// Stops the origin from where a task cannot wait (a `defer`, its `deinit`): stdin closed now, then, on a
+    /// thread of its own, 2 s for it to end and ``ChildProcess/stop(grace:)``'s signals.
     public func stop() {
         child.closeInput()
         let child = child
-        BlockingPool.shared.submit {
+        // A thread of its own, not FileRange's pool, which the code under test needs.
+        Thread.detachNewThread {
             let deadline = Date().addingTimeInterval(2)
             while child.isRunning, Date() < deadline { usleep(20_000) }
             child.stop(grace: 0.5)

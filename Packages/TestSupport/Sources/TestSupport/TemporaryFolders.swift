@@ -101,8 +101,15 @@ public struct TemporaryFoldersTrait: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         guard !test.isSuite else { return try await function() }
         let folders = TemporaryFolderRegistry()
-        defer { folders.removeAll() }
-        try await TemporaryFolderRegistry.$current.withValue(folders) { try await function() }
+        // Removing a test's folders can take seconds (many files, a slow disk): on a thread of its own, never on the
+        // cooperative threads that the tests running beside this one need.
+        do {
+            try await TemporaryFolderRegistry.$current.withValue(folders) { try await function() }
+        } catch {
+            await blocking { folders.removeAll() }
+            throw error
+        }
+        await blocking { folders.removeAll() }
     }
 }
 

@@ -1,3 +1,4 @@
+import FileRange
 import Foundation
 import Testing
 
@@ -178,17 +179,82 @@ import Testing
         #expect(LoopbackTCP.accepts(port))
         for _ in 0..<100 where served.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(served.withLock { $0 } == 1)
+        // Which socket the descriptor is: with tests running in parallel, its number may name another file as soon
+        // as it is closed.
+        func identity() -> (dev_t, ino_t)? {
+            var info = stat()
+            return fstat(listener, &info) == 0 ? (info.st_dev, info.st_ino) : nil
+        }
+        let socket = try #require(identity())
         LoopbackTCP.stopServing(listener)
         // The descriptor is closed by the thread once accept fails, not by the caller.
         var closed = false
         for _ in 0..<100 {
-            if fcntl(listener, F_GETFD) == -1 && errno == EBADF {
-                closed = true
-                break
+            if let now = identity(), now == socket {
+                try await Task.sleep(for: .milliseconds(10))
+                continue
             }
-            try await Task.sleep(for: .milliseconds(10))
+            closed = true
+            break
         }
         #expect(closed)
         #expect(!LoopbackTCP.accepts(port))
+    }
+}
+
+/// `blocking { }`: a thread of its own per call, neither a cooperative thread nor one of FileRange's pool.
+@Suite struct BlockingHopTests {
+    /// More blocked test clients than FileRange's pool has threads leave the pool free: a job given to it starts at
+    /// once. (On the pool, as `blocking` ran before, the job waited behind them: a client's deadline fired late.)
+    @Test func blockedCallsLeaveTheLibrarysPoolFree() async {
+        let count = BlockingPool.shared.maximumThreads + 6
+        let release = DispatchSemaphore(value: 0)
+        let arrived = Locked(0)
+        let allArrived = Completion()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    await blocking {
+                        if arrived.withLock({ value -> Bool in
+                            value += 1
+                            return value == count
+                        }) {
+                            allArrived.signal()
+                        }
+                        _ = release.wait(timeout: .now() + 20)
+                    }
+                }
+            }
+            #expect(await allArrived.wait(within: 20), "\(arrived.withLock { $0 }) of \(count) calls started")
+            let start = ContinuousClock.now
+            let waited = await BlockingPool.shared.run { start.duration(to: .now) }
+            #expect(waited < .seconds(1), "a job on the pool started after \(waited)")
+            for _ in 0..<count { release.signal() }
+        }
+    }
+
+    /// Computations given to `blocking`, twice as many as cores, leave Swift's cooperative threads to other tasks:
+    /// a 50 ms sleep meanwhile ends well within a second. (Run in the tests' tasks, they held every cooperative
+    /// thread until they ended, and the sleep took the whole second.)
+    @Test func computationsLeaveTheCooperativeThreadsFree() async {
+        let spinUntil = ContinuousClock.now + .seconds(1)
+        let computations = 2 * ProcessInfo.processInfo.activeProcessorCount
+        async let spun: Void = withTaskGroup(of: Void.self) { group in
+            for _ in 0..<computations {
+                group.addTask {
+                    await blocking {
+                        var count = 0
+                        while ContinuousClock.now < spinUntil { count &+= 1 }
+                        _ = count
+                    }
+                }
+            }
+        }
+        await suspend(0.1)
+        let start = ContinuousClock.now
+        await suspend(0.05)
+        let slept = start.duration(to: .now)
+        await spun
+        #expect(slept < .milliseconds(600), "a 50 ms sleep took \(slept)")
     }
 }
