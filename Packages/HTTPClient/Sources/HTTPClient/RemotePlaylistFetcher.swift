@@ -1,6 +1,6 @@
 import FileRange
-import Foundation
 import HTTPWire
+import TextCodecs
 
 // The origin-fetching layer the proxies share (HLSProxy's ad-stripping proxy, MediaCache's caching proxy): here, in
 // the client, so that the caching proxy does not depend on the ad-stripping one. What needs playlists (parsing them,
@@ -153,7 +153,7 @@ public struct RemoteHead: Sendable {
 
     /// The first value of a header (case-insensitive).
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { HTTPASCII.equalsIgnoringCase($0.name.utf8, name.utf8) }?.value
     }
 }
 
@@ -439,25 +439,19 @@ struct UpstreamPolicy: Sendable {
 
     /// Checks a URL's scheme and (unless private upstreams are allowed) every address its host resolves to.
     func check(_ original: String) throws(ProxyError) {
-        guard let url = URL(string: original) else {
-            throw ProxyError(.invalidURL, url: original, detail: "the URL cannot be parsed")
-        }
-        try check(url, original: original)
-    }
-
-    /// Checks a URL's scheme and (unless private upstreams are allowed) every address its host resolves to.
-    func check(_ url: URL, original: String) throws(ProxyError) {
-        guard let scheme = url.scheme?.lowercased() else {
+        guard let scheme = URIReference(original).scheme?.lowercased() else {
             throw ProxyError(.invalidURL, url: original, detail: "no scheme")
         }
         guard scheme == "http" || scheme == "https" else {
             throw ProxyError(.schemeNotAllowed, url: original, detail: "only http and https are fetched, not \(scheme)")
         }
-        guard var host = url.host, !host.isEmpty else {
-            throw ProxyError(.invalidURL, url: original, detail: "no host")
+        let host: String
+        do {
+            host = try Target(original).host  // without the brackets of an IPv6 literal
+        } catch {
+            throw ProxyError(.invalidURL, url: original, detail: error.message)
         }
         if allowPrivate { return }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let lower = host.lowercased()
         if UpstreamAddressPolicy.isLoopbackName(lower) {
             throw ProxyError(.addressNotAllowed, url: original, detail: "\(host) is a loopback name")

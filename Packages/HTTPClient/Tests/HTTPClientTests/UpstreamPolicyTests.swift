@@ -1,4 +1,3 @@
-import Foundation
 import Testing
 
 @testable import HTTPClient
@@ -8,9 +7,8 @@ import Testing
 /// the origin-fetching layer; the check through the ad-stripping proxy stays there.)
 @Suite struct UpstreamPolicyTests {
     func refusal(_ url: String, _ policy: UpstreamPolicy) -> ProxyError.Code? {
-        guard let parsed = URL(string: url) else { return .invalidURL }
         do {
-            try policy.check(parsed, original: url)
+            try policy.check(url)
             return nil
         } catch {
             return error.code
@@ -30,6 +28,12 @@ import Testing
         #expect(refusal("file:///etc/passwd", strict) == .schemeNotAllowed)
         #expect(refusal("ftp://example.com/x.ts", strict) == .schemeNotAllowed)
         #expect(refusal("http://93.184.215.14/x.ts", strict) == nil)
+        // Read with the client's own URL parsing (no Foundation in the HTTP stack): what has no scheme or no host is
+        // an invalid URL; the user information and the port are not part of the host checked.
+        #expect(refusal("example.com/x.ts", strict) == .invalidURL)
+        #expect(refusal("http:///x.ts", strict) == .invalidURL)
+        #expect(refusal("http://user@127.0.0.1:8080/x.ts", strict) == .addressNotAllowed)
+        #expect(refusal("HTTP://[::1]:8443/x.ts", strict) == .addressNotAllowed)
         let open = UpstreamPolicy(allowPrivate: true)
         #expect(refusal("http://127.0.0.1:8080/live.m3u8", open) == nil)
         #expect(refusal("file:///etc/passwd", open) == .schemeNotAllowed)
