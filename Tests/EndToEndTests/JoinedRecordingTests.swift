@@ -79,6 +79,42 @@ import Testing
         return try #require(Double(result.out.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
+    /// The codecs of CODECS on the first line of `text` that starts with `prefix`.
+    func codecs(_ prefix: String, in text: String) -> [String] {
+        let line = text.split(separator: "\n").first { $0.hasPrefix(prefix) } ?? ""
+        let value = line.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
+        return value.split(separator: ",").map(String.init)
+    }
+
+    /// ffmpeg decodes `input` (a served multivariant playlist, or a remuxed file) to both parts of `join`: every
+    /// picture, and every audio frame but the second part's first, which an AAC decoder overlaps with the frame before
+    /// it (the first part's last, where decoding the part alone overlaps it with silence).
+    func expectDecodesToBothParts(_ input: String, join: String = "joined-new-program", label: String = "") async throws
+    {
+        let check = FragmentedPlaybackTests()
+        let video =
+            try await check.frameHashes(Self.part("a", of: join), "v:0")
+            + check.frameHashes(Self.part("b", of: join), "v:0")
+        #expect(video.count == 200)
+        #expect(try await check.frameHashes(input, "v:0") == video, "\(label)")
+        let first = try await check.frameHashes(Self.part("a", of: join), "a:0")
+        let second = try await check.frameHashes(Self.part("b", of: join), "a:0")
+        let decoded = try await check.frameHashes(input, "a:0")
+        #expect(decoded.count == first.count + second.count && first.count > 100, "\(label): \(decoded.count)")
+        if decoded.count == first.count + second.count {
+            #expect(Array(decoded.prefix(first.count)) == first)
+            #expect(Array(decoded.suffix(second.count - 1)) == Array(second.dropFirst()))
+        }
+    }
+
+    /// GStreamer plays `master` to the end: 200 pictures, and `seconds` of audio within 0.2 s.
+    func expectGStreamerPlays(_ master: String, seconds: Double) async throws {
+        let played = try await gstreamerPlayback(master)
+        #expect(played.status == 0, "\(played.log)")
+        #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
+        #expect(abs(played.audioSeconds - seconds) < 0.2, "\(played.audioSeconds) s of audio")
+    }
+
     func durations(_ playlist: String) -> [Double] {
         playlist.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }.compactMap {
             Double($0.dropFirst("#EXTINF:".count).prefix { $0 != "," })
@@ -105,27 +141,13 @@ import Testing
             await suspend(0.1)
             text = try await fetch(master)
         }
-        let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
-        let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
-        let list = codecs.split(separator: ",").map(String.init)
+        let list = codecs("#EXT-X-STREAM-INF:", in: text)
         #expect(Set(list).count == list.count && list.count == 3, "\(text)")
         #expect(list.filter { $0.hasPrefix("avc1.") }.count == 2 && list.contains("mp4a.40.2"), "\(text)")
         let iFrames = try await fetch(base + "iframes.m3u8")
         #expect(iFrames.components(separatedBy: "#EXT-X-DISCONTINUITY\n").count - 1 == 1, "\(iFrames)")
+        try await expectDecodesToBothParts(master)
         let check = FragmentedPlaybackTests()
-        let video = try await check.frameHashes(Self.part("a"), "v:0") + check.frameHashes(Self.part("b"), "v:0")
-        #expect(video.count == 200)
-        #expect(try await check.frameHashes(master, "v:0") == video)
-        // Audio: every frame the same but the second part's first, which an AAC decoder overlaps with the frame
-        // before it (the first part's last, where decoding the part alone overlaps it with silence).
-        let first = try await check.frameHashes(Self.part("a"), "a:0")
-        let second = try await check.frameHashes(Self.part("b"), "a:0")
-        let served = try await check.frameHashes(master, "a:0")
-        #expect(served.count == first.count + second.count && first.count > 100, "\(served.count)")
-        if served.count == first.count + second.count {
-            #expect(Array(served.prefix(first.count)) == first)
-            #expect(Array(served.suffix(second.count - 1)) == Array(second.dropFirst()))
-        }
         // Seeking to 5.5 s lands in the second part: the segment the playlist's durations put 5.5 s in decodes to the
         // second part's pictures. (ffmpeg's own -ss on the served HLS gives no picture there: its HLS reader drops
         // every packet whose time stamp, which restarts in the second part, lies before the time sought.)
@@ -144,10 +166,7 @@ import Testing
         let secondPictures = try await check.frameHashes(Self.part("b"), "v:0")
         #expect(!pictures.isEmpty && pictures.allSatisfy { secondPictures.contains($0) }, "\(segment)")
         for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try await check.lint(url) }
-        let played = try await gstreamerPlayback(master)
-        #expect(played.status == 0, "\(played.log)")
-        #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
-        #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
+        try await expectGStreamerPlays(master, seconds: content)
     }
 
     /// A second part that begins past the file's first 2 MiB, with another H.264 profile and another audio codec,
@@ -169,17 +188,12 @@ import Testing
             await suspend(0.1)
             text = try await fetch(master)
         }
-        func codecs(_ prefix: String) -> [String] {
-            let line = text.split(separator: "\n").first { $0.hasPrefix(prefix) } ?? ""
-            let value = line.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
-            return value.split(separator: ",").map(String.init)
-        }
-        let list = codecs("#EXT-X-STREAM-INF:")
+        let list = codecs("#EXT-X-STREAM-INF:", in: text)
         #expect(Set(list).count == list.count && list.count == 4, "\(text)")
         // High (avc1.64…) in the first part, Constrained Baseline (avc1.42…) in the second; AAC-LC, then AC-3.
         #expect(list.contains { $0.hasPrefix("avc1.64") } && list.contains { $0.hasPrefix("avc1.42") }, "\(text)")
         #expect(list.contains("mp4a.40.2") && list.contains("ac-3"), "\(text)")
-        let iFrameList = codecs("#EXT-X-I-FRAME-STREAM-INF:")
+        let iFrameList = codecs("#EXT-X-I-FRAME-STREAM-INF:", in: text)
         #expect(iFrameList.count == 2 && iFrameList.allSatisfy { $0.hasPrefix("avc1.") }, "\(text)")
         let check = FragmentedPlaybackTests()
         for url in [master, base + "index.m3u8", base + "iframes.m3u8"] { try await check.lint(url) }
@@ -218,23 +232,11 @@ import Testing
         let content = try await duration(Self.part("a")) + duration(Self.part("b"))
         #expect(abs(total - content) <= 0.04, "declared \(total) s, content \(content) s")
         let text = try await fetch(master)
-        let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
-        let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
-        let list = codecs.split(separator: ",").map(String.init)
+        let list = codecs("#EXT-X-STREAM-INF:", in: text)
         #expect(Set(list).count == list.count && list.count == 3, "\(text)")
         #expect(list.filter { $0.hasPrefix("avc1.") }.count == 2 && list.contains("mp4a.40.2"), "\(text)")
+        try await expectDecodesToBothParts(master)
         let check = FragmentedPlaybackTests()
-        let video = try await check.frameHashes(Self.part("a"), "v:0") + check.frameHashes(Self.part("b"), "v:0")
-        #expect(video.count == 200)
-        #expect(try await check.frameHashes(master, "v:0") == video)
-        let first = try await check.frameHashes(Self.part("a"), "a:0")
-        let second = try await check.frameHashes(Self.part("b"), "a:0")
-        let served = try await check.frameHashes(master, "a:0")
-        #expect(served.count == first.count + second.count && first.count > 100, "\(served.count)")
-        if served.count == first.count + second.count {
-            #expect(Array(served.prefix(first.count)) == first)
-            #expect(Array(served.suffix(second.count - 1)) == Array(second.dropFirst()))
-        }
         // A player that follows EXT-X-MAP: each init segment with its segments decodes to its own part's frames, and
         // the segment the playlist's durations put 5.5 s in, after the second init segment, to the second part's.
         let byInit = try await FragmentedConfigurationTests().filesByInitSegment(
@@ -268,10 +270,7 @@ import Testing
         for url in [master, base + "video.m3u8", base + "audio-257.m3u8", base + "iframes.m3u8"] {
             try await check.lint(url)
         }
-        let played = try await gstreamerPlayback(master)
-        #expect(played.status == 0, "\(played.log)")
-        #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
-        #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
+        try await expectGStreamerPlays(master, seconds: content)
     }
 
     /// HEVC joined (served as fragmented MP4 by `auto`), the second part on program 2, PMT PID 0x1100 and PIDs
@@ -292,36 +291,19 @@ import Testing
             #expect(playlist.components(separatedBy: "#EXT-X-MAP:").count - 1 == 1, "\(playlist)")
         }
         let text = try await fetch(master)
-        let variant = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-STREAM-INF:") } ?? ""
-        let codecs = variant.components(separatedBy: "CODECS=\"").dropFirst().first?.prefix { $0 != "\"" } ?? ""
-        let list = codecs.split(separator: ",").map(String.init)
+        let list = codecs("#EXT-X-STREAM-INF:", in: text)
         #expect(Set(list).count == list.count && list.contains { $0.hasPrefix("hvc1.") }, "\(text)")
         #expect(list.count == 2 && list.contains("mp4a.40.2"), "\(text)")
         let total = durations(media).reduce(0, +)
         let content =
             try await duration(Self.part("a", of: "joined-hevc")) + duration(Self.part("b", of: "joined-hevc"))
         #expect(abs(total - content) <= 0.04, "declared \(total) s, content \(content) s")
+        try await expectDecodesToBothParts(master, join: "joined-hevc")
         let check = FragmentedPlaybackTests()
-        let video =
-            try await check.frameHashes(Self.part("a", of: "joined-hevc"), "v:0")
-            + check.frameHashes(Self.part("b", of: "joined-hevc"), "v:0")
-        #expect(video.count == 200)
-        #expect(try await check.frameHashes(master, "v:0") == video)
-        let first = try await check.frameHashes(Self.part("a", of: "joined-hevc"), "a:0")
-        let second = try await check.frameHashes(Self.part("b", of: "joined-hevc"), "a:0")
-        let served = try await check.frameHashes(master, "a:0")
-        #expect(served.count == first.count + second.count && first.count > 100, "\(served.count)")
-        if served.count == first.count + second.count {
-            #expect(Array(served.prefix(first.count)) == first)
-            #expect(Array(served.suffix(second.count - 1)) == Array(second.dropFirst()))
-        }
         for url in [master, base + "video.m3u8", base + "audio-257.m3u8", base + "iframes.m3u8"] {
             try await check.lint(url)
         }
-        let played = try await gstreamerPlayback(master)
-        #expect(played.status == 0, "\(played.log)")
-        #expect(played.videoFrames == 200, "\(played.videoFrames) frames")
-        #expect(abs(played.audioSeconds - content) < 0.2, "\(played.audioSeconds) s of audio")
+        try await expectGStreamerPlays(master, seconds: content)
     }
 
     /// `tsinspect --json` reports the two parts: their programs, PIDs and durations, which add up to the file's.
@@ -355,20 +337,7 @@ import Testing
         let output = PlaybackFixtures.folder.appendingPathComponent("\(label).mp4").path
         let result = try await EndToEnd.run(tsplayer, ["remux", input.path, output])
         #expect(result.status == 0, "\(result.err)")
-        let check = FragmentedPlaybackTests()
-        let video =
-            try await check.frameHashes(Self.part("a", of: join), "v:0")
-            + check.frameHashes(Self.part("b", of: join), "v:0")
-        #expect(video.count == 200)
-        #expect(try await check.frameHashes(output, "v:0") == video, "\(label)")
-        let first = try await check.frameHashes(Self.part("a", of: join), "a:0")
-        let second = try await check.frameHashes(Self.part("b", of: join), "a:0")
-        let remuxed = try await check.frameHashes(output, "a:0")
-        #expect(remuxed.count == first.count + second.count && first.count > 100, "\(label): \(remuxed.count)")
-        if remuxed.count == first.count + second.count {
-            #expect(Array(remuxed.prefix(first.count)) == first)
-            #expect(Array(remuxed.suffix(second.count - 1)) == Array(second.dropFirst()))
-        }
+        try await expectDecodesToBothParts(output, join: join, label: label)
     }
 
     /// `tsplayer remux` follows the parts: the second part, on another program, PMT PID and stream PIDs, goes on in

@@ -3,6 +3,17 @@ import Testing
 
 @testable import FragmentedMP4
 
+extension TSProgramLayout {
+    /// Every track's fragment of `bytes`, fed whole, as one range, to a fragmenter of this layout's sample entries.
+    func wholeFragments(of bytes: [UInt8], timeline: TSTimeline) throws(FragmentedMP4Error) -> [UInt16: TrackFragment] {
+        var fragmenter = try fragmenter()
+        fragmenter.beginRange(start: 0, end: .max)
+        fragmenter.feed(bytes)
+        fragmenter.finish()
+        return fragmenter.takeFragments(timeline: timeline)
+    }
+}
+
 /// A small transport stream built packet by packet: PAT, PMT, then PES packets.
 struct TSBuilder {
     var packetizer = Packetizer()
@@ -170,12 +181,8 @@ func adtsFrame(_ body: [UInt8]) -> [UInt8] {
         #expect(layout.codecs[0x101]?.codecString == "mp4a.40.2")
         #expect(!layout.hasCaptions)
 
-        var fragmenter = try layout.fragmenter()
-        fragmenter.beginRange(start: 0, end: .max)
-        fragmenter.feed(ts.bytes)
-        fragmenter.finish()
         let timeline = TSTimeline(firstTimestamp: Timestamp(wrapping: start))
-        let fragments = fragmenter.takeFragments(timeline: timeline)
+        let fragments = try layout.wholeFragments(of: ts.bytes, timeline: timeline)
         let videoFragment = try #require(fragments[0x100])
         #expect(videoFragment.trackID == 1)
         #expect(videoFragment.baseMediaDecodeTime == UInt64(start))
@@ -212,13 +219,9 @@ func adtsFrame(_ body: [UInt8]) -> [UInt8] {
         let layout = try TSProgramLayout(head: ts.bytes)
         let codec = try #require(layout.codecs[0x200])
         #expect(codec.codecString == "hvc1.1.6.L60.90")
-        var fragmenter = try layout.fragmenter()
-        fragmenter.beginRange(start: 0, end: .max)
-        fragmenter.feed(ts.bytes)
-        fragmenter.finish()
         let fragment = try #require(
-            fragmenter.takeFragments(timeline: TSTimeline(firstTimestamp: Timestamp(wrapping: UInt64(900_000))))[
-                0x200])
+            try layout.wholeFragments(
+                of: ts.bytes, timeline: TSTimeline(firstTimestamp: Timestamp(wrapping: UInt64(900_000))))[0x200])
         #expect(fragment.samples.map(\.data) == [[0, 0, 0, 4] + idr, [0, 0, 0, 3] + trail])
         #expect(fragment.samples.map(\.isSync) == [true, false])
         #expect(fragment.samples.map(\.duration) == [3600, 3600])

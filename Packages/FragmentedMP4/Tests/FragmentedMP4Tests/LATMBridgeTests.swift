@@ -90,12 +90,8 @@ import Testing
             #expect(codec.timescale == UInt32(rate) && codec.channelCount == (expectedType == 29 ? 1 : 2))
             let initSegment = try layout.initSegment().serialized()
             #expect(Self.decoderSpecificInfo(initSegment) == carried.bytes, "\(form)")
-            var fragmenter = try layout.fragmenter()
-            fragmenter.beginRange(start: 0, end: .max)
-            fragmenter.feed(bytes)
-            fragmenter.finish()
             let timeline = TSTimeline(firstTimestamp: Timestamp(wrapping: UInt64(90000)))
-            let fragment = try #require(fragmenter.takeFragments(timeline: timeline)[Self.pid])
+            let fragment = try #require(try layout.wholeFragments(of: bytes, timeline: timeline)[Self.pid])
             #expect(fragment.samples.map(\.data) == units, "\(form), split \(split)")
             #expect(fragment.samples.map(\.duration) == Array(repeating: 1024, count: 6))
             #expect(
@@ -104,11 +100,7 @@ import Testing
             // A range cut where the stream does not repeat its StreamMuxConfig: a fragmenter with the layout's
             // sample entries reads its frames with that configuration.
             let (later, laterUnits) = Self.stream(spec, rate: rate, split: split, configured: false)
-            var rangeFragmenter = try layout.fragmenter()
-            rangeFragmenter.beginRange(start: 0, end: .max)
-            rangeFragmenter.feed(later)
-            rangeFragmenter.finish()
-            let range = try #require(rangeFragmenter.takeFragments(timeline: timeline)[Self.pid])
+            let range = try #require(try layout.wholeFragments(of: later, timeline: timeline)[Self.pid])
             #expect(range.samples.map(\.data) == laterUnits, "\(form), split \(split), range")
         }
     }
@@ -170,12 +162,8 @@ import Testing
         let version = initSegment[mdhd + 4]
         #expect(
             Self.integer(initSegment, at: mdhd + (version == 1 ? 24 : 16), count: 4) == 24000, "\(form): timescale")
-        var fragmenter = try layout.fragmenter()
-        fragmenter.beginRange(start: 0, end: .max)
-        fragmenter.feed(bytes)
-        fragmenter.finish()
         let timeline = TSTimeline(firstTimestamp: Timestamp(wrapping: UInt64(90000)))
-        let fragment = try #require(fragmenter.takeFragments(timeline: timeline)[Self.pid])
+        let fragment = try #require(try layout.wholeFragments(of: bytes, timeline: timeline)[Self.pid])
         #expect(fragment.samples.map(\.data) == units, "\(form)")
         #expect(fragment.samples.map(\.duration) == Array(repeating: 1024, count: 6), "\(form)")
     }
@@ -236,12 +224,9 @@ import Testing
                 }
                 ts.pes(pid: Self.pid, streamID: 0xC0, pts: UInt64(number * 1920), payload: payload)
             }
-            guard let layout = try? TSProgramLayout(head: ts.bytes), var fragmenter = try? layout.fragmenter()
-            else { continue }
-            fragmenter.beginRange(start: 0, end: .max)
-            fragmenter.feed(ts.bytes)
-            fragmenter.finish()
-            _ = fragmenter.takeFragments(timeline: TSTimeline(firstTimestamp: Timestamp(wrapping: UInt64(0))))
+            guard let layout = try? TSProgramLayout(head: ts.bytes) else { continue }
+            _ = try? layout.wholeFragments(
+                of: ts.bytes, timeline: TSTimeline(firstTimestamp: Timestamp(wrapping: UInt64(0))))
         }
     }
 }
