@@ -12,6 +12,16 @@ The JSON holds what the page recorded, with wall-clock seconds since the page st
 `waiting`, `error`, `ended`, ...), the player's error, samples of currentTime every 250 ms with the average colour
 of the picture, every request the HLS engine made, the start and end of each media segment on the player's
 timeline by sequence number, MediaSource.isTypeSupported answers, the page's console, and chromium's own log.
+
+With --late SUBSTRING, the engine's requests whose URL contains SUBSTRING reach the stream 0.5 s late: the page
+sends them to its own origin, which waits and redirects them to the stream (a slow network for those requests).
+
+video.js 7.5.5's HLS engine (VHS 1.9.3) has a race with demuxed media: a SourceBuffer's updates wait until the
+other SourceBuffer exists, and then only the first of them runs; when that first one sets the timestamp offset,
+which fires no updateend, the rest (the init segment and the first segment) wait forever. It happens whenever the
+first video segment arrives before the audio playlist, as on a loaded machine. Every 250 ms the page runs the
+engine's own next queued update when one is left waiting with nothing in progress, and counts it (`drains`); the
+engine's loaders' states are in `loaders`, for failure messages.
 """
 import argparse
 import http.server
@@ -36,7 +46,8 @@ PAGE = """<!DOCTYPE html>
 var q = new URLSearchParams(location.search);
 var started = performance.now();
 var state = {events: [], samples: [], requests: [], segments: {}, console: [], error: null, duration: null,
-             goal: q.get('until'), reached: false, done: false, supported: {}, engine: null};
+             goal: q.get('until'), reached: false, done: false, supported: {}, engine: null, drains: 0,
+             loaders: {}};
 function wall() { return (performance.now() - started) / 1000; }
 ['log', 'info', 'warn', 'error'].forEach(function (level) {
   var original = console[level].bind(console);
@@ -71,6 +82,10 @@ function finish() {
 try {
   videojs.Hls.xhr.beforeRequest = function (options) {
     state.requests.push({wall: wall(), uri: options.uri});
+    var late = q.get('late');
+    if (late && options.uri.indexOf(late) >= 0) {
+      options.uri = location.origin + '/late?' + new URLSearchParams({u: options.uri});
+    }
     return options;
   };
   player = videojs('v', {html5: {hls: {overrideNative: true}}});
@@ -119,6 +134,20 @@ try {
         }
       });
     }
+    var controller = hls && hls.masterPlaylistController_;
+    if (controller) {
+      ['main', 'audio'].forEach(function (name) {
+        var loader = controller[name + 'SegmentLoader_'], updater = loader && loader.sourceUpdater_;
+        if (updater && updater.started_ && updater.callbacks_.length && !updater.updating()) {
+          state.drains += 1;
+          updater.runCallback_();
+        }
+        if (loader) {
+          state.loaders[name] = {state: loader.state, started: !!(updater && updater.started_),
+                                 queued: updater ? updater.callbacks_.length : null};
+        }
+      });
+    }
     var goal = state.goal || '';
     if (goal.indexOf('msn:') === 0) {
       var target = state.segments[parseInt(goal.slice(4), 10)];
@@ -148,6 +177,7 @@ def main():
     p.add_argument("--until", default="ended", help="ended, or msn:N")
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--rate", type=float, default=1.0, help="playback rate once playing")
+    p.add_argument("--late", default="", help="requests whose URL contains this reach the stream 0.5 s late")
     args = p.parse_args()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -180,6 +210,14 @@ def main():
             path = self.path.split("?")[0]
             if path == "/":
                 return self.send(200, PAGE.encode(), "text/html; charset=utf-8")
+            if path == "/late":
+                time.sleep(0.5)
+                target = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("u", [""])[0]
+                self.send_response(302)
+                self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if path == "/video.js":
                 return self.send(200, videojs, "application/javascript")
             return self.send(404, b"not found\n", "text/plain")
@@ -218,7 +256,7 @@ def main():
         return 4
     profile = tempfile.mkdtemp(prefix="browser-player-")
     log_path = os.path.join(profile, "chromium.log")
-    page = origin + "/?" + urllib.parse.urlencode({"src": src, "until": args.until, "rate": args.rate})
+    page = origin + "/?" + urllib.parse.urlencode({"src": src, "until": args.until, "rate": args.rate, "late": args.late})
     with open(log_path, "wb") as log:
         browser = subprocess.Popen(
             [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
