@@ -21,66 +21,76 @@ import Testing
         return register
     }
 
-    @Test func everyRateBitRateAndLayoutGivesAFrameWhoseCRCsCheck() throws {
-        for rateCode in 0..<3 {
-            for sizeCode in 0..<38 {
-                for mode in 1...7 {
-                    for lfe in [false, true] {
-                        let format = SilentAC3(
-                            sampleRateCode: rateCode, frameSizeCode: sizeCode, codingMode: mode, lfe: lfe)
-                        let name = "fscod \(rateCode) frmsizecod \(sizeCode) acmod \(mode) lfe \(lfe)"
-                        let frame = try #require(format.frame, "\(name)")
-                        let layout = try #require(AudioFrameLayout.ac3(frame, at: 0))
-                        #expect(frame.count == layout.length && layout.samples == 1536, "\(name)")
-                        let words = frame.count / 2
-                        let fiveEighths = (words / 2 + words / 8) * 2
-                        #expect(Self.remainder(frame[2..<fiveEighths]) == 0, "CRC1 of \(name)")
-                        #expect(Self.remainder(frame[fiveEighths...]) == 0, "CRC2 of \(name)")
-                        #expect(SilentAC3(header: frame) == format, "\(name)")
+    @Test func everyRateBitRateAndLayoutGivesAFrameWhoseCRCsCheck() async throws {
+        // Every code's frame, its CRCs checked bit by bit: off Swift's cooperative threads.
+        try await blocking {
+            for rateCode in 0..<3 {
+                for sizeCode in 0..<38 {
+                    for mode in 1...7 {
+                        for lfe in [false, true] {
+                            let format = SilentAC3(
+                                sampleRateCode: rateCode, frameSizeCode: sizeCode, codingMode: mode, lfe: lfe)
+                            let name = "fscod \(rateCode) frmsizecod \(sizeCode) acmod \(mode) lfe \(lfe)"
+                            let frame = try #require(format.frame, "\(name)")
+                            let layout = try #require(AudioFrameLayout.ac3(frame, at: 0))
+                            #expect(frame.count == layout.length && layout.samples == 1536, "\(name)")
+                            let words = frame.count / 2
+                            let fiveEighths = (words / 2 + words / 8) * 2
+                            #expect(Self.remainder(frame[2..<fiveEighths]) == 0, "CRC1 of \(name)")
+                            #expect(Self.remainder(frame[fiveEighths...]) == 0, "CRC2 of \(name)")
+                            #expect(SilentAC3(header: frame) == format, "\(name)")
+                        }
                     }
                 }
             }
+            // Dual mono and reserved codes have no frame.
+            #expect(SilentAC3(sampleRateCode: 0, frameSizeCode: 0, codingMode: 0, lfe: false).frame == nil)
+            #expect(SilentAC3(sampleRateCode: 3, frameSizeCode: 0, codingMode: 2, lfe: false).frame == nil)
+            #expect(SilentAC3(sampleRateCode: 0, frameSizeCode: 38, codingMode: 2, lfe: false).frame == nil)
+            #expect(SilentAC3(header: [0x0B, 0x77, 0, 0, 0, 16 << 3, 0x40, 0]) == nil, "E-AC-3 (bsid 16) is not AC-3")
         }
-        // Dual mono and reserved codes have no frame.
-        #expect(SilentAC3(sampleRateCode: 0, frameSizeCode: 0, codingMode: 0, lfe: false).frame == nil)
-        #expect(SilentAC3(sampleRateCode: 3, frameSizeCode: 0, codingMode: 2, lfe: false).frame == nil)
-        #expect(SilentAC3(sampleRateCode: 0, frameSizeCode: 38, codingMode: 2, lfe: false).frame == nil)
-        #expect(SilentAC3(header: [0x0B, 0x77, 0, 0, 0, 16 << 3, 0x40, 0]) == nil, "E-AC-3 (bsid 16) is not AC-3")
     }
 
-    @Test func everyEAC3RateSizeAndLayoutGivesAFrameWhoseCRCChecks() throws {
-        for rateCode in 0..<3 {
-            for bytes in [128, 256, 770, 1536, 4096] {
-                for mode in 1...7 {
-                    for lfe in [false, true] {
-                        let format = SilentEAC3(sampleRateCode: rateCode, frameBytes: bytes, codingMode: mode, lfe: lfe)
-                        let name = "fscod \(rateCode) \(bytes) bytes acmod \(mode) lfe \(lfe)"
-                        let frame = try #require(format.frame, "\(name)")
-                        let layout = try #require(AudioFrameLayout.ac3(frame, at: 0))
-                        #expect(frame.count == bytes && layout.length == bytes && layout.samples == 1536, "\(name)")
-                        #expect(layout.sampleRate == format.sampleRate, "\(name)")
-                        #expect(Self.remainder(frame[2...]) == 0, "CRC of \(name)")
-                        #expect(SilentEAC3(header: frame) == format, "\(name)")
-                        #expect(SilentAC3(header: frame) == nil && SlateBuilder.hasDependentSubstream(frame) == false)
+    @Test func everyEAC3RateSizeAndLayoutGivesAFrameWhoseCRCChecks() async throws {
+        // Every code's frame, its CRCs checked bit by bit: off Swift's cooperative threads.
+        try await blocking {
+            for rateCode in 0..<3 {
+                for bytes in [128, 256, 770, 1536, 4096] {
+                    for mode in 1...7 {
+                        for lfe in [false, true] {
+                            let format = SilentEAC3(
+                                sampleRateCode: rateCode, frameBytes: bytes, codingMode: mode, lfe: lfe)
+                            let name = "fscod \(rateCode) \(bytes) bytes acmod \(mode) lfe \(lfe)"
+                            let frame = try #require(format.frame, "\(name)")
+                            let layout = try #require(AudioFrameLayout.ac3(frame, at: 0))
+                            #expect(frame.count == bytes && layout.length == bytes && layout.samples == 1536, "\(name)")
+                            #expect(layout.sampleRate == format.sampleRate, "\(name)")
+                            #expect(Self.remainder(frame[2...]) == 0, "CRC of \(name)")
+                            #expect(SilentEAC3(header: frame) == format, "\(name)")
+                            #expect(
+                                SilentAC3(header: frame) == nil && SlateBuilder.hasDependentSubstream(frame) == false)
+                        }
                     }
                 }
             }
+            #expect(SilentEAC3(sampleRateCode: 0, frameBytes: 1536, codingMode: 0, lfe: false).frame == nil)
+            #expect(SilentEAC3(sampleRateCode: 3, frameBytes: 1536, codingMode: 2, lfe: false).frame == nil)
+            #expect(SilentEAC3(sampleRateCode: 0, frameBytes: 1535, codingMode: 2, lfe: false).frame == nil)
+            // Too small for 5.1's blocks.
+            #expect(SilentEAC3(sampleRateCode: 0, frameBytes: 64, codingMode: 7, lfe: true).frame == nil)
+            // A dependent substream's header is not one to continue, and a payload with one is seen.
+            var dependent = try #require(
+                SilentEAC3(sampleRateCode: 0, frameBytes: 256, codingMode: 2, lfe: false).frame)
+            dependent[2] |= 0x40
+            #expect(SilentEAC3(header: dependent) == nil)
+            let independent = try #require(
+                SilentEAC3(sampleRateCode: 0, frameBytes: 256, codingMode: 7, lfe: true).frame)
+            #expect(SlateBuilder.hasDependentSubstream(independent + dependent))
+            // A frame of fewer blocks stands for its share of 1536 samples: two blocks of 256 bytes, 768 for six.
+            var twoBlocks = independent
+            twoBlocks[4] = twoBlocks[4] & 0xCF | 1 << 4
+            #expect(SilentEAC3(header: twoBlocks)?.frameBytes == 768)
         }
-        #expect(SilentEAC3(sampleRateCode: 0, frameBytes: 1536, codingMode: 0, lfe: false).frame == nil)
-        #expect(SilentEAC3(sampleRateCode: 3, frameBytes: 1536, codingMode: 2, lfe: false).frame == nil)
-        #expect(SilentEAC3(sampleRateCode: 0, frameBytes: 1535, codingMode: 2, lfe: false).frame == nil)
-        // Too small for 5.1's blocks.
-        #expect(SilentEAC3(sampleRateCode: 0, frameBytes: 64, codingMode: 7, lfe: true).frame == nil)
-        // A dependent substream's header is not one to continue, and a payload with one is seen.
-        var dependent = try #require(SilentEAC3(sampleRateCode: 0, frameBytes: 256, codingMode: 2, lfe: false).frame)
-        dependent[2] |= 0x40
-        #expect(SilentEAC3(header: dependent) == nil)
-        let independent = try #require(SilentEAC3(sampleRateCode: 0, frameBytes: 256, codingMode: 7, lfe: true).frame)
-        #expect(SlateBuilder.hasDependentSubstream(independent + dependent))
-        // A frame of fewer blocks stands for its share of 1536 samples: two blocks of 256 bytes, 768 for six.
-        var twoBlocks = independent
-        twoBlocks[4] = twoBlocks[4] & 0xCF | 1 << 4
-        #expect(SilentEAC3(header: twoBlocks)?.frameBytes == 768)
     }
 
     /// 100 frames of each rate and layout in a raw `.ac3` file.
