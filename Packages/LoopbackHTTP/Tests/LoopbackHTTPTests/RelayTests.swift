@@ -101,7 +101,8 @@ final class PullFlag: Sendable {
     var isSet: Bool { value.withLock { $0 } }
 }
 
-/// Deterministic bytes that differ at every offset within a few megabytes.
+/// Deterministic bytes that differ at every offset within a few megabytes (a second for 8 MiB in a debug build: tests
+/// make them in `blocking { }`, off Swift's cooperative threads).
 func patternBytes(_ count: Int) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
 }
@@ -128,7 +129,7 @@ extension SocketTests {
     /// The bytes the source had already read go first, then the rest straight from the descriptor; the source is
     /// released as complete once, the stream is never pulled, and the connection stays usable.
     @Test func splicedBodyArrivesWholeAndInOrder() async throws {
-        let body = patternBytes(3 << 20 + 12345)
+        let body = await blocking { patternBytes(3 << 20 + 12345) }
         let source = try SocketPairSource(buffered: Array(body[0..<1000]))
         let pulled = PullFlag()
         try await withServer(relayApplication(source, length: body.count, pulled: pulled)) { port, _ in
@@ -158,7 +159,7 @@ extension SocketTests {
     /// A source that ends before the announced length: the client gets a short body and a closed connection
     /// (never a wrong one), and the source is released as incomplete.
     @Test func shortSourceClosesTheConnection() async throws {
-        let body = patternBytes(256 << 10)
+        let body = await blocking { patternBytes(256 << 10) }
         let source = try SocketPairSource(buffered: [])
         let pulled = PullFlag()
         try await withServer(relayApplication(source, length: body.count + 100, pulled: pulled)) { port, server in
@@ -182,7 +183,7 @@ extension SocketTests {
     /// A client that leaves mid-body ends the relay: the source is released as incomplete and the connection
     /// closes, while the upstream still has bytes to give.
     @Test func clientLeavingEndsTheRelay() async throws {
-        let body = patternBytes(8 << 20)
+        let body = await blocking { patternBytes(8 << 20) }
         let source = try SocketPairSource(buffered: [])
         let pulled = PullFlag()
         try await withServer(relayApplication(source, length: body.count, pulled: pulled)) { port, server in
