@@ -128,7 +128,7 @@ final class BrowserPlayer: Sendable {
         let python = try #require(EndToEnd.tool("python3"))
         _ = try #require(EndToEnd.tool("chromium"))
         let script = EndToEnd.repositoryRoot.appendingPathComponent("Tests/Origins/browser_player.py").path
-        child = try ChildProcess(
+        child = try await ChildProcess(
             python, [script, "--until", until, "--timeout", String(timeout), "--late", late], standardInput: true,
             passStandardError: true)
         origin = await child.lines(1, within: 20).first ?? ""

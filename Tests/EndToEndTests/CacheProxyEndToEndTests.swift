@@ -71,7 +71,7 @@ final class CacheProxyProcess {
 
     init?(_ url: String, cacheDirectory: URL, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return nil }
-        child = try ChildProcess(
+        child = try await ChildProcess(
             tool,
             [
                 "cache-proxy", url, "-H", "Authorization: Bearer \(CacheProxyOrigin.token)", "--cache-dir",
@@ -219,7 +219,7 @@ struct CacheProxyEndToEndTests {
         let file = await CacheProxyFixtures.bytes("clip.ts")
         let proxy = try await #require(try CacheProxyProcess(url, cacheDirectory: cache))
         let curl = try #require(EndToEnd.tool("curl"))
-        let reader = try ChildProcess(curl, ["-s", "-o", "/dev/null", proxy.localURL])
+        let reader = try await ChildProcess(curl, ["-s", "-o", "/dev/null", proxy.localURL])
         // The origin sends 512 KiB/s per connection (the proxy reads ahead on two): kill it mid-transfer.
         await suspend(2.2)
         await proxy.kill9()
@@ -268,7 +268,7 @@ struct CacheProxyEndToEndTests {
         var readers: [ChildProcess] = []
         for (index, span) in spans.enumerated() {
             readers.append(
-                try ChildProcess(
+                try await ChildProcess(
                     curl,
                     [
                         "-sf", "-r", "\(span.0)-\(span.1 - 1)", "-o", outputs.appendingPathComponent("\(index)").path,

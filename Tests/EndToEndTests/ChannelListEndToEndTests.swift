@@ -119,7 +119,7 @@ import Testing
             let file = try Self.write(list.text, in: folder)
             let store = folder.appendingPathComponent("resume\(index)")
             let runner = try #require(
-                try DownloadProcessesTests.Runner(
+                try await DownloadProcessesTests.Runner(
                     ["download", file, "--channel", list.choice, "-o", store.path, "--id", "r"], folder: folder))
             try await DownloadProcessesTests.waitFor("\(source): the task to run in process \(runner.pid)") {
                 try await DownloadProcessesTests.list(store).first?["pid"] as? Int == Int(runner.pid)

@@ -26,7 +26,7 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         var killed = 0
         for _ in 0..<Self.kills {
-            let download = try ChildProcess(tool, arguments, stopSignal: SIGKILL)
+            let download = try await ChildProcess(tool, arguments, stopSignal: SIGKILL)
             await suspend(Double.random(in: 0.05...0.4, using: &generator))
             if download.isRunning { killed += 1 }
             await download.stop(grace: 0)

@@ -221,7 +221,7 @@ import Testing
         defer { nginx.stop() }
         let store = Self.store(fixtures)
         let arguments = ["download", nginx.url("slow/www/ts/index.m3u8"), "-o", store.url.path, "--id", "int"]
-        let download = try ChildProcess(tool, arguments, stopSignal: SIGINT)
+        let download = try await ChildProcess(tool, arguments, stopSignal: SIGINT)
         // Interrupted once it writes segments (its SIGINT handler is in place by then; a fixed 0.5 s was too short
         // on a loaded machine, where SIGINT found the default action and the status was 2), at least 0.5 s in.
         await suspend(0.5)

@@ -15,9 +15,9 @@ import Testing
     final class Runner {
         let child: ChildProcess
 
-        init?(_ arguments: [String], folder: URL, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        init?(_ arguments: [String], folder: URL, sourceLocation: SourceLocation = #_sourceLocation) async throws {
             guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return nil }
-            child = try ChildProcess(tool, arguments, stopSignal: SIGKILL)
+            child = try await ChildProcess(tool, arguments, stopSignal: SIGKILL)
         }
 
         var process: Process { child.process }
@@ -63,10 +63,10 @@ import Testing
         defer { nginx.stop() }
         let store = DownloadTool.temporaryStore()
         let arguments = ["download", nginx.url("slow/www/ts/index.m3u8"), "-o", store.path, "--id", "same"]
-        guard let first = try Runner(arguments, folder: store.deletingLastPathComponent()) else { return }
+        guard let first = try await Runner(arguments, folder: store.deletingLastPathComponent()) else { return }
         // Another task of the same store, downloaded at the same time by a third process.
         guard
-            let other = try Runner(
+            let other = try await Runner(
                 ["download", nginx.url("slow/www/small/index.m3u8"), "-o", store.path, "--id", "other"],
                 folder: store.deletingLastPathComponent())
         else { return }
@@ -110,7 +110,7 @@ import Testing
         let store = DownloadTool.temporaryStore()
         let logs = store.deletingLastPathComponent()
         let arguments = ["download", nginx.url("slow/www/ts/index.m3u8"), "-o", store.path, "--id", "ctl"]
-        guard let runner = try Runner(arguments, folder: logs) else { return }
+        guard let runner = try await Runner(arguments, folder: logs) else { return }
         try await Self.waitUntilRunning(store, pid: runner.pid)
 
         // Live progress: two reads a second and a half apart differ, and the plain list names the runner.
@@ -142,7 +142,9 @@ import Testing
         #expect(Self.segmentCount(store.appendingPathComponent("ctl")) == frozen)
 
         // Resume runs it again (and follows it); a resume while it runs is refused as already running.
-        guard let resumed = try Runner(["tasks", "resume", "ctl", "--store", store.path], folder: logs) else { return }
+        guard let resumed = try await Runner(["tasks", "resume", "ctl", "--store", store.path], folder: logs) else {
+            return
+        }
         try await Self.waitUntilRunning(store, pid: resumed.pid)
         let again = try await DownloadTool.run(["tasks", "resume", "ctl", "--store", store.path])
         #expect(again?.status == 1)
@@ -171,7 +173,7 @@ import Testing
         defer { nginx.stop() }
         let store = DownloadTool.temporaryStore()
         let arguments = ["download", nginx.url("slow/www/ts/index.m3u8"), "-o", store.path, "--id", "dead"]
-        guard let runner = try Runner(arguments, folder: store.deletingLastPathComponent()) else { return }
+        guard let runner = try await Runner(arguments, folder: store.deletingLastPathComponent()) else { return }
         try await Self.waitUntilRunning(store, pid: runner.pid)
         kill(runner.pid, SIGKILL)
         #expect(await runner.waitForExit(seconds: 5))

@@ -202,7 +202,7 @@ enum DownloadTool {
         _ body: (String) async throws -> Void
     ) async throws {
         guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return }
-        let play = try ChildProcess(tool, ["tasks", "play", id, "--store", store], stopSignal: SIGINT)
+        let play = try await ChildProcess(tool, ["tasks", "play", id, "--store", store], stopSignal: SIGINT)
         let url = await play.lines(1, within: 20).first ?? ""
         #expect(url.hasPrefix("http://127.0.0.1:"), "tasks play printed \(url)", sourceLocation: sourceLocation)
         // Stopped, and its exit checked, however the body ends (a defer cannot await the stop).

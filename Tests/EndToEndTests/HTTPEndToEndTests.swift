@@ -20,7 +20,7 @@ final class HTTPTestServer {
         guard let executable = EndToEnd.product("loopback-http-testserver", sourceLocation: sourceLocation) else {
             return nil
         }
-        child = try ChildProcess(executable, arguments, standardInput: true)
+        child = try await ChildProcess(executable, arguments, standardInput: true)
         let lines = await child.lines(2, within: 20)
         var port: UInt16 = 0
         var token = ""

@@ -95,7 +95,7 @@ final class HostileProxyProcess {
     init?(_ url: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         guard let tool = EndToEnd.product("tsplayer", sourceLocation: sourceLocation) else { return nil }
         let start = ContinuousClock.now
-        child = try ChildProcess(tool, ["proxy", url, "--allow-private"])
+        child = try await ChildProcess(tool, ["proxy", url, "--allow-private"])
         let line = await child.lines(1, within: 60).first ?? ""
         startUp = start.duration(to: .now)
         guard line.hasPrefix("http://127.0.0.1:"),
@@ -259,7 +259,7 @@ struct HostileOriginBudgetEndToEndTests {
         guard let tool = EndToEnd.product("tsplayer"), let curl = EndToEnd.tool("curl") else { return }
         let cache = TemporaryFolders.make(prefix: "hostile-cache-")
         let size = 24_000_000
-        let child = try ChildProcess(
+        let child = try await ChildProcess(
             tool,
             [
                 "cache-proxy", origin.url("/huge/\(size)"), "--cache-dir", cache.path, "--max-size", "4M",

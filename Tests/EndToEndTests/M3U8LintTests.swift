@@ -305,7 +305,7 @@ enum PlaylistFixtures {
             print(server.server_address[1], flush=True)
             server.serve_forever()
             """
-        let server = try ChildProcess(python, ["-c", script, root.path])
+        let server = try await ChildProcess(python, ["-c", script, root.path])
         defer { server.stop() }
         let first = await server.lines(1, within: 20).first ?? ""
         let p = try #require(Int(first), "\(server.stderr)")

@@ -14,7 +14,7 @@ final class ServerProcess: Sendable {
     /// Starts `tsplayer serve` and waits (20 s at most) until it has printed `expectedLines` lines on stdout.
     init(arguments: [String], expectedLines: Int = 1) async throws {
         guard let tsplayer = EndToEnd.product("tsplayer") else { throw CocoaError(.fileNoSuchFile) }
-        child = try ChildProcess(tsplayer, ["serve"] + arguments, stopSignal: SIGINT)
+        child = try await ChildProcess(tsplayer, ["serve"] + arguments, stopSignal: SIGINT)
         lines = await child.lines(expectedLines, within: 20)
     }
 

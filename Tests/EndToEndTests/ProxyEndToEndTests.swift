@@ -12,7 +12,7 @@ final class ProxyTestProcess: Sendable {
     let firstLine: String
 
     init(_ executable: URL, _ arguments: [String]) async throws {
-        child = try ChildProcess(executable, arguments)
+        child = try await ChildProcess(executable, arguments)
         firstLine = await child.lines(1, within: 20).first ?? ""
     }
 

@@ -163,7 +163,7 @@ import Testing
         let folder = TemporaryFolders.make(prefix: "DurableCrash-")
         let path = folder + "/store.bin"
         try writeFileAtomically(Self.version(0), to: path)
-        let child = try ChildProcess(writer, [path, step], stopSignal: SIGKILL)
+        let child = try await ChildProcess(writer, [path, step], stopSignal: SIGKILL)
         #expect(await child.lines(1, within: 20) == ["stopped at \(step)"], "\(child.stdout) \(child.stderr)")
         await child.stop(grace: 0)
         #expect(child.process.terminationReason == .uncaughtSignal, "\(step): the writer ended by itself")
@@ -174,7 +174,7 @@ import Testing
         let folder = TemporaryFolders.make(prefix: "DurableCrash-")
         let path = folder + "/store.bin"
         try writeFileAtomically(Self.version(0), to: path)
-        let child = try ChildProcess(Self.writerURL(), [path, "none-such"], stopSignal: SIGKILL)
+        let child = try await ChildProcess(Self.writerURL(), [path, "none-such"], stopSignal: SIGKILL)
         _ = await child.lines(1, within: 20)
         try #require(await child.waitForExit(within: 60), "the writer did not end")
         #expect(child.process.terminationStatus == 64, "a bad step is a usage error")
@@ -188,7 +188,7 @@ import Testing
         try writeFileAtomically(Self.version(0), to: path)
         var generator = SystemRandomNumberGenerator()
         for round in 0..<12 {
-            let child = try ChildProcess(writer, [path, "loop"], stopSignal: SIGKILL)
+            let child = try await ChildProcess(writer, [path, "loop"], stopSignal: SIGKILL)
             #expect(await child.lines(1, within: 20) == ["ready"], "round \(round): \(child.stderr)")
             await suspend(Double.random(in: 0.001...0.04, using: &generator))
             await child.stop(grace: 0)

@@ -83,7 +83,7 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         var claimedAfterKills: [UInt64] = []
         for round in 0..<25 {
-            let child = try ChildProcess(writer, [dataPath, String(round + 1)], stopSignal: SIGKILL)
+            let child = try await ChildProcess(writer, [dataPath, String(round + 1)], stopSignal: SIGKILL)
             // Wait for "ready" (its first write is durable), then let it write for a random while before killing it.
             _ = await child.lines(1, within: 20)
             await suspend(Double.random(in: 0.002...0.06, using: &generator))

@@ -22,12 +22,15 @@ public final class ChildProcess: Sendable {
     /// Starts `executable`. Its stdout and stderr are collected (stderr goes to the test's own stderr instead when
     /// `passStandardError` is set); with `standardInput` its stdin is a pipe that ``write(_:)`` feeds, otherwise
     /// /dev/null. ``stop()`` sends `stopSignal` first (SIGTERM, or SIGINT for a program that treats it as Ctrl-C).
+    /// The spawn runs in ``blocking(_:)``: a fork and exec takes a while on a loaded machine (Foundation closes every
+    /// descriptor up to the highest open one in the child), which Swift's cooperative threads must not wait for.
     public init(
         _ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
         currentDirectory: URL? = nil, standardInput: Bool = false, passStandardError: Bool = false,
         stopSignal: Int32 = SIGTERM
-    ) throws {
-        process = Process()
+    ) async throws {
+        let process = Process()
+        self.process = process
         process.executableURL = executable
         process.arguments = arguments
         if let environment {
@@ -41,7 +44,7 @@ public final class ChildProcess: Sendable {
         let err = passStandardError ? nil : Pipe()
         process.standardError = err ?? FileHandle.standardError
         self.stopSignal = stopSignal
-        try process.run()
+        try await blocking { try process.run() }
         ChildProcesses.started(process.processIdentifier)
         for (pipe, box) in [(out, output), (err, errors)] {
             guard let pipe else { continue }

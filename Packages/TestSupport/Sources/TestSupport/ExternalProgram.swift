@@ -56,7 +56,8 @@ public enum ExternalProgram {
         // Awaited, never waited on: Foundation reports the end through Dispatch, whose threads a blocked test holds.
         let ended = Completion()
         process.terminationHandler = { _ in ended.signal() }
-        try process.run()
+        // Spawned off Swift's cooperative threads (see ChildProcess.init).
+        try await blocking { try process.run() }
         let outBox = Locked(Data())
         let errBox = Locked(Data())
         var reads: [Completion] = []

@@ -23,7 +23,7 @@ public final class FaultOrigin {
         guard let python = ExternalProgram.find("python3", sourceLocation: sourceLocation) else { return nil }
         log = TemporaryFolderRegistry.make(prefix: "origin-", sourceLocation: sourceLocation).appendingPathComponent(
             "origin.log")
-        child = try ChildProcess(
+        child = try await ChildProcess(
             python, [Self.script.path, "--root", root.path, "--log", log.path] + arguments, standardInput: true)
         let text = await child.lines(1, within: 20).first ?? ""
         guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {

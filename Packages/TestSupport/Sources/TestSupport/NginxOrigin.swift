@@ -77,7 +77,7 @@ public final class NginxOrigin {
             let configURL = directory.appendingPathComponent("nginx.conf")
             try Data(config.utf8).write(to: configURL)
             // Single-process nginx started from a test thread inherits a signal mask that blocks SIGTERM: SIGKILL it.
-            let process = try ChildProcess(
+            let process = try await ChildProcess(
                 nginx, ["-c", configURL.path, "-e", directory.appendingPathComponent("error.log").path],
                 stopSignal: SIGKILL)
             // Ready when it answers; a port in use makes it exit.
