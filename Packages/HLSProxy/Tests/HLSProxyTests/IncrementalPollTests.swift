@@ -257,44 +257,48 @@ import Testing
     }
 
     /// The generator covers what the suite claims, and is deterministic.
-    @Test func generatorCoversEveryFeatureAndIsDeterministic() {
-        var seen: LiveSequence.Features = []
-        var events = LiveSequence.Events()
-        var totalPolls = 0
-        // The texts the features promise are in the polls.
-        var needles = [
-            "#EXT-X-CUE-OUT:", "#EXT-X-CUE-OUT\n", "#EXT-X-CUE-OUT:DURATION=", "#EXT-X-CUE-OUT-CONT:ElapsedTime=",
-            "#EXT-X-CUE-OUT-CONT:2", "#EXT-X-CUE-IN", "#EXT-X-DISCONTINUITY\n", "#EXT-X-PROGRAM-DATE-TIME:",
-            "#EXT-X-KEY:METHOD=AES-128", ",IV=0x", "#EXT-X-MAP:URI=", "CLASS=\"twitch-stitched-ad\"",
-            "CLASS=\"com.example.chapter\"", ",live\n", ",Amazon", "\r\n", "\n  https://", "\nseg_", "\nchunks/",
-            "\n/live/", "#EXT-X-DISCONTINUITY-SEQUENCE:", "#EXT-X-INDEPENDENT-SEGMENTS",
-            "https://ads.adserver.example.net/", "https://ssai.other-origin.example.org/", "# ", "\n\n",
-        ].map { Array($0.utf8) }
-        for index in 0..<Self.mixedCount {
-            let seed = UInt64(0xA110_0000 + index)
-            let sequence = LiveSequence(seed: seed, features: LiveSequence.Features.random(seed: seed))
-            seen.formUnion(sequence.features)
-            events.add(sequence.events)
-            totalPolls += sequence.polls.count
-            #expect((30...80).contains(sequence.polls.count))
-            for size in sequence.windowSizes { #expect((5...40).contains(size), "seed \(seed): \(size)") }
-            for poll in sequence.polls {
-                needles.removeAll { Self.find($0, in: poll) }
+    @Test func generatorCoversEveryFeatureAndIsDeterministic() async {
+        // Seconds of computing in a debug build: off Swift's cooperative threads.
+        await blocking {
+            var seen: LiveSequence.Features = []
+            var events = LiveSequence.Events()
+            var totalPolls = 0
+            // The texts the features promise are in the polls.
+            var needles = [
+                "#EXT-X-CUE-OUT:", "#EXT-X-CUE-OUT\n", "#EXT-X-CUE-OUT:DURATION=", "#EXT-X-CUE-OUT-CONT:ElapsedTime=",
+                "#EXT-X-CUE-OUT-CONT:2", "#EXT-X-CUE-IN", "#EXT-X-DISCONTINUITY\n", "#EXT-X-PROGRAM-DATE-TIME:",
+                "#EXT-X-KEY:METHOD=AES-128", ",IV=0x", "#EXT-X-MAP:URI=", "CLASS=\"twitch-stitched-ad\"",
+                "CLASS=\"com.example.chapter\"", ",live\n", ",Amazon", "\r\n", "\n  https://", "\nseg_", "\nchunks/",
+                "\n/live/", "#EXT-X-DISCONTINUITY-SEQUENCE:", "#EXT-X-INDEPENDENT-SEGMENTS",
+                "https://ads.adserver.example.net/", "https://ssai.other-origin.example.org/", "# ", "\n\n",
+            ].map { Array($0.utf8) }
+            for index in 0..<Self.mixedCount {
+                let seed = UInt64(0xA110_0000 + index)
+                let sequence = LiveSequence(seed: seed, features: LiveSequence.Features.random(seed: seed))
+                seen.formUnion(sequence.features)
+                events.add(sequence.events)
+                totalPolls += sequence.polls.count
+                #expect((30...80).contains(sequence.polls.count))
+                for size in sequence.windowSizes { #expect((5...40).contains(size), "seed \(seed): \(size)") }
+                for poll in sequence.polls {
+                    needles.removeAll { Self.find($0, in: poll) }
+                }
             }
+            for needle in needles {
+                Issue.record("no poll contains \(String(decoding: needle, as: UTF8.self).debugDescription)")
+            }
+            for (name, feature) in LiveSequence.Features.all {
+                #expect(seen.contains(feature), "no mixed sequence has \(name)")
+            }
+            #expect(events.jumpsForward > 0 && events.jumpsBack > 0 && events.resets > 0, "\(events)")
+            #expect(
+                events.repeats > 0 && events.rewrites > 0 && events.appendOnly > 0 && events.dropOnly > 0, "\(events)")
+            #expect(events.markersAtStart > 0, "\(events)")
+            let again = LiveSequence(seed: 0xA110_0007, features: LiveSequence.Features.random(seed: 0xA110_0007))
+            let first = LiveSequence(seed: 0xA110_0007, features: LiveSequence.Features.random(seed: 0xA110_0007))
+            #expect(again.polls == first.polls)
+            #expect(totalPolls >= Self.mixedCount * 30)
         }
-        for needle in needles {
-            Issue.record("no poll contains \(String(decoding: needle, as: UTF8.self).debugDescription)")
-        }
-        for (name, feature) in LiveSequence.Features.all {
-            #expect(seen.contains(feature), "no mixed sequence has \(name)")
-        }
-        #expect(events.jumpsForward > 0 && events.jumpsBack > 0 && events.resets > 0, "\(events)")
-        #expect(events.repeats > 0 && events.rewrites > 0 && events.appendOnly > 0 && events.dropOnly > 0, "\(events)")
-        #expect(events.markersAtStart > 0, "\(events)")
-        let again = LiveSequence(seed: 0xA110_0007, features: LiveSequence.Features.random(seed: 0xA110_0007))
-        let first = LiveSequence(seed: 0xA110_0007, features: LiveSequence.Features.random(seed: 0xA110_0007))
-        #expect(again.polls == first.polls)
-        #expect(totalPolls >= Self.mixedCount * 30)
     }
 
     // MARK: Driving two proxies

@@ -56,36 +56,39 @@ import Testing
 
     /// The same elementary stream cut into PES packets at random points gives the same frames and sizes as one
     /// PES (drip-feed), for every codec; random bytes never trap and give frames no larger than the input.
-    @Test func randomCutsGiveTheSameFramesAndRandomBytesNeverTrap() {
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        func random(_ bound: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(bound))
-        }
-        // AAC frames of random lengths, MPEG-1 layer II (384 bytes), AC-3 at 48 kHz, 96 kbit/s (frmsizecod 12:
-        // 384 bytes).
-        var aac: [UInt8] = []
-        for _ in 0..<40 { aac += Self.adts(length: 7 + random(600)) }
-        let mp2 = (0..<20).flatMap { _ in [0xFF, 0xFD, 0x84, 0x00] + [UInt8](repeating: 0x22, count: 380) }
-        let ac3 = (0..<20).flatMap { _ in [0x0B, 0x77, 0, 0, 0x0C, 0x40] + [UInt8](repeating: 0x33, count: 378) }
-        for (codec, stream) in [(Codec.aac, aac), (.mpegAudio, mp2), (.ac3, ac3)] {
-            let whole = Self.split([Self.packet(stream, pts: 0, offset: 0)], codec: codec)
-            #expect(whole.map(\.size).reduce(0, +) == stream.count, "\(codec)")
-            for round in 0..<50 {
-                var packets: [PESPacket] = []
-                var start = 0
-                while start < stream.count {
-                    let end = min(stream.count, start + 1 + random(round < 25 ? 64 : 2000))
-                    packets.append(Self.packet(Array(stream[start..<end]), pts: nil, offset: Int64(start)))
-                    start = end
-                }
-                let cut = Self.split(packets, codec: codec)
-                #expect(cut.map(\.size) == whole.map(\.size), "\(codec) round \(round)")
+    @Test func randomCutsGiveTheSameFramesAndRandomBytesNeverTrap() async {
+        // Seconds of computing in a debug build: off Swift's cooperative threads.
+        await blocking {
+            var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+            func random(_ bound: Int) -> Int {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return Int((state >> 33) % UInt64(bound))
             }
-            for _ in 0..<200 {
-                let noise = (0..<random(3000)).map { _ in UInt8(truncatingIfNeeded: random(256)) }
-                let frames = Self.split([Self.packet(noise, pts: 5, offset: 0)], codec: codec)
-                #expect(frames.map(\.size).reduce(0, +) <= noise.count)
+            // AAC frames of random lengths, MPEG-1 layer II (384 bytes), AC-3 at 48 kHz, 96 kbit/s (frmsizecod 12:
+            // 384 bytes).
+            var aac: [UInt8] = []
+            for _ in 0..<40 { aac += Self.adts(length: 7 + random(600)) }
+            let mp2 = (0..<20).flatMap { _ in [0xFF, 0xFD, 0x84, 0x00] + [UInt8](repeating: 0x22, count: 380) }
+            let ac3 = (0..<20).flatMap { _ in [0x0B, 0x77, 0, 0, 0x0C, 0x40] + [UInt8](repeating: 0x33, count: 378) }
+            for (codec, stream) in [(Codec.aac, aac), (.mpegAudio, mp2), (.ac3, ac3)] {
+                let whole = Self.split([Self.packet(stream, pts: 0, offset: 0)], codec: codec)
+                #expect(whole.map(\.size).reduce(0, +) == stream.count, "\(codec)")
+                for round in 0..<50 {
+                    var packets: [PESPacket] = []
+                    var start = 0
+                    while start < stream.count {
+                        let end = min(stream.count, start + 1 + random(round < 25 ? 64 : 2000))
+                        packets.append(Self.packet(Array(stream[start..<end]), pts: nil, offset: Int64(start)))
+                        start = end
+                    }
+                    let cut = Self.split(packets, codec: codec)
+                    #expect(cut.map(\.size) == whole.map(\.size), "\(codec) round \(round)")
+                }
+                for _ in 0..<200 {
+                    let noise = (0..<random(3000)).map { _ in UInt8(truncatingIfNeeded: random(256)) }
+                    let frames = Self.split([Self.packet(noise, pts: 5, offset: 0)], codec: codec)
+                    #expect(frames.map(\.size).reduce(0, +) <= noise.count)
+                }
             }
         }
     }

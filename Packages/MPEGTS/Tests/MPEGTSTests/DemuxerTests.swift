@@ -308,25 +308,29 @@ import Testing
     /// falls: in the first TS packet (a small access unit, decided from the PES's first bytes), on the packet
     /// boundary (start code or NAL header split), or in a later packet; one shot and drip fed.
     @Test(arguments: [StreamType.h264, .hevc])
-    func keyframeFlagWhereverTheSliceStarts(videoType: StreamType) {
-        // The first packet carries 162 bytes of the access unit (8 bytes of adaptation field, a 14-byte PES
-        // header); paddings 100...140 move the slice's start code and NAL header across that boundary.
-        for padding in [0] + Array(100...140) + [400] {
-            var builder = StreamBuilder()
-            builder.videoType = videoType
-            builder.tables()
-            for frame in 0..<4 {
-                builder.video(pts: 90_000 + UInt64(frame) * 3600, keyframe: frame % 2 == 0, padding: padding)
-            }
-            let expected = [true, false, true, false]
-            for chunks in [nil, [1], [7, 188, 13]] {
-                let events = demux(builder.bytes, chunkSizes: chunks, options: DemuxOptions(reassemblePES: true))
-                let packets = events.compactMap { if case .pesPacket(let packet) = $0 { packet } else { nil } }
-                let label = "\(videoType) padding \(padding) chunks \(String(describing: chunks))"
-                #expect(events.pes.map(\.isKeyframe) == expected, "\(label)")
-                #expect(packets.map(\.info.isKeyframe) == expected, "\(label)")
-                #expect(packets.count == 4 && packets[0].payload == builder.videoUnit(keyframe: true, padding: padding))
-                #expect(events.errors.isEmpty, "\(label): \(events.errors)")
+    func keyframeFlagWhereverTheSliceStarts(videoType: StreamType) async {
+        // Seconds of computing in a debug build: off Swift's cooperative threads.
+        await blocking {
+            // The first packet carries 162 bytes of the access unit (8 bytes of adaptation field, a 14-byte PES
+            // header); paddings 100...140 move the slice's start code and NAL header across that boundary.
+            for padding in [0] + Array(100...140) + [400] {
+                var builder = StreamBuilder()
+                builder.videoType = videoType
+                builder.tables()
+                for frame in 0..<4 {
+                    builder.video(pts: 90_000 + UInt64(frame) * 3600, keyframe: frame % 2 == 0, padding: padding)
+                }
+                let expected = [true, false, true, false]
+                for chunks in [nil, [1], [7, 188, 13]] {
+                    let events = demux(builder.bytes, chunkSizes: chunks, options: DemuxOptions(reassemblePES: true))
+                    let packets = events.compactMap { if case .pesPacket(let packet) = $0 { packet } else { nil } }
+                    let label = "\(videoType) padding \(padding) chunks \(String(describing: chunks))"
+                    #expect(events.pes.map(\.isKeyframe) == expected, "\(label)")
+                    #expect(packets.map(\.info.isKeyframe) == expected, "\(label)")
+                    #expect(
+                        packets.count == 4 && packets[0].payload == builder.videoUnit(keyframe: true, padding: padding))
+                    #expect(events.errors.isEmpty, "\(label): \(events.errors)")
+                }
             }
         }
     }
