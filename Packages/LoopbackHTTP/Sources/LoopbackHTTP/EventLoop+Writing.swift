@@ -23,6 +23,12 @@ extension EventLoopRunner {
 
     func respond(_ response: consuming HTTPResponse, on connection: Connection) {
         guard let request = connection.exchange?.request else { return }
+        respond(response, to: request, on: connection)
+    }
+
+    /// ``respond(_:on:)`` with the exchange's request at hand (the caller's, not a copy from the exchange).
+    func respond(_ response: consuming HTTPResponse, to request: borrowing HTTPRequest, on connection: Connection) {
+        guard connection.exchange != nil else { return }
         let prepared = application.prepare(
             response, for: request, keepAlive: connection.machine.keepAlive, date: currentDate())
         if !prepared.keepAlive { connection.machine.mustCloseAfterResponse() }
@@ -64,7 +70,7 @@ extension EventLoopRunner {
         head.append(0x0A)
         connection.exchange?.status = prepared.status.code
         connection.exchange?.headBytes = head.count
-        connection.machine.responseHeadWritten(now: monotonicNow())
+        connection.machine.responseHeadWritten(now: now)
         switch prepared.body {
         case .none:
             connection.output.append(.bytes(head, sent: 0))
@@ -165,7 +171,7 @@ extension EventLoopRunner {
                 read: { file, offset, count in try file.read(at: offset, length: count) },
                 wrote: { count in
                     connection.exchange?.bytesWritten += UInt64(count)
-                    connection.machine.wroteBytes(now: monotonicNow())
+                    connection.machine.wroteBytes(now: now)
                 })
             switch stop {
             case .drained:
@@ -205,7 +211,7 @@ extension EventLoopRunner {
         }
         guard connection.exchange != nil, !connection.awaitingHandler else { return }
         finishExchange(connection)
-        let action = connection.machine.responseFinished(now: monotonicNow())
+        let action = connection.machine.responseFinished(now: now)
         if action == .close || connection.machine.state == .closed {
             close(connection)
         } else {
