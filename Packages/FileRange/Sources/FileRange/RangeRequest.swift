@@ -173,11 +173,19 @@ public enum ContentRange {
     }
 
     private static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
-        var divisor: UInt64 = 1
-        while value / divisor >= 10 { divisor *= 10 }
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / divisor % 10))
-            divisor /= 10
+        // Least significant digit first (a division by the constant 10 is a multiplication), then reversed.
+        let start = bytes.count
+        var rest = value
+        repeat {
+            bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10))
+            rest /= 10
+        } while rest > 0
+        var low = start
+        var high = bytes.count - 1
+        while low < high {  // in place (reversing a slice of the array would copy it)
+            bytes.swapAt(low, high)
+            low += 1
+            high -= 1
         }
     }
 

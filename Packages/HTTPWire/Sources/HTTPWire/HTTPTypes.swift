@@ -91,7 +91,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// Replaces every field of this name with one field.
     public mutating func replaceOrAdd(name: String, value: String) {
-        if let index = fields.firstIndex(where: { Self.equalNames($0.name, name) }) {
+        if let index = fields.indices.first(where: { Self.equalNames(fields[$0].name, name) }) {
             fields[index].value = value
             var i = fields.index(after: index)
             while i < fields.endIndex {
@@ -110,7 +110,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// The first value of the field, or nil.
     public func first(name: String) -> String? {
-        for field in fields where Self.equalNames(field.name, name) { return field.value }
+        // By index: the fields are read in place, not copied out one by one (this runs several times a request).
+        for index in fields.indices where Self.equalNames(fields[index].name, name) { return fields[index].value }
         return nil
     }
 

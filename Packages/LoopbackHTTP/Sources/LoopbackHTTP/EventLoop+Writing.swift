@@ -44,11 +44,12 @@ extension EventLoopRunner {
         head += prepared.date.utf8
         head.append(0x0D)
         head.append(0x0A)
-        for field in prepared.headers {
-            head += field.name.utf8
+        let fields = prepared.headers.fields
+        for index in fields.indices {  // by index: each field read in place, not copied out
+            Self.appendUTF8(fields[index].name, to: &head)
             head.append(0x3A)
             head.append(0x20)
-            head += field.value.utf8
+            Self.appendUTF8(fields[index].value, to: &head)
             head.append(0x0D)
             head.append(0x0A)
         }
@@ -137,6 +138,14 @@ extension EventLoopRunner {
             }
         }
         flush(connection)
+    }
+
+    /// Appends a string's UTF-8 as one copy of its bytes (the generic append walks the view byte by byte).
+    @inline(__always)
+    static func appendUTF8(_ string: String, to bytes: inout [UInt8]) {
+        if string.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes += string.utf8
+        }
     }
 
     /// Room for the head plus a body small enough to be read into it: one allocation for both.
