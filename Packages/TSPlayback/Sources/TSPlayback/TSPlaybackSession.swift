@@ -513,6 +513,24 @@ public final class TSPlaybackSession: PlaybackSource {
         return builder.build().text
     }
 
+    /// Where the server's requests are answered, but for `media.ts` sent from the file: FileRange's shared blocking
+    /// pool (a test gives a pool of its own).
+    let answeringPool = LockedValue<BlockingPool>(.shared)
+
+    /// The server calls ``answer(_:_:)``.
+    public var answersLater: Bool { true }
+
+    /// Answers a request from the server. Fragmented MP4 segments, filtered or converted TS segments and playlists
+    /// read the file and build bytes: they are made on the blocking pool, so that a slow disk or a large segment never
+    /// holds the server's event loop, where every other player's requests wait. `media.ts` sent from the file
+    /// (the event loop's zero-copy path) is answered at once.
+    public func answer(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        if servesFileAsIs, request.wildcardSegments == ["media.ts"] {
+            return responder.respond(respond(to: request))
+        }
+        answeringPool.withLock { $0 }.submit { [self] in responder.respond(respond(to: request)) }
+    }
+
     /// Answers a request for one of the session's routes (`master.m3u8`, `index.m3u8`, `media.ts`).
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         let route = request.wildcardSegments
