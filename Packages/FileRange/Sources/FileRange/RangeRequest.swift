@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// One `range-spec` of an RFC 9110 §14.1.1 byte-range set.
 public enum RangeSpecifier: Hashable, Sendable {
     /// `first-pos "-" [ last-pos ]`: from `first` to `last` inclusive, or to the end when `last` is nil.
@@ -164,29 +166,12 @@ public enum ContentRange {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(6 + 3 * 20 + 2)
         bytes += "bytes ".utf8
-        appendDecimal(range.offset, to: &bytes)
+        DecimalDigits.append(range.offset, to: &bytes)
         bytes.append(UInt8(ascii: "-"))
-        appendDecimal(last, to: &bytes)
+        DecimalDigits.append(last, to: &bytes)
         bytes.append(UInt8(ascii: "/"))
-        appendDecimal(completeLength, to: &bytes)
+        DecimalDigits.append(completeLength, to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
-        // Least significant digit first (a division by the constant 10 is a multiplication), then reversed.
-        let start = bytes.count
-        var rest = value
-        repeat {
-            bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10))
-            rest /= 10
-        } while rest > 0
-        var low = start
-        var high = bytes.count - 1
-        while low < high {  // in place (reversing a slice of the array would copy it)
-            bytes.swapAt(low, high)
-            low += 1
-            high -= 1
-        }
     }
 
     /// `bytes */COMPLETE`, sent with 416 (Range Not Satisfiable).

@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// An HTTP request method (RFC 9110 §9). Methods are case-sensitive tokens.
 public struct HTTPMethod: Hashable, Sendable, CustomStringConvertible {
     /// The method token exactly as received, for example `GET`.
@@ -188,32 +190,8 @@ public enum HTTPASCII {
         }
     }
 
-    /// Appends the decimal digits of `value`.
-    public static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
-        if value == 0 {
-            out.append(UInt8(ascii: "0"))
-            return
-        }
-        var digits:
-            (
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-            ) =
-                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        var rest = value
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            while rest > 0 {
-                buffer[count] = UInt8(truncatingIfNeeded: rest % 10) &+ 0x30
-                rest /= 10
-                count += 1
-            }
-            while count > 0 {
-                count -= 1
-                out.append(buffer[count])
-            }
-        }
-    }
+    /// Appends the decimal digits of `value` (TextCodecs' `DecimalDigits`).
+    public static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) { DecimalDigits.append(value, to: &out) }
 
     /// Parses a non-empty run of decimal digits with no sign, nil on overflow or any other byte.
     public static func parseDecimal(_ bytes: some Collection<UInt8>) -> UInt64? {
