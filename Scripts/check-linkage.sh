@@ -5,13 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch="${LINKAGE_SCRATCH:-.build/linkage}"
-build() { swift build --package-path Tests/LinkageTest --scratch-path "$scratch" -Xswiftc -warnings-as-errors 2>&1; }
-# SwiftPM does not always plan again when a path dependency gains a file (a symbol of the new file not found): a
-# failed build is tried once more with its plan (debug.yaml, build.db) removed, as test.sh does for the packages.
-if ! build >/dev/null; then
-    rm -f "$scratch/debug.yaml" "$scratch/build.db"
-fi
-if ! log="$(build)"; then
+if ! log="$(Scripts/swift-build.sh --package-path Tests/LinkageTest --scratch-path "$scratch" -Xswiftc -warnings-as-errors)"
+then
     echo "$log" | grep -E 'error|warning' | head -20 >&2
     echo "check-linkage: the linkage executables did not build" >&2
     exit 1

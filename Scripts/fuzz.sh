@@ -14,24 +14,13 @@ if [[ $# -ne 2 || ! $2 =~ ^[0-9]+$ ]]; then
 fi
 export SWIFT_BACKTRACE=enable=no
 build() {  # builds the named products (all of them with no argument) with libFuzzer and ASan; fails when the build
-    # does, so that a failed build never leaves an older binary to be run in its place. A first failure is retried
-    # once without llbuild's database: after files move between packages an incremental build of this nested
-    # package can stop on "missing inputs" that no longer exist.
-    local products=() log status attempt
+    # does, so that a failed build never leaves an older binary to be run in its place (Scripts/swift-build.sh
+    # tries a failed build once more without its plan).
+    local products=() log status=0
     for product in "$@"; do products+=(--product "$product"); done
-    log=$(mktemp)
-    for attempt in 1 2; do
-        status=0
-        swift build -c release --package-path Tests/Fuzz "${products[@]}" -Xswiftc -sanitize=fuzzer,address \
-            -Xswiftc -DFUZZING >"$log" 2>&1 || status=$?
-        [[ $status == 0 ]] && break
-        if [[ $attempt == 1 ]]; then
-            echo "fuzz: the fuzz package did not build (swift build exited $status); once more, from its sources" >&2
-            rm -f Tests/Fuzz/.build/build.db
-        fi
-    done
-    grep -vE 'warning: Cannot export local symbol|^\[[0-9]+/[0-9]+\]' "$log" || true
-    rm -f "$log"
+    log=$(Scripts/swift-build.sh -c release --package-path Tests/Fuzz "${products[@]}" \
+        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING) || status=$?
+    grep -vE 'warning: Cannot export local symbol|^\[[0-9]+/[0-9]+\]' <<<"$log" || true
     if [[ $status != 0 ]]; then
         echo "fuzz: the fuzz package did not build (swift build exited $status)" >&2
         return "$status"

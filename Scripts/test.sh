@@ -47,8 +47,7 @@ step "System calls only in FileRange, Sockets, LoopbackHTTP and HTTPClient; sock
 Scripts/check-boundaries.sh --self-test
 
 step "Build everything with warnings as errors"
-swift build --build-tests -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
-swift build --build-tests -Xswiftc -warnings-as-errors >/dev/null  # fails here if the build above failed
+Scripts/swift-build.sh --build-tests -Xswiftc -warnings-as-errors | { grep -vE '^\[[0-9]+/[0-9]+\]' || true; }
 
 step "Apple glue against the AVFoundation stand-in (and the check can fail)"
 Scripts/check-apple-glue.sh
@@ -61,15 +60,10 @@ if [[ $standalone == 1 ]]; then
     # its own package's manifest; the test targets are the same sources the root builds, and check-manifests.sh
     # proves the declarations agree.
     step "Every package's manifest builds on its own (through Packages/TSPlayerKit)"
-    # SwiftPM does not always plan again when a path dependency gains or loses a file ("missing inputs", or a symbol
-    # of the new file not found): a failed build is tried once more with its plan (debug.yaml, build.db) removed.
-    standalone_build() {
-        swift build --package-path Packages/TSPlayerKit --scratch-path .build/standalone -Xswiftc -warnings-as-errors
-    }
-    if ! standalone_build >/dev/null 2>&1; then
-        rm -f .build/standalone/debug.yaml .build/standalone/build.db
-        standalone_build 2>&1 | grep -E 'error|warning: ' || true
-        standalone_build >/dev/null
+    if ! log="$(Scripts/swift-build.sh --package-path Packages/TSPlayerKit --scratch-path .build/standalone \
+        -Xswiftc -warnings-as-errors)"; then
+        grep -E 'error|warning: ' <<<"$log" >&2 || true
+        exit 1
     fi
     step "FileRange's tests pass on their own"
     swift test --package-path Packages/FileRange --scratch-path .build/standalone-FileRange \

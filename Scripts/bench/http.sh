@@ -28,7 +28,7 @@ cat "$root/4mb.ts" "$root/1gib.ts" > /dev/null  # page cache
 if [[ -n ${OURS_BIN:-} ]]; then
     ours_bin=$OURS_BIN  # a server built elsewhere (another branch's, to compare in the same session)
 else
-    swift build -c release --package-path Packages/LoopbackHTTP --scratch-path "$work/build" \
+    Scripts/swift-build.sh -c release --package-path Packages/LoopbackHTTP --scratch-path "$work/build" \
         --product loopback-http-testserver >/dev/null
     ours_bin="$(swift build -c release --package-path Packages/LoopbackHTTP --scratch-path "$work/build" --show-bin-path)/loopback-http-testserver"
 fi

@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// One `range-spec` of an RFC 9110 §14.1.1 byte-range set.
 public enum RangeSpecifier: Hashable, Sendable {
     /// `first-pos "-" [ last-pos ]`: from `first` to `last` inclusive, or to the end when `last` is nil.
@@ -38,26 +40,40 @@ public struct RangeRequest: Hashable, Sendable {
     /// empty list elements, and leading or trailing whitespace around the whole value. Numbers too large for `UInt64`
     /// saturate, which resolves as "to the end" for a last position and as unsatisfiable for a first position.
     public static func parse(_ value: some Collection<UInt8>) -> RangeRequest? {
-        var bytes = Array(value)[...]
-        trimWhitespace(&bytes)
+        // Walks the bytes where they lie (a `String`'s UTF-8, a slice of a request buffer); only a collection
+        // without contiguous storage is copied first.
+        if let parsed = value.withContiguousStorageIfAvailable({ parse(borrowing: $0) }) { return parsed }
+        return Array(value).withUnsafeBufferPointer { parse(borrowing: $0) }
+    }
+
+    /// ``parse(_:)-(Collection<UInt8>)`` over borrowed bytes, by index: no copy, and no array but the result's.
+    private static func parse(borrowing bytes: UnsafeBufferPointer<UInt8>) -> RangeRequest? {
+        var start = 0
+        var end = bytes.count
+        trimWhitespace(bytes, &start, &end)
         // range-unit = token, compared case-insensitively with "bytes"
-        guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else { return nil }
-        let unit = bytes[bytes.startIndex..<equals]
-        guard unit.count == 5, zip(unit, "bytes".utf8).allSatisfy({ lowercased($0) == $1 }) else { return nil }
-        var rest = bytes[(equals + 1)...]
+        guard end - start > 5, lowercased(bytes[start]) == UInt8(ascii: "b"),
+            lowercased(bytes[start + 1]) == UInt8(ascii: "y"), lowercased(bytes[start + 2]) == UInt8(ascii: "t"),
+            lowercased(bytes[start + 3]) == UInt8(ascii: "e"), lowercased(bytes[start + 4]) == UInt8(ascii: "s"),
+            bytes[start + 5] == UInt8(ascii: "=")
+        else { return nil }
         var specifiers: [RangeSpecifier] = []
+        var position = start + 6
         while true {
             // 1#range-spec: elements separated by OWS "," OWS; empty elements are accepted.
-            let comma = rest.firstIndex(of: UInt8(ascii: ",")) ?? rest.endIndex
-            var element = rest[rest.startIndex..<comma]
-            trimWhitespace(&element)
-            if !element.isEmpty {
-                guard let specifier = parseSpecifier(element) else { return nil }
+            var comma = position
+            while comma < end, bytes[comma] != UInt8(ascii: ",") { comma += 1 }
+            var elementStart = position
+            var elementEnd = comma
+            trimWhitespace(bytes, &elementStart, &elementEnd)
+            if elementStart < elementEnd {
+                guard let specifier = parseSpecifier(bytes, elementStart, elementEnd) else { return nil }
+                if specifiers.isEmpty { specifiers.reserveCapacity(1) }
                 specifiers.append(specifier)
                 guard specifiers.count <= maximumSpecifierCount else { return nil }
             }
-            guard comma < rest.endIndex else { break }
-            rest = rest[(comma + 1)...]
+            guard comma < end else { break }
+            position = comma + 1
         }
         guard !specifiers.isEmpty else { return nil }
         return RangeRequest(specifiers: specifiers)
@@ -75,6 +91,7 @@ public struct RangeRequest: Hashable, Sendable {
     public func resolve(length: UInt64, maxRanges: Int = 16) -> RangeResolution {
         guard specifiers.count <= maxRanges else { return .full }
         var satisfiable: [ByteRange] = []
+        satisfiable.reserveCapacity(specifiers.count)
         for specifier in specifiers {
             switch specifier {
             case .range(let first, let last):
@@ -91,30 +108,36 @@ public struct RangeRequest: Hashable, Sendable {
             }
         }
         guard !satisfiable.isEmpty else { return .unsatisfiable }
+        // One range (the common request) is already sorted and coalesced.
+        if satisfiable.count == 1 { return .partial(satisfiable) }
         return .partial(ByteRangeSet(satisfiable).ranges)
     }
 
-    private static func parseSpecifier(_ element: ArraySlice<UInt8>) -> RangeSpecifier? {
-        guard let dash = element.firstIndex(of: UInt8(ascii: "-")) else { return nil }
-        let before = element[element.startIndex..<dash]
-        let after = element[(dash + 1)...]
-        if before.isEmpty {
-            guard let length = parseDigits(after) else { return nil }
+    /// One range-spec in `bytes[start..<end]` (trimmed, not empty).
+    private static func parseSpecifier(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int)
+        -> RangeSpecifier?
+    {
+        var dash = start
+        while dash < end, bytes[dash] != UInt8(ascii: "-") { dash += 1 }
+        guard dash < end else { return nil }
+        if dash == start {
+            guard let length = parseDigits(bytes, dash + 1, end) else { return nil }
             return .suffix(length: length)
         }
-        guard let first = parseDigits(before) else { return nil }
-        if after.isEmpty {
+        guard let first = parseDigits(bytes, start, dash) else { return nil }
+        if dash + 1 == end {
             return .range(first: first, last: nil)
         }
-        guard let last = parseDigits(after), last >= first else { return nil }
+        guard let last = parseDigits(bytes, dash + 1, end), last >= first else { return nil }
         return .range(first: first, last: last)
     }
 
-    /// `1*DIGIT`, saturating at `UInt64.max`.
-    private static func parseDigits(_ digits: ArraySlice<UInt8>) -> UInt64? {
-        guard !digits.isEmpty else { return nil }
+    /// `1*DIGIT` in `bytes[start..<end]`, saturating at `UInt64.max`.
+    private static func parseDigits(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UInt64? {
+        guard start < end else { return nil }
         var value: UInt64 = 0
-        for byte in digits {
+        for index in start..<end {
+            let byte = bytes[index]
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
             let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
             let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
@@ -123,9 +146,10 @@ public struct RangeRequest: Hashable, Sendable {
         return value
     }
 
-    private static func trimWhitespace(_ bytes: inout ArraySlice<UInt8>) {
-        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes.removeFirst() }
-        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
+    /// Narrows `start..<end` past spaces and tabs at both ends.
+    private static func trimWhitespace(_ bytes: UnsafeBufferPointer<UInt8>, _ start: inout Int, _ end: inout Int) {
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
     }
 
     private static func lowercased(_ byte: UInt8) -> UInt8 {
@@ -138,7 +162,16 @@ public enum ContentRange {
     /// `bytes FIRST-LAST/COMPLETE` for a range that was sent. An empty range gives the unsatisfied form.
     public static func value(for range: ByteRange, completeLength: UInt64) -> String {
         guard let last = range.last else { return unsatisfiedValue(completeLength: completeLength) }
-        return "bytes \(range.offset)-\(last)/\(completeLength)"
+        // Digits written into one buffer (interpolation formats each number into a string of its own first).
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(6 + 3 * 20 + 2)
+        bytes += "bytes ".utf8
+        DecimalDigits.append(range.offset, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        DecimalDigits.append(last, to: &bytes)
+        bytes.append(UInt8(ascii: "/"))
+        DecimalDigits.append(completeLength, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// `bytes */COMPLETE`, sent with 416 (Range Not Satisfiable).

@@ -1,3 +1,5 @@
+import TextCodecs
+
 /// An HTTP request method (RFC 9110 §9). Methods are case-sensitive tokens.
 public struct HTTPMethod: Hashable, Sendable, CustomStringConvertible {
     /// The method token exactly as received, for example `GET`.
@@ -91,7 +93,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// Replaces every field of this name with one field.
     public mutating func replaceOrAdd(name: String, value: String) {
-        if let index = fields.firstIndex(where: { Self.equalNames($0.name, name) }) {
+        if let index = fields.indices.first(where: { Self.equalNames(fields[$0].name, name) }) {
             fields[index].value = value
             var i = fields.index(after: index)
             while i < fields.endIndex {
@@ -110,7 +112,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// The first value of the field, or nil.
     public func first(name: String) -> String? {
-        for field in fields where Self.equalNames(field.name, name) { return field.value }
+        // By index: the fields are read in place, not copied out one by one (this runs several times a request).
+        for index in fields.indices where Self.equalNames(fields[index].name, name) { return fields[index].value }
         return nil
     }
 
@@ -187,32 +190,8 @@ public enum HTTPASCII {
         }
     }
 
-    /// Appends the decimal digits of `value`.
-    public static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
-        if value == 0 {
-            out.append(UInt8(ascii: "0"))
-            return
-        }
-        var digits:
-            (
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-            ) =
-                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        var rest = value
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            while rest > 0 {
-                buffer[count] = UInt8(truncatingIfNeeded: rest % 10) &+ 0x30
-                rest /= 10
-                count += 1
-            }
-            while count > 0 {
-                count -= 1
-                out.append(buffer[count])
-            }
-        }
-    }
+    /// Appends the decimal digits of `value` (TextCodecs' `DecimalDigits`).
+    public static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) { DecimalDigits.append(value, to: &out) }
 
     /// Parses a non-empty run of decimal digits with no sign, nil on overflow or any other byte.
     public static func parseDecimal(_ bytes: some Collection<UInt8>) -> UInt64? {

@@ -77,7 +77,7 @@ extension EventLoopRunner {
                     case .done(let count):
                         relay.inPipe -= count
                         connection.exchange?.bytesWritten += UInt64(count)
-                        connection.machine.wroteBytes(now: monotonicNow())
+                        connection.machine.wroteBytes(now: now)
                         moved = moved || count > 0
                     case .wouldBlock:
                         break

@@ -46,7 +46,7 @@ extension EventLoopRunner {
                 }
                 connection.input.append(
                     contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]).bindMemory(to: UInt8.self))
-                execute(connection.machine.bytesReceived(now: monotonicNow()), connection)
+                execute(connection.machine.bytesReceived(now: now), connection)
                 if count < Self.scratchSize, !untilEnd { return }
             }
         }
@@ -62,12 +62,12 @@ extension EventLoopRunner {
         case .needMoreData:
             execute(
                 connection.machine.needMoreData(
-                    bufferedBytes: connection.input.count - connection.inputStart, now: monotonicNow()), connection)
+                    bufferedBytes: connection.input.count - connection.inputStart, now: now), connection)
         case .error(let error):
             execute(connection.machine.parseFailed(status: error.status), connection)
         case .request(let request, let consumed):
             connection.inputStart += consumed
-            let action = connection.machine.headParsed(request, now: monotonicNow())
+            let action = connection.machine.headParsed(request, now: now)
             if case .dispatch = action {
                 dispatch(HTTPRequest(request), on: connection)
             } else {
@@ -85,7 +85,7 @@ extension EventLoopRunner {
         case .sendErrorAndClose(let status):
             var request = HTTPRequest(method: .get, target: "/", version: .http1_1)
             request.remoteAddress = connection.peer
-            connection.exchange = Exchange(request: request, logPath: nil, start: monotonicNow())
+            connection.exchange = Exchange(request: request, logPath: nil, start: now)
             respond(.error(status), on: connection)
         case .close:
             // The machine asks for an immediate close only when nothing more can or should be written (idle
@@ -102,15 +102,15 @@ extension EventLoopRunner {
         request.remoteAddress = connection.peer
         request.localHost = connection.localHost
         let decision = application.decide(&request)
-        connection.exchange = Exchange(request: request, logPath: nil, start: monotonicNow())
+        connection.exchange = Exchange(request: request, logPath: nil, start: now)
         switch decision {
         case .respond(let response):
-            respond(response, on: connection)
+            respond(response, to: request, on: connection)
         case .handle(let handler, let logPath):
             connection.exchange?.logPath = logPath
             switch handler.kind {
             case .immediate(let body):
-                respond(body(request), on: connection)
+                respond(body(request), to: request, on: connection)
             case .async(let body):
                 let responder = laterAnswer(on: connection)
                 let request = request  // a constant: the task's closure is @Sendable and may not capture a var

@@ -23,6 +23,12 @@ extension EventLoopRunner {
 
     func respond(_ response: consuming HTTPResponse, on connection: Connection) {
         guard let request = connection.exchange?.request else { return }
+        respond(response, to: request, on: connection)
+    }
+
+    /// ``respond(_:on:)`` with the exchange's request at hand (the caller's, not a copy from the exchange).
+    func respond(_ response: consuming HTTPResponse, to request: borrowing HTTPRequest, on connection: Connection) {
+        guard connection.exchange != nil else { return }
         let prepared = application.prepare(
             response, for: request, keepAlive: connection.machine.keepAlive, date: currentDate())
         if !prepared.keepAlive { connection.machine.mustCloseAfterResponse() }
@@ -38,11 +44,12 @@ extension EventLoopRunner {
         head += prepared.date.utf8
         head.append(0x0D)
         head.append(0x0A)
-        for field in prepared.headers {
-            head += field.name.utf8
+        let fields = prepared.headers.fields
+        for index in fields.indices {  // by index: each field read in place, not copied out
+            Self.appendUTF8(fields[index].name, to: &head)
             head.append(0x3A)
             head.append(0x20)
-            head += field.value.utf8
+            Self.appendUTF8(fields[index].value, to: &head)
             head.append(0x0D)
             head.append(0x0A)
         }
@@ -64,7 +71,7 @@ extension EventLoopRunner {
         head.append(0x0A)
         connection.exchange?.status = prepared.status.code
         connection.exchange?.headBytes = head.count
-        connection.machine.responseHeadWritten(now: monotonicNow())
+        connection.machine.responseHeadWritten(now: now)
         switch prepared.body {
         case .none:
             connection.output.append(.bytes(head, sent: 0))
@@ -133,6 +140,14 @@ extension EventLoopRunner {
         flush(connection)
     }
 
+    /// Appends a string's UTF-8 as one copy of its bytes (the generic append walks the view byte by byte).
+    @inline(__always)
+    static func appendUTF8(_ string: String, to bytes: inout [UInt8]) {
+        if string.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes += string.utf8
+        }
+    }
+
     /// Room for the head plus a body small enough to be read into it: one allocation for both.
     static func headCapacity(_ prepared: HTTPApplication.Prepared) -> Int {
         var capacity = 160  // status line, Date, framing and Connection fields
@@ -165,7 +180,7 @@ extension EventLoopRunner {
                 read: { file, offset, count in try file.read(at: offset, length: count) },
                 wrote: { count in
                     connection.exchange?.bytesWritten += UInt64(count)
-                    connection.machine.wroteBytes(now: monotonicNow())
+                    connection.machine.wroteBytes(now: now)
                 })
             switch stop {
             case .drained:
@@ -205,7 +220,7 @@ extension EventLoopRunner {
         }
         guard connection.exchange != nil, !connection.awaitingHandler else { return }
         finishExchange(connection)
-        let action = connection.machine.responseFinished(now: monotonicNow())
+        let action = connection.machine.responseFinished(now: now)
         if action == .close || connection.machine.state == .closed {
             close(connection)
         } else {

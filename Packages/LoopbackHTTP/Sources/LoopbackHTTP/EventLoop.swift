@@ -190,6 +190,10 @@ final class EventLoopRunner {
     var acceptPausedUntil: UInt64?
     var listenerHealth: [Int32: ListenerHealth] = [:]
     var nextSweep: UInt64 = 0
+    /// The loop's clock (monotonic ns), read once per event and once per turn of the loop: the per-request path
+    /// (deadlines, the exchange's start) reads this instead of the system clock. An event's work takes
+    /// microseconds, against timeouts of seconds.
+    var now: UInt64 = 0
     let scratch: UnsafeMutableRawBufferPointer
     var cachedDateSecond = -1
     var cachedDate = ""
@@ -234,7 +238,7 @@ final class EventLoopRunner {
         }
         while running {
             poller.wait(timeoutMilliseconds: 250) { event in self.handle(event) }
-            let now = monotonicNow()
+            now = monotonicNow()
             if now >= nextSweep {
                 nextSweep = now + Self.sweepInterval
                 sweep(now: now)
@@ -253,6 +257,7 @@ final class EventLoopRunner {
     }
 
     func handle(_ event: PollEvent) {
+        now = monotonicNow()
         if event.token == Poller.wakeToken {
             poller.drainWake()
             let messages = handle.inbox.withLock { box -> [LoopMessage] in

@@ -326,33 +326,37 @@ public struct Router: Sendable {
     }
 
     private static func match(_ route: Route, _ decoded: [String]) -> ([String: String], [String], SessionToken?)? {
-        var remaining = decoded[...]
+        // By position in `decoded`, with nothing built until the route has matched (most routes fail at their
+        // first literal).
+        var position = 0
         var session: SessionToken?
         if let token = route.token {
-            guard let first = remaining.first, token.matches(first) else { return nil }
+            guard position < decoded.count, token.matches(decoded[position]) else { return nil }
             session = token
-            remaining = remaining.dropFirst()
+            position += 1
         } else if let sessions = route.sessions {
-            guard let first = remaining.first, let token = sessions.match(first) else { return nil }
+            guard position < decoded.count, let token = sessions.match(decoded[position]) else { return nil }
             session = token
-            remaining = remaining.dropFirst()
+            position += 1
         }
         var parameters: [String: String] = [:]
-        for index in route.segments.indices {
-            switch route.segments[index] {
+        let segments = route.segments
+        for index in segments.indices {
+            switch segments[index] {
             case .wildcard:
-                guard index == route.segments.count - 1 else { return nil }
-                return (parameters, Array(remaining), session)
+                guard index == segments.count - 1 else { return nil }
+                // The whole path (a static file route at the root): the decoded array itself, not a copy.
+                return (parameters, position == 0 ? decoded : Array(decoded[position...]), session)
             case .literal(let text):
-                guard let first = remaining.first, first == text else { return nil }
-                remaining = remaining.dropFirst()
+                guard position < decoded.count, decoded[position] == text else { return nil }
+                position += 1
             case .parameter(let name):
-                guard let first = remaining.first else { return nil }
-                parameters[name] = first
-                remaining = remaining.dropFirst()
+                guard position < decoded.count else { return nil }
+                parameters[name] = decoded[position]
+                position += 1
             }
         }
-        return remaining.isEmpty ? (parameters, [], session) : nil
+        return position == decoded.count ? (parameters, [], session) : nil
     }
 
     /// Splits a path on `/` and percent-decodes each segment once. Nil when a `%` escape is malformed or a

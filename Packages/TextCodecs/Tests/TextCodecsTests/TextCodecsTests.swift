@@ -154,3 +154,25 @@ import TextCodecs
         }
     }
 }
+
+@Suite struct DecimalDigitsTests {
+    /// Every power of ten and its neighbours, the extremes, and a spread of values, after bytes already there: the
+    /// same digits as the standard library's description.
+    @Test func writesWhatDescriptionWrites() {
+        var values: [UInt64] = [0, 1, 9, 10, 11, UInt64.max, UInt64.max - 1]
+        var power: UInt64 = 1
+        while power <= UInt64.max / 10 {
+            power *= 10
+            values += [power - 1, power, power + 1]
+        }
+        var generator = SystemRandomNumberGenerator()
+        values += (0..<1000).map { _ in
+            UInt64.random(in: 0...UInt64.max, using: &generator) >> UInt64.random(in: 0...63)
+        }
+        for value in values {
+            var bytes = Array("x=".utf8)
+            DecimalDigits.append(value, to: &bytes)
+            #expect(bytes == Array("x=\(value)".utf8), "\(value)")
+        }
+    }
+}
