@@ -36,6 +36,9 @@ public final class FileLock: Sendable {
     /// Whether this object still holds the lock, and writes under it are allowed.
     public var isHeld: Bool { state.withLock { $0.fd >= 0 && $0.writable } }
 
+    /// The descriptor holding the lock, -1 once released (for tests).
+    var descriptor: Int32 { state.withLock { $0.fd } }
+
     /// Keeps the lock but refuses writes from now on (``isHeld`` is false): for the moment between stopping the
     /// writers a lock protects and removing their files.
     public func revoke() {
@@ -113,7 +116,7 @@ public final class FileLock: Sendable {
         } catch {
             throw lockFailure(FileSystemError(error, path: path))
         }
-        defer { _ = systemClose(fd) }
+        defer { unlockAndClose(fd) }
         do {
             _ = try retryingOnInterrupt { systemFlock(fd, LOCK_EX) }
         } catch {
@@ -134,7 +137,16 @@ public final class FileLock: Sendable {
             defer { s.fd = -1 }
             return s.fd
         }
-        if fd >= 0 { _ = systemClose(fd) }
+        if fd >= 0 { Self.unlockAndClose(fd) }
+    }
+
+    /// Unlocks the open file description, then closes the descriptor. Closing alone would leave the lock held by any
+    /// other descriptor of the same description: a child process the app forks at that moment has a copy until it
+    /// execs (its close-on-exec), and Foundation's spawn closes every other descriptor first, which takes
+    /// milliseconds on a loaded machine. A task finished in that window looked held by another process.
+    private static func unlockAndClose(_ fd: Int32) {
+        _ = systemFlock(fd, LOCK_UN)
+        _ = systemClose(fd)
     }
 
     deinit { release() }

@@ -1,8 +1,9 @@
 // FileLock: flock(2) on a file, one holder per open file description, so a second holder is refused even inside one
 // process; probing who holds it never drops it; a removed lock file is never shared.
-import FileRange
 import Foundation
 import Testing
+
+@testable import FileRange
 
 #if canImport(Glibc)
     import Glibc
@@ -82,5 +83,46 @@ import Testing
                 () throws(FileSystemError) -> Int in 0
             }
         }
+    }
+
+    /// A release unlocks the open file description itself: a child process that still has a copy of the descriptor
+    /// (one forked at that moment, before its exec closes it; here one given it on purpose) does not keep the lock.
+    @Test func aReleaseFreesTheLockWhileAChildSharesTheDescriptor() throws {
+        let path = try temporaryFolder() + "/.lock"
+        guard case .acquired(let lock) = try FileLock.tryAcquire(path) else {
+            Issue.record("the first attempt was refused")
+            return
+        }
+        let child = try spawnSleeping(sharing: lock.descriptor)
+        defer {
+            kill(child, SIGKILL)
+            var status: Int32 = 0
+            _ = waitpid(child, &status, 0)
+        }
+        lock.release()
+        #expect(FileLock.holder(path) == nil, "the released lock is still held")
+        guard case .acquired(let again) = try FileLock.tryAcquire(path, patient: false) else {
+            Issue.record("refused after the release, while the child shares the old descriptor")
+            return
+        }
+        again.release()
+    }
+
+    /// Starts `/bin/sleep 30` with `descriptor` as its descriptor 3 (`dup2` clears close-on-exec on the copy).
+    private func spawnSleeping(sharing descriptor: Int32) throws -> pid_t {
+        #if canImport(Darwin)
+            var actions: posix_spawn_file_actions_t?
+        #else
+            var actions = posix_spawn_file_actions_t()
+        #endif
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, descriptor, 3)
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("30"), nil]
+        defer { for argument in arguments { free(argument) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, "/bin/sleep", &actions, nil, arguments, environ)
+        try #require(status == 0, "posix_spawn failed: \(status)")
+        return pid
     }
 }
