@@ -2,7 +2,8 @@
 # The one test command (README.md and .ci/run call it). It installs the outside programs the tests use when they
 # are missing, makes the media fixtures, checks formatting, the manifests, that no Linux-only symbol sits where
 # Darwin compiles, and the linkage of the pure cores, builds everything with warnings as errors, builds the
-# packages through their own manifests, and runs every test (in several processes at once).
+# packages through their own manifests, and runs every test (in parallel in one process, then the few that cannot
+# share it in a second).
 # Any failure fails it.
 #
 # Usage: Scripts/test.sh [--no-standalone]   (--no-standalone skips the builds through the packages' own manifests)
@@ -103,43 +104,47 @@ if [[ "$found" != "$planted" ]]; then
     exit 1
 fi
 
-# The tests run in several processes at once, each process one test at a time. No test holds a thread while it
-# waits (TestSupport's helpers are async; check-boundaries.sh refuses a blocking wait in test code), and `swift test`
-# in parallel in one process runs the whole suite, but not reliably yet: on this 2-core machine deadline tests fail
-# when tests beside them hold Swift's cooperative threads (two, one per core) with work that computes for seconds,
-# because every other task's timer and continuation waits for one (traced with FileRange's TSPLAYERKIT_POOL_TRACE=1
-# and gdb; Documentation/Testing.md lists what was moved off them and what still holds them). Most of the suite's
-# time is waiting (live streams played in real time, players, deadlines), so the processes overlap well.
-# Each shard is a regular expression over test IDs (Module.Suite/test()); a shard runs what it matches and no earlier
-# shard did, and a last one runs everything no shard named, so a new test always runs somewhere. The shards are
-# balanced by the suites' measured times (Documentation/Testing.md).
-shards=(
-    'EndToEndTests\.ProxyEndToEndTests/liveAES|EndToEndTests\.BrowserPlaybackTests|EndToEndTests\.FragmentedConfigurationTests|EndToEndTests\.DownloadProcessesTests|^FileRangeTests\.'
-    'EndToEndTests\.ProxyEndToEndTests/liveBreaks|EndToEndTests\.SlateAudioEndToEndTests|EndToEndTests\.FailFastEndToEndTests|EndToEndTests\.DownloadFaultTests|^HTTPClientTests\.'
-    'EndToEndTests\.ProxyEndToEndTests/liveFragmented|EndToEndTests\.FragmentedPlaybackTests|EndToEndTests\.HostileOriginBudgetEndToEndTests|EndToEndTests\.HTTPEndToEndTests'
-    '^EndToEndTests\.'
+# The tests run in one process, in parallel (Swift Testing, at most 8 at once; most of the suite's time is waiting:
+# live streams played in real time, players, deadlines); then a second, small process runs one at a time the few
+# that cannot share a process with the others. No test holds a thread while it waits (TestSupport's helpers are
+# async; check-boundaries.sh refuses a blocking wait in test code), and no test computes or spawns on Swift's
+# cooperative threads (as many as cores): what computes for long runs in TestSupport's `blocking { }`, on a thread
+# of its own, or every other test's deadline timers and continuations wait for it (Documentation/Testing.md).
+# The second process's tests, each for one reason:
+alone=(
+    # The process's CPU time while the server's loops sit on a dead listener: other tests' CPU counts too.
+    '^LoopbackHTTPTests\.RevivalTests/aShutDownListenerFailsTheServerAndReviveRebindsTheSamePort\(\)'
+    # The process's CPU time after a cancelled load: other tests' CPU counts too.
+    '^AppleGlueTests\.CachingResourceLoaderTests/cancellation\(\)'
+    # A revived server gets its port back: other tests' connects may take that ephemeral port meanwhile.
+    '^EndToEndTests\.PlaybackEndToEndTests/revivedServerKeepsSessions\(\)'
+    '^TSPlayerKitTests\.OneServerTests/reviveCoversTheProxies\(\)'
+    '^TSPlayerKitTests\.PlaybackServerTests/listenerLossAndRevival\(\)'
+    # Bounds the whole process's thread count (other tests' threads count too) and a good host's answer time.
+    '^HTTPClientTests\.HostileOriginClientTests/aSilentHostQueuesItsRequestsAndDelaysNoOtherHost\(\)'
+    # Set the process-wide umask: every file other tests create meanwhile would get it, and two such tests
+    # interleaved could leave the process with the wrong one.
+    '^FileRangeTests\.DurableFileTests/theNewFileHasExactlyItsMode\(\)'
+    '^HLSDownloadTests\.HostileOriginDownloadTests/downloadedKeysAreOwnerOnly\(\)'
+    '^MediaCacheTests\.HostileOriginCacheTests/theCacheFolderAndItsFilesAreOwnerOnly\(\)'
 )
-step "Every test, in $((${#shards[@]} + 1)) processes at once (each one test at a time)"
+alone_pattern=$(IFS='|'; echo "${alone[*]}")
+step "Every test: one process in parallel, then the ${#alone[@]} that cannot share it in a second, one at a time"
 results="$(mktemp -d)"
 tests="$(swift build --show-bin-path)/TSPlayerKitPackageTests.xctest"
 listed=$("$tests" --testing-library swift-testing --list-tests | grep -c '/')
-taken=""
-pids=()
-for index in $(seq 0 ${#shards[@]}); do
-    arguments=(--testing-library swift-testing --no-parallel --xunit-output "$results/shard-$index.xml")
-    if ((index < ${#shards[@]})); then
-        arguments+=(--filter "${shards[$index]}")
-    fi
-    [[ -n "$taken" ]] && arguments+=(--skip "$taken")
-    TSPLAYERKIT_TEST_RUN="$run_id" "$tests" "${arguments[@]}" >"$results/shard-$index.log" 2>&1 &
-    pids+=($!)
-    ((index < ${#shards[@]})) && taken="${taken:+$taken|}${shards[$index]}"
-done
 status=0
-for index in "${!pids[@]}"; do
-    wait "${pids[$index]}" || status=1
-    echo "--- shard $index (done at $((SECONDS - start))s)"
-    grep -avE '^(.\[[0-9;]*m)?(􀟈|◇|↳)|Test .* started\.$' "$results/shard-$index.log" || true
+for run in parallel alone; do
+    if [[ $run == parallel ]]; then
+        arguments=(--skip "$alone_pattern")
+    else
+        arguments=(--no-parallel --filter "$alone_pattern")
+    fi
+    SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}" \
+        TSPLAYERKIT_TEST_RUN="$run_id" "$tests" --testing-library swift-testing "${arguments[@]}" \
+        --xunit-output "$results/$run.xml" >"$results/$run.log" 2>&1 || status=1
+    echo "--- $run (done at $((SECONDS - start))s)"
+    grep -avE '^(.\[[0-9;]*m)?(􀟈|◇|↳)|Test .* started\.$' "$results/$run.log" || true
 done
 
 step "Nothing the tests started is still running"
@@ -160,13 +165,17 @@ fi
 
 printf '\n==> done in %ss\n' "$((SECONDS - start))"
 # The counts come from the test results (one test case, one test), not from the lines the run prints; every listed
-# test must have run in exactly one shard.
-counts=$(Scripts/test-results.py "$results"/shard-*.xml) || status=1
+# test must have run in exactly one of the two processes.
+counts=$(Scripts/test-results.py "$results/parallel.xml" "$results/alone.xml") || status=1
 echo "$counts"
 ran=$(sed -nE 's/^tests: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 + \2 + \3/p' <<<"$counts")
 if [[ -z "$ran" || $((ran)) != "$listed" ]]; then
-    echo "test.sh: $listed tests listed, ${ran:+$((ran))} run across the shards" >&2
+    echo "test.sh: $listed tests listed, ${ran:+$((ran))} run in the two processes" >&2
     status=1
+fi
+# TEST_RESULTS_KEEP=folder keeps the result files and logs there (each test's time is in the XUnit files).
+if [[ -n "${TEST_RESULTS_KEEP:-}" ]]; then
+    mkdir -p "$TEST_RESULTS_KEEP" && cp -r "$results"/. "$TEST_RESULTS_KEEP"/
 fi
 rm -rf "$results"
 exit "$status"
