@@ -120,8 +120,9 @@ import Testing
         posix_spawn_file_actions_adddup2(&actions, descriptor, 3)
         let arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("30"), nil]
         defer { for argument in arguments { free(argument) } }
+        let environment: [UnsafeMutablePointer<CChar>?] = [nil]
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, "/bin/sleep", &actions, nil, arguments, environ)
+        let status = posix_spawn(&pid, "/bin/sleep", &actions, nil, arguments, environment)
         try #require(status == 0, "posix_spawn failed: \(status)")
         return pid
     }
