@@ -161,17 +161,25 @@ public struct RangeRequest: Hashable, Sendable {
 public enum ContentRange {
     /// `bytes FIRST-LAST/COMPLETE` for a range that was sent. An empty range gives the unsatisfied form.
     public static func value(for range: ByteRange, completeLength: UInt64) -> String {
-        guard let last = range.last else { return unsatisfiedValue(completeLength: completeLength) }
-        // Digits written into one buffer (interpolation formats each number into a string of its own first).
+        guard range.last != nil else { return unsatisfiedValue(completeLength: completeLength) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(6 + 3 * 20 + 2)
+        append(for: range, completeLength: completeLength, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// ``value(for:completeLength:)`` written onto `bytes` (a response head being built: no string between).
+    public static func append(for range: ByteRange, completeLength: UInt64, to bytes: inout [UInt8]) {
+        guard let last = range.last else {
+            bytes += unsatisfiedValue(completeLength: completeLength).utf8
+            return
+        }
         bytes += "bytes ".utf8
         DecimalDigits.append(range.offset, to: &bytes)
         bytes.append(UInt8(ascii: "-"))
         DecimalDigits.append(last, to: &bytes)
         bytes.append(UInt8(ascii: "/"))
         DecimalDigits.append(completeLength, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// `bytes */COMPLETE`, sent with 416 (Range Not Satisfiable).

@@ -196,13 +196,15 @@ public struct HTTPApplication: Sendable {
 
     /// A completed response. Its header fields are kept as parts, so that the event loop writes the head
     /// straight into bytes without building the whole list: `Date`, then ``headers`` (the handler's and the
-    /// server's own fields, without framing fields), then ``framing``, then ``connection``; ``fields`` is that
-    /// list as one ``HTTPHeaders``.
+    /// server's own fields, without framing fields), then ``contentRange``, ``framing`` and ``connection``;
+    /// ``fields`` is that list as one ``HTTPHeaders``.
     struct Prepared {
         var status: HTTPStatus
         var date: String
         /// The fields between `Date` and the framing fields.
         var headers: HTTPHeaders
+        /// The `Content-Range` of a single-range 206, written from its numbers.
+        var contentRange: (range: ByteRange, completeLength: UInt64)?
         var framing: Framing
         var connection: ConnectionField
         var body: PreparedBody
@@ -229,6 +231,9 @@ public struct HTTPApplication: Sendable {
             var fields = HTTPHeaders(reservingCapacity: headers.count + 3)
             fields.add(name: "Date", value: date)
             for field in headers { fields.append(field) }
+            if let (range, completeLength) = contentRange {
+                fields.add(name: "Content-Range", value: ContentRange.value(for: range, completeLength: completeLength))
+            }
             switch framing {
             case .none: break
             case .contentLength(let length): fields.add(name: "Content-Length", value: String(length))
@@ -254,6 +259,7 @@ public struct HTTPApplication: Sendable {
         swap(&headers, &response.headers)
         var keepAlive = keepAlive
         var parts: [BodyPart] = []
+        var contentRange: (range: ByteRange, completeLength: UInt64)?
         var stream: HTTPResponse.StreamBody?
         var representationLength: UInt64 = 0
         var rangeable = false
@@ -327,10 +333,8 @@ public struct HTTPApplication: Sendable {
                     status = .partialContent
                     if ranges.count == 1 {
                         let range = ranges[0]
-                        headers.add(
-                            name: "Content-Range",
-                            value: ContentRange.value(for: range, completeLength: representationLength))
-                        parts = Self.slice(parts, range)
+                        contentRange = (range, representationLength)
+                        Self.narrow(&parts, to: range)
                         representationLength = range.length
                     } else {
                         let contentType = headers.first(name: "Content-Type") ?? MediaType.octetStream
@@ -402,8 +406,8 @@ public struct HTTPApplication: Sendable {
             contentLength = 0
         }
         return Prepared(
-            status: status, date: date, headers: headers, framing: framing, connection: connection, body: body,
-            keepAlive: keepAlive, contentLength: contentLength)
+            status: status, date: date, headers: headers, contentRange: contentRange, framing: framing,
+            connection: connection, body: body, keepAlive: keepAlive, contentLength: contentLength)
     }
 
     /// Fields the server sets itself: a handler's values for them are dropped.
@@ -443,6 +447,15 @@ public struct HTTPApplication: Sendable {
             position += partLength
         }
         return result
+    }
+
+    /// ``slice(_:_:)`` in place: a single file part (a Range request into a file) is narrowed without a new list.
+    static func narrow(_ parts: inout [BodyPart], to range: ByteRange) {
+        if parts.count == 1, case .file(let file, let offset, let length) = parts[0], range.upperBound <= length {
+            parts[0] = .file(file, offset: offset + range.offset, length: range.length)
+        } else {
+            parts = slice(parts, range)
+        }
     }
 
     /// Merges adjacent byte parts.

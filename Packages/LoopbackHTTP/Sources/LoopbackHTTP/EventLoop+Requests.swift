@@ -58,18 +58,18 @@ extension EventLoopRunner {
         let result = connection.input.withUnsafeBufferPointer { buffer in
             connection.parser.parse(UnsafeBufferPointer(rebasing: buffer[start...]))
         }
-        switch result {
+        switch consume result {  // consumed: the head's fields move into the request, uncopied
         case .needMoreData:
             execute(
                 connection.machine.needMoreData(
                     bufferedBytes: connection.input.count - connection.inputStart, now: now), connection)
         case .error(let error):
             execute(connection.machine.parseFailed(status: error.status), connection)
-        case .request(let request, let consumed):
+        case .request(let head, let consumed):
             connection.inputStart += consumed
-            let action = connection.machine.headParsed(request, now: now)
+            let action = connection.machine.headParsed(head, now: now)
             if case .dispatch = action {
-                dispatch(HTTPRequest(request), on: connection)
+                dispatch(HTTPRequest(consume head), on: connection)
             } else {
                 execute(action, connection)
             }
@@ -83,10 +83,9 @@ extension EventLoopRunner {
         case .parse:
             parseNext(connection)
         case .sendErrorAndClose(let status):
-            var request = HTTPRequest(method: .get, target: "/", version: .http1_1)
-            request.remoteAddress = connection.peer
-            connection.exchange = Exchange(request: request, logPath: nil, start: now)
-            respond(.error(status), on: connection)
+            let request = HTTPRequest(method: .get, target: "/", version: .http1_1)
+            connection.exchange = Exchange(logged: logged(request, logPath: nil), start: now)
+            respond(.error(status), to: request, on: connection)
         case .close:
             // The machine asks for an immediate close only when nothing more can or should be written (idle
             // timeout, socket error, end of file while idle, shutdown of an idle connection); an error response
@@ -102,23 +101,31 @@ extension EventLoopRunner {
         request.remoteAddress = connection.peer
         request.localHost = connection.localHost
         let decision = application.decide(&request)
-        connection.exchange = Exchange(request: request, logPath: nil, start: now)
         switch decision {
         case .respond(let response):
+            connection.exchange = Exchange(logged: logged(request, logPath: nil), start: now)
             respond(response, to: request, on: connection)
         case .handle(let handler, let logPath):
-            connection.exchange?.logPath = logPath
             switch handler.kind {
             case .immediate(let body):
+                connection.exchange = Exchange(logged: logged(request, logPath: logPath), start: now)
                 respond(body(request), to: request, on: connection)
             case .async(let body):
+                connection.exchange = Exchange(request: request, logged: logged(request, logPath: logPath), start: now)
                 let responder = laterAnswer(on: connection)
                 let request = request  // a constant: the task's closure is @Sendable and may not capture a var
                 Task { responder.respond(await body(request)) }
             case .deferred(let body):
+                connection.exchange = Exchange(request: request, logged: logged(request, logPath: logPath), start: now)
                 body(request, laterAnswer(on: connection))
             }
         }
+    }
+
+    /// What the access log prints for the request (the route's path for it, or the request's), or nil without a log.
+    func logged(_ request: borrowing HTTPRequest, logPath: String?) -> (method: HTTPMethod, path: String)? {
+        guard configuration.accessLog != nil else { return nil }
+        return (request.method, logPath ?? String(request.path))
     }
 
     /// A responder for an answer that comes later, from another thread, through the loop's mailbox.

@@ -23,6 +23,7 @@ extension EventLoopRunner {
 
     func respond(_ response: consuming HTTPResponse, on connection: Connection) {
         guard let request = connection.exchange?.request else { return }
+        connection.exchange?.request = nil
         respond(response, to: request, on: connection)
     }
 
@@ -50,6 +51,12 @@ extension EventLoopRunner {
             head.append(0x3A)
             head.append(0x20)
             Self.appendUTF8(fields[index].value, to: &head)
+            head.append(0x0D)
+            head.append(0x0A)
+        }
+        if let (range, completeLength) = prepared.contentRange {
+            head += "Content-Range: ".utf8
+            ContentRange.append(for: range, completeLength: completeLength, to: &head)
             head.append(0x0D)
             head.append(0x0A)
         }
@@ -137,7 +144,11 @@ extension EventLoopRunner {
                 handle.post(.streamEnd(id, completed: true))
             }
         }
-        flush(connection)
+        if batching {
+            startedResponses.append(connection)
+        } else {
+            flush(connection)
+        }
     }
 
     /// Appends a string's UTF-8 as one copy of its bytes (the generic append walks the view byte by byte).
@@ -151,7 +162,11 @@ extension EventLoopRunner {
     /// Room for the head plus a body small enough to be read into it: one allocation for both.
     static func headCapacity(_ prepared: HTTPApplication.Prepared) -> Int {
         var capacity = 160  // status line, Date, framing and Connection fields
-        for field in prepared.headers { capacity += field.name.utf8.count + field.value.utf8.count + 4 }
+        if prepared.contentRange != nil { capacity += 80 }
+        let fields = prepared.headers.fields
+        for index in fields.indices {  // by index, like the writing: no field copied out
+            capacity += fields[index].name.utf8.count + fields[index].value.utf8.count + 4
+        }
         if case .parts(let parts) = prepared.body, parts.count == 1, case .file(_, _, let length) = parts[0],
             length <= inlineFileLimit
         {
@@ -253,10 +268,11 @@ extension EventLoopRunner {
         let elapsed = monotonicNow() &- exchange.start
         let written = exchange.bytesWritten
         let body = written > UInt64(exchange.headBytes) ? written - UInt64(exchange.headBytes) : 0
+        guard let logged = exchange.logged else { return }
         log(
             AccessLogEntry(
-                method: exchange.request.method.rawValue,
-                path: exchange.logPath ?? String(exchange.request.path),
+                method: logged.method.rawValue,
+                path: logged.path,
                 status: exchange.status, bytesSent: body,
                 duration: .nanoseconds(Int64(clamping: elapsed)), remoteAddress: connection.peer))
     }

@@ -136,8 +136,11 @@ struct StreamState {
 
 /// The exchange in progress, for the access log and for completing an async response.
 struct Exchange {
-    var request: HTTPRequest
-    var logPath: String?
+    /// The request, kept only for an answer that comes later (``EventLoopRunner/respond(_:on:)`` prepares it
+    /// against the request); an immediate answer is prepared from the dispatched request, so nothing is copied.
+    var request: HTTPRequest?
+    /// The access log's method and path, kept only when there is an access log.
+    var logged: (method: HTTPMethod, path: String)?
     var start: UInt64
     var status = 0
     var headBytes = 0
@@ -195,6 +198,10 @@ final class EventLoopRunner {
     /// microseconds, against timeouts of seconds.
     var now: UInt64 = 0
     let scratch: UnsafeMutableRawBufferPointer
+    /// While the events of one wait are handled, responses started are only queued here and written after the
+    /// last event: every request that arrived together is answered before the first answer wakes a client.
+    var batching = false
+    var startedResponses: [Connection] = []
     var cachedDateSecond = -1
     var cachedDate = ""
     var running = true
@@ -237,7 +244,13 @@ final class EventLoopRunner {
             try? poller.addListener(listener, token: UInt64(UInt32(bitPattern: listener)) | 1 << 40)
         }
         while running {
+            batching = true
             poller.wait(timeoutMilliseconds: 250) { event in self.handle(event) }
+            batching = false
+            if !startedResponses.isEmpty {
+                for connection in startedResponses { flush(connection) }
+                startedResponses.removeAll(keepingCapacity: true)
+            }
             now = monotonicNow()
             if now >= nextSweep {
                 nextSweep = now + Self.sweepInterval

@@ -109,19 +109,20 @@ public struct StaticFileHandler: Sendable {
         guard let realRoot, let relative = StaticFileHandler.safeRelativePath(request.wildcardSegments) else {
             return .error(.notFound)
         }
+        let now = validityNanoseconds > 0 ? monotonicNow() : 0
+        let key = OpenFiles.Key(root: realRoot, relative: relative)
+        if validityNanoseconds > 0, let reused = OpenFiles.shared.file(key, now: now) {
+            if let status = try? HTTPResponse.fileStatus(reused), status.links > 0 {
+                return HTTPResponse.file(reused, status: status, contentType: MediaType.forPath(relative))
+            }
+            OpenFiles.shared.remove(key)
+        }
         // One allocation for the path (a chain of `+` makes one per step).
         var path = ""
         path.reserveCapacity(realRoot.utf8.count + 1 + relative.utf8.count)
         if realRoot != "/" { path += realRoot }
         path += "/"
         path += relative
-        let now = validityNanoseconds > 0 ? monotonicNow() : 0
-        if validityNanoseconds > 0, let reused = OpenFiles.shared.file(path: path, root: realRoot, now: now) {
-            if let status = try? HTTPResponse.fileStatus(reused), status.links > 0 {
-                return HTTPResponse.file(reused, status: status, contentType: MediaType.forPath(relative))
-            }
-            OpenFiles.shared.remove(path: path)
-        }
         let file: FileStreamer
         do {
             file = try FileStreamer(path: path)
@@ -153,7 +154,7 @@ public struct StaticFileHandler: Sendable {
             verified.insert(path: path, identity: identity)
         }
         if validityNanoseconds > 0 {
-            OpenFiles.shared.insert(path: path, root: realRoot, file: file, expiry: now &+ validityNanoseconds)
+            OpenFiles.shared.insert(key, file: file, expiry: now &+ validityNanoseconds)
         }
         return HTTPResponse.file(file, status: status, contentType: MediaType.forPath(relative))
     }
@@ -168,7 +169,7 @@ public struct StaticFileHandler: Sendable {
                 return nil
             }
         }
-        return segments.joined(separator: "/")
+        return segments.count == 1 ? segments[0] : segments.joined(separator: "/")  // one name: no new string
     }
 
     static func realPath(_ path: String) -> String? {
@@ -213,35 +214,40 @@ final class VerifiedFiles: Sendable {
     }
 }
 
-/// Files that static-file handlers opened and verified recently, keyed by path and the root they were verified
-/// against, until their expiry. Process-wide, so that every event loop's periodic sweep closes what expired even
-/// when no request comes (a file is never held open for long after its last use); bounded.
+/// Files that static-file handlers opened and verified recently, keyed by the root they were verified against and
+/// the path below it, until their expiry. Process-wide, so that every event loop's periodic sweep closes what
+/// expired even when no request comes (a file is never held open for long after its last use); bounded.
 final class OpenFiles: Sendable {
     static let shared = OpenFiles()
 
-    private struct Entry {
+    /// A root (real path) and a relative path below it: looked up without joining them into a new string.
+    struct Key: Hashable {
         var root: String
+        var relative: String
+    }
+
+    private struct Entry {
         var file: FileStreamer
         var expiry: UInt64
     }
 
     private struct Table {
-        var entries: [String: Entry] = [:]
+        var entries: [Key: Entry] = [:]
         var earliestExpiry = UInt64.max
     }
 
     private let table = LockedValue(Table())
     private static let capacity = 256
 
-    /// The file opened for `path` under `root`, while it has not expired.
-    func file(path: String, root: String, now: UInt64) -> FileStreamer? {
+    /// The file opened for `key`, while it has not expired.
+    func file(_ key: Key, now: UInt64) -> FileStreamer? {
         table.withLock { table in
-            guard let entry = table.entries[path], entry.root == root, now < entry.expiry else { return nil }
+            guard let entry = table.entries[key], now < entry.expiry else { return nil }
             return entry.file
         }
     }
 
-    func insert(path: String, root: String, file: FileStreamer, expiry: UInt64) {
+    func insert(_ key: Key, file: FileStreamer, expiry: UInt64) {
         // Descriptors close when the last response using them ends, outside the lock.
         let dropped = table.withLock { table -> [Entry] in
             var dropped: [Entry] = []
@@ -249,7 +255,7 @@ final class OpenFiles: Sendable {
                 dropped = Array(table.entries.values)
                 table.entries.removeAll(keepingCapacity: true)
             }
-            if let old = table.entries.updateValue(Entry(root: root, file: file, expiry: expiry), forKey: path) {
+            if let old = table.entries.updateValue(Entry(file: file, expiry: expiry), forKey: key) {
                 dropped.append(old)
             }
             table.earliestExpiry = min(table.earliestExpiry, expiry)
@@ -258,8 +264,8 @@ final class OpenFiles: Sendable {
         _ = dropped
     }
 
-    func remove(path: String) {
-        let dropped = table.withLock { $0.entries.removeValue(forKey: path) }
+    func remove(_ key: Key) {
+        let dropped = table.withLock { $0.entries.removeValue(forKey: key) }
         _ = dropped
     }
 
@@ -269,10 +275,10 @@ final class OpenFiles: Sendable {
             guard now >= table.earliestExpiry else { return [] }
             var dropped: [Entry] = []
             var earliest = UInt64.max
-            for (path, entry) in table.entries {
+            for (key, entry) in table.entries {
                 if now >= entry.expiry {
                     dropped.append(entry)
-                    table.entries[path] = nil
+                    table.entries[key] = nil
                 } else {
                     earliest = min(earliest, entry.expiry)
                 }

@@ -22,10 +22,6 @@ struct OpenFilesTests {
 
     private func file(_ name: String) -> URL { URL(fileURLWithPath: tree.www).appendingPathComponent(name) }
 
-    private func realPath(_ name: String) throws -> String {
-        try #require(StaticFileHandler.realPath(tree.www)) + "/" + name
-    }
-
     @Test func growthInPlaceIsSeenAtOnce() async throws {
         try Data("abc".utf8).write(to: file("grow.ts"))
         let first = await app.respond(to: get("/static/grow.ts"))
@@ -33,7 +29,7 @@ struct OpenFilesTests {
         let firstTag = try #require(first.headers["ETag"])
         #expect(
             OpenFiles.shared.file(
-                path: try realPath("grow.ts"), root: try #require(StaticFileHandler.realPath(tree.www)),
+                .init(root: try #require(StaticFileHandler.realPath(tree.www)), relative: "grow.ts"),
                 now: monotonicNow()) != nil)
 
         let handle = try FileHandle(forWritingTo: file("grow.ts"))
@@ -67,7 +63,7 @@ struct OpenFilesTests {
         #expect(after.status.code == 404)
         #expect(
             OpenFiles.shared.file(
-                path: try realPath("gone.ts"), root: try #require(StaticFileHandler.realPath(tree.www)),
+                .init(root: try #require(StaticFileHandler.realPath(tree.www)), relative: "gone.ts"),
                 now: monotonicNow()) == nil)
     }
 
@@ -76,7 +72,7 @@ struct OpenFilesTests {
         #expect(await app.respond(to: get("/fresh/fresh.ts")).bodyText == "each time")
         #expect(
             OpenFiles.shared.file(
-                path: try realPath("fresh.ts"), root: try #require(StaticFileHandler.realPath(tree.www)),
+                .init(root: try #require(StaticFileHandler.realPath(tree.www)), relative: "fresh.ts"),
                 now: monotonicNow()) == nil)
     }
 
@@ -84,11 +80,11 @@ struct OpenFilesTests {
     @Test func entriesAreKeptPerRoot() async throws {
         try Data("rooted".utf8).write(to: file("rooted.ts"))
         #expect(await app.respond(to: get("/static/rooted.ts")).status.code == 200)
-        let path = try realPath("rooted.ts")
-        #expect(OpenFiles.shared.file(path: path, root: "/", now: monotonicNow()) == nil)
+        #expect(OpenFiles.shared.file(.init(root: "/", relative: "rooted.ts"), now: monotonicNow()) == nil)
         #expect(
             OpenFiles.shared.file(
-                path: path, root: try #require(StaticFileHandler.realPath(tree.www)), now: monotonicNow()) != nil)
+                .init(root: try #require(StaticFileHandler.realPath(tree.www)), relative: "rooted.ts"),
+                now: monotonicNow()) != nil)
     }
 
     @Test func expiredFilesAreClosedBySweep() throws {
@@ -98,11 +94,11 @@ struct OpenFilesTests {
         do {
             let opened = try FileStreamer(path: file("sweep.ts").path)
             weakFile = opened
-            cache.insert(path: "/x/sweep.ts", root: "/x", file: opened, expiry: 1_000)
+            cache.insert(.init(root: "/x", relative: "sweep.ts"), file: opened, expiry: 1_000)
         }
         #expect(weakFile != nil)
-        #expect(cache.file(path: "/x/sweep.ts", root: "/x", now: 999) != nil)
-        #expect(cache.file(path: "/x/sweep.ts", root: "/x", now: 1_000) == nil)
+        #expect(cache.file(.init(root: "/x", relative: "sweep.ts"), now: 999) != nil)
+        #expect(cache.file(.init(root: "/x", relative: "sweep.ts"), now: 1_000) == nil)
         cache.sweep(now: 999)
         #expect(weakFile != nil)
         cache.sweep(now: 1_000)
