@@ -58,7 +58,7 @@ extension EventLoopRunner {
         let result = connection.input.withUnsafeBufferPointer { buffer in
             connection.parser.parse(UnsafeBufferPointer(rebasing: buffer[start...]))
         }
-        switch consume result {  // consumed: the head's fields move into the request, uncopied
+        switch result {
         case .needMoreData:
             execute(
                 connection.machine.needMoreData(
@@ -69,7 +69,7 @@ extension EventLoopRunner {
             connection.inputStart += consumed
             let action = connection.machine.headParsed(head, now: now)
             if case .dispatch = action {
-                dispatch(HTTPRequest(consume head), on: connection)
+                dispatch(HTTPRequest(head), on: connection)
             } else {
                 execute(action, connection)
             }

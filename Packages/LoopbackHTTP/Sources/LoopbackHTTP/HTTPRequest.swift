@@ -28,7 +28,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// The request a parsed head starts.
-    public init(_ head: consuming HTTPRequestHead) {
+    public init(_ head: HTTPRequestHead) {
         self.init(method: head.method, target: head.target, version: head.version, headers: head.headers)
     }
 
