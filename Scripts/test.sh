@@ -110,26 +110,11 @@ fi
 # async; check-boundaries.sh refuses a blocking wait in test code), and no test computes or spawns on Swift's
 # cooperative threads (as many as cores): what computes for long runs in TestSupport's `blocking { }`, on a thread
 # of its own, or every other test's deadline timers and continuations wait for it (Documentation/Testing.md).
-# The second process's tests, each for one reason:
-alone=(
-    # The process's CPU time while the server's loops sit on a dead listener: other tests' CPU counts too.
-    '^LoopbackHTTPTests\.RevivalTests/aShutDownListenerFailsTheServerAndReviveRebindsTheSamePort\(\)'
-    # The process's CPU time after a cancelled load: other tests' CPU counts too.
-    '^AppleGlueTests\.CachingResourceLoaderTests/cancellation\(\)'
-    # A revived server gets its port back: other tests' connects may take that ephemeral port meanwhile.
-    '^EndToEndTests\.PlaybackEndToEndTests/revivedServerKeepsSessions\(\)'
-    '^TSPlayerKitTests\.OneServerTests/reviveCoversTheProxies\(\)'
-    '^TSPlayerKitTests\.PlaybackServerTests/listenerLossAndRevival\(\)'
-    # Bounds the whole process's thread count (other tests' threads count too) and a good host's answer time.
-    '^HTTPClientTests\.HostileOriginClientTests/aSilentHostQueuesItsRequestsAndDelaysNoOtherHost\(\)'
-    # Set the process-wide umask: every file other tests create meanwhile would get it, and two such tests
-    # interleaved could leave the process with the wrong one.
-    '^FileRangeTests\.DurableFileTests/theNewFileHasExactlyItsMode\(\)'
-    '^HLSDownloadTests\.HostileOriginDownloadTests/downloadedKeysAreOwnerOnly\(\)'
-    '^MediaCacheTests\.HostileOriginCacheTests/theCacheFolderAndItsFilesAreOwnerOnly\(\)'
-)
-alone_pattern=$(IFS='|'; echo "${alone[*]}")
-step "Every test: one process in parallel, then the ${#alone[@]} that cannot share it in a second, one at a time"
+# The second process's tests, each with its reason, are listed in Scripts/tests-alone.sh (the macOS workflow runs
+# the same two processes).
+alone_pattern=$(Scripts/tests-alone.sh)
+alone_count=$(tr '|' '\n' <<<"$alone_pattern" | wc -l)
+step "Every test: one process in parallel, then the $alone_count that cannot share it in a second, one at a time"
 results="$(mktemp -d)"
 tests="$(swift build --show-bin-path)/TSPlayerKitPackageTests.xctest"
 listed=$("$tests" --testing-library swift-testing --list-tests | grep -c '/')
