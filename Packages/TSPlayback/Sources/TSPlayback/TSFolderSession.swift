@@ -9,7 +9,9 @@ import TextCodecs
 /// their true duration; where one file's timestamps do not continue the previous file's, an `EXT-X-DISCONTINUITY`
 /// tells the player. The files are served confined to the folder.
 ///
-/// Routes, under the session's token: `master.m3u8`, `index.m3u8`, and the files by name.
+/// Routes, under the session's token: `master.m3u8`, `index.m3u8`, and the files by name. Everything is answered on
+/// the server's event loop without work that can take long: both playlists are made once, when the folder is
+/// opened (from the sizes and durations found then), and a file is sent as the server sends static files.
 public final class TSFolderSession: PlaybackSource {
     /// A segment of the folder's playlist.
     public struct Segment: Hashable, Sendable {
@@ -30,6 +32,9 @@ public final class TSFolderSession: PlaybackSource {
     /// The segments, in play order.
     public let segments: [Segment]
     private let files: StaticFileHandler
+    /// `master.m3u8` and `index.m3u8`, made when the folder was opened.
+    private let multivariantBytes: [UInt8]
+    private let mediaBytes: [UInt8]
 
     /// Opens `folder`. With `segments`, each must name its `file` (relative to the folder) and is served as given;
     /// without, every `.ts` file in the folder becomes a segment, in natural name order.
@@ -41,6 +46,7 @@ public final class TSFolderSession: PlaybackSource {
             throw PlaybackError(.cannotOpen, path: folder, detail: "not a readable folder")
         }
         var segments: [Segment] = []
+        var byteCounts: [UInt64] = []  // each segment's bytes, for the multivariant playlist's bit rates
         if let given {
             guard !given.isEmpty else { throw PlaybackError(.emptySegments, path: folder, detail: "no segments given") }
             for (number, info) in given.enumerated() {
@@ -66,6 +72,7 @@ public final class TSFolderSession: PlaybackSource {
                     Segment(
                         file: file, range: whole ? nil : FileRange.ByteRange(offset: one.offset, length: one.length),
                         duration: one.duration, discontinuity: false))
+                byteCounts.append(one.length)
             }
         } else {
             let tsFiles = names.filter { $0.lowercased().hasSuffix(".ts") }.sorted(by: NaturalOrder.less)
@@ -97,15 +104,23 @@ public final class TSFolderSession: PlaybackSource {
                 }
                 previous = probe
                 segments.append(Segment(file: file, range: nil, duration: duration, discontinuity: discontinuity))
+                byteCounts.append(probe.fileSize)
             }
         }
         self.segments = segments
+        self.mediaBytes = Array(Self.mediaPlaylist(segments).utf8)
+        self.multivariantBytes = Array(Self.multivariantPlaylist(segments, byteCounts: byteCounts).utf8)
     }
 
     public func prepare() {}
 
     /// The media playlist's text (VOD).
-    public func mediaPlaylist() -> String {
+    public func mediaPlaylist() -> String { String(decoding: mediaBytes, as: UTF8.self) }
+
+    /// The multivariant playlist's text.
+    public func multivariantPlaylist() -> String { String(decoding: multivariantBytes, as: UTF8.self) }
+
+    private static func mediaPlaylist(_ segments: [Segment]) -> String {
         var builder = MediaPlaylistBuilder(kind: .vod)
         builder.segments = segments.map { segment in
             MediaPlaylistBuilder.Segment(
@@ -116,14 +131,13 @@ public final class TSFolderSession: PlaybackSource {
         return builder.build().text
     }
 
-    /// The multivariant playlist's text.
-    public func multivariantPlaylist() -> String {
+    private static func multivariantPlaylist(_ segments: [Segment], byteCounts: [UInt64]) -> String {
         var builder = MultivariantPlaylistBuilder()
         var peak: Double = 1
         var totalBits: Double = 0
         var totalDuration: Double = 0
-        for segment in segments where segment.duration > 0 {
-            let bits = Double((segment.range?.length ?? fileSize(segment.file)) * 8)
+        for (segment, byteCount) in zip(segments, byteCounts) where segment.duration > 0 {
+            let bits = Double(byteCount * 8)
             peak = max(peak, bits / segment.duration)
             totalBits += bits
             totalDuration += segment.duration
@@ -136,19 +150,13 @@ public final class TSFolderSession: PlaybackSource {
         return builder.build().text
     }
 
-    private func fileSize(_ file: String) -> UInt64 {
-        guard let streamer = try? FileStreamer(path: folder + "/" + file) else { return 0 }
-        defer { streamer.close() }
-        return (try? streamer.size()) ?? 0
-    }
-
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         let route = request.wildcardSegments
         if route == ["master.m3u8"] {
-            return .bytes(Array(multivariantPlaylist().utf8), contentType: "application/vnd.apple.mpegurl")
+            return .bytes(multivariantBytes, contentType: "application/vnd.apple.mpegurl")
         }
         if route == ["index.m3u8"] {
-            return .bytes(Array(mediaPlaylist().utf8), contentType: "application/vnd.apple.mpegurl")
+            return .bytes(mediaBytes, contentType: "application/vnd.apple.mpegurl")
         }
         return files.respond(to: request)
     }

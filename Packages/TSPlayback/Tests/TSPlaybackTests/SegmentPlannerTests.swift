@@ -142,6 +142,33 @@ import Testing
         #expect(garbage?.code == .notTransportStream)
     }
 
+    /// A folder's playlists are made when it is opened: its bit rates come from the sizes found then, and answering
+    /// them touches no file (the event loop answers them), so they stay the same after the files are gone.
+    @Test func aFoldersPlaylistsAreMadeWhenItOpens() throws {
+        let folder = URL(fileURLWithPath: TemporaryFolders.make(prefix: "ts-folder-"))
+        try Data(count: 1_000).write(to: folder.appendingPathComponent("a.ts"))
+        try Data(count: 3_000).write(to: folder.appendingPathComponent("b.ts"))
+        let session = try TSFolderSession(
+            folder: folder.path,
+            segments: [SegmentInfo(duration: 2, file: "a.ts"), SegmentInfo(duration: 2, file: "b.ts")])
+        func body(_ name: String) -> [UInt8]? {
+            var request = HTTPRequest(method: .get, target: "/\(session.token.value)/\(name)")
+            request.wildcardSegments = [name]
+            guard case .bytes(let bytes) = session.respond(to: request).body else { return nil }
+            return bytes
+        }
+        let master = try #require(body("master.m3u8"))
+        let media = try #require(body("index.m3u8"))
+        // 3,000 bytes in 2 s at the peak, 4,000 bytes in 4 s on average.
+        #expect(String(decoding: master, as: UTF8.self).contains("BANDWIDTH=12000,AVERAGE-BANDWIDTH=8000"))
+        #expect(String(decoding: media, as: UTF8.self).contains("a.ts"))
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("a.ts"))
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("b.ts"))
+        #expect(body("master.m3u8") == master)
+        #expect(body("index.m3u8") == media)
+        #expect(session.multivariantPlaylist() == String(decoding: master, as: UTF8.self))
+    }
+
     @Test func naturalOrderAndURIEncoding() {
         let names = ["seg10.ts", "seg2.ts", "seg1.ts", "a.ts", "seg02b.ts", "seg002.ts"]
         #expect(
