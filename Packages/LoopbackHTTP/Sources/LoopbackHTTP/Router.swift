@@ -385,20 +385,24 @@ public struct Router: Sendable {
     /// Nil when the path holds a `%` or a byte above 0x7F (then the full decoding runs).
     static func plainSegments(_ path: Substring) -> [String]? {
         let utf8 = path.utf8
+        var slashes = 0
+        for byte in utf8 {
+            if byte >= 0x80 || byte == UInt8(ascii: "%") { return nil }
+            if byte == UInt8(ascii: "/") { slashes += 1 }
+        }
         var segments: [String] = []
+        segments.reserveCapacity(slashes + 1)  // one allocation, not one per doubling
         var start = utf8.startIndex
+        if utf8.first == UInt8(ascii: "/") { start = utf8.index(after: start) }  // no empty segment before the first
         var index = start
         while index != utf8.endIndex {
-            let byte = utf8[index]
-            if byte >= 0x80 || byte == UInt8(ascii: "%") { return nil }
-            if byte == UInt8(ascii: "/") {
+            if utf8[index] == UInt8(ascii: "/") {
                 segments.append(String(Substring(utf8[start..<index])))
                 start = utf8.index(after: index)
             }
             index = utf8.index(after: index)
         }
         segments.append(String(Substring(utf8[start..<index])))
-        if segments.first?.isEmpty == true { segments.removeFirst() }
         if segments.count > 1, segments.last?.isEmpty == true { segments.removeLast() }
         if segments.count == 1, segments[0].isEmpty { return [] }
         return segments
