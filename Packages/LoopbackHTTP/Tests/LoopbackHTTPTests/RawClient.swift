@@ -17,8 +17,9 @@ struct WireResponse: Sendable {
     var fieldLines: [String] { headers.filter { $0.0 != "Date" }.map { "\($0.0): \($0.1)" } }
 }
 
-/// A tiny HTTP/1.1 client on a raw blocking TCP socket, for the socket-level tests. Its reads wait on TestSupport's
-/// `blocking`, on FileRange's pool, never on the test's own thread; one task uses a client at a time.
+/// A tiny HTTP/1.1 client on a raw blocking TCP socket, for the socket-level tests. Its reads wait in TestSupport's
+/// `blocking`, on a thread of their own (not FileRange's pool, which the server needs, nor a cooperative thread); one
+/// task uses a client at a time.
 final class RawClient: @unchecked Sendable {
     let fd: Int32
     private var buffer: [UInt8] = []
