@@ -94,7 +94,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// Replaces every field of this name with one field.
     public mutating func replaceOrAdd(name: String, value: String) {
         if let index = fields.indices.first(where: { Self.equalNames(fields[$0].name, name) }) {
-            fields[index].value = value
+            // Written only when it differs: a list shared with others (a cached one) is then not copied.
+            if fields[index].value != value { fields[index].value = value }
             var i = fields.index(after: index)
             while i < fields.endIndex {
                 if Self.equalNames(fields[i].name, name) { fields.remove(at: i) } else { i += 1 }

@@ -1,4 +1,5 @@
 import FileRange
+import HTTPWire
 
 /// A file version's validators as header values: the strong `ETag` and the `Last-Modified` date.
 struct FileValidators: Sendable, Equatable {
@@ -29,6 +30,8 @@ final class FileValidatorCache: Sendable {
     private struct Entry {
         var version: Version
         var validators: FileValidators
+        /// The response fields for this version and a content type, made on first use (``fields(for:contentType:)``).
+        var fields: (contentType: String, headers: HTTPHeaders)?
     }
 
     private let table = LockedValue<[FileIdentity: Entry]>([:])
@@ -51,6 +54,33 @@ final class FileValidatorCache: Sendable {
             table[identity] = Entry(version: version, validators: validators)
         }
         return validators
+    }
+
+    /// The header fields of a response with the file version `status` describes: `Content-Type`, `ETag`,
+    /// `Last-Modified`, `Cache-Control: no-cache` and `Accept-Ranges: bytes`, in that order. Made once per version
+    /// and content type and shared by every response (a copy of the list is one retain, not five fields appended).
+    func fields(for status: FileStatus, contentType: String) -> HTTPHeaders {
+        let identity = FileIdentity(device: status.device, inode: status.inode)
+        let version = Version(size: status.size, seconds: status.seconds, nanoseconds: status.nanoseconds)
+        let cached = table.withLock { table -> HTTPHeaders? in
+            guard let entry = table[identity], entry.version == version, let fields = entry.fields,
+                fields.contentType == contentType
+            else { return nil }
+            return fields.headers
+        }
+        if let cached { return cached }
+        let validators = validators(for: status)
+        var headers = HTTPHeaders(reservingCapacity: 5)
+        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "ETag", value: validators.entityTag)
+        headers.add(name: "Last-Modified", value: validators.lastModified)
+        // Local media can change (a recording that grows): caches must revalidate, which the validators make cheap.
+        headers.add(name: "Cache-Control", value: "no-cache")
+        headers.add(name: "Accept-Ranges", value: "bytes")
+        table.withLock { table in
+            if table[identity]?.version == version { table[identity]?.fields = (contentType, headers) }
+        }
+        return headers
     }
 
     /// The number of files held (for tests).

@@ -132,14 +132,8 @@ public struct HTTPResponse: Sendable {
             offset = min(region.offset, size)
             length = min(region.length, size - offset)
         }
-        // Formatted once per file version (FileValidatorCache), not once per request.
-        let validators = FileValidatorCache.shared.validators(for: status)
-        var headers = HTTPHeaders(reservingCapacity: 8)
-        headers.add(name: "Content-Type", value: contentType)
-        headers.add(name: "ETag", value: validators.entityTag)
-        headers.add(name: "Last-Modified", value: validators.lastModified)
-        // Local media can change (a recording that grows): caches must revalidate, which the validators make cheap.
-        headers.add(name: "Cache-Control", value: "no-cache")
+        // Made once per file version (FileValidatorCache), not once per request.
+        let headers = FileValidatorCache.shared.fields(for: status, contentType: contentType)
         var body = FileBody(file: file, offset: offset, length: length)
         body.observedFileSize = size
         return HTTPResponse(status: .ok, headers: headers, body: .file(body))

@@ -24,6 +24,27 @@ struct FileValidatorsTests {
         #expect(cache.count == 1)
     }
 
+    /// A file response's fields come from the cache in their order, made from the version's validators; another
+    /// content type or another version of the file gets its own, never the old ones.
+    @Test func responseFieldsFollowTheVersionAndTheContentType() {
+        let cache = FileValidatorCache()
+        let version = status(size: 188, seconds: 1_700_000_000, nanoseconds: 123_456_789)
+        let validators = cache.validators(for: version)
+        let fields = cache.fields(for: version, contentType: "video/mp2t")
+        #expect(
+            fields.fields.map { "\($0.name): \($0.value)" } == [
+                "Content-Type: video/mp2t", "ETag: \(validators.entityTag)",
+                "Last-Modified: \(validators.lastModified)", "Cache-Control: no-cache", "Accept-Ranges: bytes",
+            ])
+        #expect(cache.fields(for: version, contentType: "video/mp2t") == fields)
+        #expect(cache.fields(for: version, contentType: "video/mp4").first(name: "Content-Type") == "video/mp4")
+        let written = status(size: 376, seconds: 1_700_000_001, nanoseconds: 0)
+        let after = cache.fields(for: written, contentType: "video/mp2t")
+        #expect(after.first(name: "ETag") == cache.validators(for: written).entityTag)
+        #expect(after.first(name: "ETag") != validators.entityTag)
+        #expect(cache.count == 1)
+    }
+
     /// Each part of the version changes the values, exactly as formatting anew would; the entry is replaced.
     @Test func anotherVersionOfTheFileIsFormattedAnew() {
         let cache = FileValidatorCache()
