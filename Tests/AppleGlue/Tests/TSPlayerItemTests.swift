@@ -20,6 +20,9 @@ struct TSPlayerItemTests {
         let master = await glueGet(url)
         #expect(master.status == 200)
         #expect(String(decoding: master.body, as: UTF8.self).hasPrefix("#EXTM3U"))
+        // The playlist grows while the file is indexed; on a loaded machine it can still list no segment here.
+        let session = try #require(item?.source as? TSPlaybackSession)
+        await session.waitUntilIndexed()
         let media = await glueGet(url.deletingLastPathComponent().appendingPathComponent("index.m3u8"))
         #expect(media.status == 200)
         #expect(String(decoding: media.body, as: UTF8.self).contains("#EXTINF:"))
