@@ -258,17 +258,13 @@ extension EventLoopRunner {
     }
 
     func finishExchange(_ connection: Connection) {
-        // Without an access log there is nothing to read from the exchange: it is dropped, not copied out first.
-        guard let log = configuration.accessLog else {
-            connection.exchange = nil
-            return
-        }
-        guard let exchange = connection.exchange else { return }
+        let exchange = connection.exchange
         connection.exchange = nil
+        // `logged` is there exactly when there is an access log (``logged(_:logPath:)``).
+        guard let log = configuration.accessLog, let exchange, let logged = exchange.logged else { return }
         let elapsed = monotonicNow() &- exchange.start
         let written = exchange.bytesWritten
         let body = written > UInt64(exchange.headBytes) ? written - UInt64(exchange.headBytes) : 0
-        guard let logged = exchange.logged else { return }
         log(
             AccessLogEntry(
                 method: logged.method.rawValue,
