@@ -31,6 +31,31 @@ public final class HostileOrigin: Sendable {
     /// Seconds between two bytes of a trickled answer.
     public let trickleInterval: Double
 
+    /// The pattern `/huge/` serves (byte i is i mod 251) from every phase: a block of ``hugeBlock`` bytes starting
+    /// at offset o is `hugeReference[o % 251 ..< o % 251 + hugeBlock]`.
+    private static let hugeReference: [UInt8] = (0..<(hugeBlock + 251)).map { UInt8($0 % 251) }
+    /// 251 × 260 bytes (about 64 KiB), a whole number of periods, so every block of a body starts at its own phase.
+    private static let hugeBlock = 251 * 260
+
+    /// Whether `bytes` are what `/huge/` serves from `offset` on, compared a block at a time (`memcmp`), so that a
+    /// check of megabytes is quick even in a debug build and holds no cooperative thread for long.
+    public static func isHugeBody(_ bytes: [UInt8], from offset: Int = 0) -> Bool {
+        hugeReference.withUnsafeBytes { reference in
+            bytes.withUnsafeBytes { body in
+                var start = 0
+                while start < body.count {
+                    let length = min(hugeBlock, body.count - start)
+                    let phase = (offset + start) % 251
+                    guard memcmp(body.baseAddress! + start, reference.baseAddress! + phase, length) == 0 else {
+                        return false
+                    }
+                    start += length
+                }
+                return true
+            }
+        }
+    }
+
     public init(trickleInterval: Double = 1) throws {
         let fd = LoopbackTCP.listener(backlog: 512)
         guard fd >= 0 else { throw POSIXError(.EADDRINUSE) }
@@ -152,11 +177,10 @@ public final class HostileOrigin: Sendable {
                 }
                 guard write(Array((answer + "\r\n").utf8), to: client) else { return }
                 var offset = range.lowerBound
-                var chunk = [UInt8](repeating: 0, count: 64 << 10)
                 while offset < range.upperBound {
-                    let n = min(chunk.count, range.upperBound - offset)
-                    for i in 0..<n { chunk[i] = UInt8(truncatingIfNeeded: (offset + i) % 251) }
-                    guard write(Array(chunk[0..<n]), to: client) else { return }
+                    let n = min(Self.hugeBlock, range.upperBound - offset)
+                    let phase = offset % 251
+                    guard write(Array(Self.hugeReference[phase..<phase + n]), to: client) else { return }
                     offset += n
                 }
             case "lie":

@@ -258,3 +258,16 @@ import Testing
         #expect(slept < .milliseconds(600), "a 50 ms sleep took \(slept)")
     }
 }
+
+@Suite struct HugeBodyTests {
+    @Test("isHugeBody accepts /huge/'s pattern from any offset, across its blocks, and refuses one changed byte")
+    func patternChecks() {
+        let offset = 70_000
+        var body = (offset..<offset + 200_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        #expect(HostileOrigin.isHugeBody(body, from: offset))
+        #expect(HostileOrigin.isHugeBody([]))
+        #expect(!HostileOrigin.isHugeBody(body, from: offset + 1))
+        body[150_000] &+= 1
+        #expect(!HostileOrigin.isHugeBody(body, from: offset))
+    }
+}
