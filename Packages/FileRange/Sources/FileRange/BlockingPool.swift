@@ -5,8 +5,10 @@ import Dispatch
 /// by a call that waits.
 ///
 /// Threads are started when work is waiting and none is free, up to ``maximumThreads``, and end after
-/// ``idleTimeout`` without work. When all are busy, work waits in order of submission. Event-loop threads are not
-/// pool work: they are long-lived and start with ``startDetachedThread(_:)``.
+/// ``idleTimeout`` without work. When all are busy, work waits in order of submission. A thread that finishes takes
+/// the next waiting work, and new work wakes the thread that went idle last: work that comes one piece at a time
+/// keeps running on one thread (its caches, and its malloc arena, warm) while the others reach their idle timeout.
+/// Event-loop threads are not pool work: they are long-lived and start with ``startDetachedThread(_:)``.
 ///
 /// The pool does not cancel work that has started: a caller that must stop a blocking call closes or shuts down what
 /// it waits on (its socket), which makes the call return.
@@ -19,12 +21,19 @@ public final class BlockingPool: Sendable {
     /// How long a thread with nothing to do waits for work before it ends.
     public let idleTimeout: Duration
 
+    /// An idle thread's wake-up: its own, so that new work can wake one chosen thread.
+    private final class Parker: Sendable {
+        let semaphore = DispatchSemaphore(value: 0)
+    }
+
     private struct State {
         var waiting: [@Sendable () -> Void] = []
         var head = 0
         var threads = 0
-        /// Threads not running work: waiting for it, or started and not yet waiting.
-        var idle = 0
+        /// Idle threads, the one that went idle last at the end (new work wakes it).
+        var parked: [Parker] = []
+        /// Threads started or woken for waiting work that have not yet looked for it.
+        var promised = 0
 
         var pending: Int { waiting.count - head }
 
@@ -44,9 +53,6 @@ public final class BlockingPool: Sendable {
     }
 
     private let state = LockedValue(State())
-    /// One signal per submitted work item; a thread woken when another has already taken the work finds none and
-    /// waits again.
-    private let wake = DispatchSemaphore(value: 0)
 
     /// A pool of at most `maximumThreads` threads (at least one).
     public init(maximumThreads: Int, idleTimeout: Duration = .seconds(10)) {
@@ -57,32 +63,48 @@ public final class BlockingPool: Sendable {
     /// The threads the pool runs now, busy or idle.
     public var threadCount: Int { state.withLock { $0.threads } }
 
+    private enum Start {
+        case none
+        case wake(Parker)
+        case thread
+    }
+
     /// Runs `work` on a pool thread and returns without waiting for it.
     public func submit(_ work: @escaping @Sendable () -> Void) {
         let work = PoolTrace.timed(work) { [self] in
-            let (threads, idle, pending) = state.withLock { ($0.threads, $0.idle, $0.pending) }
+            let (threads, idle, pending) = state.withLock { ($0.threads, $0.parked.count, $0.pending) }
             return "\(maximumThreads) threads at most: \(threads) threads, \(idle) idle, \(pending) queued"
         }
-        let start = state.withLock { state -> Bool in
+        let start = state.withLock { state -> Start in
             state.waiting.append(work)
-            guard state.pending > state.idle, state.threads < maximumThreads else { return false }
-            state.threads += 1
-            state.idle += 1
-            return true
-        }
-        wake.signal()
-        guard start else { return }
-        do {
-            try startDetachedThread { [self] in serve() }
-        } catch {
-            // No thread could be started: the work is done on the caller's thread rather than lost, unless a
-            // running thread will take it.
-            let orphaned = state.withLock { state -> (@Sendable () -> Void)? in
-                state.threads -= 1
-                state.idle -= 1
-                return state.threads == 0 ? state.take() : nil
+            if let parker = state.parked.popLast() {
+                state.promised += 1
+                return .wake(parker)
             }
-            orphaned?()
+            // A thread for work no thread is on its way to; busy threads take waiting work when they finish.
+            guard state.pending > state.promised, state.threads < maximumThreads else { return .none }
+            state.threads += 1
+            state.promised += 1
+            return .thread
+        }
+        switch start {
+        case .none:
+            return
+        case .wake(let parker):
+            parker.semaphore.signal()
+        case .thread:
+            do {
+                try startDetachedThread { [self] in serve() }
+            } catch {
+                // No thread could be started: the work is done on the caller's thread rather than lost, unless a
+                // running thread will take it.
+                let orphaned = state.withLock { state -> (@Sendable () -> Void)? in
+                    state.threads -= 1
+                    state.promised -= 1
+                    return state.threads == 0 ? state.take() : nil
+                }
+                orphaned?()
+            }
         }
     }
 
@@ -108,25 +130,34 @@ public final class BlockingPool: Sendable {
     private func serve() {
         let (seconds, attoseconds) = idleTimeout.components
         let timeout = Double(seconds) + Double(attoseconds) / 1e18
+        let parker = Parker()
+        var promised = true  // started for waiting work
         while true {
-            let timedOut = wake.wait(timeout: .now() + timeout) == .timedOut
             let work = state.withLock { state -> (@Sendable () -> Void)? in
-                if let work = state.take() {
-                    state.idle -= 1
-                    return work
-                }
-                if timedOut {
-                    state.threads -= 1
-                    state.idle -= 1
-                }
+                if promised { state.promised -= 1 }
+                if let work = state.take() { return work }
+                state.parked.append(parker)
                 return nil
             }
+            promised = false
             if let work {
                 work()
-                state.withLock { $0.idle += 1 }
-            } else if timedOut {
-                return
+                continue
             }
+            if parker.semaphore.wait(timeout: .now() + timeout) == .success {
+                promised = true
+                continue
+            }
+            // Timed out: end, unless new work chose this thread meanwhile (its signal is then on its way).
+            let ends = state.withLock { state -> Bool in
+                guard let index = state.parked.firstIndex(where: { $0 === parker }) else { return false }
+                state.parked.remove(at: index)
+                state.threads -= 1
+                return true
+            }
+            if ends { return }
+            parker.semaphore.wait()
+            promised = true
         }
     }
 }

@@ -135,6 +135,45 @@ import Testing
     }
 }
 
+extension BlockingPoolTests {
+    /// Work that comes one piece at a time runs on the thread that went idle last, not on each idle thread in turn:
+    /// with four idle threads, twenty pieces submitted one after another (each once the previous one ended) run on
+    /// one thread, or nearly (a worker preempted before it went idle can lose one to another); taking turns, no
+    /// thread would run more than five.
+    @Test func workThatComesOneAtATimeStaysOnOneThread() async throws {
+        let pool = BlockingPool(maximumThreads: 4)
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        for _ in 0..<4 {
+            pool.submit {
+                started.signal()
+                release.wait()
+            }
+        }
+        let allStarted = await BlockingPool.shared.run { () -> Bool in
+            (0..<4).allSatisfy { _ in started.wait(timeout: .now() + 20) == .success }
+        }
+        #expect(allStarted, "four pieces of work did not run at once")
+        for _ in 0..<4 { release.signal() }
+        try await Task.sleep(for: .milliseconds(50))
+        var runs: [UInt: Int] = [:]
+        for _ in 0..<20 {
+            runs[await pool.run { Self.currentThread() }, default: 0] += 1
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(pool.threadCount == 4)
+        #expect((runs.values.max() ?? 0) >= 15, "runs per thread: \(runs.values.sorted())")
+    }
+
+    static func currentThread() -> UInt {
+        #if canImport(Glibc)
+            UInt(pthread_self())
+        #else
+            UInt(bitPattern: pthread_self())
+        #endif
+    }
+}
+
 /// BlockingSerialExecutor: an actor on it runs its methods in order on a thread of its own, so actors that block
 /// do not hold the cooperative threads.
 @Suite struct BlockingSerialExecutorTests {
