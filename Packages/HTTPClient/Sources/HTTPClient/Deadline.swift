@@ -36,7 +36,6 @@ final class HostSlots: Sendable {
     private struct Waiter {
         let id: UInt64
         let continuation: CheckedContinuation<Void, any Error>
-        var timer: Task<Void, Never>?
     }
     private struct Host {
         var active = 0
@@ -82,16 +81,9 @@ final class HostSlots: Sendable {
                     continuation.resume()
                     return
                 }
-                let timer = Task { [weak self] in
-                    try? await Task.sleep(for: .milliseconds(Int64(max(0, deadline.remaining) * 1000) + 1))
-                    self?.expire(key, id, deadline.error)
-                }
-                let kept = table.withLock { t -> Bool in
-                    guard let index = t.hosts[key]?.waiting.firstIndex(where: { $0.id == id }) else { return false }
-                    t.hosts[key]?.waiting[index].timer = timer
-                    return true
-                }
-                if !kept { timer.cancel() }
+                // On FileRange's alarm thread, which no busy cooperative thread delays; a waiter served or cancelled
+                // before then is no longer found, and the alarm does nothing.
+                Alarms.shared.schedule(at: deadline.end) { [weak self] in self?.expire(key, id, deadline.error) }
                 // A cancellation that came before the waiter was queued found nothing to end: end it now.
                 if Task.isCancelled { expire(key, id, CancellationError()) }
             }
@@ -114,7 +106,6 @@ final class HostSlots: Sendable {
             t.hosts[key] = host.active <= 0 && host.waiting.isEmpty ? nil : host
             return waiter
         }
-        next?.timer?.cancel()
         next?.continuation.resume()
     }
 
@@ -124,7 +115,6 @@ final class HostSlots: Sendable {
             guard let index = t.hosts[key]?.waiting.firstIndex(where: { $0.id == id }) else { return nil }
             return t.hosts[key]?.waiting.remove(at: index)
         }
-        waiter?.timer?.cancel()
         waiter?.continuation.resume(throwing: error)
     }
 

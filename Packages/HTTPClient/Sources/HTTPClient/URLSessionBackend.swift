@@ -57,16 +57,16 @@ final class URLSessionBackend: Sendable {
         let identifier = task.taskIdentifier
         let (body, bodyContinuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         let urlText = request.url
-        let watchdog = bodyDeadline.map { deadline in
-            Task { [delegate] in
-                try await Task.sleep(for: .milliseconds(Int64(max(0, deadline.remaining) * 1000) + 1))
-                // Past the deadline: the body (or a head still awaited) fails, and the transfer stops.
-                delegate.expire(identifier, with: deadline.error.at(urlText))
-                task.cancel()
+        if let bodyDeadline {
+            // Past the deadline the body (or a head still awaited) fails, and the transfer stops: on FileRange's alarm
+            // thread, which no busy cooperative thread delays. A transfer that ended before is no longer pending,
+            // and its task is gone or finished: the alarm then does nothing.
+            Alarms.shared.schedule(at: bodyDeadline.end) { [delegate, weak task] in
+                delegate.expire(identifier, with: bodyDeadline.error.at(urlText))
+                task?.cancel()
             }
         }
         bodyContinuation.onTermination = { termination in
-            watchdog?.cancel()
             if case .cancelled = termination { task.cancel() }
         }
         return try await withTaskCancellationHandler {
