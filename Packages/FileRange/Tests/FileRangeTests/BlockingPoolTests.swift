@@ -110,18 +110,7 @@ import Testing
     /// threads end too, and new work starts a thread again.
     @Test func idleThreadsEnd() async throws {
         let pool = BlockingPool(maximumThreads: 4, idleTimeout: .milliseconds(100))
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        for _ in 0..<4 {
-            pool.submit {
-                started.signal()
-                release.wait()
-            }
-        }
-        let allStarted = await BlockingPool.shared.run { () -> Bool in
-            (0..<4).allSatisfy { _ in started.wait(timeout: .now() + 20) == .success }
-        }
-        #expect(allStarted, "four pieces of work did not run at once")
+        let release = await Self.holdFourThreads(of: pool)
         #expect(pool.threadCount == 4)
         for _ in 0..<4 { release.signal() }
         var waited = 0
@@ -142,18 +131,7 @@ extension BlockingPoolTests {
     /// thread would run more than five.
     @Test func workThatComesOneAtATimeStaysOnOneThread() async throws {
         let pool = BlockingPool(maximumThreads: 4)
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        for _ in 0..<4 {
-            pool.submit {
-                started.signal()
-                release.wait()
-            }
-        }
-        let allStarted = await BlockingPool.shared.run { () -> Bool in
-            (0..<4).allSatisfy { _ in started.wait(timeout: .now() + 20) == .success }
-        }
-        #expect(allStarted, "four pieces of work did not run at once")
+        let release = await Self.holdFourThreads(of: pool)
         for _ in 0..<4 { release.signal() }
         try await Task.sleep(for: .milliseconds(50))
         var runs: [UInt: Int] = [:]
@@ -231,5 +209,25 @@ extension BlockingPoolTests {
             }
         }
         #expect(await blocker.counter == 400)
+    }
+}
+
+extension BlockingPoolTests {
+    /// Four pieces of work that each hold one of `pool`'s threads until the returned semaphore is signalled once
+    /// for each; returns once all four run at once.
+    static func holdFourThreads(of pool: BlockingPool) async -> DispatchSemaphore {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        for _ in 0..<4 {
+            pool.submit {
+                started.signal()
+                release.wait()
+            }
+        }
+        let allStarted = await BlockingPool.shared.run { () -> Bool in
+            (0..<4).allSatisfy { _ in started.wait(timeout: .now() + 20) == .success }
+        }
+        #expect(allStarted, "four pieces of work did not run at once")
+        return release
     }
 }
