@@ -298,7 +298,7 @@ public struct HTTPApplication: Sendable {
             if case .bytes(let bytes) = response.body, !headers.contains(name: "ETag") {
                 // In-memory bodies (playlists) get a strong validator from their content, so that clients can
                 // revalidate (304) and use If-Range.
-                headers.add(name: "ETag", value: Self.contentEntityTag(bytes))
+                headers.add(name: "ETag", value: response.contentTag ?? Self.contentEntityTag(bytes))
             }
             if let conditional = Self.evaluateConditionals(request: request, headers: headers) {
                 status = conditional

@@ -112,12 +112,12 @@ extension EventLoopRunner {
                 respond(body(request), to: request, on: connection)
             case .async(let body):
                 connection.exchange = Exchange(request: request, logged: logged(request, logPath: logPath), start: now)
-                let responder = laterAnswer(on: connection)
+                let responder = laterAnswer(on: connection, method: request.method)
                 let request = request  // a constant: the task's closure is @Sendable and may not capture a var
                 Task { responder.respond(await body(request)) }
             case .deferred(let body):
                 connection.exchange = Exchange(request: request, logged: logged(request, logPath: logPath), start: now)
-                body(request, laterAnswer(on: connection))
+                body(request, laterAnswer(on: connection, method: request.method))
             }
         }
     }
@@ -128,12 +128,23 @@ extension EventLoopRunner {
         return (request.method, logPath ?? String(request.path))
     }
 
-    /// A responder for an answer that comes later, from another thread, through the loop's mailbox.
-    func laterAnswer(on connection: Connection) -> HTTPResponder {
+    /// A responder for an answer that comes later, from another thread, through the loop's mailbox. A `200` body
+    /// in memory that will get a content ETag (``HTTPApplication/prepare(_:for:keepAlive:date:)``) is hashed on the
+    /// answering thread, where its bytes were just made, not on the loop, which every connection waits for.
+    func laterAnswer(on connection: Connection, method: HTTPMethod) -> HTTPResponder {
         connection.awaitingHandler = true
         let id = connection.id
         let handle = self.handle
-        return HTTPResponder { handle.post(.response(id, $0)) }
+        let tags = method == .get || method == .head
+        return HTTPResponder { response in
+            var response = response
+            if tags, response.status.code == 200, case .bytes(let bytes) = response.body,
+                !response.headers.contains(name: "ETag")
+            {
+                response.contentTag = HTTPApplication.contentEntityTag(bytes)
+            }
+            handle.post(.response(id, response))
+        }
     }
 
     func receive(_ message: LoopMessage) {

@@ -8,6 +8,9 @@ public struct HTTPResponse: Sendable {
     public var status: HTTPStatus
     public var headers: HTTPHeaders
     public var body: Body
+    /// The ETag of an in-memory body, when it was computed before the response reached the event loop (by
+    /// ``HTTPResponder`` on the answering thread, where the bytes were just made); `prepare` computes it otherwise.
+    var contentTag: String?
 
     public init(status: HTTPStatus = .ok, headers: HTTPHeaders = [:], body: Body = .empty) {
         self.status = status

@@ -21,6 +21,9 @@ extension SocketTests {
             calledInTask.notes.withLock { $0.append(inTask) }
             responder.respond(.bytes(hundredBytes, contentType: "text/plain"))
         }
+        router.getDeferred("/later-bytes") { _, responder in
+            BlockingPool.shared.submit { responder.respond(.bytes(hundredBytes, contentType: "text/plain")) }
+        }
         router.getDeferred("/twice") { _, responder in
             responder.respond(.text("first"))
             responder.respond(.text("second", status: .internalServerError))
@@ -59,6 +62,34 @@ extension SocketTests {
         }
         // The handler was called on the event loop's thread, not in a task.
         #expect(calledInTask.notes.withLock { $0 } == [false, false])
+    }
+
+    /// A body in memory answered later, from another thread, gets the same content ETag as one answered at once (the
+    /// tag is computed on the answering thread, not on the loop), and conditional requests use it: 304 for a
+    /// matching If-None-Match, the range for a matching If-Range, the whole body for one that does not match.
+    @Test func aLaterAnswerInMemoryGetsTheContentETag() async throws {
+        try await withServer(Self.deferredApplication()) { port, _ in
+            let client = try RawClient(port: port)
+            let tag = HTTPApplication.contentEntityTag(hundredBytes)
+            client.send(request("/later-bytes"))
+            let whole = try #require(await client.readResponse())
+            #expect(whole.status == 200 && whole.body == hundredBytes)
+            #expect(whole.header("ETag") == tag)
+            client.send(request("/now"))
+            #expect(await client.readResponse()?.header("ETag") == tag)
+            client.send(request("/later-bytes", "If-None-Match: \(tag)\r\n"))
+            let notModified = try #require(await client.readResponse())
+            #expect(notModified.status == 304 && notModified.body.isEmpty)
+            client.send(request("/later-bytes", "Range: bytes=0-4\r\nIf-Range: \(tag)\r\n"))
+            let ranged = try #require(await client.readResponse())
+            #expect(ranged.status == 206 && ranged.bodyText == "01234")
+            client.send(request("/later-bytes", "Range: bytes=0-4\r\nIf-Range: \"other\"\r\n"))
+            let changed = try #require(await client.readResponse())
+            #expect(changed.status == 200 && changed.body == hundredBytes)
+            client.send(request("/later-bytes", method: "HEAD"))
+            let head = try #require(await client.readResponse(head: true))
+            #expect(head.status == 200 && head.header("ETag") == tag)
+        }
     }
 
     /// A client that leaves before a deferred answer: the late answer is dropped, the server stays healthy.
