@@ -143,6 +143,24 @@ extension BlockingPoolTests {
         #expect((runs.values.max() ?? 0) >= 15, "runs per thread: \(runs.values.sorted())")
     }
 
+    /// Four pieces of work that each hold one of `pool`'s threads until the returned semaphore is signalled once
+    /// for each; returns once all four run at once.
+    static func holdFourThreads(of pool: BlockingPool) async -> DispatchSemaphore {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        for _ in 0..<4 {
+            pool.submit {
+                started.signal()
+                release.wait()
+            }
+        }
+        let allStarted = await BlockingPool.shared.run { () -> Bool in
+            (0..<4).allSatisfy { _ in started.wait(timeout: .now() + 20) == .success }
+        }
+        #expect(allStarted, "four pieces of work did not run at once")
+        return release
+    }
+
     static func currentThread() -> UInt {
         #if canImport(Glibc)
             UInt(pthread_self())
@@ -209,25 +227,5 @@ extension BlockingPoolTests {
             }
         }
         #expect(await blocker.counter == 400)
-    }
-}
-
-extension BlockingPoolTests {
-    /// Four pieces of work that each hold one of `pool`'s threads until the returned semaphore is signalled once
-    /// for each; returns once all four run at once.
-    static func holdFourThreads(of pool: BlockingPool) async -> DispatchSemaphore {
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        for _ in 0..<4 {
-            pool.submit {
-                started.signal()
-                release.wait()
-            }
-        }
-        let allStarted = await BlockingPool.shared.run { () -> Bool in
-            (0..<4).allSatisfy { _ in started.wait(timeout: .now() + 20) == .success }
-        }
-        #expect(allStarted, "four pieces of work did not run at once")
-        return release
     }
 }

@@ -295,7 +295,7 @@ public struct HTTPApplication: Sendable {
         let isGetLike = request.method == .get || request.method == .head
         if status.code == 200 && isGetLike && rangeable {
             headers.replaceOrAdd(name: "Accept-Ranges", value: "bytes")
-            if case .bytes(let bytes) = response.body, !headers.contains(name: "ETag") {
+            if let bytes = Self.contentTagged(status, request.method, response.body, headers) {
                 // In-memory bodies (playlists) get a strong validator from their content, so that clients can
                 // revalidate (304) and use If-Range.
                 headers.add(name: "ETag", value: response.contentTag ?? Self.contentEntityTag(bytes))
@@ -471,7 +471,20 @@ public struct HTTPApplication: Sendable {
         return result
     }
 
-    /// `"<length hex>-<FNV-1a 64 hex>"` of the bytes.
+    /// The bytes of a `200` answer to GET or HEAD with a body in memory and no ETag of its handler's, which get a
+    /// content ETag (the one rule for `prepare` and for a later answer's responder, which computes it off the loop).
+    static func contentTagged(
+        _ status: HTTPStatus, _ method: HTTPMethod, _ body: HTTPResponse.Body, _ headers: HTTPHeaders
+    )
+        -> [UInt8]?
+    {
+        guard status.code == 200, method == .get || method == .head, case .bytes(let bytes) = body,
+            !headers.contains(name: "ETag")
+        else { return nil }
+        return bytes
+    }
+
+    /// `"<length hex>-<contentHash hex>"` of the bytes.
     static func contentEntityTag(_ bytes: [UInt8]) -> String {
         "\"\(String(bytes.count, radix: 16))-\(String(contentHash(bytes), radix: 16))\""
     }

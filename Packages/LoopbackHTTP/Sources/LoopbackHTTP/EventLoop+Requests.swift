@@ -135,12 +135,9 @@ extension EventLoopRunner {
         connection.awaitingHandler = true
         let id = connection.id
         let handle = self.handle
-        let tags = method == .get || method == .head
         return HTTPResponder { response in
             var response = response
-            if tags, response.status.code == 200, case .bytes(let bytes) = response.body,
-                !response.headers.contains(name: "ETag")
-            {
+            if let bytes = HTTPApplication.contentTagged(response.status, method, response.body, response.headers) {
                 response.contentTag = HTTPApplication.contentEntityTag(bytes)
             }
             handle.post(.response(id, response))
