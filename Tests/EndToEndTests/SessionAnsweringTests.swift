@@ -2,6 +2,7 @@
 // event loop, so that one player's segment never holds another's byte ranges.
 import FileRange
 import Foundation
+import FragmentedMP4
 import LoopbackHTTP
 import TestSupport
 import Testing
@@ -11,7 +12,7 @@ import Testing
 @Suite(.temporaryFolders) struct SessionAnsweringTests {
     /// With the session's pool (one thread) held, a request for a fragmented MP4 segment waits while the same
     /// server answers a byte range of `media.ts` at once; once the pool is free, the segment comes, the same bytes
-    /// as the session makes when asked directly.
+    /// as another session makes when asked directly.
     @Test func segmentsAreMadeOnThePoolWhileTheEventLoopAnswersRanges() async throws {
         let movie = try #require(await FragmentedFixtures.h264AAC)
         let curl = try #require(EndToEnd.tool("curl"))
@@ -22,9 +23,13 @@ import Testing
         let server = PlaybackServer()
         let base = try await server.add(session)
         await session.waitUntilIndexed()
+        // Made by another session: a segment in this one's cache would be answered at once.
+        let reference = try TSPlaybackSession(
+            tsFile: movie.path, options: .init(segmentDuration: 1, writesSidecar: false, container: .fmp4))
+        await reference.waitUntilIndexed()
         var direct = HTTPRequest(method: .get, target: "/\(session.token.value)/video/1.m4s")
         direct.wildcardSegments = ["video", "1.m4s"]
-        guard case .bytes(let expected) = session.respond(to: direct).body else {
+        guard case .bytes(let expected) = reference.respond(to: direct).body else {
             Issue.record("the session made no bytes for video/1.m4s")
             return
         }
@@ -55,5 +60,90 @@ import Testing
         #expect(waited, "the segment was answered while the session's pool was held")
         #expect(served.out == "200", "\(served)")
         #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: output))) == expected)
+    }
+
+    /// With the session's pool (one thread) held, requests for `video/2.m4s` and for the audio track's `2.m4s`
+    /// come: the second waits for the first's making (segment 2 is made once, every track together), and both are
+    /// answered by it once the pool is free, with the bytes another session makes. Then segment 3, which nobody asked
+    /// for yet, is made ahead on the same thread (a player asks next for it), the same bytes again; an I-frame
+    /// segment is not made ahead.
+    @Test func aSegmentIsMadeOnceForEveryoneWaitingAndTheNextIsMadeAhead() async throws {
+        let movie = try #require(await FragmentedFixtures.h264AAC)
+        let curl = try #require(EndToEnd.tool("curl"))
+        let options = TSPlaybackSession.Options(segmentDuration: 1, writesSidecar: false, container: .fmp4)
+        let session = try TSPlaybackSession(tsFile: movie.path, options: options)
+        let reference = try TSPlaybackSession(tsFile: movie.path, options: options)
+        let presentation = try #require(session.presentation)
+        let video = try #require(presentation.video)
+        let audio = try #require(presentation.audio.first)
+        let pool = BlockingPool(maximumThreads: 1)
+        session.answeringPool.withLock { $0 = pool }
+        let server = PlaybackServer()
+        let base = try await server.add(session)
+        await session.waitUntilIndexed()
+        await reference.waitUntilIndexed()
+        try #require(session.segments.count >= 5, "\(session.segments.count) segments")
+        func made(_ route: [String]) -> [UInt8]? {
+            var request = HTTPRequest(method: .get, target: "/x/" + route.joined(separator: "/"))
+            request.wildcardSegments = route
+            guard case .bytes(let bytes) = reference.respond(to: request).body else { return nil }
+            return bytes
+        }
+        let cached = { (number: Int, pid: UInt16) in
+            presentation.cache.get(SegmentCache.Key(number: number, pid: pid, iFrame: false))?.bytes
+        }
+
+        let release = DispatchSemaphore(value: 0)
+        pool.submit { release.wait() }
+        let folder = TemporaryFolders.make(prefix: "making-")
+        let names = ["video/2.m4s", "audio-\(audio.pid)/2.m4s"]
+        let fetches = names.map { name in
+            Task {
+                let output = folder.appendingPathComponent(name.replacingOccurrences(of: "/", with: "-")).path
+                let result = try await EndToEnd.run(
+                    curl, ["-sS", "--max-time", "30", "-o", output, "-w", "%{http_code}", base + name])
+                return (result, try [UInt8](Data(contentsOf: URL(fileURLWithPath: output))))
+            }
+        }
+        let key = SegmentsInMaking.Key(number: 2, iFrame: false)
+        for _ in 0..<600 where presentation.making.waiting(for: key) != 1 { await suspend(0.05) }
+        #expect(presentation.making.waiting(for: key) == 1, "the second request waits for the first's making")
+        #expect(cached(2, video.pid) == nil && cached(3, video.pid) == nil, "nothing is made while the pool is held")
+        release.signal()
+        let answers = try await [fetches[0].value, fetches[1].value]
+        #expect(answers.map(\.0.out) == ["200", "200"], "\(answers.map(\.0))")
+        #expect(answers[0].1 == made(["video", "2.m4s"]) && answers[1].1 == made(["audio-\(audio.pid)", "2.m4s"]))
+        // The pool's one thread runs this after the making ahead that followed the answers.
+        await pool.run {}
+        #expect(presentation.making.waiting(for: key) == nil)
+        #expect(cached(3, video.pid) == made(["video", "3.m4s"]), "video segment 3 is made ahead")
+        #expect(cached(3, audio.pid) == made(["audio-\(audio.pid)", "3.m4s"]), "audio segment 3 with it")
+        #expect(cached(4, video.pid) == nil, "only the next segment is made ahead")
+
+        // Made ahead, segment 3 is answered at once, the pool held again; so is a HEAD for it; segment 4 waits.
+        pool.submit { release.wait() }
+        let path = folder.appendingPathComponent("3.m4s").path
+        let third = try await EndToEnd.run(
+            curl, ["-sS", "--max-time", "5", "-o", path, "-w", "%{http_code}", base + "video/3.m4s"])
+        let head = try await EndToEnd.run(curl, ["-sS", "--max-time", "5", "-I", base + "video/3.m4s"])
+        let fourth = try await EndToEnd.run(
+            curl, ["-sS", "--max-time", "1", "-o", "/dev/null", "-w", "%{http_code}", base + "video/4.m4s"])
+        release.signal()
+        let thirdBytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let fields = head.out.split(whereSeparator: \.isNewline).map { $0.split(separator: ":", maxSplits: 1) }
+        let tag = fields.first { $0.count == 2 && $0[0].lowercased() == "etag" }?[1].trimmingCharacters(
+            in: .whitespaces)
+        #expect(third.out == "200" && head.out.hasPrefix("HTTP/1.1 200"), "\(third) \(head)")
+        #expect(thirdBytes == made(["video", "3.m4s"]))
+        #expect(tag == HTTPApplication.contentEntityTag(thirdBytes), "the content ETag, computed where it was made")
+        #expect(fourth.status != 0 && fourth.out == "000", "segment 4 waits for the pool: \(fourth)")
+        await pool.run {}
+
+        let iFrame = try await EndToEnd.run(
+            curl, ["-sS", "-o", "/dev/null", "-w", "%{http_code}", base + "iframe/1.m4s"])
+        await pool.run {}
+        #expect(iFrame.out == "200", "\(iFrame)")
+        #expect(presentation.cache.get(SegmentCache.Key(number: 2, pid: video.pid, iFrame: true)) == nil)
+        await server.remove(session)
     }
 }

@@ -30,7 +30,9 @@ final class FragmentedPresentation: Sendable {
     let video: TSTrackInfo?
     let audio: [TSTrackInfo]
     let initSegments: [UInt16: [UInt8]]
-    private let cache = SegmentCache(limit: segmentCacheLimit)
+    let cache = SegmentCache(limit: segmentCacheLimit)
+    /// The segments being made now, and the answers waiting for them.
+    let making = SegmentsInMaking()
     /// How many bytes of made segments the presentation keeps in memory at most.
     static let segmentCacheLimit = 48 << 20
     /// By reset offset: the tracks' sample entry values read from that range's first bytes, and the file size they
@@ -359,21 +361,43 @@ final class FragmentedPresentation: Sendable {
     func segment(
         number: Int, pid: UInt16, planned: PlannedSegment, timeline: TSTimeline, fileSize: UInt64, iFrame: Bool,
         shifts: [UInt16: Int64] = [:], codecs: [UInt16: TrackCodec] = [:]
-    ) throws -> [UInt8]? {
+    ) throws -> MadeSegment? {
         let key = SegmentCache.Key(number: number, pid: pid, iFrame: iFrame)
-        if let bytes = cache.get(key) { return bytes }
+        if let made = cache.get(key) { return made }
         let fragments = try makeFragments(
             planned, timeline: timeline, fileSize: fileSize, only: iFrame ? pid : nil, shifts: shifts, codecs: codecs)
-        var made: [UInt16: [UInt8]] = [:]
+        var made: [UInt16: MadeSegment] = [:]
         for (otherPID, fragment) in fragments {
             let bytes = try MediaSegment(
                 sequenceNumber: UInt32(truncatingIfNeeded: number + 1), tracks: [fragment],
                 segmentType: MediaSegment.defaultSegmentType
             ).serialized()
-            made[otherPID] = bytes
-            cache.put(SegmentCache.Key(number: number, pid: otherPID, iFrame: iFrame), bytes)
+            let segment = MadeSegment(bytes: bytes, entityTag: HTTPApplication.contentEntityTag(bytes))
+            made[otherPID] = segment
+            cache.put(SegmentCache.Key(number: number, pid: otherPID, iFrame: iFrame), segment)
         }
         return made[pid]
+    }
+
+    /// The track whose segment the route names, if any.
+    func track(of segment: FragmentedSegmentRoute) -> TSTrackInfo? {
+        segment.iFrame ? video : layout.tracks.first(where: { playlistName($0) == segment.playlist })
+    }
+
+    /// The answer for the route's segment when it is in the cache, nil otherwise: found without reading the file or
+    /// hashing the bytes, so that the event loop answers it at once.
+    func madeResponse(_ segment: FragmentedSegmentRoute) -> HTTPResponse? {
+        guard let track = track(of: segment),
+            let made = cache.get(SegmentCache.Key(number: segment.number, pid: track.pid, iFrame: segment.iFrame))
+        else { return nil }
+        return response(made, track)
+    }
+
+    /// The answer with a made segment of `track`: its bytes and the ETag computed where they were made.
+    func response(_ made: MadeSegment, _ track: TSTrackInfo) -> HTTPResponse {
+        var response = HTTPResponse.bytes(made.bytes, contentType: track.isVideo ? "video/mp4" : "audio/mp4")
+        response.headers.add(name: "ETag", value: made.entityTag)
+        return response
     }
 
     /// Audio frames left out of the segments made so far because their configuration is not their range's (by
@@ -405,6 +429,13 @@ extension TSFragmenter {
     }
 }
 
+/// A segment's bytes as made, with their ETag (``LoopbackHTTP/HTTPApplication/contentEntityTag(_:)``), computed
+/// once where they were made, not for each answer.
+struct MadeSegment: Sendable, Equatable {
+    var bytes: [UInt8]
+    var entityTag: String
+}
+
 /// The most recently used segments, up to a byte limit.
 final class SegmentCache: Sendable {
     struct Key: Hashable, Sendable {
@@ -414,7 +445,7 @@ final class SegmentCache: Sendable {
     }
 
     private struct State {
-        var entries: [Key: [UInt8]] = [:]
+        var entries: [Key: MadeSegment] = [:]
         var order: [Key] = []
         var bytes = 0
     }
@@ -424,30 +455,30 @@ final class SegmentCache: Sendable {
 
     init(limit: Int) { self.limit = limit }
 
-    func get(_ key: Key) -> [UInt8]? {
+    func get(_ key: Key) -> MadeSegment? {
         state.withLock { state in
-            guard let bytes = state.entries[key] else { return nil }
+            guard let made = state.entries[key] else { return nil }
             if let index = state.order.firstIndex(of: key) {
                 state.order.remove(at: index)
                 state.order.append(key)
             }
-            return bytes
+            return made
         }
     }
 
-    func put(_ key: Key, _ bytes: [UInt8]) {
-        guard bytes.count <= limit else { return }
+    func put(_ key: Key, _ made: MadeSegment) {
+        guard made.bytes.count <= limit else { return }
         state.withLock { state in
             if let old = state.entries[key] {
-                state.bytes -= old.count
+                state.bytes -= old.bytes.count
                 state.order.removeAll { $0 == key }
             }
-            state.entries[key] = bytes
+            state.entries[key] = made
             state.order.append(key)
-            state.bytes += bytes.count
+            state.bytes += made.bytes.count
             while state.bytes > limit, !state.order.isEmpty {
                 let oldest = state.order.removeFirst()
-                state.bytes -= state.entries.removeValue(forKey: oldest)?.count ?? 0
+                state.bytes -= state.entries.removeValue(forKey: oldest)?.bytes.count ?? 0
             }
         }
     }

@@ -294,14 +294,9 @@ extension TSPlaybackSession {
             }
             return nil
         }
-        guard route.count == 2, route[1].hasSuffix(".m4s"), let number = Int(route[1].dropLast(4)), number >= 0
-        else { return nil }
-        let iFrame = route[0] == "iframe"
-        guard
-            let track = iFrame
-                ? presentation.video
-                : presentation.layout.tracks.first(where: { presentation.playlistName($0) == route[0] })
-        else { return nil }
+        guard let segment = FragmentedSegmentRoute(route) else { return nil }
+        let (number, iFrame) = (segment.number, segment.iFrame)
+        guard let track = presentation.track(of: segment) else { return nil }
         let list = iFrame ? (iFrameSegments ?? []) : segments
         guard number < list.count else { return .error(.notFound) }
         let planned = list[number]
@@ -317,13 +312,41 @@ extension TSPlaybackSession {
             let codecs = presentation.configurations(resets: resets).codecs(
                 range: FragmentedPresentation.Configurations.range(of: planned.offset, resets: resets))
             guard
-                let bytes = try presentation.segment(
+                let made = try presentation.segment(
                     number: number, pid: track.pid, planned: planned, timeline: timeline, fileSize: size,
                     iFrame: iFrame, shifts: shifts, codecs: codecs)
             else { return .error(.notFound) }
-            return .bytes(bytes, contentType: track.isVideo ? "video/mp4" : "audio/mp4")
+            return presentation.response(made, track)
         } catch {
             return .error(.internalServerError)
         }
+    }
+
+    /// Answers a request for a fragmented MP4 segment: at once when it is in the cache (made ahead, or with the
+    /// other tracks'); otherwise on `pool`, making it once however many ask for it at the same time, then making
+    /// the next one there (a player asks for the segments in order).
+    func answerSegment(
+        _ segment: FragmentedSegmentRoute, _ presentation: FragmentedPresentation, on pool: BlockingPool,
+        _ responder: HTTPResponder, _ answer: @escaping @Sendable () -> Void
+    ) {
+        if let made = presentation.madeResponse(segment) { return responder.respond(made) }
+        guard presentation.making.start(segment.making, orWait: answer) else { return }
+        pool.submit { [self] in
+            answer()
+            for waiter in presentation.making.finish(segment.making) { waiter() }
+            makeAhead(after: segment, presentation)
+        }
+    }
+
+    /// Makes every track's segment after `segment` into the presentation's cache, unless it is there, being made, or
+    /// not listed yet: its request, which usually comes as soon as `segment` has arrived, then finds it made (or
+    /// waits for this making) instead of waiting for all of it. Not for I-frame segments, which scrubbing asks for
+    /// in any order.
+    func makeAhead(after segment: FragmentedSegmentRoute, _ presentation: FragmentedPresentation) {
+        guard !segment.iFrame else { return }
+        let next = FragmentedSegmentRoute(playlist: segment.playlist, number: segment.number + 1)
+        guard next.number < segments.count, presentation.making.start(next.making, orWait: nil) else { return }
+        _ = respondFragmented(next.wildcardSegments, presentation)
+        for waiter in presentation.making.finish(next.making) { waiter() }
     }
 }

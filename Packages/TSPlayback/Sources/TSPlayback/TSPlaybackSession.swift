@@ -523,12 +523,18 @@ public final class TSPlaybackSession: PlaybackSource {
     /// Answers a request from the server. Fragmented MP4 segments, filtered or converted TS segments and playlists
     /// read the file and build bytes: they are made on the blocking pool, so that a slow disk or a large segment never
     /// holds the server's event loop, where every other player's requests wait. `media.ts` sent from the file
-    /// (the event loop's zero-copy path) is answered at once.
+    /// (the event loop's zero-copy path) is answered at once, and so is a fragmented MP4 segment already made; one
+    /// to make is made once however many ask for it, and the next is made ahead (``answerSegment(_:_:on:_:_:)``).
     public func answer(_ request: HTTPRequest, _ responder: HTTPResponder) {
         if servesFileAsIs, request.wildcardSegments == ["media.ts"] {
             return responder.respond(respond(to: request))
         }
-        answeringPool.withLock { $0 }.submit { [self] in responder.respond(respond(to: request)) }
+        let pool = answeringPool.withLock { $0 }
+        let answer: @Sendable () -> Void = { [self] in responder.respond(respond(to: request)) }
+        if let presentation, let segment = FragmentedSegmentRoute(request.wildcardSegments) {
+            return answerSegment(segment, presentation, on: pool, responder, answer)
+        }
+        pool.submit(answer)
     }
 
     /// Answers a request for one of the session's routes (`master.m3u8`, `index.m3u8`, `media.ts`).

@@ -8,9 +8,12 @@ import Testing
         SegmentCache.Key(number: number, pid: pid, iFrame: iFrame)
     }
 
-    /// A 1 MiB segment whose bytes all hold its number (mod 256), so a wrong entry is told apart.
-    static func segment(_ number: Int, size: Int = 1 << 20) -> [UInt8] {
-        [UInt8](repeating: UInt8(truncatingIfNeeded: number), count: size)
+    /// A 1 MiB segment whose bytes all hold its number (mod 256), and whose tag names its number and size, so a
+    /// wrong entry is told apart.
+    static func segment(_ number: Int, size: Int = 1 << 20) -> MadeSegment {
+        MadeSegment(
+            bytes: [UInt8](repeating: UInt8(truncatingIfNeeded: number), count: size),
+            entityTag: "\"\(number)-\(size)\"")
     }
 
     /// The presentation's cache of 48 MiB, filled with 1 MiB segments past its limit: every put leaves at most
@@ -37,7 +40,7 @@ import Testing
             // A 10 MiB segment makes room for itself by evicting the ten least recently used.
             cache.put(Self.key(1000), Self.segment(1000, size: 10 << 20))
             #expect(cache.byteCount == limit, "\(cache.byteCount)")
-            #expect(cache.get(Self.key(1000))?.count == 10 << 20)
+            #expect(cache.get(Self.key(1000))?.bytes.count == 10 << 20)
             let afterLarge = (0..<60).filter { cache.get(Self.key($0)) != nil }
             #expect(afterLarge.count == 38 && !afterLarge.contains(13), "kept \(afterLarge)")
         }
