@@ -4,6 +4,7 @@ import FileRange
 import Foundation
 import FragmentedMP4
 import LoopbackHTTP
+import MPEGTS
 import TestSupport
 import Testing
 
@@ -145,5 +146,41 @@ import Testing
         #expect(iFrame.out == "200", "\(iFrame)")
         #expect(presentation.cache.get(SegmentCache.Key(number: 2, pid: video.pid, iFrame: true)) == nil)
         await server.remove(session)
+    }
+
+    /// A segment in the cache that was made before the index found a joined recording's later part on other PIDs
+    /// is not answered from the cache: the session follows the parts first, which drops what was made with the
+    /// parts known before, and the segment is made anew, the bytes another session makes.
+    @Test func aCachedSegmentIsDroppedWhenTheIndexFindsAnotherPart() async throws {
+        let file = try #require(await JoinedRecordingTests.joined)
+        let curl = try #require(EndToEnd.tool("curl"))
+        let options = TSPlaybackSession.Options(segmentDuration: 1, writesSidecar: false, container: .fmp4)
+        let session = try TSPlaybackSession(tsFile: file.path, options: options)
+        let reference = try TSPlaybackSession(tsFile: file.path, options: options)
+        let presentation = try #require(session.presentation)
+        let video = try #require(presentation.video)
+        let server = PlaybackServer()
+        let base = try await server.add(session)
+        await session.waitUntilIndexed()
+        await reference.waitUntilIndexed()
+        try #require((session.index?.parts.count ?? 0) >= 2, "the fixture is one recording of two parts")
+        var request = HTTPRequest(method: .get, target: "/x/video/0.m4s")
+        request.wildcardSegments = ["video", "0.m4s"]
+        guard case .bytes(let expected) = reference.respond(to: request).body else {
+            Issue.record("the reference session made no bytes for video/0.m4s")
+            return
+        }
+        // As if segment 0 had been made while the index knew only the first part.
+        presentation.knownParts.withLock { $0 = [] }
+        presentation.partReader.withLock { $0 = nil }
+        let stale = MadeSegment(bytes: [0, 0, 0, 8], entityTag: "\"stale\"")
+        presentation.cache.put(SegmentCache.Key(number: 0, pid: video.pid, iFrame: false), stale)
+
+        let output = TemporaryFolders.make(prefix: "parts-").appendingPathComponent("0.m4s").path
+        let served = try await EndToEnd.run(
+            curl, ["-sS", "--max-time", "30", "-o", output, "-w", "%{http_code}", base + "video/0.m4s"])
+        await server.remove(session)
+        #expect(served.out == "200", "\(served)")
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: output))) == expected)
     }
 }

@@ -257,8 +257,7 @@ extension TSPlaybackSession {
     /// Answers the fragmented MP4 routes; nil for any other route.
     func respondFragmented(_ route: [String], _ presentation: FragmentedPresentation) -> HTTPResponse? {
         let complete = isIndexed || givenSegments != nil
-        // A joined recording's later parts on other PIDs are read on the first part's.
-        if givenSegments == nil, let index { presentation.follow(parts: index.parts, packetSize: index.packetSize) }
+        followParts(presentation)
         if route.count == 1 {
             let name = route[0]
             if name == "master.m3u8" {
@@ -329,6 +328,8 @@ extension TSPlaybackSession {
         _ segment: FragmentedSegmentRoute, _ presentation: FragmentedPresentation, on pool: BlockingPool,
         _ responder: HTTPResponder, _ answer: @escaping @Sendable () -> Void
     ) {
+        // Parts found since the segment was made drop it (and what it was made with) first.
+        followParts(presentation)
         if let made = presentation.madeResponse(segment) { return responder.respond(made) }
         guard presentation.making.start(segment.making, orWait: answer) else { return }
         pool.submit { [self] in
@@ -348,5 +349,11 @@ extension TSPlaybackSession {
         guard next.number < segments.count, presentation.making.start(next.making, orWait: nil) else { return }
         _ = respondFragmented(next.wildcardSegments, presentation)
         for waiter in presentation.making.finish(next.making) { waiter() }
+    }
+
+    /// A joined recording's later parts on other PIDs are read on the first part's: the presentation follows the
+    /// parts the index has found so far (a change drops what was made with the parts known before).
+    func followParts(_ presentation: FragmentedPresentation) {
+        if givenSegments == nil, let index { presentation.follow(parts: index.parts, packetSize: index.packetSize) }
     }
 }
