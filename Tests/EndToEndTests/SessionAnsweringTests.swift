@@ -17,23 +17,10 @@ import Testing
     @Test func segmentsAreMadeOnThePoolWhileTheEventLoopAnswersRanges() async throws {
         let movie = try #require(await FragmentedFixtures.h264AAC)
         let curl = try #require(EndToEnd.tool("curl"))
-        let session = try TSPlaybackSession(
-            tsFile: movie.path, options: .init(segmentDuration: 1, writesSidecar: false, container: .fmp4))
         let pool = BlockingPool(maximumThreads: 1)
-        session.answeringPool.withLock { $0 = pool }
-        let server = PlaybackServer()
-        let base = try await server.add(session)
-        await session.waitUntilIndexed()
+        let (session, reference, server, base) = try await Self.served(movie, answeringOn: pool)
         // Made by another session: a segment in this one's cache would be answered at once.
-        let reference = try TSPlaybackSession(
-            tsFile: movie.path, options: .init(segmentDuration: 1, writesSidecar: false, container: .fmp4))
-        await reference.waitUntilIndexed()
-        var direct = HTTPRequest(method: .get, target: "/\(session.token.value)/video/1.m4s")
-        direct.wildcardSegments = ["video", "1.m4s"]
-        guard case .bytes(let expected) = reference.respond(to: direct).body else {
-            Issue.record("the session made no bytes for video/1.m4s")
-            return
-        }
+        let expected = try #require(Self.made(["video", "1.m4s"], by: reference))
 
         let release = DispatchSemaphore(value: 0)
         pool.submit { release.wait() }
@@ -71,25 +58,13 @@ import Testing
     @Test func aSegmentIsMadeOnceForEveryoneWaitingAndTheNextIsMadeAhead() async throws {
         let movie = try #require(await FragmentedFixtures.h264AAC)
         let curl = try #require(EndToEnd.tool("curl"))
-        let options = TSPlaybackSession.Options(segmentDuration: 1, writesSidecar: false, container: .fmp4)
-        let session = try TSPlaybackSession(tsFile: movie.path, options: options)
-        let reference = try TSPlaybackSession(tsFile: movie.path, options: options)
+        let pool = BlockingPool(maximumThreads: 1)
+        let (session, reference, server, base) = try await Self.served(movie, answeringOn: pool)
         let presentation = try #require(session.presentation)
         let video = try #require(presentation.video)
         let audio = try #require(presentation.audio.first)
-        let pool = BlockingPool(maximumThreads: 1)
-        session.answeringPool.withLock { $0 = pool }
-        let server = PlaybackServer()
-        let base = try await server.add(session)
-        await session.waitUntilIndexed()
-        await reference.waitUntilIndexed()
         try #require(session.segments.count >= 5, "\(session.segments.count) segments")
-        func made(_ route: [String]) -> [UInt8]? {
-            var request = HTTPRequest(method: .get, target: "/x/" + route.joined(separator: "/"))
-            request.wildcardSegments = route
-            guard case .bytes(let bytes) = reference.respond(to: request).body else { return nil }
-            return bytes
-        }
+        let made = { (route: [String]) in Self.made(route, by: reference) }
         let cached = { (number: Int, pid: UInt16) in
             presentation.cache.get(SegmentCache.Key(number: number, pid: pid, iFrame: false))?.bytes
         }
@@ -154,22 +129,11 @@ import Testing
     @Test func aCachedSegmentIsDroppedWhenTheIndexFindsAnotherPart() async throws {
         let file = try #require(await JoinedRecordingTests.joined)
         let curl = try #require(EndToEnd.tool("curl"))
-        let options = TSPlaybackSession.Options(segmentDuration: 1, writesSidecar: false, container: .fmp4)
-        let session = try TSPlaybackSession(tsFile: file.path, options: options)
-        let reference = try TSPlaybackSession(tsFile: file.path, options: options)
+        let (session, reference, server, base) = try await Self.served(file)
         let presentation = try #require(session.presentation)
         let video = try #require(presentation.video)
-        let server = PlaybackServer()
-        let base = try await server.add(session)
-        await session.waitUntilIndexed()
-        await reference.waitUntilIndexed()
         try #require((session.index?.parts.count ?? 0) >= 2, "the fixture is one recording of two parts")
-        var request = HTTPRequest(method: .get, target: "/x/video/0.m4s")
-        request.wildcardSegments = ["video", "0.m4s"]
-        guard case .bytes(let expected) = reference.respond(to: request).body else {
-            Issue.record("the reference session made no bytes for video/0.m4s")
-            return
-        }
+        let expected = try #require(Self.made(["video", "0.m4s"], by: reference))
         // As if segment 0 had been made while the index knew only the first part.
         presentation.knownParts.withLock { $0 = [] }
         presentation.partReader.withLock { $0 = nil }
@@ -182,5 +146,31 @@ import Testing
         await server.remove(session)
         #expect(served.out == "200", "\(served)")
         #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: output))) == expected)
+    }
+}
+
+extension SessionAnsweringTests {
+    /// A fragmented MP4 session of `file` (1 s segments, no sidecar) served by a new server, answering on `pool` when
+    /// given, and a second session of the same file that is never served, whose cache is its own; both indexed.
+    static func served(_ file: URL, answeringOn pool: BlockingPool? = nil) async throws -> (
+        session: TSPlaybackSession, reference: TSPlaybackSession, server: PlaybackServer, base: String
+    ) {
+        let options = TSPlaybackSession.Options(segmentDuration: 1, writesSidecar: false, container: .fmp4)
+        let session = try TSPlaybackSession(tsFile: file.path, options: options)
+        let reference = try TSPlaybackSession(tsFile: file.path, options: options)
+        if let pool { session.answeringPool.withLock { $0 = pool } }
+        let server = PlaybackServer()
+        let base = try await server.add(session)
+        await session.waitUntilIndexed()
+        await reference.waitUntilIndexed()
+        return (session, reference, server, base)
+    }
+
+    /// The bytes `session` makes for `route` (`["video", "3.m4s"]`) when asked directly, nil when it makes none.
+    static func made(_ route: [String], by session: TSPlaybackSession) -> [UInt8]? {
+        var request = HTTPRequest(method: .get, target: "/x/" + route.joined(separator: "/"))
+        request.wildcardSegments = route
+        guard case .bytes(let bytes) = session.respond(to: request).body else { return nil }
+        return bytes
     }
 }

@@ -13,20 +13,16 @@ struct FragmentedSegmentRoute: Hashable, Sendable {
     /// What is made at once to answer the route: every track's segment `number`, or one I-frame segment.
     var making: SegmentsInMaking.Key { SegmentsInMaking.Key(number: number, iFrame: iFrame) }
 
+    var wildcardSegments: [String] { [playlist, "\(number).m4s"] }
+}
+
+extension FragmentedSegmentRoute {
     /// The route of a request's wildcard segments, or nil when they name no segment.
     init?(_ route: [String]) {
         guard route.count == 2, route[1].hasSuffix(".m4s"), let number = Int(route[1].dropLast(4)), number >= 0
         else { return nil }
-        playlist = route[0]
-        self.number = number
+        self.init(playlist: route[0], number: number)
     }
-
-    init(playlist: String, number: Int) {
-        self.playlist = playlist
-        self.number = number
-    }
-
-    var wildcardSegments: [String] { [playlist, "\(number).m4s"] }
 }
 
 /// The segments being made now, each with the answers that wait for it: a request for a segment that another
